@@ -1,0 +1,56 @@
+/** What every control-plane operation receives: the database, the clock, and the caller. */
+import { RelayError } from "../../core/errors.ts";
+import type { Plan, Role } from "../../core/model.ts";
+import type { Caller } from "../auth.ts";
+import type { Sql } from "../db/client.ts";
+
+export interface Deps {
+  sql: Sql;
+  now: () => Date;
+}
+
+export interface Ctx extends Deps {
+  caller: Caller;
+}
+
+export interface ProjectAccess {
+  projectId: string;
+  slug: string;
+  plan: Plan;
+  /** The admin acts as an owner of every project. */
+  role: Role;
+}
+
+/**
+ * The project `slug` as the caller may use it. A member of another project and an unknown slug
+ * both get 404, so a token never tells which projects exist.
+ */
+export async function projectAccess(
+  ctx: Ctx,
+  slug: string,
+  needs: Role = "editor",
+): Promise<ProjectAccess> {
+  const { caller } = ctx;
+  if (caller.kind === "anonymous") {
+    throw new RelayError("unauthenticated", "missing or invalid token");
+  }
+  if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
+  const [project] = await ctx.sql<{ id: string; slug: string; plan: Plan }[]>`
+    select id, slug, plan from projects where slug = ${slug}`;
+  if (!project || (caller.kind === "member" && caller.projectId !== project.id)) {
+    throw new RelayError("not_found", `no project '${slug}'`);
+  }
+  const role = caller.kind === "admin" ? "owner" : caller.role;
+  if (needs === "owner" && role !== "owner") {
+    throw new RelayError("forbidden", "only owners may do this");
+  }
+  return { projectId: project.id, slug: project.slug, plan: project.plan, role };
+}
+
+/** Postgres unique violations become a 409 with a message the caller can act on. */
+export function conflictOnDuplicate(message: string) {
+  return (cause: unknown): never => {
+    if ((cause as { code?: string }).code === "23505") throw new RelayError("conflict", message);
+    throw cause;
+  };
+}

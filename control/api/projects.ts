@@ -1,0 +1,117 @@
+/** Projects, members and the key policy. */
+import { z } from "zod";
+import { RelayError } from "../../core/errors.ts";
+import { type Plan, type Policy, plans, type Role, roles } from "../../core/model.ts";
+import { hashSecret, memberTokenPrefix, newId, newSecret } from "../../core/secrets.ts";
+import { requireAdmin } from "../auth.ts";
+import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
+import { parseInput } from "./validation.ts";
+
+/** A DNS label: the project is the first label of its inbound host. */
+export const slugSchema = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be a DNS label: a-z, 0-9 and '-'");
+
+const createProjectSchema = z.object({
+  slug: slugSchema,
+  name: z.string().trim().min(1).max(200),
+  plan: z.enum(plans).default("free"),
+  ownerName: z.string().trim().min(1).max(200).default("owner"),
+});
+
+const addMemberSchema = z.object({
+  name: z.string().trim().min(1).max(200),
+  role: z.enum(roles),
+});
+
+const ttlDays = z.number().int().min(1).max(3650).nullable();
+const policySchema = z.object({
+  defaultKeyTtlDays: ttlDays,
+  maxKeyTtlDays: ttlDays,
+  editorsMayCreateNonExpiringKeys: z.boolean(),
+});
+
+export interface ProjectView {
+  slug: string;
+  name: string;
+  plan: Plan;
+  createdAt: Date;
+}
+
+export interface MemberView {
+  id: string;
+  name: string;
+  role: Role;
+  createdAt: Date;
+}
+
+export async function createProject(ctx: Ctx, input: unknown) {
+  requireAdmin(ctx.caller);
+  const { slug, name, plan, ownerName } = parseInput(createProjectSchema, input);
+  const ownerToken = newSecret(memberTokenPrefix);
+  const tokenHash = await hashSecret(ownerToken);
+  return ctx.sql
+    .begin(async (tx) => {
+      const projectId = newId("prj");
+      const [project] = await tx<ProjectView[]>`
+        insert into projects (id, slug, name, plan) values (${projectId}, ${slug}, ${name}, ${plan})
+        returning slug, name, plan, created_at`;
+      const [owner] = await tx<MemberView[]>`
+        insert into members (id, project_id, name, role, token_hash)
+        values (${newId("mem")}, ${projectId}, ${ownerName}, 'owner', ${tokenHash})
+        returning id, name, role, created_at`;
+      return { project: project as ProjectView, owner: owner as MemberView, ownerToken };
+    })
+    .catch(conflictOnDuplicate(`a project '${slug}' already exists`));
+}
+
+export async function getProject(ctx: Ctx, slug: string): Promise<ProjectView> {
+  const access = await projectAccess(ctx, slug);
+  const [project] = await ctx.sql<ProjectView[]>`
+    select slug, name, plan, created_at from projects where id = ${access.projectId}`;
+  if (!project) throw new RelayError("not_found", `no project '${slug}'`);
+  return project;
+}
+
+export async function addMember(ctx: Ctx, slug: string, input: unknown) {
+  const access = await projectAccess(ctx, slug, "owner");
+  const { name, role } = parseInput(addMemberSchema, input);
+  const token = newSecret(memberTokenPrefix);
+  const [member] = await ctx.sql<MemberView[]>`
+    insert into members (id, project_id, name, role, token_hash)
+    values (${newId("mem")}, ${access.projectId}, ${name}, ${role}, ${await hashSecret(token)})
+    returning id, name, role, created_at`;
+  return { member: member as MemberView, token };
+}
+
+export async function listMembers(ctx: Ctx, slug: string): Promise<MemberView[]> {
+  const access = await projectAccess(ctx, slug);
+  return ctx.sql<MemberView[]>`
+    select id, name, role, created_at from members
+    where project_id = ${access.projectId} order by created_at, id`;
+}
+
+export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {
+  const access = await projectAccess(ctx, slug);
+  return readPolicy(ctx, access.projectId);
+}
+
+export async function updatePolicy(ctx: Ctx, slug: string, input: unknown): Promise<Policy> {
+  const access = await projectAccess(ctx, slug, "owner");
+  const policy = parseInput(policySchema, input);
+  await ctx.sql`
+    update projects set
+      default_key_ttl_days = ${policy.defaultKeyTtlDays},
+      max_key_ttl_days = ${policy.maxKeyTtlDays},
+      editors_may_create_non_expiring_keys = ${policy.editorsMayCreateNonExpiringKeys}
+    where id = ${access.projectId}`;
+  return policy;
+}
+
+export async function readPolicy(ctx: Pick<Ctx, "sql">, projectId: string): Promise<Policy> {
+  const [policy] = await ctx.sql<Policy[]>`
+    select default_key_ttl_days, max_key_ttl_days, editors_may_create_non_expiring_keys
+    from projects where id = ${projectId}`;
+  if (!policy) throw new RelayError("not_found", "no such project");
+  return policy;
+}

@@ -1,0 +1,63 @@
+/** Who is calling the control plane, from the bearer token. Tokens are compared by hash. */
+import { RelayError } from "../core/errors.ts";
+import type { Role } from "../core/model.ts";
+import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
+import type { Sql } from "./db/client.ts";
+
+export type Caller =
+  | { kind: "anonymous" }
+  | { kind: "admin" }
+  | { kind: "edge" }
+  | { kind: "member"; memberId: string; projectId: string; role: Role };
+
+export interface Credentials {
+  adminTokenHash: Uint8Array;
+  edgeTokenHash: Uint8Array;
+}
+
+export async function credentialsFrom(config: {
+  RELAY_ADMIN_TOKEN: string;
+  RELAY_EDGE_TOKEN: string;
+}): Promise<Credentials> {
+  return {
+    adminTokenHash: await hashSecret(config.RELAY_ADMIN_TOKEN),
+    edgeTokenHash: await hashSecret(config.RELAY_EDGE_TOKEN),
+  };
+}
+
+export function bearerToken(authorization: string | null | undefined): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+  return match?.[1] ?? null;
+}
+
+export async function authenticate(
+  sql: Sql,
+  credentials: Credentials,
+  authorization: string | null | undefined,
+): Promise<Caller> {
+  const token = bearerToken(authorization);
+  if (!token) return { kind: "anonymous" };
+  const hash = await hashSecret(token);
+  if (timingSafeEqual(hash, credentials.adminTokenHash)) return { kind: "admin" };
+  if (timingSafeEqual(hash, credentials.edgeTokenHash)) return { kind: "edge" };
+  const [member] = await sql<{ id: string; projectId: string; role: Role; tokenHash: Buffer }[]>`
+    select id, project_id, role, token_hash from members where token_hash = ${hash}`;
+  if (!member || !timingSafeEqual(new Uint8Array(member.tokenHash), hash)) {
+    throw new RelayError("unauthenticated", "missing or invalid token");
+  }
+  return { kind: "member", memberId: member.id, projectId: member.projectId, role: member.role };
+}
+
+export function requireAdmin(caller: Caller): void {
+  if (caller.kind === "admin") return;
+  throw caller.kind === "anonymous"
+    ? new RelayError("unauthenticated", "missing or invalid token")
+    : new RelayError("forbidden", "this operation needs the admin token");
+}
+
+export function requireEdge(caller: Caller): void {
+  if (caller.kind === "edge") return;
+  throw caller.kind === "anonymous"
+    ? new RelayError("unauthenticated", "missing or invalid token")
+    : new RelayError("forbidden", "this operation is for edges");
+}

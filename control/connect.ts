@@ -1,0 +1,288 @@
+/**
+ * The Connect/gRPC/gRPC-Web face of the management API. Each method converts the protobuf
+ * message to the same plain input the REST API parses, calls the one shared operation, and
+ * converts the answer back; validation and rules live in the operations only.
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  type ConnectRouter,
+  createContextKey,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
+import {
+  deliveryModes,
+  type Endpoint,
+  type KeyRecord,
+  keyModes,
+  plans,
+  requestStatuses,
+  roles,
+} from "../core/model.ts";
+import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
+import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
+import { KeyService } from "../gen/relay/v1/keys_pb.ts";
+import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/projects_pb.ts";
+import { RequestLogService } from "../gen/relay/v1/requests_pb.ts";
+import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
+import type { Ctx, Deps } from "./api/context.ts";
+import * as edge from "./api/edge.ts";
+import type { KeyView } from "./api/keys.ts";
+import * as keys from "./api/keys.ts";
+import type { MemberView, ProjectView } from "./api/projects.ts";
+import * as projects from "./api/projects.ts";
+import type { RequestView } from "./api/requests.ts";
+import * as requests from "./api/requests.ts";
+import * as routing from "./api/routing.ts";
+import { authenticate, type Caller, type Credentials } from "./auth.ts";
+import { toConnectError } from "./errors.ts";
+import { reflectionService } from "./reflection.ts";
+
+/** The Relay services this plane serves; reflection lists them. */
+export const relayServices = [
+  ProjectService,
+  MemberService,
+  PolicyService,
+  LineService,
+  EndpointService,
+  KeyService,
+  RequestLogService,
+  EdgeService,
+];
+
+const callerKey = createContextKey<Caller>({ kind: "anonymous" });
+
+/** Authenticates every call and turns whatever a method throws into a ConnectError. */
+export function relayInterceptor(deps: Deps, credentials: Credentials): Interceptor {
+  return (next) => async (req) => {
+    try {
+      req.contextValues.set(
+        callerKey,
+        await authenticate(deps.sql, credentials, req.header.get("authorization")),
+      );
+      return await next(req);
+    } catch (cause) {
+      throw toConnectError(cause);
+    }
+  };
+}
+
+/** Proto enums list the same values as the domain's, in the same order, after UNSPECIFIED. */
+function fromEnum<T extends string>(values: readonly T[], value: number): T | undefined {
+  return values[value - 1];
+}
+function toEnum<T extends string>(values: readonly T[], value: T): number {
+  return values.indexOf(value) + 1;
+}
+const ts = (date: Date) => timestampFromDate(date);
+const optionalTs = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
+
+const projectOut = (p: ProjectView) => ({
+  ...p,
+  plan: toEnum(plans, p.plan),
+  createdAt: ts(p.createdAt),
+});
+const memberOut = (m: MemberView) => ({
+  ...m,
+  role: toEnum(roles, m.role),
+  createdAt: ts(m.createdAt),
+});
+const keyOut = (k: KeyView) => ({
+  ...k,
+  mode: toEnum(keyModes, k.mode),
+  status: toEnum(["active", "expired_grace", "expired", "revoked"], k.status),
+  expiresAt: optionalTs(k.expiresAt),
+  createdAt: ts(k.createdAt),
+  predecessorId: k.predecessorId ?? undefined,
+  successorId: k.successorId ?? undefined,
+});
+const edgeKeyOut = (k: KeyRecord) => ({
+  ...k,
+  mode: toEnum(keyModes, k.mode),
+  expiresAt: optionalTs(k.expiresAt),
+  revokedAt: optionalTs(k.revokedAt),
+});
+const endpointOut = (e: Endpoint) => ({
+  ...e,
+  targets: e.targets.map((t) => ({ ...t, deliveryMode: toEnum(deliveryModes, t.deliveryMode) })),
+  schema: e.schema ?? undefined,
+  rateLimit: e.rateLimit ?? undefined,
+  updatedAt: ts(e.updatedAt),
+});
+const endpointIn = (spec: EndpointSpec | undefined) => ({
+  path: spec?.path,
+  targets: spec?.targets.map((t) => ({
+    name: t.name,
+    targetUrl: t.targetUrl,
+    deliveryMode: fromEnum(deliveryModes, t.deliveryMode),
+    timeoutSeconds: t.timeoutSeconds,
+    headers: t.headers,
+  })),
+  ipAllowlist: spec?.ipAllowlist,
+  schema: spec?.schema ?? null,
+  rateLimit: spec?.rateLimit ?? null,
+});
+const requestOut = (r: RequestView) => ({
+  ...r,
+  status: toEnum(requestStatuses, r.status),
+  receivedAt: ts(r.receivedAt),
+  updatedAt: ts(r.updatedAt),
+  bodyBytes: BigInt(r.bodyBytes),
+  attempts: r.attempts.map((a) => ({
+    ...a,
+    startedAt: ts(a.startedAt),
+    statusCode: a.statusCode ?? undefined,
+    error: a.error ?? undefined,
+  })),
+});
+
+export function relayRoutes(deps: Deps) {
+  const ctxOf = (handler: HandlerContext): Ctx => ({
+    ...deps,
+    caller: handler.values.get(callerKey),
+  });
+  return (router: ConnectRouter) => {
+    router.service(ProjectService, {
+      async createProject(req, h) {
+        const plan = fromEnum(plans, req.plan);
+        const created = await projects.createProject(ctxOf(h), {
+          slug: req.slug,
+          name: req.name,
+          ...(plan && { plan }),
+          ...(req.ownerName && { ownerName: req.ownerName }),
+        });
+        return {
+          project: projectOut(created.project),
+          owner: memberOut(created.owner),
+          ownerToken: created.ownerToken,
+        };
+      },
+      async getProject(req, h) {
+        return { project: projectOut(await projects.getProject(ctxOf(h), req.project)) };
+      },
+    });
+    router.service(MemberService, {
+      async addMember(req, h) {
+        const added = await projects.addMember(ctxOf(h), req.project, {
+          name: req.name,
+          role: fromEnum(roles, req.role),
+        });
+        return { member: memberOut(added.member), token: added.token };
+      },
+      async listMembers(req, h) {
+        return { members: (await projects.listMembers(ctxOf(h), req.project)).map(memberOut) };
+      },
+    });
+    router.service(PolicyService, {
+      async getPolicy(req, h) {
+        const policy = await projects.getPolicy(ctxOf(h), req.project);
+        return { policy: nullsToUndefined(policy) };
+      },
+      async updatePolicy(req, h) {
+        const policy = await projects.updatePolicy(ctxOf(h), req.project, {
+          defaultKeyTtlDays: req.policy?.defaultKeyTtlDays ?? null,
+          maxKeyTtlDays: req.policy?.maxKeyTtlDays ?? null,
+          editorsMayCreateNonExpiringKeys: req.policy?.editorsMayCreateNonExpiringKeys ?? false,
+        });
+        return { policy: nullsToUndefined(policy) };
+      },
+    });
+    router.service(LineService, {
+      async listLines(req, h) {
+        const lines = await routing.listLines(ctxOf(h), req.project);
+        return { lines: lines.map((l) => ({ ...l, createdAt: ts(l.createdAt) })) };
+      },
+      async createLine(req, h) {
+        const line = await routing.createLine(ctxOf(h), req.project, { key: req.key });
+        return { line: { ...line, createdAt: ts(line.createdAt) } };
+      },
+      async deleteLine(req, h) {
+        await routing.deleteLine(ctxOf(h), req.project, req.key);
+        return {};
+      },
+    });
+    router.service(EndpointService, {
+      async listEndpoints(req, h) {
+        const endpoints = await routing.listEndpoints(ctxOf(h), req.project, req.line);
+        return { endpoints: endpoints.map(endpointOut) };
+      },
+      async getEndpoint(req, h) {
+        const endpoint = await routing.getEndpoint(ctxOf(h), req.project, req.line, req.path);
+        return { endpoint: endpointOut(endpoint) };
+      },
+      async createEndpoint(req, h) {
+        const input = endpointIn(req.endpoint);
+        const endpoint = await routing.createEndpoint(ctxOf(h), req.project, req.line, input);
+        return { endpoint: endpointOut(endpoint) };
+      },
+      async updateEndpoint(req, h) {
+        const input = endpointIn(req.endpoint);
+        const endpoint = await routing.updateEndpoint(
+          ctxOf(h),
+          req.project,
+          req.line,
+          req.path,
+          input,
+        );
+        return { endpoint: endpointOut(endpoint) };
+      },
+      async deleteEndpoint(req, h) {
+        await routing.deleteEndpoint(ctxOf(h), req.project, req.line, req.path);
+        return {};
+      },
+    });
+    router.service(KeyService, {
+      async listKeys(req, h) {
+        return { keys: (await keys.listKeys(ctxOf(h), req.project)).map(keyOut) };
+      },
+      async mintKey(req, h) {
+        const issued = await keys.mintKey(ctxOf(h), req.project, {
+          name: req.name,
+          mode: fromEnum(keyModes, req.mode),
+          ttlDays: req.ttlDays,
+        });
+        return { key: keyOut(issued.key), plaintext: issued.plaintext };
+      },
+    });
+    router.service(RequestLogService, {
+      async listRequests(req, h) {
+        const page = await requests.listRequests(ctxOf(h), req.project, {
+          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
+          endpoint: req.filter?.endpoint,
+          cursor: req.cursor || undefined,
+          limit: req.limit || undefined,
+        });
+        return { requests: page.requests.map(requestOut), nextCursor: page.nextCursor };
+      },
+      async getRequest(req, h) {
+        return {
+          request: requestOut(await requests.getRequest(ctxOf(h), req.project, req.requestId)),
+        };
+      },
+    });
+    router.service(EdgeService, {
+      async resolveKey(req, h) {
+        const key = await edge.resolveKey(ctxOf(h), req.project, req.keyHash);
+        return { key: key ? edgeKeyOut(key) : undefined };
+      },
+      async getProjectState(req, h) {
+        const state = await edge.projectState(ctxOf(h), req.project);
+        if (!state) return {};
+        return {
+          state: {
+            project: projectOut(state.project),
+            endpoints: state.endpoints.map(endpointOut),
+            defaultRateLimit: state.defaultRateLimit,
+          },
+        };
+      },
+    });
+    router.service(ServerReflection, reflectionService(relayServices));
+  };
+}
+
+function nullsToUndefined<T extends object>(value: T) {
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, v === null ? undefined : v]),
+  ) as { [K in keyof T]: Exclude<T[K], null> | undefined };
+}

@@ -1,0 +1,18 @@
+import postgres from "postgres";
+
+/**
+ * One pool per process; column names come back camelCase. Only column names: JSON values (a
+ * customer's JSON Schema, target headers) keep their keys exactly.
+ */
+export function connect(url: string, options: { max?: number } = {}) {
+  return postgres(url, {
+    max: options.max ?? 10,
+    transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
+    onnotice: () => {},
+  });
+}
+
+export type Sql = ReturnType<typeof connect>;
+
+/** The pool or a transaction: what a query helper can run on. */
+export type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;

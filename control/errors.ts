@@ -1,0 +1,42 @@
+/** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type ErrorCode, RelayError } from "../core/errors.ts";
+
+const connectCodes: Partial<Record<ErrorCode, Code>> = {
+  bad_request: Code.InvalidArgument,
+  validation_failed: Code.InvalidArgument,
+  idempotency_key_reused: Code.InvalidArgument,
+  unauthenticated: Code.Unauthenticated,
+  invalid_or_missing_key: Code.Unauthenticated,
+  key_revoked: Code.Unauthenticated,
+  key_expired: Code.Unauthenticated,
+  forbidden: Code.PermissionDenied,
+  policy_violation: Code.PermissionDenied,
+  ip_not_allowed: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  conflict: Code.AlreadyExists,
+  key_not_active: Code.FailedPrecondition,
+  successor_already_revealed: Code.FailedPrecondition,
+  insufficient_credits: Code.ResourceExhausted,
+  rate_limited: Code.ResourceExhausted,
+  unavailable: Code.Unavailable,
+};
+
+/** The Relay error code travels in this header, so Connect clients can branch on it too. */
+export const ERROR_CODE_HEADER = "relay-error-code";
+
+export function toConnectError(cause: unknown): ConnectError {
+  if (cause instanceof ConnectError) return cause;
+  const error = RelayError.from(cause);
+  if (error.code === "internal") console.error(cause);
+  return new ConnectError(error.message, connectCodes[error.code] ?? Code.Internal, {
+    [ERROR_CODE_HEADER]: error.code,
+  });
+}
+
+/** REST: the status and the JSON body of DESIGN.md. */
+export function toHttpError(cause: unknown): { status: number; body: string } {
+  const error = RelayError.from(cause);
+  if (error.code === "internal") console.error(cause);
+  return { status: error.status, body: JSON.stringify(error.toBody()) };
+}

@@ -1,0 +1,162 @@
+/**
+ * The management API as REST JSON (DESIGN.md's table). Every route calls the same operation as
+ * its Connect twin; errors leave through `toHttpError` only.
+ */
+import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import { RelayError } from "../core/errors.ts";
+import type { Ctx, Deps } from "./api/context.ts";
+import * as keys from "./api/keys.ts";
+import * as projects from "./api/projects.ts";
+import * as requests from "./api/requests.ts";
+import * as routing from "./api/routing.ts";
+import { authenticate, type Credentials } from "./auth.ts";
+import { toHttpError } from "./errors.ts";
+
+/** The request and response types of connect-node's handlers, whose fallback this is. */
+type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
+type Request = Parameters<NodeHandler>[0];
+type Response = Parameters<NodeHandler>[1];
+
+interface Call {
+  ctx: Ctx;
+  params: Record<string, string>;
+  body: unknown;
+  query: Record<string, string>;
+}
+
+interface Route {
+  method: string;
+  pattern: RegExp;
+  status: number;
+  handle: (call: Call) => Promise<unknown>;
+}
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** `/projects/:project/keys` → a RegExp with named groups. */
+function route(
+  method: string,
+  path: string,
+  handle: Route["handle"],
+  status = method === "POST" ? 201 : 200,
+): Route {
+  const pattern = new RegExp(`^${path.replace(/:(\w+)/g, "(?<$1>[^/]+)")}$`);
+  return { method, pattern, status, handle };
+}
+
+const base = "/projects/:project";
+const routes: Route[] = [
+  route("POST", "/projects", ({ ctx, body }) => projects.createProject(ctx, body)),
+  route("GET", base, ({ ctx, params }) => projects.getProject(ctx, p(params).project)),
+  route("GET", `${base}/members`, ({ ctx, params }) =>
+    projects.listMembers(ctx, p(params).project).then((members) => ({ members })),
+  ),
+  route("POST", `${base}/members`, ({ ctx, params, body }) =>
+    projects.addMember(ctx, p(params).project, body),
+  ),
+  route("GET", `${base}/policy`, ({ ctx, params }) => projects.getPolicy(ctx, p(params).project)),
+  route("PUT", `${base}/policy`, ({ ctx, params, body }) =>
+    projects.updatePolicy(ctx, p(params).project, body),
+  ),
+  route("GET", `${base}/lines`, ({ ctx, params }) =>
+    routing.listLines(ctx, p(params).project).then((lines) => ({ lines })),
+  ),
+  route("POST", `${base}/lines`, ({ ctx, params, body }) =>
+    routing.createLine(ctx, p(params).project, body),
+  ),
+  route(
+    "DELETE",
+    `${base}/lines/:line`,
+    ({ ctx, params }) => routing.deleteLine(ctx, p(params).project, p(params).line),
+    204,
+  ),
+  route("GET", `${base}/lines/:line/endpoints`, ({ ctx, params }) =>
+    routing
+      .listEndpoints(ctx, p(params).project, p(params).line)
+      .then((endpoints) => ({ endpoints })),
+  ),
+  route("POST", `${base}/lines/:line/endpoints`, ({ ctx, params, body }) =>
+    routing.createEndpoint(ctx, p(params).project, p(params).line, body),
+  ),
+  route("GET", `${base}/lines/:line/endpoints/:path`, ({ ctx, params }) =>
+    routing.getEndpoint(ctx, p(params).project, p(params).line, p(params).path),
+  ),
+  route("PUT", `${base}/lines/:line/endpoints/:path`, ({ ctx, params, body }) =>
+    routing.updateEndpoint(ctx, p(params).project, p(params).line, p(params).path, body),
+  ),
+  route(
+    "DELETE",
+    `${base}/lines/:line/endpoints/:path`,
+    ({ ctx, params }) =>
+      routing.deleteEndpoint(ctx, p(params).project, p(params).line, p(params).path),
+    204,
+  ),
+  route("GET", `${base}/keys`, ({ ctx, params }) =>
+    keys.listKeys(ctx, p(params).project).then((list) => ({ keys: list })),
+  ),
+  route("POST", `${base}/keys`, ({ ctx, params, body }) =>
+    keys.mintKey(ctx, p(params).project, body),
+  ),
+  route("GET", `${base}/requests`, ({ ctx, params, query }) =>
+    requests.listRequests(ctx, p(params).project, query),
+  ),
+  route("GET", `${base}/requests/:requestId`, ({ ctx, params }) =>
+    requests.getRequest(ctx, p(params).project, p(params).requestId),
+  ),
+];
+
+/** Route parameters, URL-decoded; a route only runs when its groups matched. */
+function p(params: Record<string, string>) {
+  return params as Record<"project" | "line" | "path" | "requestId", string>;
+}
+
+export function restHandler(deps: Deps, credentials: Credentials) {
+  return async function handleRest(req: Request, res: Response): Promise<void> {
+    let status = 200;
+    let body: string | undefined;
+    try {
+      const url = new URL(req.url ?? "/", "http://control");
+      const matches = routes
+        .map((r) => ({ r, match: r.pattern.exec(url.pathname) }))
+        .filter((m) => m.match !== null);
+      if (matches.length === 0) throw new RelayError("not_found", `no route ${url.pathname}`);
+      const found = matches.find((m) => m.r.method === req.method);
+      if (!found?.match) {
+        throw new RelayError("method_not_allowed", `${req.method} is not allowed here`);
+      }
+      const caller = await authenticate(deps.sql, credentials, req.headers.authorization);
+      const params = Object.fromEntries(
+        Object.entries(found.match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
+      );
+      const result = await found.r.handle({
+        ctx: { ...deps, caller },
+        params,
+        body: req.method === "GET" || req.method === "DELETE" ? undefined : await readJson(req),
+        query: Object.fromEntries(url.searchParams),
+      });
+      status = found.r.status;
+      body = status === 204 ? undefined : JSON.stringify(result);
+    } catch (cause) {
+      ({ status, body } = toHttpError(cause));
+    }
+    res.writeHead(status, body === undefined ? {} : { "content-type": "application/json" });
+    res.end(body ?? "");
+  };
+}
+
+async function readJson(req: Request): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new RelayError("payload_too_large", "body over 1 MiB");
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new RelayError("bad_request", "body is not valid JSON");
+  }
+}

@@ -1,0 +1,20 @@
+/** Key states as inbound callers observe them (spec section 3), on an injected clock. */
+import type { KeyRecord } from "./model.ts";
+
+export const GRACE_MS = 24 * 60 * 60 * 1000;
+
+export type KeyState = "active" | "expired_grace" | "expired" | "revoked";
+
+export function keyState(key: Pick<KeyRecord, "expiresAt" | "revokedAt">, now: Date): KeyState {
+  if (key.revokedAt && key.revokedAt.getTime() <= now.getTime()) return "revoked";
+  if (!key.expiresAt) return "active";
+  const sinceExpiry = now.getTime() - key.expiresAt.getTime();
+  if (sinceExpiry < 0) return "active";
+  return sinceExpiry < GRACE_MS ? "expired_grace" : "expired";
+}
+
+/** A key whose calls are accepted now. */
+export function keyAccepts(key: Pick<KeyRecord, "expiresAt" | "revokedAt">, now: Date): boolean {
+  const state = keyState(key, now);
+  return state === "active" || state === "expired_grace";
+}

@@ -1,0 +1,71 @@
+/** The domain's vocabulary, shared by the control plane, the edge and the workflows. */
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export const plans = ["free", "paid"] as const;
+export type Plan = (typeof plans)[number];
+
+export const roles = ["owner", "editor"] as const;
+export type Role = (typeof roles)[number];
+
+export const keyModes = ["live", "test"] as const;
+export type KeyMode = (typeof keyModes)[number];
+
+export const deliveryModes = ["async", "sync", "stream"] as const;
+export type DeliveryMode = (typeof deliveryModes)[number];
+
+export const requestStatuses = [
+  "queued",
+  "delivering",
+  "delivered",
+  "partially_failed",
+  "failed",
+] as const;
+export type RequestStatus = (typeof requestStatuses)[number];
+
+export interface Target {
+  id: string;
+  name: string;
+  targetUrl: string;
+  deliveryMode: DeliveryMode;
+  timeoutSeconds: number;
+  headers: Record<string, string>;
+}
+
+export interface RateLimit {
+  requestsPerSecond: number;
+  burst: number;
+}
+
+export interface Endpoint {
+  line: string;
+  path: string;
+  targets: Target[];
+  ipAllowlist: string[];
+  schema: JsonObject | null;
+  rateLimit: RateLimit | null;
+  version: number;
+  updatedAt: Date;
+}
+
+export interface Policy {
+  defaultKeyTtlDays: number | null;
+  maxKeyTtlDays: number | null;
+  editorsMayCreateNonExpiringKeys: boolean;
+}
+
+/** What the edge needs to know about a key to decide on a call. */
+export interface KeyRecord {
+  id: string;
+  project: string;
+  mode: KeyMode;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  successorUsable: boolean;
+}

@@ -1,0 +1,32 @@
+/** The project key policy (spec section 2): what lifetime a new key gets, and who may choose it. */
+import { RelayError } from "./errors.ts";
+import type { Policy, Role } from "./model.ts";
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The lifetime in days of a key minted by `role`: `requested` when given (null meaning "never
+ * expires"), else the policy default. Editors are bound by the policy; owners ignore the cap.
+ */
+export function keyLifetimeDays(
+  policy: Policy,
+  role: Role,
+  requested: number | null | undefined,
+): number | null {
+  const ttlDays = requested === undefined ? policy.defaultKeyTtlDays : requested;
+  if (role === "owner") return ttlDays;
+  if (ttlDays === null && !policy.editorsMayCreateNonExpiringKeys) {
+    throw new RelayError("policy_violation", "editors may not create keys that never expire");
+  }
+  if (ttlDays !== null && policy.maxKeyTtlDays !== null && ttlDays > policy.maxKeyTtlDays) {
+    throw new RelayError(
+      "policy_violation",
+      `ttlDays ${ttlDays} exceeds the project's maximum of ${policy.maxKeyTtlDays} days`,
+    );
+  }
+  return ttlDays;
+}
+
+export function expiryFor(ttlDays: number | null, now: Date): Date | null {
+  return ttlDays === null ? null : new Date(now.getTime() + ttlDays * DAY_MS);
+}

@@ -1,0 +1,81 @@
+/** Relay's own processes (control plane, worker, edge, demo receiver) as managed children. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { stopChild } from "./temporal.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+export interface ProcessSpec {
+  name: string;
+  /** Entry file, relative to the repository root. */
+  entry: string;
+  env: Record<string, string>;
+  /** A line the process prints once it serves. */
+  readyLine: string;
+}
+
+export class ManagedProcess {
+  child: ChildProcess | null = null;
+
+  constructor(
+    readonly spec: ProcessSpec,
+    private readonly output: WriteStream | "inherit",
+  ) {}
+
+  /** Starts the process and resolves once it printed its ready line. */
+  async start(timeoutMs = 60_000): Promise<void> {
+    const child = spawn(process.execPath, ["--import", "tsx", this.spec.entry], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.spec.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child = child;
+    const prefix = `[${this.spec.name}] `;
+    const write = (chunk: Buffer) => {
+      const text = chunk
+        .toString()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => `${prefix}${line}\n`)
+        .join("");
+      if (this.output === "inherit") process.stdout.write(text);
+      else this.output.write(text);
+    };
+    child.stdout?.on("data", write);
+    child.stderr?.on("data", write);
+    await new Promise<void>((resolve, reject) => {
+      let seen = "";
+      const timer = setTimeout(
+        () => reject(new Error(`${this.spec.name} not ready after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      const onData = (chunk: Buffer) => {
+        seen = (seen + chunk.toString()).slice(-2000);
+        if (seen.includes(this.spec.readyLine)) {
+          clearTimeout(timer);
+          child.stdout?.off("data", onData);
+          resolve();
+        }
+      };
+      child.stdout?.on("data", onData);
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.spec.name} exited with ${code} before it was ready`));
+      });
+    });
+  }
+
+  /** SIGKILL: the process gets no chance to finish what it was doing. */
+  kill(): void {
+    this.child?.kill("SIGKILL");
+  }
+
+  async stop(): Promise<void> {
+    if (this.child) await stopChild(this.child);
+  }
+}
+
+export function logFile(path: string): WriteStream {
+  return createWriteStream(path, { flags: "a" });
+}

@@ -1,0 +1,130 @@
+/**
+ * The whole Relay stack on one machine: Postgres (embedded unless DATABASE_URL), Temporal (the
+ * CLI dev server unless TEMPORAL_ADDRESS), control plane, worker, edge and the demo receiver.
+ * `npm start` and the tests both run it.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { startEmbeddedPostgres } from "./postgres.ts";
+import { logFile, ManagedProcess } from "./processes.ts";
+import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
+import { startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
+
+export interface StackPorts {
+  postgres: number;
+  temporal: TemporalPorts;
+  control: number;
+  edge: number;
+  demo: number;
+}
+
+export const defaultPorts: StackPorts = {
+  postgres: 5433,
+  temporal: { grpc: 7233, http: 7243, ui: 8233 },
+  control: 8788,
+  edge: 8787,
+  demo: 8789,
+};
+
+export interface StackOptions {
+  dir: string;
+  ports: StackPorts;
+  /** "inherit" prints every process's lines; a path appends them to that file. */
+  output: "inherit" | string;
+  /** Passed to every Relay process, after the stack's own settings. */
+  env?: Record<string, string>;
+  /** Honour DATABASE_URL and TEMPORAL_ADDRESS from the environment (npm start does). */
+  external?: {
+    databaseUrl?: string | undefined;
+    temporalAddress?: string | undefined;
+    temporalHttpAddress?: string | undefined;
+  };
+}
+
+export interface Stack {
+  databaseUrl: string;
+  temporal: { address: string; httpAddress: string; uiUrl: string | null };
+  controlUrl: string;
+  edgeUrl: string;
+  demoUrl: string;
+  secrets: DevSecrets;
+  processes: Record<"control" | "worker" | "edge" | "demo", ManagedProcess>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const { dir, ports } = options;
+  await mkdir(dir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((e) => console.error(e));
+  };
+  try {
+    const secrets = await loadOrCreateSecrets(dir);
+    let databaseUrl = options.external?.databaseUrl;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres(dir, ports.postgres);
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+    }
+    let temporal: Stack["temporal"];
+    if (options.external?.temporalAddress) {
+      temporal = {
+        address: options.external.temporalAddress,
+        httpAddress: options.external.temporalHttpAddress ?? "http://127.0.0.1:7243",
+        uiUrl: null,
+      };
+    } else {
+      const dev = await startTemporalDevServer(dir, ports.temporal);
+      stops.push(dev.stop);
+      temporal = dev;
+    }
+
+    const output = options.output === "inherit" ? "inherit" : logFile(options.output);
+    const controlUrl = `http://127.0.0.1:${ports.control}`;
+    const shared = {
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_HTTP_ADDRESS: temporal.httpAddress,
+      RELAY_ADMIN_TOKEN: secrets.adminToken,
+      RELAY_EDGE_TOKEN: secrets.edgeToken,
+      RELAY_ENCRYPTION_KEY: secrets.encryptionKey,
+      RELAY_CONTROL_URL: controlUrl,
+      RELAY_CONTROL_PORT: String(ports.control),
+      RELAY_EDGE_PORT: String(ports.edge),
+      RELAY_DEMO_PORT: String(ports.demo),
+      RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
+      ...options.env,
+    };
+    const process = (name: string, entry: string, readyLine: string) =>
+      new ManagedProcess({ name, entry, env: shared, readyLine }, output);
+    const processes = {
+      demo: process("demo", "dev/demo-receiver.ts", "demo receiver listening"),
+      control: process("control", "control/main.ts", "control plane listening"),
+      worker: process("worker", "workflows/worker.ts", "worker polling"),
+      edge: process("edge", "edge/main.ts", "edge listening"),
+    };
+    // In dependency order: the control plane migrates before the worker writes.
+    for (const managed of [processes.demo, processes.control, processes.worker, processes.edge]) {
+      stops.push(() => managed.stop());
+      await managed.start();
+    }
+    return {
+      databaseUrl,
+      temporal,
+      controlUrl,
+      edgeUrl: `http://127.0.0.1:${ports.edge}`,
+      demoUrl: `http://127.0.0.1:${ports.demo}`,
+      secrets,
+      processes,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+export function relayDir(root: string): string {
+  return join(root, ".relay");
+}

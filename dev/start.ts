@@ -1,0 +1,80 @@
+/** `npm start`: the whole stack on embedded defaults, the demo project seeded once. */
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { DEMO, seedDemo } from "./seed.ts";
+import { defaultPorts, startStack } from "./stack.ts";
+
+const port = z.coerce.number().int().min(1).max(65535);
+const env = z
+  .object({
+    DATABASE_URL: z.url().optional(),
+    TEMPORAL_ADDRESS: z.string().optional(),
+    TEMPORAL_HTTP_ADDRESS: z.url().optional(),
+    RELAY_DATA_DIR: z.string().default(fileURLToPath(new URL("../.relay", import.meta.url))),
+    RELAY_POSTGRES_PORT: port.default(defaultPorts.postgres),
+    RELAY_CONTROL_PORT: port.default(defaultPorts.control),
+    RELAY_EDGE_PORT: port.default(defaultPorts.edge),
+    RELAY_DEMO_PORT: port.default(defaultPorts.demo),
+  })
+  .parse(process.env);
+
+console.log("Starting Relay...");
+const stack = await startStack({
+  dir: env.RELAY_DATA_DIR,
+  ports: {
+    ...defaultPorts,
+    postgres: env.RELAY_POSTGRES_PORT,
+    control: env.RELAY_CONTROL_PORT,
+    edge: env.RELAY_EDGE_PORT,
+    demo: env.RELAY_DEMO_PORT,
+  },
+  output: "inherit",
+  external: {
+    databaseUrl: env.DATABASE_URL,
+    temporalAddress: env.TEMPORAL_ADDRESS,
+    temporalHttpAddress: env.TEMPORAL_HTTP_ADDRESS,
+  },
+});
+
+const seed = await seedDemo({
+  controlUrl: stack.controlUrl,
+  adminToken: stack.secrets.adminToken,
+  demoUrl: stack.demoUrl,
+});
+const inbound = `http://${DEMO.project}.localhost:${env.RELAY_EDGE_PORT}/${DEMO.line}/${DEMO.endpoint}`;
+const lines = [
+  "",
+  "Relay is running.",
+  `  Edge (inbound):   http://{project}.localhost:${env.RELAY_EDGE_PORT}/{line}/{endpoint}`,
+  `  Control plane:    ${stack.controlUrl}  (REST, Connect, gRPC, gRPC-Web)`,
+  `  Temporal UI:      ${stack.temporal.uiUrl ?? "(external Temporal)"}`,
+  `  Admin token:      in ${env.RELAY_DATA_DIR}/secrets.json`,
+];
+if (seed) {
+  lines.push(
+    "",
+    "Seeded the demo project. These secrets are shown once; copy them now.",
+    `  Owner token:      ${seed.ownerToken}`,
+    `  Live API key:     ${seed.liveKey}`,
+    "",
+    "Try it:",
+    `  curl -X POST ${inbound} \\`,
+    `    -H 'Authorization: Bearer ${seed.liveKey}' \\`,
+    `    -H 'Content-Type: application/json' -d '{"hello":"relay"}'`,
+  );
+} else {
+  lines.push(
+    "",
+    "The demo project exists already (its owner token and key were shown at its first start).",
+    `  Inbound URL:      ${inbound}`,
+  );
+}
+lines.push("", "Ctrl-C stops everything.");
+console.log(lines.join("\n"));
+
+const shutdown = () => {
+  console.log("Stopping Relay...");
+  void stack.stop().then(() => process.exit(0));
+};
+process.once("SIGINT", shutdown);
+process.once("SIGTERM", shutdown);

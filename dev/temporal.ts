@@ -1,0 +1,147 @@
+/**
+ * The Temporal CLI dev server for the dev stack and tests. The CLI is found at TEMPORAL_CLI, on
+ * PATH, or in the user cache; else built there once with `go install` (no registry ships it).
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { access, constants, mkdir } from "node:fs/promises";
+import { homedir } from "node:os";
+import { delimiter, join } from "node:path";
+import { promisify } from "node:util";
+import { searchAttributes } from "../core/delivery.ts";
+
+const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";
+
+export const cliCacheDir = join(
+  process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"),
+  "relay",
+  "bin",
+);
+
+async function executable(path: string): Promise<boolean> {
+  return access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function findTemporalCli(): Promise<string> {
+  if (process.env.TEMPORAL_CLI) {
+    if (await executable(process.env.TEMPORAL_CLI)) return process.env.TEMPORAL_CLI;
+    throw new Error(`TEMPORAL_CLI=${process.env.TEMPORAL_CLI} is not an executable file`);
+  }
+  for (const dir of [...(process.env.PATH ?? "").split(delimiter), cliCacheDir]) {
+    if (dir && (await executable(join(dir, "temporal")))) return join(dir, "temporal");
+  }
+  return buildTemporalCli();
+}
+
+async function buildTemporalCli(): Promise<string> {
+  const go = await promisify(execFile)("go", ["version"]).catch(() => null);
+  if (!go) {
+    throw new Error(
+      "The Temporal CLI was not found (TEMPORAL_CLI, PATH, or ~/.cache/relay/bin) and Go is not " +
+        "installed to build it. Install Go, or download the Temporal CLI release for your " +
+        "platform and set TEMPORAL_CLI, or point TEMPORAL_ADDRESS at a running Temporal.",
+    );
+  }
+  await mkdir(cliCacheDir, { recursive: true });
+  console.log(`Building the Temporal CLI into ${cliCacheDir} (once; takes a few minutes)...`);
+  const started = Date.now();
+  const progress = setInterval(() => {
+    console.log(
+      `  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)`,
+    );
+  }, 15_000);
+  try {
+    await promisify(execFile)("go", ["install", CLI_MODULE], {
+      env: { ...process.env, GOBIN: cliCacheDir },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } finally {
+    clearInterval(progress);
+  }
+  console.log(`Temporal CLI built in ${Math.round((Date.now() - started) / 1000)} s`);
+  return join(cliCacheDir, "temporal");
+}
+
+export interface TemporalPorts {
+  grpc: number;
+  http: number;
+  ui: number;
+}
+
+export interface RunningTemporal {
+  address: string;
+  httpAddress: string;
+  uiUrl: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startTemporalDevServer(
+  dir: string,
+  ports: TemporalPorts,
+): Promise<RunningTemporal> {
+  const cli = await findTemporalCli();
+  await mkdir(dir, { recursive: true });
+  const args = [
+    "server",
+    "start-dev",
+    "--ip",
+    "127.0.0.1",
+    "--db-filename",
+    join(dir, "temporal.sqlite"),
+    "--port",
+    String(ports.grpc),
+    "--http-port",
+    String(ports.http),
+    "--ui-port",
+    String(ports.ui),
+    "--log-level",
+    "warn",
+    // The dev server's SQLite store runs on one connection; WAL keeps readers off writers.
+    "--sqlite-pragma",
+    "journal_mode=wal",
+    "--sqlite-pragma",
+    "synchronous=normal",
+    ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
+  ];
+  const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const httpAddress = `http://127.0.0.1:${ports.http}`;
+  await waitFor(async () => {
+    if (child.exitCode !== null) {
+      throw new Error(`temporal server exited (${child.exitCode}): ${stderr}`);
+    }
+    const res = await fetch(`${httpAddress}/api/v1/namespaces/default`).catch(() => null);
+    return res?.ok === true;
+  }, 60_000);
+  return {
+    address: `127.0.0.1:${ports.grpc}`,
+    httpAddress,
+    uiUrl: `http://127.0.0.1:${ports.ui}`,
+    process: child,
+    stop: () => stopChild(child),
+  };
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** SIGTERM, then SIGKILL if the process has not exited in time. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

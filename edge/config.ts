@@ -1,0 +1,24 @@
+import { z } from "zod";
+
+const schema = z.object({
+  RELAY_EDGE_HOST: z.string().default("127.0.0.1"),
+  RELAY_EDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  RELAY_CONTROL_URL: z.url().default("http://127.0.0.1:8788"),
+  RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
+  RELAY_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 1024 * 1024),
+  TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
+  TEMPORAL_NAMESPACE: z.string().default("default"),
+  /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */
+  TEMPORAL_API_KEY: z.string().optional(),
+});
+
+export type EdgeConfig = z.infer<typeof schema>;
+
+/** Runtime-neutral: each adapter passes its own environment (process.env, Deno.env). */
+export function loadEdgeConfig(env: Record<string, string | undefined>): EdgeConfig {
+  return schema.parse(env);
+}

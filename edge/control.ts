@@ -1,0 +1,93 @@
+/** The edge's view of the control plane: keys by hash and project routing, over Connect. */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import type { Endpoint, KeyRecord, Plan, RateLimit } from "../core/model.ts";
+import { deliveryModes, keyModes, plans } from "../core/model.ts";
+import {
+  type EdgeKey,
+  EdgeService,
+  type ProjectState as ProjectStateMessage,
+} from "../gen/relay/v1/edge_pb.ts";
+
+export interface ProjectState {
+  plan: Plan;
+  endpoints: Endpoint[];
+  defaultRateLimit: RateLimit;
+}
+
+export interface ControlPlane {
+  resolveKey(project: string, keyHash: Uint8Array): Promise<KeyRecord | null>;
+  projectState(project: string): Promise<ProjectState | null>;
+}
+
+export function connectControlPlane(options: {
+  baseUrl: string;
+  edgeToken: string;
+  fetch: typeof fetch;
+}): ControlPlane {
+  const client: Client<typeof EdgeService> = createClient(
+    EdgeService,
+    createConnectTransport({
+      baseUrl: options.baseUrl,
+      useBinaryFormat: true,
+      fetch: options.fetch,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${options.edgeToken}`);
+          return next(req);
+        },
+      ],
+    }),
+  );
+  return {
+    async resolveKey(project, keyHash) {
+      const { key } = await client.resolveKey({ project, keyHash });
+      return key ? keyFrom(key) : null;
+    },
+    async projectState(project) {
+      const { state } = await client.getProjectState({ project });
+      return state ? stateFrom(state) : null;
+    },
+  };
+}
+
+function keyFrom(key: EdgeKey): KeyRecord {
+  return {
+    id: key.id,
+    project: key.project,
+    mode: keyModes[key.mode - 1] ?? "live",
+    expiresAt: key.expiresAt ? timestampDate(key.expiresAt) : null,
+    revokedAt: key.revokedAt ? timestampDate(key.revokedAt) : null,
+    successorUsable: key.successorUsable,
+  };
+}
+
+function stateFrom(state: ProjectStateMessage): ProjectState {
+  return {
+    plan: plans[(state.project?.plan ?? 1) - 1] ?? "free",
+    defaultRateLimit: {
+      requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
+      burst: state.defaultRateLimit?.burst ?? 20,
+    },
+    endpoints: state.endpoints.map((e) => ({
+      line: e.line,
+      path: e.path,
+      ipAllowlist: e.ipAllowlist,
+      schema: e.schema ?? null,
+      rateLimit: e.rateLimit
+        ? { requestsPerSecond: e.rateLimit.requestsPerSecond, burst: e.rateLimit.burst }
+        : null,
+      version: e.version,
+      updatedAt: e.updatedAt ? timestampDate(e.updatedAt) : new Date(0),
+      targets: e.targets.map((t) => ({
+        id: t.id,
+        name: t.name,
+        targetUrl: t.targetUrl,
+        deliveryMode: deliveryModes[t.deliveryMode - 1] ?? "async",
+        timeoutSeconds: t.timeoutSeconds ?? 30,
+        headers: t.headers,
+      })),
+    })),
+  };
+}

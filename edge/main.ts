@@ -1,0 +1,44 @@
+/** The edge on Node.js. */
+import { Agent, fetch as undiciFetch } from "undici";
+import { newId } from "../core/secrets.ts";
+import { serveNode } from "./adapters/node.ts";
+import { createEdge } from "./app.ts";
+import { loadEdgeConfig } from "./config.ts";
+import { connectControlPlane } from "./control.ts";
+import { temporalHttpStarter } from "./temporal.ts";
+
+const config = loadEdgeConfig(process.env);
+// One keep-alive pool for the control plane and Temporal's HTTP API.
+const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
+const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
+  undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+
+const handler = createEdge({
+  control: connectControlPlane({
+    baseUrl: config.RELAY_CONTROL_URL,
+    edgeToken: config.RELAY_EDGE_TOKEN,
+    fetch: pooledFetch,
+  }),
+  temporal: temporalHttpStarter({
+    baseUrl: config.TEMPORAL_HTTP_ADDRESS,
+    namespace: config.TEMPORAL_NAMESPACE,
+    apiKey: config.TEMPORAL_API_KEY,
+    fetch: pooledFetch,
+  }),
+  now: () => new Date(),
+  newRequestId: () => newId("req"),
+  maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
+});
+
+const server = serveNode(handler);
+server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
+  console.log(
+    JSON.stringify({
+      msg: "edge listening",
+      url: `http://${config.RELAY_EDGE_HOST}:${config.RELAY_EDGE_PORT}`,
+    }),
+  );
+});
+const shutdown = () => server.close(() => process.exit(0));
+process.once("SIGTERM", shutdown);
+process.once("SIGINT", shutdown);

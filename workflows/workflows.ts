@@ -1,0 +1,50 @@
+/**
+ * The delivery workflow: one per request (workflow id = request id), one activity per async
+ * target. Orchestration only; the I/O is in activities.ts.
+ */
+import { defineSearchAttributeKey } from "@temporalio/common";
+import { proxyActivities, upsertSearchAttributes } from "@temporalio/workflow";
+import { type DeliveryInput, searchAttributes } from "../core/delivery.ts";
+import type { RequestStatus } from "../core/model.ts";
+import type { Activities } from "./activities.ts";
+
+const { openRequest, finishRequest } = proxyActivities<Activities>({
+  startToCloseTimeout: "30 seconds",
+  retry: { maximumInterval: "1 minute" },
+});
+
+/** Retries: exponential from 1 s, at most 1 h apart, for 24 h in all; 4xx answers fail at once. */
+const { deliver } = proxyActivities<Activities>({
+  startToCloseTimeout: "2 minutes",
+  scheduleToCloseTimeout: "24 hours",
+  retry: {
+    initialInterval: "1 second",
+    backoffCoefficient: 2,
+    maximumInterval: "1 hour",
+    nonRetryableErrorTypes: ["TargetRejected"],
+  },
+});
+
+const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
+
+export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
+  const { targets, headers, body, ...request } = input;
+  await openRequest(request);
+  setStatus("delivering");
+  const results = await Promise.allSettled(
+    targets
+      .filter((target) => target.deliveryMode === "async")
+      .map((target) => deliver({ requestId: input.requestId, target, headers, body })),
+  );
+  const failed = results.filter((r) => r.status === "rejected").length;
+  const status: RequestStatus =
+    failed === 0 ? "delivered" : failed === results.length ? "failed" : "partially_failed";
+  await finishRequest(input.requestId, status);
+  setStatus(status);
+  return status;
+}
+
+/** Lets an operator filter by status in the Temporal UI. */
+function setStatus(status: RequestStatus): void {
+  upsertSearchAttributes([{ key: statusKey, value: status }]);
+}
