@@ -6,8 +6,6 @@ const schema = z.object({
   RELAY_CONTROL_PORT: z.coerce.number().int().min(0).max(65535).default(8788),
   RELAY_ADMIN_TOKEN: z.string().min(32, "RELAY_ADMIN_TOKEN must be at least 32 characters"),
   RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
-  RELAY_EDGE_DOMAIN: z.string().default("localhost:8787"),
-  RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10000),
 });
 
 export type ControlConfig = z.infer<typeof schema>;

@@ -2,9 +2,20 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { stopChild } from "./temporal.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** Every child still running; killed when this process exits, however it exits. */
+const children = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+export function adopt(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
 
 export interface ProcessSpec {
   name: string;
@@ -25,11 +36,13 @@ export class ManagedProcess {
 
   /** Starts the process and resolves once it printed its ready line. */
   async start(timeoutMs = 60_000): Promise<void> {
-    const child = spawn(process.execPath, ["--import", "tsx", this.spec.entry], {
-      cwd: ROOT,
-      env: { ...process.env, ...this.spec.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = adopt(
+      spawn(process.execPath, ["--import", "tsx", this.spec.entry], {
+        cwd: ROOT,
+        env: { ...process.env, ...this.spec.env },
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
     this.child = child;
     const prefix = `[${this.spec.name}] `;
     const write = (chunk: Buffer) => {
@@ -78,4 +91,22 @@ export class ManagedProcess {
 
 export function logFile(path: string): WriteStream {
   return createWriteStream(path, { flags: "a" });
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** SIGTERM, then SIGKILL if the process has not exited in time. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
 }

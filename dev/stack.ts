@@ -4,7 +4,6 @@
  * `npm start` and the tests both run it.
  */
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import { startEmbeddedPostgres } from "./postgres.ts";
 import { logFile, ManagedProcess } from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
@@ -93,7 +92,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_CONTROL_PORT: String(ports.control),
       RELAY_EDGE_PORT: String(ports.edge),
       RELAY_DEMO_PORT: String(ports.demo),
-      RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
       ...options.env,
     };
     const process = (name: string, entry: string, readyLine: string) =>
@@ -123,8 +121,4 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await stop();
     throw error;
   }
-}
-
-export function relayDir(root: string): string {
-  return join(root, ".relay");
 }

@@ -15,6 +15,9 @@ const env = z
     RELAY_CONTROL_PORT: port.default(defaultPorts.control),
     RELAY_EDGE_PORT: port.default(defaultPorts.edge),
     RELAY_DEMO_PORT: port.default(defaultPorts.demo),
+    RELAY_TEMPORAL_PORT: port.default(defaultPorts.temporal.grpc),
+    RELAY_TEMPORAL_HTTP_PORT: port.default(defaultPorts.temporal.http),
+    RELAY_TEMPORAL_UI_PORT: port.default(defaultPorts.temporal.ui),
   })
   .parse(process.env);
 
@@ -22,8 +25,12 @@ console.log("Starting Relay...");
 const stack = await startStack({
   dir: env.RELAY_DATA_DIR,
   ports: {
-    ...defaultPorts,
     postgres: env.RELAY_POSTGRES_PORT,
+    temporal: {
+      grpc: env.RELAY_TEMPORAL_PORT,
+      http: env.RELAY_TEMPORAL_HTTP_PORT,
+      ui: env.RELAY_TEMPORAL_UI_PORT,
+    },
     control: env.RELAY_CONTROL_PORT,
     edge: env.RELAY_EDGE_PORT,
     demo: env.RELAY_DEMO_PORT,
@@ -72,9 +79,13 @@ if (seed) {
 lines.push("", "Ctrl-C stops everything.");
 console.log(lines.join("\n"));
 
+// Ctrl-C reaches tsx and this process both; the second signal must not cut the shutdown short.
+let stopping = false;
 const shutdown = () => {
+  if (stopping) return;
+  stopping = true;
   console.log("Stopping Relay...");
   void stack.stop().then(() => process.exit(0));
 };
-process.once("SIGINT", shutdown);
-process.once("SIGTERM", shutdown);
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);

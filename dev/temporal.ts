@@ -8,6 +8,7 @@ import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { searchAttributes } from "../core/delivery.ts";
+import { adopt, stopChild, waitFor } from "./processes.ts";
 
 const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";
 
@@ -106,7 +107,7 @@ export async function startTemporalDevServer(
     "synchronous=normal",
     ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
   ];
-  const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const child = adopt(spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] }));
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -126,22 +127,4 @@ export async function startTemporalDevServer(
     process: child,
     stop: () => stopChild(child),
   };
-}
-
-export async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-/** SIGTERM, then SIGKILL if the process has not exited in time. */
-export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-  await exited;
-  clearTimeout(timer);
 }

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
-import { deliveryModes, type Endpoint, type JsonValue, type Target } from "../../core/model.ts";
+import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.ts";
 import { newId } from "../../core/secrets.ts";
 import type { Queryable, Sql } from "../db/client.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
@@ -210,23 +210,12 @@ async function insertTargets(
   targets: EndpointSpec["targets"],
   idsByName: Map<string, string>,
 ): Promise<void> {
-  const rows: (Omit<Target, "headers"> & {
-    headers: string;
-    endpointId: string;
-    position: number;
-  })[] = targets.map((t, position) => ({
-    ...t,
-    id: idsByName.get(t.name) ?? newId("tgt"),
-    headers: JSON.stringify(t.headers),
-    endpointId,
-    position,
-  }));
-  for (const row of rows) {
+  for (const [position, t] of targets.entries()) {
     await sql`
       insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
         timeout_seconds, headers)
-      values (${row.id}, ${row.endpointId}, ${row.position}, ${row.name}, ${row.targetUrl},
-        ${row.deliveryMode}, ${row.timeoutSeconds}, ${row.headers}::jsonb)`;
+      values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
+        ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)})`;
   }
 }
 

@@ -39,6 +39,9 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
   response.headers.forEach((value, name) => {
     out[name] = name === "set-cookie" ? response.headers.getSetCookie() : value;
   });
+  // Answered before the body was read (413, 401...): the socket holds unread bytes, so it
+  // cannot carry another request.
+  if (!req.complete) out.connection = "close";
   res.writeHead(response.status, out);
   if (!response.body) {
     res.end();

@@ -1,0 +1,33 @@
+import { describe, expect, test } from "vitest";
+import { cidrContains, parseCidr, parseIp } from "./ip.ts";
+
+function allowed(cidr: string, ip: string): boolean {
+  const range = parseCidr(cidr);
+  const address = parseIp(ip);
+  if (!range || !address) throw new Error(`bad test input ${cidr} ${ip}`);
+  return cidrContains(range, address);
+}
+
+describe("CIDR allowlists", () => {
+  test.each([
+    ["10.0.0.0/8", "10.255.1.2", true],
+    ["10.0.0.0/8", "11.0.0.1", false],
+    ["192.168.1.7", "192.168.1.7", true],
+    ["192.168.1.7/32", "192.168.1.8", false],
+    ["0.0.0.0/0", "8.8.8.8", true],
+    ["2001:db8::/32", "2001:db8:1::1", true],
+    ["2001:db8::/32", "2001:db9::1", false],
+    ["::1/128", "::1", true],
+    ["127.0.0.0/8", "::ffff:127.0.0.1", true],
+    ["10.0.0.0/8", "::1", false],
+  ])("%s contains %s: %s", (cidr, ip, expected) => {
+    expect(allowed(cidr, ip)).toBe(expected);
+  });
+
+  test.each(["10.0.0.0/33", "1.2.3", "256.1.1.1", "2001:db8::/129", "::1::2", "10.0.0.0/", "x"])(
+    "%s is not a CIDR",
+    (text) => {
+      expect(parseCidr(text)).toBeNull();
+    },
+  );
+});

@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+
+type RequestLog = {
+  requestId: string;
+  status: string;
+  line: string;
+  endpoint: string;
+  bodyBytes: number;
+  attempts: {
+    targetName: string;
+    attempt: number;
+    statusCode: number | null;
+    error: string | null;
+    latencyMs: number;
+  }[];
+};
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+async function target(...args: Parameters<typeof targetServer>) {
+  const server = await targetServer(...args);
+  closers.push(server.close);
+  return server;
+}
+
+async function finished(base: string, token: string, requestId: string) {
+  return eventually(async () => {
+    const log = await api<RequestLog>(token, "GET", `${base}/requests/${requestId}`);
+    return log.status === 200 && !["queued", "delivering"].includes(log.body.status) && log.body;
+  });
+}
+
+describe("an async request, end to end", () => {
+  test("is answered 202 queued and delivered to every target, with the attempts logged", async () => {
+    const [first, second] = [await target(), await target()];
+    const project = await projectWithEndpoint([
+      { name: "first", targetUrl: first.url },
+      { name: "second", targetUrl: second.url, headers: { "x-customer": "configured" } },
+    ]);
+    const body = JSON.stringify({ order: 42, note: "héllo" });
+
+    const answer = await relay(project.slug, "/v1/hook", {
+      key: project.key,
+      body,
+      headers: { "x-trace": "abc", cookie: "session=secret" },
+    });
+
+    expect(answer.status).toBe(202);
+    const { status, requestId } = answer.json();
+    expect(status).toBe("queued");
+    expect(requestId).toMatch(/^req_/);
+
+    const log = await finished(project.base, project.ownerToken, requestId);
+    expect(log).toMatchObject({ requestId, status: "delivered", line: "v1", endpoint: "hook" });
+    expect(log.bodyBytes).toBe(Buffer.byteLength(body));
+    expect(log.attempts.map((a) => [a.targetName, a.attempt, a.statusCode]).sort()).toEqual([
+      ["first", 1, 200],
+      ["second", 1, 200],
+    ]);
+
+    for (const server of [first, second]) {
+      expect(server.received).toHaveLength(1);
+      const [delivery] = server.received;
+      expect(delivery?.body).toBe(body);
+      expect(delivery?.headers["content-type"]).toBe("application/json");
+      expect(delivery?.headers["x-trace"]).toBe("abc");
+      expect(delivery?.headers["x-relay-request-id"]).toBe(requestId);
+      expect(delivery?.headers["x-relay-delivery-id"]).toMatch(new RegExp(`^${requestId}\\.tgt_`));
+      expect(delivery?.headers["x-relay-attempt"]).toBe("1");
+      // The caller's credentials never reach a target.
+      expect(delivery?.headers.authorization).toBeUndefined();
+      expect(delivery?.headers.cookie).toBeUndefined();
+    }
+    expect(second.received[0]?.headers["x-customer"]).toBe("configured");
+    expect(first.received[0]?.headers["x-relay-delivery-id"]).not.toBe(
+      second.received[0]?.headers["x-relay-delivery-id"],
+    );
+  });
+
+  test("a target answering 503 is retried and the log shows both attempts", async () => {
+    const flaky = await target((_, index) => ({ status: index === 0 ? 503 : 200 }));
+    const project = await projectWithEndpoint([{ name: "flaky", targetUrl: flaky.url }]);
+
+    const { requestId } = (
+      await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
+    ).json();
+
+    const log = await finished(project.base, project.ownerToken, requestId);
+    expect(log.status).toBe("delivered");
+    expect(log.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([
+      [1, 503],
+      [2, 200],
+    ]);
+    expect(flaky.received.map((r) => r.headers["x-relay-attempt"])).toEqual(["1", "2"]);
+    expect(new Set(flaky.received.map((r) => r.headers["x-relay-delivery-id"])).size).toBe(1);
+  });
+
+  test("a target answering 400 is not retried; one failing target of two is partially_failed", async () => {
+    const [rejecting, fine] = [await target(() => ({ status: 400 })), await target()];
+    const project = await projectWithEndpoint([
+      { name: "rejecting", targetUrl: rejecting.url },
+      { name: "fine", targetUrl: fine.url },
+    ]);
+
+    const { requestId } = (
+      await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
+    ).json();
+
+    const log = await finished(project.base, project.ownerToken, requestId);
+    expect(log.status).toBe("partially_failed");
+    expect(log.attempts.filter((a) => a.targetName === "rejecting")).toMatchObject([
+      { attempt: 1, statusCode: 400 },
+    ]);
+    expect(rejecting.received).toHaveLength(1);
+  });
+
+  test("every target refusing is failed, with the refusal logged per attempt", async () => {
+    const gone = await target(() => ({ status: 410 }));
+    const project = await projectWithEndpoint([{ name: "gone", targetUrl: gone.url }]);
+
+    const { requestId } = (
+      await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
+    ).json();
+
+    const log = await finished(project.base, project.ownerToken, requestId);
+    expect(log).toMatchObject({ status: "failed", attempts: [{ statusCode: 410, attempt: 1 }] });
+  });
+});

@@ -1,0 +1,117 @@
+import {
+  create,
+  type DescMessage,
+  fromBinary,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, expect, test } from "vitest";
+import {
+  ServerReflectionRequestSchema,
+  ServerReflectionResponseSchema,
+} from "../gen/grpc/reflection/v1/reflection_pb.ts";
+import {
+  GetProjectRequestSchema,
+  GetProjectResponseSchema,
+  Plan,
+} from "../gen/relay/v1/projects_pb.ts";
+import { newProject, stack } from "./helpers.ts";
+
+const client = new grpc.Client(new URL(stack().controlUrl).host, grpc.credentials.createInsecure());
+afterAll(() => client.close());
+
+const serialize =
+  <T extends DescMessage>(schema: T) =>
+  (message: MessageShape<T>) =>
+    Buffer.from(toBinary(schema, message));
+const deserialize =
+  <T extends DescMessage>(schema: T) =>
+  (bytes: Buffer) =>
+    fromBinary(schema, bytes);
+
+test("a plain gRPC client (grpc-js over h2c) calls ProjectService.GetProject", async () => {
+  const project = await newProject("paid");
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${project.ownerToken}`);
+
+  const response = await new Promise<MessageShape<typeof GetProjectResponseSchema>>(
+    (resolve, reject) =>
+      client.makeUnaryRequest(
+        "/relay.v1.ProjectService/GetProject",
+        serialize(GetProjectRequestSchema),
+        deserialize(GetProjectResponseSchema),
+        create(GetProjectRequestSchema, { project: project.slug }),
+        metadata,
+        (error, value) => (error || !value ? reject(error) : resolve(value)),
+      ),
+  );
+
+  expect(response.project?.slug).toBe(project.slug);
+  expect(response.project?.plan).toBe(Plan.PAID);
+});
+
+test("gRPC errors carry the matching status code", async () => {
+  const error = await new Promise<grpc.ServiceError>((resolve) =>
+    client.makeUnaryRequest(
+      "/relay.v1.ProjectService/GetProject",
+      serialize(GetProjectRequestSchema),
+      deserialize(GetProjectResponseSchema),
+      create(GetProjectRequestSchema, { project: "no-such-project" }),
+      new grpc.Metadata(),
+      (e) => resolve(e as grpc.ServiceError),
+    ),
+  );
+  expect(error.code).toBe(grpc.status.UNAUTHENTICATED);
+});
+
+test("server reflection lists every service and serves their descriptors", async () => {
+  const call = client.makeBidiStreamRequest(
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    serialize(ServerReflectionRequestSchema),
+    deserialize(ServerReflectionResponseSchema),
+  );
+  const answers: MessageShape<typeof ServerReflectionResponseSchema>[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    call.on("data", (answer) => answers.push(answer));
+    call.on("end", resolve);
+    call.on("error", reject);
+  });
+  call.write(
+    create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } }),
+  );
+  call.write(
+    create(ServerReflectionRequestSchema, {
+      messageRequest: { case: "fileContainingSymbol", value: "relay.v1.KeyService.MintKey" },
+    }),
+  );
+  call.end();
+  await done;
+
+  const [list, file] = answers.map((a) => a.messageResponse);
+  expect(list?.case).toBe("listServicesResponse");
+  const names = list?.case === "listServicesResponse" ? list.value.service.map((s) => s.name) : [];
+  expect(names).toEqual(
+    expect.arrayContaining([
+      "relay.v1.ProjectService",
+      "relay.v1.MemberService",
+      "relay.v1.PolicyService",
+      "relay.v1.LineService",
+      "relay.v1.EndpointService",
+      "relay.v1.KeyService",
+      "relay.v1.RequestLogService",
+      "relay.v1.EdgeService",
+      "grpc.reflection.v1.ServerReflection",
+    ]),
+  );
+  expect(file?.case).toBe("fileDescriptorResponse");
+  const descriptors =
+    file?.case === "fileDescriptorResponse"
+      ? file.value.fileDescriptorProto.map(
+          (bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name,
+        )
+      : [];
+  expect(descriptors[0]).toBe("relay/v1/keys.proto");
+  expect(descriptors).toContain("google/protobuf/timestamp.proto");
+});

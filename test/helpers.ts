@@ -1,0 +1,160 @@
+/** What the integration tests share: the stack's addresses, API calls, and real target servers. */
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { request } from "undici";
+import { inject } from "vitest";
+
+export const stack = () => inject("stack");
+
+export interface ApiAnswer<T = Record<string, unknown>> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: T;
+  text: string;
+}
+
+/** A REST call to the control plane. */
+export async function api<T = Record<string, unknown>>(
+  token: string | null,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer<T>> {
+  const response = await request(`${stack().controlUrl}${path}`, {
+    method: method as "GET",
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
+    ...(body !== undefined && { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+  const text = await response.body.text();
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: (text ? JSON.parse(text) : {}) as T,
+    text,
+  };
+}
+
+let counter = 0;
+/** A fresh project per test, so tests never see each other's state. */
+export async function newProject(plan: "free" | "paid" = "paid") {
+  const slug = `t${Date.now().toString(36)}${(counter++).toString(36)}`;
+  const created = await api(stack().adminToken, "POST", "/projects", { slug, name: slug, plan });
+  if (created.status !== 201) throw new Error(`project: ${created.text}`);
+  return { slug, ownerToken: created.body.ownerToken as string };
+}
+
+export interface TargetSpec {
+  name: string;
+  targetUrl: string;
+  deliveryMode?: "async" | "sync" | "stream";
+  timeoutSeconds?: number;
+  headers?: Record<string, string>;
+}
+
+/** A project with line `v1`, one endpoint with these targets, and a live key. */
+export async function projectWithEndpoint(
+  targets: TargetSpec[],
+  endpoint: Record<string, unknown> = {},
+) {
+  const project = await newProject();
+  const base = `/projects/${project.slug}`;
+  await api(project.ownerToken, "POST", `${base}/lines`, { key: "v1" });
+  const created = await api(project.ownerToken, "POST", `${base}/lines/v1/endpoints`, {
+    path: "hook",
+    targets,
+    ...endpoint,
+  });
+  if (created.status !== 201) throw new Error(`endpoint: ${created.text}`);
+  const minted = await api(project.ownerToken, "POST", `${base}/keys`, { name: "k", mode: "live" });
+  return { ...project, base, key: minted.body.plaintext as string };
+}
+
+/** An inbound call to the edge, addressed as `{project}.localhost`. */
+export async function relay(
+  project: string,
+  path: string,
+  options: {
+    key?: string | null;
+    body?: string;
+    headers?: Record<string, string>;
+    method?: string;
+  } = {},
+) {
+  const { edgeUrl, edgePort } = stack();
+  const response = await request(`${edgeUrl}${path}`, {
+    method: (options.method ?? "POST") as "POST",
+    headers: {
+      host: `${project}.localhost:${edgePort}`,
+      ...(options.key && { authorization: `Bearer ${options.key}` }),
+      ...(options.body !== undefined && { "content-type": "application/json" }),
+      ...options.headers,
+    },
+    ...(options.body !== undefined && { body: options.body }),
+  });
+  const text = await response.body.text();
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text,
+    json: () => JSON.parse(text),
+  };
+}
+
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/**
+ * A customer's endpoint on loopback: records every request and answers with `respond`'s status
+ * (200 unless told otherwise), so tests can make it fail.
+ */
+export async function targetServer(
+  respond: (
+    received: Received,
+    index: number,
+  ) => { status: number; headers?: Record<string, string> } = () => ({ status: 200 }),
+) {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const entry = {
+        path: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+      };
+      received.push(entry);
+      const answer = respond(entry, received.length - 1);
+      res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/in`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Polls until `check` returns a value, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server,
+ * control plane, worker, edge) on free ports in a temporary folder, and shares its addresses.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { freePorts } from "../../dev/ports.ts";
+import { type Stack, startStack } from "../../dev/stack.ts";
+
+export interface StackInfo {
+  controlUrl: string;
+  edgeUrl: string;
+  edgePort: number;
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalHttpAddress: string;
+  adminToken: string;
+  logFile: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    stack: StackInfo;
+  }
+}
+
+let stack: Stack | undefined;
+let dir: string | undefined;
+
+export async function setup(project: TestProject) {
+  dir = await mkdtemp(join(tmpdir(), "relay-test-"));
+  const [postgres, grpc, http, ui, control, edge, demo] = await freePorts(7);
+  const logFile = join(dir, "stack.log");
+  stack = await startStack({
+    dir,
+    ports: {
+      postgres: postgres as number,
+      temporal: { grpc: grpc as number, http: http as number, ui: ui as number },
+      control: control as number,
+      edge: edge as number,
+      demo: demo as number,
+    },
+    output: logFile,
+    external: { databaseUrl: process.env.DATABASE_URL },
+  });
+  project.provide("stack", {
+    controlUrl: stack.controlUrl,
+    edgeUrl: stack.edgeUrl,
+    edgePort: edge as number,
+    databaseUrl: stack.databaseUrl,
+    temporalAddress: stack.temporal.address,
+    temporalHttpAddress: stack.temporal.httpAddress,
+    adminToken: stack.secrets.adminToken,
+    logFile,
+  });
+}
+
+export async function teardown() {
+  await stack?.stop();
+  if (dir && !process.env.RELAY_KEEP_TEST_DIR) await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,99 @@
+/**
+ * The front door: `npm start` on a fresh data folder prints a curl that works as printed, and a
+ * second start reuses the data and seeds nothing twice.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+
+const READY = "Ctrl-C stops everything.";
+let dataDir = "";
+let env: Record<string, string> = {};
+
+afterAll(async () => {
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** Runs `npm start` until it prints its banner; `stop` sends Ctrl-C to its process group. */
+async function npmStart() {
+  const child: ChildProcess = spawn("npm", ["start"], {
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (output.includes(READY)) {
+        clearInterval(timer);
+        resolve();
+      } else if (child.exitCode !== null) {
+        clearInterval(timer);
+        reject(new Error(`npm start exited ${child.exitCode}:\n${output}`));
+      }
+    }, 100);
+  });
+  return {
+    output: () => output,
+    async stop() {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      process.kill(-(child.pid as number), "SIGINT");
+      await exited;
+    },
+  };
+}
+
+test("npm start seeds the demo once and its printed curl is delivered", {
+  timeout: 240_000,
+}, async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "relay-start-"));
+  const [postgres, temporal, temporalHttp, temporalUi, control, edge, demo] = await freePorts(7);
+  env = {
+    RELAY_DATA_DIR: dataDir,
+    RELAY_POSTGRES_PORT: String(postgres),
+    RELAY_TEMPORAL_PORT: String(temporal),
+    RELAY_TEMPORAL_HTTP_PORT: String(temporalHttp),
+    RELAY_TEMPORAL_UI_PORT: String(temporalUi),
+    RELAY_CONTROL_PORT: String(control),
+    RELAY_EDGE_PORT: String(edge),
+    RELAY_DEMO_PORT: String(demo),
+  };
+
+  const first = await npmStart();
+  try {
+    const banner = first.output();
+    expect(banner).toContain(`Temporal UI:      http://127.0.0.1:${temporalUi}`);
+    expect(banner).toMatch(/Owner token: +rmt_/);
+    const curl = banner.slice(banner.indexOf("  curl ")).split("\n\n")[0] as string;
+    expect(curl).toContain(`http://demo.localhost:${edge}/v1/echo`);
+
+    // Run it exactly as printed, as a user pasting it into a shell would.
+    const { stdout } = await promisify(execFile)("bash", ["-c", curl]);
+    const { status, requestId } = JSON.parse(stdout) as { status: string; requestId: string };
+    expect(status).toBe("queued");
+    await expect
+      .poll(() => first.output().includes(`"requestId":"${requestId}"`), { timeout: 30_000 })
+      .toBe(true);
+    expect(first.output()).toMatch(new RegExp(`\\[demo\\] .*delivery received.*${requestId}`));
+  } finally {
+    await first.stop();
+  }
+
+  const second = await npmStart();
+  try {
+    expect(second.output()).toContain("The demo project exists already");
+    expect(second.output()).not.toMatch(/rk_live_/);
+  } finally {
+    await second.stop();
+  }
+});

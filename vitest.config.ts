@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["{core,control,edge,workflows,dev,test}/**/*.test.ts"],
+    globalSetup: ["test/setup/stack.ts"],
+    // One real stack serves every file; files run one at a time on these 2-core machines.
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
