@@ -17,3 +17,12 @@ export async function freePorts(count: number): Promise<number[]> {
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
   return ports;
 }
+
+/** Whether nothing listens on 127.0.0.1:`port` right now. */
+export async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}

@@ -5,6 +5,11 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/** A failure to start that the user can fix; printed as its message alone, no stack trace. */
+export class StartError extends Error {
+  override readonly name = "StartError";
+}
+
 /** Every child still running; killed when this process exits, however it exits. */
 const children = new Set<ChildProcess>();
 process.on("exit", () => {

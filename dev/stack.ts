@@ -7,7 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { startEmbeddedPostgres } from "./postgres.ts";
 import { logFile, ManagedProcess } from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
-import { startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
+import { findTemporalCli, startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
 
 export interface StackPorts {
   postgres: number;
@@ -60,23 +60,28 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   };
   try {
     const secrets = await loadOrCreateSecrets(dir);
-    let databaseUrl = options.external?.databaseUrl;
+    const external = options.external ?? {};
+    // Found (or built) first: a missing CLI should fail before anything else starts.
+    const temporalSource = external.temporalAddress
+      ? {
+          address: external.temporalAddress,
+          httpAddress: external.temporalHttpAddress ?? "http://127.0.0.1:7243",
+          uiUrl: null,
+        }
+      : { cli: await findTemporalCli() };
+    let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
       const pg = await startEmbeddedPostgres(dir, ports.postgres);
       stops.push(pg.stop);
       databaseUrl = pg.url;
     }
     let temporal: Stack["temporal"];
-    if (options.external?.temporalAddress) {
-      temporal = {
-        address: options.external.temporalAddress,
-        httpAddress: options.external.temporalHttpAddress ?? "http://127.0.0.1:7243",
-        uiUrl: null,
-      };
-    } else {
-      const dev = await startTemporalDevServer(dir, ports.temporal);
+    if ("cli" in temporalSource) {
+      const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal);
       stops.push(dev.stop);
       temporal = dev;
+    } else {
+      temporal = temporalSource;
     }
 
     const output = options.output === "inherit" ? "inherit" : logFile(options.output);

@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { searchAttributes } from "../core/delivery.ts";
-import { adopt, stopChild, waitFor } from "./processes.ts";
+import { adopt, StartError, stopChild, waitFor } from "./processes.ts";
 
 const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";
 
@@ -28,7 +28,7 @@ async function executable(path: string): Promise<boolean> {
 export async function findTemporalCli(): Promise<string> {
   if (process.env.TEMPORAL_CLI) {
     if (await executable(process.env.TEMPORAL_CLI)) return process.env.TEMPORAL_CLI;
-    throw new Error(`TEMPORAL_CLI=${process.env.TEMPORAL_CLI} is not an executable file`);
+    throw new StartError(`TEMPORAL_CLI=${process.env.TEMPORAL_CLI} is not an executable file`);
   }
   for (const dir of [...(process.env.PATH ?? "").split(delimiter), cliCacheDir]) {
     if (dir && (await executable(join(dir, "temporal")))) return join(dir, "temporal");
@@ -39,10 +39,14 @@ export async function findTemporalCli(): Promise<string> {
 async function buildTemporalCli(): Promise<string> {
   const go = await promisify(execFile)("go", ["version"]).catch(() => null);
   if (!go) {
-    throw new Error(
-      "The Temporal CLI was not found (TEMPORAL_CLI, PATH, or ~/.cache/relay/bin) and Go is not " +
-        "installed to build it. Install Go, or download the Temporal CLI release for your " +
-        "platform and set TEMPORAL_CLI, or point TEMPORAL_ADDRESS at a running Temporal.",
+    throw new StartError(
+      [
+        "The Temporal CLI was not found (TEMPORAL_CLI, PATH, ~/.cache/relay/bin) and Go is not",
+        "installed to build it. Any one of these gets you going:",
+        "  - put the `temporal` binary on PATH (or point TEMPORAL_CLI at it),",
+        "  - set TEMPORAL_ADDRESS (and TEMPORAL_HTTP_ADDRESS) to a running Temporal,",
+        "  - install Go, and the first start builds the CLI once.",
+      ].join("\n"),
     );
   }
   await mkdir(cliCacheDir, { recursive: true });
@@ -80,10 +84,10 @@ export interface RunningTemporal {
 }
 
 export async function startTemporalDevServer(
+  cli: string,
   dir: string,
   ports: TemporalPorts,
 ): Promise<RunningTemporal> {
-  const cli = await findTemporalCli();
   await mkdir(dir, { recursive: true });
   const args = [
     "server",

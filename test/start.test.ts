@@ -4,15 +4,33 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, expect, test } from "vitest";
-import { freePorts } from "../dev/ports.ts";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { freePorts, portFree } from "../dev/ports.ts";
 
 const READY = "Ctrl-C stops everything.";
 let dataDir = "";
 let env: Record<string, string> = {};
+let ports: number[] = [];
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "relay-start-"));
+  ports = await freePorts(7);
+  const [postgres, temporal, temporalHttp, temporalUi, control, edge, demo] = ports;
+  env = {
+    RELAY_DATA_DIR: dataDir,
+    RELAY_POSTGRES_PORT: String(postgres),
+    RELAY_TEMPORAL_PORT: String(temporal),
+    RELAY_TEMPORAL_HTTP_PORT: String(temporalHttp),
+    RELAY_TEMPORAL_UI_PORT: String(temporalUi),
+    RELAY_CONTROL_PORT: String(control),
+    RELAY_EDGE_PORT: String(edge),
+    RELAY_DEMO_PORT: String(demo),
+  };
+});
 
 afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -56,19 +74,7 @@ async function npmStart() {
 test("npm start seeds the demo once and its printed curl is delivered", {
   timeout: 240_000,
 }, async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "relay-start-"));
-  const [postgres, temporal, temporalHttp, temporalUi, control, edge, demo] = await freePorts(7);
-  env = {
-    RELAY_DATA_DIR: dataDir,
-    RELAY_POSTGRES_PORT: String(postgres),
-    RELAY_TEMPORAL_PORT: String(temporal),
-    RELAY_TEMPORAL_HTTP_PORT: String(temporalHttp),
-    RELAY_TEMPORAL_UI_PORT: String(temporalUi),
-    RELAY_CONTROL_PORT: String(control),
-    RELAY_EDGE_PORT: String(edge),
-    RELAY_DEMO_PORT: String(demo),
-  };
-
+  const [, , , temporalUi, , edge] = ports;
   const first = await npmStart();
   try {
     const banner = first.output();
@@ -95,5 +101,55 @@ test("npm start seeds the demo once and its printed curl is delivered", {
     expect(second.output()).not.toMatch(/rk_live_/);
   } finally {
     await second.stop();
+  }
+
+  // Ctrl-C stopped every child: nothing is left listening.
+  for (const port of ports) expect(await portFree(port), `port ${port}`).toBe(true);
+});
+
+/** `npm start` expected to fail: its exit code and everything it printed. */
+async function failedStart(extraEnv: Record<string, string>) {
+  const run = await promisify(execFile)("node", ["--import", "tsx", "dev/start.ts"], {
+    env: { ...process.env, ...env, ...extraEnv },
+  }).then(
+    () => ({ code: 0, output: "" }),
+    (error: { code: number; stdout: string; stderr: string }) => ({
+      code: error.code,
+      output: error.stdout + error.stderr,
+    }),
+  );
+  expect(run.code).toBe(1);
+  // A message to act on, not a stack trace.
+  expect(run.output).not.toMatch(/^\s+at /m);
+  return run.output;
+}
+
+test("a port in use is named with the variable that moves it", async () => {
+  const busy = createServer().listen(0, "127.0.0.1");
+  await new Promise((resolve) => busy.once("listening", resolve));
+  const { port } = busy.address() as { port: number };
+  try {
+    const output = await failedStart({ RELAY_EDGE_PORT: String(port) });
+    expect(output).toContain(`Port ${port} (edge) is in use`);
+    expect(output).toContain("RELAY_EDGE_PORT");
+  } finally {
+    busy.close();
+  }
+});
+
+test("no Temporal CLI and no Go: the three ways out, and exit 1", async () => {
+  const emptyCache = await mkdtemp(join(tmpdir(), "relay-cache-"));
+  try {
+    const output = await failedStart({
+      PATH: dirname(process.execPath),
+      XDG_CACHE_HOME: emptyCache,
+      TEMPORAL_CLI: "",
+      RELAY_DATA_DIR: join(emptyCache, "data"),
+    });
+    expect(output).toContain("put the `temporal` binary on PATH");
+    expect(output).toContain("set TEMPORAL_ADDRESS");
+    expect(output).toContain("install Go");
+  } finally {
+    await rm(emptyCache, { recursive: true, force: true });
   }
 });
