@@ -64,11 +64,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // Found (or built) first: a missing CLI should fail before anything else starts.
     const temporalSource = external.temporalAddress
       ? {
+          kind: "external" as const,
           address: external.temporalAddress,
           httpAddress: external.temporalHttpAddress ?? "http://127.0.0.1:7243",
           uiUrl: null,
         }
-      : { cli: await findTemporalCli() };
+      : { kind: "dev" as const, cli: await findTemporalCli() };
     let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
       const pg = await startEmbeddedPostgres(dir, ports.postgres);
@@ -76,7 +77,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       databaseUrl = pg.url;
     }
     let temporal: Stack["temporal"];
-    if ("cli" in temporalSource) {
+    if (temporalSource.kind === "dev") {
       const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal);
       stops.push(dev.stop);
       temporal = dev;
