@@ -6,6 +6,18 @@ const schema = z.object({
   RELAY_CONTROL_PORT: z.coerce.number().int().min(0).max(65535).default(8788),
   RELAY_ADMIN_TOKEN: z.string().min(32, "RELAY_ADMIN_TOKEN must be at least 32 characters"),
   RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
+  RELAY_ENCRYPTION_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
+  RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).default(5000),
+  /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
+  RELAY_DEV_CLOCK: z
+    .enum(["0", "1", ""])
+    .default("")
+    .transform((v) => v === "1"),
+  TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
+  TEMPORAL_NAMESPACE: z.string().default("default"),
+  TEMPORAL_API_KEY: z.string().optional(),
 });
 
 export type ControlConfig = z.infer<typeof schema>;

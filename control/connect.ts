@@ -25,7 +25,7 @@ import { KeyService } from "../gen/relay/v1/keys_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/projects_pb.ts";
 import { RequestLogService } from "../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
-import type { Ctx, Deps } from "./api/context.ts";
+import type { Ctx } from "./api/context.ts";
 import * as edge from "./api/edge.ts";
 import type { KeyView } from "./api/keys.ts";
 import * as keys from "./api/keys.ts";
@@ -34,7 +34,8 @@ import * as projects from "./api/projects.ts";
 import type { RequestView } from "./api/requests.ts";
 import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
-import { authenticate, type Caller, type Credentials } from "./auth.ts";
+import type { ControlApp } from "./app.ts";
+import { authenticate, type Caller } from "./auth.ts";
 import { toConnectError } from "./errors.ts";
 import { reflectionService } from "./reflection.ts";
 
@@ -53,7 +54,7 @@ export const relayServices = [
 const callerKey = createContextKey<Caller>({ kind: "anonymous" });
 
 /** Authenticates every call and turns whatever a method throws into a ConnectError. */
-export function relayInterceptor(deps: Deps, credentials: Credentials): Interceptor {
+export function relayInterceptor({ deps, credentials }: ControlApp): Interceptor {
   return (next) => async (req) => {
     try {
       req.contextValues.set(
@@ -136,7 +137,7 @@ const requestOut = (r: RequestView) => ({
   })),
 });
 
-export function relayRoutes(deps: Deps) {
+export function relayRoutes({ deps, notifier, clock }: ControlApp) {
   const ctxOf = (handler: HandlerContext): Ctx => ({
     ...deps,
     caller: handler.values.get(callerKey),
@@ -243,6 +244,17 @@ export function relayRoutes(deps: Deps) {
         });
         return { key: keyOut(issued.key), plaintext: issued.plaintext };
       },
+      async rotateKey(req, h) {
+        const issued = await keys.rotateKey(ctxOf(h), req.project, req.keyId);
+        return { key: keyOut(issued.key), plaintext: issued.plaintext };
+      },
+      async revokeKey(req, h) {
+        return { key: keyOut(await keys.revokeKey(ctxOf(h), req.project, req.keyId)) };
+      },
+      async revealSuccessor(req, h) {
+        const issued = await keys.revealSuccessor(ctxOf(h), req.project, req.keyId);
+        return { key: keyOut(issued.key), plaintext: issued.plaintext };
+      },
     });
     router.service(RequestLogService, {
       async listRequests(req, h) {
@@ -264,6 +276,26 @@ export function relayRoutes(deps: Deps) {
       async resolveKey(req, h) {
         const key = await edge.resolveKey(ctxOf(h), req.project, req.keyHash);
         return { key: key ? edgeKeyOut(key) : undefined };
+      },
+      async *watchChanges(req, h) {
+        for await (const batch of edge.changes(ctxOf(h), notifier, req.afterSequence, h.signal)) {
+          yield {
+            headSequence: batch.headSequence,
+            clockOffsetMs: BigInt(clock.offsetMs()),
+            changes: batch.changes.map((change) => ({
+              sequence: change.sequence,
+              project: change.project,
+              change:
+                change.kind === "key"
+                  ? { case: "keyChanged" as const, value: edgeKeyOut(change.key) }
+                  : { case: "routingChanged" as const, value: {} },
+            })),
+          };
+        }
+      },
+      async ackChanges(req, h) {
+        await edge.ack(ctxOf(h), req.edgeId, req.sequence);
+        return {};
       },
       async getProjectState(req, h) {
         const state = await edge.projectState(ctxOf(h), req.project);

@@ -1,5 +1,10 @@
 /** The control plane process: migrate, then serve on one port. */
+import type { Client } from "@temporalio/client";
+import { importSealingKey } from "../core/sealing.ts";
+import { connectTemporal, runRotationNow } from "../workflows/client.ts";
+import { changeNotifier } from "./api/changes.ts";
 import { credentialsFrom } from "./auth.ts";
+import { devClock } from "./clock.ts";
 import { loadControlConfig } from "./config.ts";
 import { connect } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
@@ -8,7 +13,24 @@ import { createControlServer } from "./server.ts";
 const config = loadControlConfig(process.env);
 const sql = connect(config.DATABASE_URL);
 await migrate(sql);
-const server = createControlServer({ sql, now: () => new Date() }, await credentialsFrom(config));
+const clock = await devClock(sql, config.RELAY_DEV_CLOCK);
+const notifier = changeNotifier(sql);
+await notifier.ready;
+// Temporal is only needed for an on-demand rotation run; connect on first use.
+let temporal: Promise<Client> | undefined;
+const server = createControlServer({
+  deps: {
+    sql,
+    now: clock.now,
+    edgeLeaseMs: config.RELAY_EDGE_LEASE_MS,
+    sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+  },
+  credentials: await credentialsFrom(config),
+  notifier,
+  clock,
+  devClock: config.RELAY_DEV_CLOCK,
+  runRotation: async () => runRotationNow(await (temporal ??= connectTemporal(config))),
+});
 server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
   console.log(
     JSON.stringify({

@@ -3,13 +3,16 @@
  * its Connect twin; errors leave through `toHttpError` only.
  */
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
-import type { Ctx, Deps } from "./api/context.ts";
+import type { Ctx } from "./api/context.ts";
 import * as keys from "./api/keys.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
-import { authenticate, type Credentials } from "./auth.ts";
+import { parseInput } from "./api/validation.ts";
+import type { ControlApp } from "./app.ts";
+import { authenticate, requireAdmin } from "./auth.ts";
 import { toHttpError } from "./errors.ts";
 
 /** The request and response types of connect-node's handlers, whose fallback this is. */
@@ -18,6 +21,7 @@ type Request = Parameters<NodeHandler>[0];
 type Response = Parameters<NodeHandler>[1];
 
 interface Call {
+  app: ControlApp;
   ctx: Ctx;
   params: Record<string, string>;
   body: unknown;
@@ -97,20 +101,66 @@ const routes: Route[] = [
   route("POST", `${base}/keys`, ({ ctx, params, body }) =>
     keys.mintKey(ctx, p(params).project, body),
   ),
+  route("POST", `${base}/keys/:keyId/rotate`, ({ ctx, params }) =>
+    keys.rotateKey(ctx, p(params).project, p(params).keyId),
+  ),
+  route(
+    "DELETE",
+    `${base}/keys/:keyId`,
+    ({ ctx, params }) =>
+      keys.revokeKey(ctx, p(params).project, p(params).keyId).then((key) => ({ key })),
+    200,
+  ),
+  route(
+    "POST",
+    `${base}/keys/:keyId/reveal-successor`,
+    ({ ctx, params }) => keys.revealSuccessor(ctx, p(params).project, p(params).keyId),
+    200,
+  ),
   route("GET", `${base}/requests`, ({ ctx, params, query }) =>
     requests.listRequests(ctx, p(params).project, query),
   ),
   route("GET", `${base}/requests/:requestId`, ({ ctx, params }) =>
     requests.getRequest(ctx, p(params).project, p(params).requestId),
   ),
+  route(
+    "POST",
+    "/admin/clock",
+    async ({ app, ctx, body }) => {
+      devOnly(app, ctx);
+      const { advanceSeconds } = parseInput(
+        z.strictObject({ advanceSeconds: z.number().finite() }),
+        body,
+      );
+      const offsetMs = await app.clock.advance(advanceSeconds);
+      return { now: app.clock.now(), offsetMs };
+    },
+    200,
+  ),
+  route(
+    "POST",
+    "/admin/rotation/run",
+    async ({ app, ctx }) => {
+      devOnly(app, ctx);
+      return { rotated: await app.runRotation() };
+    },
+    200,
+  ),
 ];
+
+/** The dev-clock routes do not exist unless RELAY_DEV_CLOCK=1, and then only for the admin. */
+function devOnly(app: ControlApp, ctx: Ctx): void {
+  if (!app.devClock) throw new RelayError("not_found", "no such route");
+  requireAdmin(ctx.caller);
+}
 
 /** Route parameters, URL-decoded; a route only runs when its groups matched. */
 function p(params: Record<string, string>) {
-  return params as Record<"project" | "line" | "path" | "requestId", string>;
+  return params as Record<"project" | "line" | "path" | "requestId" | "keyId", string>;
 }
 
-export function restHandler(deps: Deps, credentials: Credentials) {
+export function restHandler(app: ControlApp) {
+  const { deps, credentials } = app;
   return async function handleRest(req: Request, res: Response): Promise<void> {
     let status = 200;
     let body: string | undefined;
@@ -129,6 +179,7 @@ export function restHandler(deps: Deps, credentials: Credentials) {
         Object.entries(found.match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
       );
       const result = await found.r.handle({
+        app,
         ctx: { ...deps, caller },
         params,
         body: req.method === "GET" || req.method === "DELETE" ? undefined : await readJson(req),

@@ -8,18 +8,17 @@ import { createServer as createHttp2Server } from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Deps } from "./api/context.ts";
-import type { Credentials } from "./auth.ts";
+import type { ControlApp } from "./app.ts";
 import { relayInterceptor, relayRoutes } from "./connect.ts";
 import { restHandler } from "./rest.ts";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
-export function createControlServer(deps: Deps, credentials: Credentials): Server {
+export function createControlServer(app: ControlApp): Server {
   const handler = connectNodeAdapter({
-    routes: relayRoutes(deps),
-    interceptors: [relayInterceptor(deps, credentials)],
-    fallback: restHandler(deps, credentials),
+    routes: relayRoutes(app),
+    interceptors: [relayInterceptor(app)],
+    fallback: restHandler(app),
   });
   const http1 = createHttp1Server(handler);
   const http2 = createHttp2Server(handler);

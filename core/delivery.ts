@@ -4,17 +4,6 @@
  */
 import type { DeliveryMode, KeyMode } from "./model.ts";
 
-export const DELIVERY_WORKFLOW = "deliverRequest";
-export const DELIVERY_TASK_QUEUE = "relay-delivery";
-
-/** Custom search attributes the delivery workflow sets; registered when Temporal starts. */
-export const searchAttributes = {
-  project: "RelayProject",
-  line: "RelayLine",
-  endpoint: "RelayEndpoint",
-  status: "RelayStatus",
-} as const;
-
 export interface DeliveryTarget {
   id: string;
   name: string;

@@ -1,7 +1,13 @@
 import { describe, expect, test } from "vitest";
 import { RelayError } from "./errors.ts";
 import type { Policy } from "./model.ts";
-import { DAY_MS, expiryFor, keyLifetimeDays } from "./policy.ts";
+import {
+  DAY_MS,
+  expiryFor,
+  keyLifetimeDays,
+  lifetimeDays,
+  rotationLifetimeDays,
+} from "./policy.ts";
 
 const strict: Policy = {
   defaultKeyTtlDays: 30,
@@ -56,4 +62,26 @@ test("expiryFor adds whole days to the injected now", () => {
   const now = new Date("2026-01-01T12:00:00Z");
   expect(expiryFor(2, now)?.getTime()).toBe(now.getTime() + 2 * DAY_MS);
   expect(expiryFor(null, now)).toBeNull();
+});
+
+describe("rotationLifetimeDays", () => {
+  test("a successor keeps the predecessor's lifetime", () => {
+    expect(rotationLifetimeDays(strict, "editor", 60)).toBe(60);
+    expect(rotationLifetimeDays(open, "editor", null)).toBeNull();
+  });
+  test("an editor's rotation is clamped to the cap; owners keep theirs", () => {
+    expect(rotationLifetimeDays(strict, "editor", 365)).toBe(90);
+    expect(rotationLifetimeDays(strict, "owner", 365)).toBe(365);
+  });
+  test("a bound editor rotating a non-expiring key gets the default", () => {
+    expect(rotationLifetimeDays(strict, "editor", null)).toBe(30);
+    expect(rotationLifetimeDays(strict, "owner", null)).toBeNull();
+  });
+});
+
+test("lifetimeDays rounds up to whole days", () => {
+  const created = new Date("2026-01-01T00:00:00Z");
+  expect(lifetimeDays(created, new Date(created.getTime() + 30 * DAY_MS))).toBe(30);
+  expect(lifetimeDays(created, new Date(created.getTime() + 30 * DAY_MS + 1))).toBe(31);
+  expect(lifetimeDays(created, null)).toBeNull();
 });

@@ -30,3 +30,26 @@ export function keyLifetimeDays(
 export function expiryFor(ttlDays: number | null, now: Date): Date | null {
   return ttlDays === null ? null : new Date(now.getTime() + ttlDays * DAY_MS);
 }
+
+/**
+ * A successor keeps its predecessor's lifetime, within policy: an editor's rotation is clamped
+ * to the cap, and a non-expiring key rotated by a bound editor gets the default (or the cap).
+ */
+export function rotationLifetimeDays(
+  policy: Policy,
+  role: Role,
+  predecessorDays: number | null,
+): number | null {
+  if (role === "owner") return predecessorDays;
+  const cap = policy.maxKeyTtlDays;
+  if (predecessorDays === null) {
+    return policy.editorsMayCreateNonExpiringKeys ? null : (policy.defaultKeyTtlDays ?? cap ?? 365);
+  }
+  return cap !== null && predecessorDays > cap ? cap : predecessorDays;
+}
+
+/** A key's lifetime in whole days, rounded up, from its creation to its expiry. */
+export function lifetimeDays(createdAt: Date, expiresAt: Date | null): number | null {
+  if (!expiresAt) return null;
+  return Math.max(1, Math.ceil((expiresAt.getTime() - createdAt.getTime()) / DAY_MS));
+}

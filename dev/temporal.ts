@@ -7,7 +7,7 @@ import { access, constants, mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
-import { searchAttributes } from "../core/delivery.ts";
+import { searchAttributes } from "../core/temporal.ts";
 import { adopt, StartError, stopChild, waitFor } from "./processes.ts";
 
 const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";

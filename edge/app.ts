@@ -8,7 +8,7 @@ import { forwardableHeaders } from "../core/headers.ts";
 import { keyState } from "../core/keys.ts";
 import type { Endpoint, KeyRecord } from "../core/model.ts";
 import { hashSecret } from "../core/secrets.ts";
-import type { ControlPlane } from "./control.ts";
+import type { EdgeState } from "./state.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
 export interface ConnInfo {
@@ -17,9 +17,8 @@ export interface ConnInfo {
 }
 
 export interface EdgeDeps {
-  control: ControlPlane;
+  state: Pick<EdgeState, "key" | "project" | "now">;
   temporal: WorkflowStarter;
-  now: () => Date;
   newRequestId: () => string;
   maxBodyBytes: number;
 }
@@ -37,7 +36,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       const url = new URL(request.url);
       const project = projectOf(request.headers.get("host") ?? url.host);
       const key = await authenticate(deps, project, request.headers.get("authorization"));
-      const state = keyState(key, deps.now());
+      const state = keyState(key, deps.state.now());
       if (state === "expired_grace") {
         extraHeaders.set("x-relay-key-status", "expired_grace");
         if (key.successorUsable) extraHeaders.set("x-relay-key-successor-available", "true");
@@ -55,7 +54,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         line: endpoint.line,
         endpoint: endpoint.path,
         keyMode: key.mode,
-        receivedAt: deps.now().toISOString(),
+        receivedAt: deps.state.now().toISOString(),
         headers: forwardableHeaders(request.headers),
         body: new TextDecoder().decode(body),
         bodyBytes: body.byteLength,
@@ -87,8 +86,8 @@ async function authenticate(
   authorization: string | null,
 ): Promise<KeyRecord> {
   const presented = /^Bearer (.+)$/.exec(authorization ?? "")?.[1] ?? "";
-  const key = await deps.control.resolveKey(project, await hashSecret(presented));
-  const state = key ? keyState(key, deps.now()) : null;
+  const key = await deps.state.key(project, await hashSecret(presented));
+  const state = key ? keyState(key, deps.state.now()) : null;
   if (!key || state === null) {
     throw new RelayError("invalid_or_missing_key", "missing or invalid API key");
   }
@@ -99,7 +98,7 @@ async function authenticate(
 
 async function findEndpoint(deps: EdgeDeps, project: string, pathname: string): Promise<Endpoint> {
   const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeURIComponent);
-  const state = await deps.control.projectState(project);
+  const state = await deps.state.project(project);
   const endpoint =
     rest.length === 0
       ? state?.endpoints.find((e) => e.line === line && e.path === path)

@@ -10,6 +10,10 @@ const schema = z.object({
     .int()
     .min(1)
     .default(5 * 1024 * 1024),
+  /** How long the edge serves from cache without the control plane's change stream. */
+  RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).default(5000),
+  /** Names this edge in the control plane's leases; random per process unless set. */
+  RELAY_EDGE_ID: z.string().min(1).optional(),
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */

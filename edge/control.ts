@@ -16,9 +16,20 @@ export interface ProjectState {
   defaultRateLimit: RateLimit;
 }
 
+export interface ChangeBatch {
+  changes: (
+    | { project: string; kind: "key"; key: KeyRecord & { keyHash: Uint8Array } }
+    | { project: string; kind: "routing" }
+  )[];
+  headSequence: bigint;
+  clockOffsetMs: number;
+}
+
 export interface ControlPlane {
   resolveKey(project: string, keyHash: Uint8Array): Promise<KeyRecord | null>;
   projectState(project: string): Promise<ProjectState | null>;
+  watch(edgeId: string, afterSequence: bigint, signal: AbortSignal): AsyncIterable<ChangeBatch>;
+  ack(edgeId: string, sequence: bigint): Promise<void>;
 }
 
 export function connectControlPlane(options: {
@@ -48,6 +59,28 @@ export function connectControlPlane(options: {
     async projectState(project) {
       const { state } = await client.getProjectState({ project });
       return state ? stateFrom(state) : null;
+    },
+    async *watch(edgeId, afterSequence, signal) {
+      for await (const batch of client.watchChanges({ edgeId, afterSequence }, { signal })) {
+        yield {
+          headSequence: batch.headSequence,
+          clockOffsetMs: Number(batch.clockOffsetMs),
+          changes: batch.changes.flatMap((c): ChangeBatch["changes"] => {
+            if (c.change.case === "keyChanged") {
+              const key = c.change.value;
+              return [
+                { project: c.project, kind: "key", key: { ...keyFrom(key), keyHash: key.keyHash } },
+              ];
+            }
+            return c.change.case === "routingChanged"
+              ? [{ project: c.project, kind: "routing" }]
+              : [];
+          }),
+        };
+      }
+    },
+    async ack(edgeId, sequence) {
+      await client.ackChanges({ edgeId, sequence });
     },
   };
 }

@@ -5,6 +5,7 @@ import { serveNode } from "./adapters/node.ts";
 import { createEdge } from "./app.ts";
 import { loadEdgeConfig } from "./config.ts";
 import { connectControlPlane } from "./control.ts";
+import { EdgeState } from "./state.ts";
 import { temporalHttpStarter } from "./temporal.ts";
 
 const config = loadEdgeConfig(process.env);
@@ -13,19 +14,25 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
 const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
   undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 
-const handler = createEdge({
+const state = new EdgeState({
   control: connectControlPlane({
     baseUrl: config.RELAY_CONTROL_URL,
     edgeToken: config.RELAY_EDGE_TOKEN,
     fetch: pooledFetch,
   }),
+  edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
+  leaseMs: config.RELAY_EDGE_LEASE_MS,
+});
+await state.start();
+
+const handler = createEdge({
+  state,
   temporal: temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
     fetch: pooledFetch,
   }),
-  now: () => new Date(),
   newRequestId: () => newId("req"),
   maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
 });
@@ -39,6 +46,9 @@ server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
     }),
   );
 });
-const shutdown = () => server.close(() => process.exit(0));
+const shutdown = () => {
+  state.stop();
+  server.close(() => process.exit(0));
+};
 process.once("SIGTERM", shutdown);
 process.once("SIGINT", shutdown);

@@ -2,13 +2,9 @@
  * Starts delivery workflows through Temporal's HTTP API with plain `fetch`, so the edge runs on
  * any web-standard runtime (grpc-js under Deno's Node layer is not reliable).
  */
-import {
-  DELIVERY_TASK_QUEUE,
-  DELIVERY_WORKFLOW,
-  type DeliveryInput,
-  searchAttributes,
-} from "../core/delivery.ts";
+import type { DeliveryInput } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
+import { DELIVERY_WORKFLOW, searchAttributes, TASK_QUEUE } from "../core/temporal.ts";
 
 export interface WorkflowStarter {
   startDelivery(input: DeliveryInput): Promise<void>;
@@ -34,7 +30,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           headers,
           body: JSON.stringify({
             workflowType: { name: DELIVERY_WORKFLOW },
-            taskQueue: { name: DELIVERY_TASK_QUEUE },
+            taskQueue: { name: TASK_QUEUE },
             // Temporal deduplicates starts by requestId, so retrying this call is safe.
             requestId: input.requestId,
             input: [input],

@@ -3,6 +3,7 @@
  * outcome is reported to Temporal, so the request log shows every try, retried or not.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
   classifyStatus,
@@ -15,7 +16,9 @@ import type { RequestStatus } from "../core/model.ts";
 export interface ActivityDeps {
   sql: Sql;
   fetch: typeof fetch;
-  now: () => Date;
+  /** Real time plus the dev clock's offset, read from Postgres. */
+  now: () => Promise<Date>;
+  sealingKey: CryptoKey;
 }
 
 export interface DeliverInput {
@@ -28,7 +31,7 @@ export interface DeliverInput {
 /** The error type the workflow's retry policy never retries. */
 export const TARGET_REJECTED = "TargetRejected";
 
-export function createActivities({ sql, fetch, now }: ActivityDeps) {
+export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) {
   return {
     /** Idempotent: a retried or replayed open leaves the first row as it is. */
     async openRequest(input: Omit<DeliveryInput, "targets" | "headers" | "body">): Promise<void> {
@@ -43,7 +46,7 @@ export function createActivities({ sql, fetch, now }: ActivityDeps) {
 
     async deliver({ requestId, target, headers, body }: DeliverInput): Promise<number> {
       const { attempt } = Context.current().info;
-      const startedAt = now();
+      const startedAt = new Date();
       const started = performance.now();
       let statusCode: number | null = null;
       let retryAfter: string | null = null;
@@ -89,7 +92,7 @@ export function createActivities({ sql, fetch, now }: ActivityDeps) {
           nonRetryable: true,
         });
       }
-      const delay = retryAfterMs(retryAfter, now());
+      const delay = retryAfterMs(retryAfter, new Date());
       throw ApplicationFailure.create({
         message: `target answered ${statusCode}`,
         type: "TargetRetry",
@@ -99,6 +102,10 @@ export function createActivities({ sql, fetch, now }: ActivityDeps) {
 
     async finishRequest(requestId: string, status: RequestStatus): Promise<void> {
       await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
+    },
+
+    async rotateExpiringKeys(): Promise<number> {
+      return rotateExpiringKeys(sql, await now(), sealingKey);
     },
   };
 }

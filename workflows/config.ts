@@ -6,6 +6,10 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key; when set, the connection uses TLS. */
   TEMPORAL_API_KEY: z.string().optional(),
+  /** Seals auto-rotated successors (32 bytes, hex). */
+  RELAY_ENCRYPTION_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
 });
 
 export type WorkerConfig = z.infer<typeof schema>;

@@ -1,10 +1,13 @@
-/** The delivery worker process: polls the delivery task queue and runs workflows and activities. */
+/** The worker process: runs delivery and rotation workflows and their activities. */
 import { fileURLToPath } from "node:url";
 import { NativeConnection, Worker } from "@temporalio/worker";
 import { Agent } from "undici";
+import { readClockOffset } from "../control/clock.ts";
 import { connect } from "../control/db/client.ts";
-import { DELIVERY_TASK_QUEUE } from "../core/delivery.ts";
+import { importSealingKey } from "../core/sealing.ts";
+import { TASK_QUEUE } from "../core/temporal.ts";
 import { createActivities } from "./activities.ts";
+import { connectTemporal, ensureRotationSchedule } from "./client.ts";
 import { loadWorkerConfig } from "./config.ts";
 
 const config = loadWorkerConfig(process.env);
@@ -13,20 +16,22 @@ const connection = await NativeConnection.connect({
   address: config.TEMPORAL_ADDRESS,
   ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY, tls: true }),
 });
+await ensureRotationSchedule(await connectTemporal(config));
 // Keep-alive connections to targets; undici's fetch with a dispatcher of our own.
 const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
 const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
-  taskQueue: DELIVERY_TASK_QUEUE,
+  taskQueue: TASK_QUEUE,
   workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
   activities: createActivities({
     sql,
     fetch: (input, init) => fetch(input, { ...init, dispatcher } as RequestInit),
-    now: () => new Date(),
+    now: async () => new Date(Date.now() + (await readClockOffset(sql))),
+    sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
   }),
 });
-console.log(JSON.stringify({ msg: "worker polling", taskQueue: DELIVERY_TASK_QUEUE }));
+console.log(JSON.stringify({ msg: "worker polling", taskQueue: TASK_QUEUE }));
 await worker.run();
 await sql.end({ timeout: 5 });
 await connection.close();

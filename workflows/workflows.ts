@@ -1,15 +1,17 @@
 /**
- * The delivery workflow: one per request (workflow id = request id), one activity per async
- * target. Orchestration only; the I/O is in activities.ts.
+ * Relay's workflows: orchestration only, deterministic; the I/O is in activities.ts.
+ * - deliverRequest: one per request (workflow id = request id), one activity per async target.
+ * - rotateKeys: the daily auto-rotation, started by a Schedule.
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { proxyActivities, upsertSearchAttributes } from "@temporalio/workflow";
-import { type DeliveryInput, searchAttributes } from "../core/delivery.ts";
+import type { DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
+import { searchAttributes } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 
-const { openRequest, finishRequest } = proxyActivities<Activities>({
-  startToCloseTimeout: "30 seconds",
+const { openRequest, finishRequest, rotateExpiringKeys } = proxyActivities<Activities>({
+  startToCloseTimeout: "1 minute",
   retry: { maximumInterval: "1 minute" },
 });
 
@@ -47,4 +49,9 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
 /** Lets an operator filter by status in the Temporal UI. */
 function setStatus(status: RequestStatus): void {
   upsertSearchAttributes([{ key: statusKey, value: status }]);
+}
+
+/** Returns how many successors it minted. */
+export async function rotateKeys(): Promise<number> {
+  return rotateExpiringKeys();
 }

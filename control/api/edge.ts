@@ -1,7 +1,7 @@
-/** What edges ask: a key by hash, and a project's routing state. */
-
+/** What edges ask: a key by hash, a project's routing state, the change feed and its acks. */
 import type { Endpoint, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import { requireEdge } from "../auth.ts";
+import { ackChanges, type ChangeNotifier, keysByHash, watchChanges } from "./changes.ts";
 import type { Ctx } from "./context.ts";
 import type { ProjectView } from "./projects.ts";
 import { loadEndpoints } from "./routing.ts";
@@ -25,13 +25,8 @@ export async function resolveKey(
   keyHash: Uint8Array,
 ): Promise<KeyRecord | null> {
   requireEdge(ctx.caller);
-  const [key] = await ctx.sql<KeyRecord[]>`
-    select k.id, p.slug as project, k.mode, k.expires_at, k.revoked_at,
-      exists (select 1 from api_keys s where s.predecessor_id = k.id and s.revoked_at is null
-        and (s.expires_at is null or s.expires_at > ${ctx.now()})) as successor_usable
-    from api_keys k join projects p on p.id = k.project_id
-    where k.key_hash = ${keyHash} and p.slug = ${project}`;
-  return key ?? null;
+  const key = (await keysByHash(ctx.sql, [keyHash], ctx.now())).values().next().value;
+  return key && key.project === project ? key : null;
 }
 
 export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState | null> {
@@ -45,4 +40,14 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     endpoints: await loadEndpoints(ctx.sql, id),
     defaultRateLimit: planRateLimits[view.plan],
   };
+}
+
+export function changes(ctx: Ctx, notifier: ChangeNotifier, after: bigint, signal: AbortSignal) {
+  requireEdge(ctx.caller);
+  return watchChanges(ctx.sql, notifier, after, ctx.now, signal);
+}
+
+export async function ack(ctx: Ctx, edgeId: string, sequence: bigint): Promise<void> {
+  requireEdge(ctx.caller);
+  await ackChanges(ctx.sql, edgeId, sequence, ctx.edgeLeaseMs);
 }

@@ -5,6 +5,7 @@ import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.ts";
 import { newId } from "../../core/secrets.ts";
 import type { Queryable, Sql } from "../db/client.ts";
+import { recordChange } from "./changes.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
@@ -89,9 +90,12 @@ export async function createLine(ctx: Ctx, slug: string, input: unknown): Promis
 
 export async function deleteLine(ctx: Ctx, slug: string, key: string): Promise<void> {
   const access = await projectAccess(ctx, slug);
-  const deleted = await ctx.sql`
-    delete from lines where project_id = ${access.projectId} and key = ${key}`;
-  if (deleted.count === 0) throw new RelayError("not_found", `no line '${key}'`);
+  await ctx.sql.begin(async (tx) => {
+    const deleted = await tx`
+      delete from lines where project_id = ${access.projectId} and key = ${key}`;
+    if (deleted.count === 0) throw new RelayError("not_found", `no line '${key}'`);
+    await recordChange(tx, access.projectId, "routing");
+  });
 }
 
 export async function listEndpoints(ctx: Ctx, slug: string, line: string): Promise<Endpoint[]> {
@@ -129,6 +133,7 @@ export async function createEndpoint(
         values (${endpointId}, ${access.projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
           ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)})`;
       await insertTargets(tx, endpointId, spec.targets, new Map());
+      await recordChange(tx, access.projectId, "routing");
     })
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   return getEndpoint(ctx, slug, line, spec.path);
@@ -161,6 +166,7 @@ export async function updateEndpoint(
         spec.targets,
         new Map(previous.map((t) => [t.name, t.id])),
       );
+      await recordChange(tx, access.projectId, "routing");
     })
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   return getEndpoint(ctx, slug, line, spec.path);
@@ -173,10 +179,13 @@ export async function deleteEndpoint(
   path: string,
 ): Promise<void> {
   const access = await projectAccess(ctx, slug);
-  const deleted = await ctx.sql`
-    delete from endpoints
-    where project_id = ${access.projectId} and line_key = ${line} and path = ${path}`;
-  if (deleted.count === 0) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+  await ctx.sql.begin(async (tx) => {
+    const deleted = await tx`
+      delete from endpoints
+      where project_id = ${access.projectId} and line_key = ${line} and path = ${path}`;
+    if (deleted.count === 0) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+    await recordChange(tx, access.projectId, "routing");
+  });
 }
 
 /** Endpoints with their targets in one query; the edge's project state uses it too. */

@@ -43,6 +43,7 @@ export async function setup(project: TestProject) {
       demo: demo as number,
     },
     output: logFile,
+    env: { RELAY_DEV_CLOCK: "1" },
     external: { databaseUrl: process.env.DATABASE_URL },
   });
   project.provide("stack", {

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSLpAQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IooBCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0IjYKEVJlc29sdmVLZXlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEAoIa2V5X2hhc2gYAiABKAwiQQoSUmVzb2x2ZUtleVJlc3BvbnNlEiMKA2tleRgBIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIAIgBAUIGCgRfa2V5IikKFkdldFByb2plY3RTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJPChdHZXRQcm9qZWN0U3RhdGVSZXNwb25zZRIqCgVzdGF0ZRgBIAEoCzIWLnJlbGF5LnYxLlByb2plY3RTdGF0ZUgAiAEBQggKBl9zdGF0ZSI+ChNXYXRjaENoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMilAEKBkNoYW5nZRIQCghzZXF1ZW5jZRgBIAEoAxIPCgdwcm9qZWN0GAIgASgJEigKC2tleV9jaGFuZ2VkGAMgASgLMhEucmVsYXkudjEuRWRnZUtleUgAEjMKD3JvdXRpbmdfY2hhbmdlZBgEIAEoCzIYLnJlbGF5LnYxLlJvdXRpbmdDaGFuZ2VkSABCCAoGY2hhbmdlIhAKDlJvdXRpbmdDaGFuZ2VkIjkKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlEiEKB2NoYW5nZXMYASADKAsyEC5yZWxheS52MS5DaGFuZ2UiNgoRQWNrQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAyIUChJBY2tDaGFuZ2VzUmVzcG9uc2UyyAIKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IooBCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0IjYKEVJlc29sdmVLZXlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEAoIa2V5X2hhc2gYAiABKAwiQQoSUmVzb2x2ZUtleVJlc3BvbnNlEiMKA2tleRgBIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIAIgBAUIGCgRfa2V5IikKFkdldFByb2plY3RTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJPChdHZXRQcm9qZWN0U3RhdGVSZXNwb25zZRIqCgVzdGF0ZRgBIAEoCzIWLnJlbGF5LnYxLlByb2plY3RTdGF0ZUgAiAEBQggKBl9zdGF0ZSI+ChNXYXRjaENoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMilAEKBkNoYW5nZRIQCghzZXF1ZW5jZRgBIAEoAxIPCgdwcm9qZWN0GAIgASgJEigKC2tleV9jaGFuZ2VkGAMgASgLMhEucmVsYXkudjEuRWRnZUtleUgAEjMKD3JvdXRpbmdfY2hhbmdlZBgEIAEoCzIYLnJlbGF5LnYxLlJvdXRpbmdDaGFuZ2VkSABCCAoGY2hhbmdlIhAKDlJvdXRpbmdDaGFuZ2VkImkKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlEiEKB2NoYW5nZXMYASADKAsyEC5yZWxheS52MS5DaGFuZ2USFQoNaGVhZF9zZXF1ZW5jZRgCIAEoAxIXCg9jbG9ja19vZmZzZXRfbXMYAyABKAMiNgoRQWNrQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAyIUChJBY2tDaGFuZ2VzUmVzcG9uc2UyyAIKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -55,6 +55,13 @@ export type EdgeKey = Message<"relay.v1.EdgeKey"> & {
    * @generated from field: bool successor_usable = 6;
    */
   successorUsable: boolean;
+
+  /**
+   * SHA-256 of the plaintext: what the edge caches the key by.
+   *
+   * @generated from field: bytes key_hash = 7;
+   */
+  keyHash: Uint8Array;
 };
 
 /**
@@ -178,6 +185,8 @@ export type WatchChangesRequest = Message<"relay.v1.WatchChangesRequest"> & {
   edgeId: string;
 
   /**
+   * Changes after this sequence; -1 starts from the current head.
+   *
    * @generated from field: int64 after_sequence = 2;
    */
   afterSequence: bigint;
@@ -245,6 +254,9 @@ export const RoutingChangedSchema: GenMessage<RoutingChanged> = /*@__PURE__*/
   messageDesc(file_relay_v1_edge, 8);
 
 /**
+ * A batch of changes, or a heartbeat when `changes` is empty. Edges acknowledge each one; an
+ * edge whose stream stays silent stops renewing its lease.
+ *
  * @generated from message relay.v1.WatchChangesResponse
  */
 export type WatchChangesResponse = Message<"relay.v1.WatchChangesResponse"> & {
@@ -252,6 +264,21 @@ export type WatchChangesResponse = Message<"relay.v1.WatchChangesResponse"> & {
    * @generated from field: repeated relay.v1.Change changes = 1;
    */
   changes: Change[];
+
+  /**
+   * Every change up to here is in this batch or an earlier one.
+   *
+   * @generated from field: int64 head_sequence = 2;
+   */
+  headSequence: bigint;
+
+  /**
+   * The dev clock's offset from real time (0 unless RELAY_DEV_CLOCK=1): edges judge key
+   * expiry on the same clock as the control plane.
+   *
+   * @generated from field: int64 clock_offset_ms = 3;
+   */
+  clockOffsetMs: bigint;
 };
 
 /**

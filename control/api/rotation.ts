@@ -1,0 +1,53 @@
+/**
+ * The daily auto-rotation: every active key within 7 days of its expiry and without a successor
+ * gets one, its plaintext sealed until its one reveal. Idempotent: a second run the same day
+ * finds the successors the first one made.
+ */
+import { DAY_MS, lifetimeDays } from "../../core/policy.ts";
+import { seal } from "../../core/sealing.ts";
+import type { Sql } from "../db/client.ts";
+import { insertKey } from "./keys.ts";
+
+export const ROTATION_LEAD_MS = 7 * DAY_MS;
+
+export async function rotateExpiringKeys(
+  sql: Sql,
+  now: Date,
+  sealingKey: CryptoKey,
+): Promise<number> {
+  const due = await sql<{ id: string }[]>`
+    select k.id from api_keys k
+    where k.revoked_at is null and k.expires_at > ${now}
+      and k.expires_at <= ${new Date(now.getTime() + ROTATION_LEAD_MS)}
+      and not exists (select 1 from api_keys s where s.predecessor_id = k.id)`;
+  let rotated = 0;
+  for (const { id } of due) {
+    const made = await sql.begin(async (tx) => {
+      // Locked and checked again: a concurrent run may have rotated it meanwhile.
+      const [key] = await tx<
+        {
+          projectId: string;
+          name: string;
+          mode: "live" | "test";
+          createdAt: Date;
+          expiresAt: Date;
+        }[]
+      >`
+        select project_id, name, mode, created_at, expires_at from api_keys k
+        where id = ${id} and not exists (select 1 from api_keys s where s.predecessor_id = k.id)
+        for update`;
+      if (!key) return false;
+      await insertKey(tx, now, {
+        projectId: key.projectId,
+        name: key.name,
+        mode: key.mode,
+        lifetime: lifetimeDays(key.createdAt, key.expiresAt),
+        predecessorId: id,
+        seal: (successorId, plaintext) => seal(sealingKey, plaintext, successorId),
+      });
+      return true;
+    });
+    if (made) rotated++;
+  }
+  return rotated;
+}

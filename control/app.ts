@@ -1,0 +1,17 @@
+/** Everything the control plane's handlers share, built once per process. */
+
+import type { ChangeNotifier } from "./api/changes.ts";
+import type { Deps } from "./api/context.ts";
+import type { Credentials } from "./auth.ts";
+import type { Clock } from "./clock.ts";
+
+export interface ControlApp {
+  deps: Deps;
+  credentials: Credentials;
+  notifier: ChangeNotifier;
+  clock: Clock;
+  /** RELAY_DEV_CLOCK=1: /admin/clock and /admin/rotation/run exist. */
+  devClock: boolean;
+  /** Runs the key rotation now, through Temporal, and answers how many keys it rotated. */
+  runRotation: () => Promise<number>;
+}

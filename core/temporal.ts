@@ -1,0 +1,17 @@
+/** Names shared by whoever starts Temporal workflows (edge, control plane) and the worker. */
+
+export const TASK_QUEUE = "relay";
+
+export const DELIVERY_WORKFLOW = "deliverRequest";
+
+/** The daily key auto-rotation: a Schedule, visible with its runs in the Temporal UI. */
+export const ROTATION_WORKFLOW = "rotateKeys";
+export const ROTATION_SCHEDULE_ID = "relay-key-rotation";
+
+/** Custom search attributes the delivery workflow sets; registered when Temporal starts. */
+export const searchAttributes = {
+  project: "RelayProject",
+  line: "RelayLine",
+  endpoint: "RelayEndpoint",
+  status: "RelayStatus",
+} as const;

@@ -1,0 +1,125 @@
+/**
+ * The edge's cache of keys and project routing, kept current by the control plane's change
+ * stream. The edge acknowledges every batch and holds a lease while it does: with a live lease
+ * it answers from cache with no control-plane call; once the lease runs out (stream lost for
+ * longer than RELAY_EDGE_LEASE_MS) it fails closed until it has caught up again.
+ */
+import { RelayError } from "../core/errors.ts";
+import type { KeyRecord } from "../core/model.ts";
+import type { ChangeBatch, ControlPlane, ProjectState } from "./control.ts";
+
+export interface EdgeStateOptions {
+  control: ControlPlane;
+  edgeId: string;
+  leaseMs: number;
+  /** Bounds memory against callers trying random keys; least recently used go first. */
+  maxKeys?: number;
+  /** Monotonic milliseconds, for the lease. */
+  monotonic?: () => number;
+}
+
+const RECONNECT_MS = 200;
+
+export class EdgeState {
+  private readonly keys = new Map<string, KeyRecord | null>();
+  private readonly projects = new Map<string, ProjectState | null>();
+  /** Bumped by every applied change: a lookup that raced one is answered but not cached. */
+  private epoch = 0;
+  private appliedSequence = -1n;
+  private leaseUntil = 0;
+  private clockOffsetMs = 0;
+  private readonly abort = new AbortController();
+  private readonly monotonic: () => number;
+  private readonly maxKeys: number;
+
+  constructor(private readonly options: EdgeStateOptions) {
+    this.monotonic = options.monotonic ?? (() => performance.now());
+    this.maxKeys = options.maxKeys ?? 100_000;
+  }
+
+  /** The control plane's clock (real time, plus the dev clock's offset when enabled). */
+  now = (): Date => new Date(Date.now() + this.clockOffsetMs);
+
+  async key(project: string, keyHash: Uint8Array): Promise<KeyRecord | null> {
+    this.requireLease();
+    const id = `${project}\u0000${hex(keyHash)}`;
+    if (this.keys.has(id)) {
+      const cached = this.keys.get(id) ?? null;
+      // Re-inserted, so the map's order is least recently used first.
+      this.keys.delete(id);
+      this.keys.set(id, cached);
+      return cached;
+    }
+    const epoch = this.epoch;
+    const key = await this.options.control.resolveKey(project, keyHash);
+    if (epoch === this.epoch) {
+      this.keys.set(id, key);
+      if (this.keys.size > this.maxKeys) this.keys.delete(this.keys.keys().next().value as string);
+    }
+    return key;
+  }
+
+  async project(slug: string): Promise<ProjectState | null> {
+    this.requireLease();
+    if (this.projects.has(slug)) return this.projects.get(slug) ?? null;
+    const epoch = this.epoch;
+    const state = await this.options.control.projectState(slug);
+    if (epoch === this.epoch) this.projects.set(slug, state);
+    return state;
+  }
+
+  /** Follows the change stream; resolves once the first batch is applied and acknowledged. */
+  start(): Promise<void> {
+    return new Promise((ready) => {
+      void this.follow(ready);
+    });
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  private requireLease(): void {
+    if (this.monotonic() >= this.leaseUntil) {
+      throw new RelayError("unavailable", "this edge is catching up with the control plane; retry");
+    }
+  }
+
+  private async follow(ready: () => void): Promise<void> {
+    const { control, edgeId, leaseMs } = this.options;
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const batch of control.watch(edgeId, this.appliedSequence, this.abort.signal)) {
+          this.apply(batch);
+          const sentAt = this.monotonic();
+          await control.ack(edgeId, batch.headSequence);
+          this.leaseUntil = sentAt + leaseMs;
+          ready();
+        }
+      } catch {
+        // Lost the stream: keep serving from cache until the lease runs out, and reconnect.
+      }
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+    }
+  }
+
+  private apply(batch: ChangeBatch): void {
+    this.clockOffsetMs = batch.clockOffsetMs;
+    for (const change of batch.changes) {
+      this.epoch++;
+      if (change.kind === "routing") {
+        this.projects.delete(change.project);
+      } else {
+        const id = `${change.project}\u0000${hex(change.key.keyHash)}`;
+        if (this.keys.has(id)) this.keys.set(id, change.key);
+      }
+    }
+    this.appliedSequence = batch.headSequence;
+  }
+}
+
+function hex(bytes: Uint8Array): string {
+  let out = "";
+  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
+  return out;
+}
