@@ -3,6 +3,7 @@
  * admin move (POST /admin/clock), so tests and demos can cross expiry and grace boundaries.
  * The offset lives in Postgres, so the worker's rotation runs on the same clock.
  */
+import { recordChange, waitForEdges } from "./api/changes.ts";
 import type { Sql } from "./db/client.ts";
 
 export interface Clock {
@@ -16,11 +17,16 @@ export async function devClock(sql: Sql, enabled: boolean): Promise<Clock> {
   return {
     now: () => new Date(Date.now() + offset),
     offsetMs: () => offset,
+    /** Moves the clock forward and returns once every live edge runs on the new time. */
     async advance(seconds) {
-      const [row] = await sql<{ offsetMs: string }[]>`
-        update dev_clock set offset_ms = offset_ms + ${Math.round(seconds * 1000)}
-        returning offset_ms`;
-      offset = Number(row?.offsetMs ?? 0);
+      const sequence = await sql.begin(async (tx) => {
+        const [row] = await tx<{ offsetMs: string }[]>`
+          update dev_clock set offset_ms = offset_ms + ${Math.round(seconds * 1000)}
+          returning offset_ms`;
+        offset = Number(row?.offsetMs ?? 0);
+        return recordChange(tx, "", "clock");
+      });
+      await waitForEdges(sql, sequence);
       return offset;
     },
   };

@@ -9,7 +9,6 @@ const schema = z.object({
   RELAY_ENCRYPTION_KEY: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
-  RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).default(5000),
   /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
   RELAY_DEV_CLOCK: z
     .enum(["0", "1", ""])

@@ -294,7 +294,7 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         }
       },
       async ackChanges(req, h) {
-        await edge.ack(ctxOf(h), req.edgeId, req.sequence);
+        await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
         return {};
       },
       async getProjectState(req, h) {

@@ -18,18 +18,21 @@ const notifier = changeNotifier(sql);
 await notifier.ready;
 // Temporal is only needed for an on-demand rotation run; connect on first use.
 let temporal: Promise<Client> | undefined;
+const temporalClient = () => {
+  temporal ??= connectTemporal(config);
+  return temporal;
+};
 const server = createControlServer({
   deps: {
     sql,
     now: clock.now,
-    edgeLeaseMs: config.RELAY_EDGE_LEASE_MS,
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
   },
   credentials: await credentialsFrom(config),
   notifier,
   clock,
   devClock: config.RELAY_DEV_CLOCK,
-  runRotation: async () => runRotationNow(await (temporal ??= connectTemporal(config))),
+  runRotation: async () => runRotationNow(await temporalClient()),
 });
 server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
   console.log(

@@ -11,7 +11,7 @@ const schema = z.object({
     .min(1)
     .default(5 * 1024 * 1024),
   /** How long the edge serves from cache without the control plane's change stream. */
-  RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).default(5000),
+  RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** Names this edge in the control plane's leases; random per process unless set. */
   RELAY_EDGE_ID: z.string().min(1).optional(),
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),

@@ -29,7 +29,7 @@ export interface ControlPlane {
   resolveKey(project: string, keyHash: Uint8Array): Promise<KeyRecord | null>;
   projectState(project: string): Promise<ProjectState | null>;
   watch(edgeId: string, afterSequence: bigint, signal: AbortSignal): AsyncIterable<ChangeBatch>;
-  ack(edgeId: string, sequence: bigint): Promise<void>;
+  ack(edgeId: string, sequence: bigint, leaseMs: number): Promise<void>;
 }
 
 export function connectControlPlane(options: {
@@ -79,8 +79,8 @@ export function connectControlPlane(options: {
         };
       }
     },
-    async ack(edgeId, sequence) {
-      await client.ackChanges({ edgeId, sequence });
+    async ack(edgeId, sequence, leaseMs) {
+      await client.ackChanges({ edgeId, sequence, leaseMs });
     },
   };
 }

@@ -92,7 +92,7 @@ export class EdgeState {
         for await (const batch of control.watch(edgeId, this.appliedSequence, this.abort.signal)) {
           this.apply(batch);
           const sentAt = this.monotonic();
-          await control.ack(edgeId, batch.headSequence);
+          await control.ack(edgeId, batch.headSequence, leaseMs);
           this.leaseUntil = sentAt + leaseMs;
           ready();
         }

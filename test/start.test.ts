@@ -3,7 +3,7 @@
  * second start reuses the data and seeds nothing twice.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -91,6 +91,17 @@ test("npm start seeds the demo once and its printed curl is delivered", {
       .poll(() => first.output().includes(`"requestId":"${requestId}"`), { timeout: 30_000 })
       .toBe(true);
     expect(first.output()).toMatch(new RegExp(`\\[demo\\] .*delivery received.*${requestId}`));
+
+    // Without RELAY_DEV_CLOCK=1 the dev clock routes do not exist, even for the admin.
+    const { adminToken } = JSON.parse(await readFile(join(dataDir, "secrets.json"), "utf8"));
+    for (const path of ["/admin/clock", "/admin/rotation/run"]) {
+      const answer = await fetch(`http://127.0.0.1:${ports[4]}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}` },
+        body: JSON.stringify({ advanceSeconds: 60 }),
+      });
+      expect(answer.status, path).toBe(404);
+    }
   } finally {
     await first.stop();
   }

@@ -11,7 +11,7 @@ const CHANNEL = "relay_changes";
 const HEARTBEAT_MS = 1000;
 const BATCH = 500;
 
-export type ChangeKind = "key" | "routing";
+export type ChangeKind = "key" | "routing" | "clock";
 
 /** Adds a change in the caller's transaction; NOTIFY wakes the streams once it commits. */
 export async function recordChange(
@@ -22,7 +22,7 @@ export async function recordChange(
 ): Promise<bigint> {
   const [row] = await tx<{ sequence: string }[]>`
     insert into changes (project, kind, key_hash)
-    select slug, ${kind}, ${keyHash} from projects where id = ${projectId}
+    values (coalesce((select slug from projects where id = ${projectId}), ''), ${kind}, ${keyHash})
     returning sequence`;
   await tx`select pg_notify(${CHANNEL}, '')`;
   return BigInt(row?.sequence ?? 0);
@@ -92,10 +92,12 @@ export async function* watchChanges(
     if (rows.length > 0) {
       const hashes = rows.flatMap((r) => (r.keyHash ? [r.keyHash] : []));
       const keys = await keysByHash(sql, hashes, now());
-      const changes = rows.map((row): ChangeBatch["changes"][number] => {
+      // A clock change needs no entry: every batch states the clock's offset.
+      const changes = rows.flatMap((row): ChangeBatch["changes"] => {
         const base = { sequence: BigInt(row.sequence), project: row.project };
+        if (row.kind === "routing") return [{ ...base, kind: "routing" }];
         const key = row.keyHash && keys.get(row.keyHash.toString("hex"));
-        return key ? { ...base, kind: "key", key } : { ...base, kind: "routing" };
+        return key ? [{ ...base, kind: "key", key }] : [];
       });
       cursor = BigInt(rows.at(-1)?.sequence ?? cursor);
       yield { changes, headSequence: cursor };
@@ -123,6 +125,9 @@ export async function keysByHash(sql: Sql, hashes: Uint8Array[], now: Date) {
   return byHash;
 }
 
+/** The longest lease an edge may claim, and so the longest a revocation can wait. */
+export const MAX_LEASE_MS = 60_000;
+
 /** Records that `edgeId` applied everything up to `sequence`, and renews its lease. */
 export async function ackChanges(sql: Sql, edgeId: string, sequence: bigint, leaseMs: number) {
   await sql`
@@ -134,11 +139,11 @@ export async function ackChanges(sql: Sql, edgeId: string, sequence: bigint, lea
 }
 
 /**
- * Waits until no edge holds a live lease without having acknowledged `sequence`. A lease runs
- * out within `leaseMs`, so this ends within that (plus polling).
+ * Waits until no edge holds a live lease without having acknowledged `sequence`. Every lease
+ * runs out within its edge's lease time, so this ends within the longest of them.
  */
-export async function waitForEdges(sql: Sql, sequence: bigint, leaseMs: number): Promise<void> {
-  const deadline = Date.now() + leaseMs + 1000;
+export async function waitForEdges(sql: Sql, sequence: bigint): Promise<void> {
+  const deadline = Date.now() + MAX_LEASE_MS + 1000;
   while (Date.now() < deadline) {
     const [pending] = await sql<{ count: number }[]>`
       select count(*)::int as count from edge_leases

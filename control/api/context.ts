@@ -7,8 +7,6 @@ import type { Sql } from "../db/client.ts";
 export interface Deps {
   sql: Sql;
   now: () => Date;
-  /** How long an edge may serve from cache without acknowledging the change feed. */
-  edgeLeaseMs: number;
   /** AES-256-GCM key that opens auto-rotated successors. */
   sealingKey: CryptoKey;
 }

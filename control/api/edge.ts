@@ -1,7 +1,15 @@
 /** What edges ask: a key by hash, a project's routing state, the change feed and its acks. */
+
+import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import { requireEdge } from "../auth.ts";
-import { ackChanges, type ChangeNotifier, keysByHash, watchChanges } from "./changes.ts";
+import {
+  ackChanges,
+  type ChangeNotifier,
+  keysByHash,
+  MAX_LEASE_MS,
+  watchChanges,
+} from "./changes.ts";
 import type { Ctx } from "./context.ts";
 import type { ProjectView } from "./projects.ts";
 import { loadEndpoints } from "./routing.ts";
@@ -47,7 +55,13 @@ export function changes(ctx: Ctx, notifier: ChangeNotifier, after: bigint, signa
   return watchChanges(ctx.sql, notifier, after, ctx.now, signal);
 }
 
-export async function ack(ctx: Ctx, edgeId: string, sequence: bigint): Promise<void> {
+export async function ack(ctx: Ctx, edgeId: string, sequence: bigint, leaseMs: number) {
   requireEdge(ctx.caller);
-  await ackChanges(ctx.sql, edgeId, sequence, ctx.edgeLeaseMs);
+  if (!edgeId || leaseMs < 1 || leaseMs > MAX_LEASE_MS) {
+    throw new RelayError(
+      "bad_request",
+      `an ack needs an edge id and a lease of 1 to ${MAX_LEASE_MS} ms`,
+    );
+  }
+  await ackChanges(ctx.sql, edgeId, sequence, leaseMs);
 }

@@ -115,7 +115,7 @@ export async function revokeKey(ctx: Ctx, slug: string, keyId: string): Promise<
     const changed = await recordChange(tx, access.projectId, "key", key.keyHash);
     return { row: revoked as KeyRow, sequence: changed };
   });
-  if (sequence !== null) await waitForEdges(ctx.sql, sequence, ctx.edgeLeaseMs);
+  if (sequence !== null) await waitForEdges(ctx.sql, sequence);
   return view(row, ctx.now());
 }
 

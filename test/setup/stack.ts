@@ -17,6 +17,7 @@ export interface StackInfo {
   temporalAddress: string;
   temporalHttpAddress: string;
   adminToken: string;
+  edgeToken: string;
   logFile: string;
 }
 
@@ -54,6 +55,7 @@ export async function setup(project: TestProject) {
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,
     adminToken: stack.secrets.adminToken,
+    edgeToken: stack.secrets.edgeToken,
     logFile,
   });
 }

@@ -11,7 +11,7 @@ alter table api_keys
 create table changes (
   sequence bigserial primary key,
   project text not null,
-  kind text not null check (kind in ('key', 'routing')),
+  kind text not null check (kind in ('key', 'routing', 'clock')),
   key_hash bytea,
   created_at timestamptz not null default now()
 );

@@ -1,0 +1,129 @@
+/**
+ * Revocation reaches every edge before DELETE returns. Edge B reaches the control plane through
+ * a proxy the test can cut: cut briefly, B keeps serving from cache; cut past its lease, B fails
+ * closed, and DELETE waits for B's lease to run out rather than for B.
+ */
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { request } from "undici";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+import { ManagedProcess } from "../dev/processes.ts";
+import { api, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+
+const LEASE_MS = 1500;
+
+/** A TCP proxy to the control plane that can drop every connection and refuse new ones. */
+async function cuttableProxy(to: URL) {
+  const sockets = new Set<Socket>();
+  let open = true;
+  const server: Server = createServer((client) => {
+    if (!open) return client.destroy();
+    const upstream = createConnectionTo(to);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    cut() {
+      open = false;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      open = true;
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+function createConnectionTo(url: URL): Socket {
+  return connect(Number(url.port), url.hostname);
+}
+
+const sink = await targetServer();
+const proxy = await cuttableProxy(new URL(stack().controlUrl));
+const [edgeBPort] = await freePorts(1);
+const edgeB = new ManagedProcess(
+  {
+    name: "edge-b",
+    entry: "edge/main.ts",
+    readyLine: "edge listening",
+    env: {
+      RELAY_EDGE_PORT: String(edgeBPort),
+      RELAY_CONTROL_URL: proxy.url,
+      RELAY_EDGE_TOKEN: stack().edgeToken,
+      RELAY_EDGE_LEASE_MS: String(LEASE_MS),
+      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+    },
+  },
+  "inherit",
+);
+
+beforeAll(() => edgeB.start());
+afterAll(async () => {
+  await edgeB.stop();
+  await proxy.close();
+  await sink.close();
+});
+
+async function callB(project: string, key: string) {
+  const response = await request(`http://127.0.0.1:${edgeBPort}/v1/hook`, {
+    method: "POST",
+    headers: {
+      host: `${project}.localhost`,
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+    },
+    body: "{}",
+  });
+  const text = await response.body.text();
+  return {
+    status: response.statusCode,
+    code: text.includes('"error"') ? JSON.parse(text).error.code : null,
+  };
+}
+
+test("an edge cut off for less than its lease keeps serving from its cache", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  expect((await callB(p.slug, p.key)).status).toBe(202);
+  proxy.cut();
+  try {
+    expect((await callB(p.slug, p.key)).status).toBe(202);
+  } finally {
+    proxy.restore();
+  }
+});
+
+test("DELETE returns once live edges acknowledge; a cut-off edge fails closed, then catches up", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const [minted] = (await api<{ keys: { id: string }[] }>(p.ownerToken, "GET", `${p.base}/keys`))
+    .body.keys;
+  // Both edges hold the key in their caches.
+  expect((await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).status).toBe(202);
+  expect((await callB(p.slug, p.key)).status).toBe(202);
+
+  proxy.cut();
+  try {
+    const started = Date.now();
+    const revoked = await api(p.ownerToken, "DELETE", `${p.base}/keys/${minted?.id}`);
+    const waitedMs = Date.now() - started;
+    expect(revoked.status).toBe(200);
+    // It waited for B's lease to run out, since B could not acknowledge...
+    expect(waitedMs).toBeGreaterThan(LEASE_MS / 3);
+    expect(waitedMs).toBeLessThan(LEASE_MS + 2000);
+    // ...and by the time it answered, no edge accepts the key.
+    const a = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" });
+    expect(a.status).toBe(401);
+    expect(a.json().error.code).toBe("key_revoked");
+    expect(await callB(p.slug, p.key)).toEqual({ status: 503, code: "unavailable" });
+  } finally {
+    proxy.restore();
+  }
+  await expect
+    .poll(() => callB(p.slug, p.key), { timeout: 10_000 })
+    .toEqual({ status: 401, code: "key_revoked" });
+});
