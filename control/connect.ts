@@ -173,6 +173,10 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
       async listMembers(req, h) {
         return { members: (await projects.listMembers(ctxOf(h), req.project)).map(memberOut) };
       },
+      async removeMember(req, h) {
+        await projects.removeMember(ctxOf(h), req.project, req.memberId);
+        return {};
+      },
     });
     router.service(PolicyService, {
       async getPolicy(req, h) {

@@ -58,6 +58,12 @@ const routes: Route[] = [
   route("POST", `${base}/members`, ({ ctx, params, body }) =>
     projects.addMember(ctx, p(params).project, body),
   ),
+  route(
+    "DELETE",
+    `${base}/members/:memberId`,
+    ({ ctx, params }) => projects.removeMember(ctx, p(params).project, p(params).memberId),
+    204,
+  ),
   route("GET", `${base}/policy`, ({ ctx, params }) => projects.getPolicy(ctx, p(params).project)),
   route("PUT", `${base}/policy`, ({ ctx, params, body }) =>
     projects.updatePolicy(ctx, p(params).project, body),
@@ -156,7 +162,7 @@ function devOnly(app: ControlApp, ctx: Ctx): void {
 
 /** Route parameters, URL-decoded; a route only runs when its groups matched. */
 function p(params: Record<string, string>) {
-  return params as Record<"project" | "line" | "path" | "requestId" | "keyId", string>;
+  return params as Record<"project" | "line" | "path" | "requestId" | "keyId" | "memberId", string>;
 }
 
 export function restHandler(app: ControlApp) {

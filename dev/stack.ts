@@ -4,7 +4,7 @@
  * `npm start` and the tests both run it.
  */
 import { mkdir } from "node:fs/promises";
-import { startEmbeddedPostgres } from "./postgres.ts";
+import { embeddedPostgresUrl } from "./postgres.ts";
 import { logFile, ManagedProcess } from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
 import { findTemporalCli, startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
@@ -61,6 +61,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     const secrets = await loadOrCreateSecrets(dir);
     const external = options.external ?? {};
+    const output = options.output === "inherit" ? "inherit" : logFile(options.output);
     // Found (or built) first: a missing CLI should fail before anything else starts.
     const temporalSource = external.temporalAddress
       ? {
@@ -72,9 +73,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       : { kind: "dev" as const, cli: await findTemporalCli() };
     let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
-      const pg = await startEmbeddedPostgres(dir, ports.postgres);
-      stops.push(pg.stop);
-      databaseUrl = pg.url;
+      const pg = new ManagedProcess(
+        {
+          name: "postgres",
+          entry: "dev/postgres-server.ts",
+          env: { RELAY_POSTGRES_DIR: dir, RELAY_POSTGRES_PORT: String(ports.postgres) },
+          readyLine: "postgres ready",
+        },
+        output,
+      );
+      stops.push(() => pg.stop());
+      await pg.start(120_000);
+      databaseUrl = embeddedPostgresUrl(ports.postgres);
     }
     let temporal: Stack["temporal"];
     if (temporalSource.kind === "dev") {
@@ -85,7 +95,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       temporal = temporalSource;
     }
 
-    const output = options.output === "inherit" ? "inherit" : logFile(options.output);
     const controlUrl = `http://127.0.0.1:${ports.control}`;
     const shared = {
       DATABASE_URL: databaseUrl,

@@ -1,3 +1,4 @@
+import { Client, Connection } from "@temporalio/client";
 import postgres from "postgres";
 import { afterAll, describe, expect, test } from "vitest";
 import { api, newProject, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
@@ -90,20 +91,23 @@ describe("the spec's key state table", () => {
   test("manual rotate: a linked successor, plaintext once; the predecessor stays valid until it expires", async () => {
     const p = await setup();
     const first = await p.mint({ ttlDays: 10 });
+    await advanceClock(5 * DAY);
     const rotated = await api<Issued>(p.ownerToken, "POST", `${p.keys}/${first.key.id}/rotate`);
     expect(rotated.status).toBe(201);
     const successor = rotated.body;
     expect(successor.plaintext).toMatch(/^rk_live_/);
     expect(successor.key).toMatchObject({ predecessorId: first.key.id, status: "active" });
     // The successor keeps the predecessor's lifetime.
-    expect(Date.parse(successor.key.expiresAt ?? "") - Date.now()).toBeGreaterThan(9 * DAY * 1000);
+    expect(
+      Date.parse(successor.key.expiresAt ?? "") - Date.parse(first.key.expiresAt ?? ""),
+    ).toBeGreaterThan(4 * DAY * 1000);
     const listed = await api<{ keys: Key[] }>(p.ownerToken, "GET", p.keys);
     expect(listed.body.keys.find((k) => k.id === first.key.id)?.successorId).toBe(successor.key.id);
     expect((await p.call(first.plaintext)).status).toBe(202);
     expect((await p.call(successor.plaintext)).status).toBe(202);
 
     // In grace, the caller learns a usable successor exists.
-    await advanceClock(10 * DAY);
+    await advanceClock(5 * DAY);
     const grace = await p.call(first.plaintext);
     expect(grace.headers["x-relay-key-status"]).toBe("expired_grace");
     expect(grace.headers["x-relay-key-successor-available"]).toBe("true");
@@ -134,6 +138,18 @@ describe("the spec's key state table", () => {
 });
 
 describe("auto-rotation", () => {
+  test("runs as a daily Temporal Schedule that operators can see", async () => {
+    const connection = await Connection.connect({ address: stack().temporalAddress });
+    try {
+      const client = new Client({ connection });
+      const schedule = await client.schedule.getHandle("relay-key-rotation").describe();
+      expect(schedule.action).toMatchObject({ type: "startWorkflow", workflowType: "rotateKeys" });
+      expect(schedule.spec.intervals?.[0]?.every).toBe(86_400_000);
+    } finally {
+      await connection.close();
+    }
+  });
+
   test("a key 7 days from expiry gets one sealed successor, revealed once, then 410", async () => {
     const p = await setup();
     const due = await p.mint({ ttlDays: 7 });
@@ -188,6 +204,21 @@ describe("policy and roles", () => {
     expect(editor.status).toBe(201);
     return { ...p, editorToken: editor.body.token };
   }
+
+  test("members: owners add and remove them; an editor's token stops working once removed", async () => {
+    const p = await withEditor();
+    const members = await api<{ members: { id: string; role: string }[] }>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/members`,
+    );
+    const editor = members.body.members.find((m) => m.role === "editor");
+    const owner = members.body.members.find((m) => m.role === "owner");
+    expect((await api(p.editorToken, "DELETE", `${p.base}/members/${owner?.id}`)).status).toBe(403);
+    expect((await api(p.ownerToken, "DELETE", `${p.base}/members/${owner?.id}`)).status).toBe(409);
+    expect((await api(p.ownerToken, "DELETE", `${p.base}/members/${editor?.id}`)).status).toBe(204);
+    expect((await api(p.editorToken, "GET", `${p.base}/keys`)).status).toBe(401);
+  });
 
   test("only owners change the policy; editors read it", async () => {
     const p = await withEditor();

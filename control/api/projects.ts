@@ -12,20 +12,20 @@ export const slugSchema = z
   .string()
   .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be a DNS label: a-z, 0-9 and '-'");
 
-const createProjectSchema = z.object({
+const createProjectSchema = z.strictObject({
   slug: slugSchema,
   name: z.string().trim().min(1).max(200),
   plan: z.enum(plans).default("free"),
   ownerName: z.string().trim().min(1).max(200).default("owner"),
 });
 
-const addMemberSchema = z.object({
+const addMemberSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),
   role: z.enum(roles),
 });
 
 const ttlDays = z.number().int().min(1).max(3650).nullable();
-const policySchema = z.object({
+const policySchema = z.strictObject({
   defaultKeyTtlDays: ttlDays,
   maxKeyTtlDays: ttlDays,
   editorsMayCreateNonExpiringKeys: z.boolean(),
@@ -89,6 +89,17 @@ export async function listMembers(ctx: Ctx, slug: string): Promise<MemberView[]>
   return ctx.sql<MemberView[]>`
     select id, name, role, created_at from members
     where project_id = ${access.projectId} order by created_at, id`;
+}
+
+/** Owner only; an owner cannot remove themselves, so a project always keeps one. */
+export async function removeMember(ctx: Ctx, slug: string, memberId: string): Promise<void> {
+  const access = await projectAccess(ctx, slug, "owner");
+  if (ctx.caller.kind === "member" && ctx.caller.memberId === memberId) {
+    throw new RelayError("conflict", "an owner cannot remove themselves");
+  }
+  const removed = await ctx.sql`
+    delete from members where id = ${memberId} and project_id = ${access.projectId}`;
+  if (removed.count === 0) throw new RelayError("not_found", `no member '${memberId}'`);
 }
 
 export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {

@@ -18,7 +18,7 @@ const segment = z
 const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*)$/i;
 
-const targetSchema = z.object({
+const targetSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),
   targetUrl: z.url({ protocol: /^https?$/, message: "must be an http or https URL" }),
   deliveryMode: z.enum(deliveryModes).default("async"),
@@ -35,7 +35,7 @@ const targetSchema = z.object({
 });
 
 export const endpointSpecSchema = z
-  .object({
+  .strictObject({
     path: segment,
     targets: z.array(targetSchema).min(1).max(50),
     ipAllowlist: z
@@ -44,7 +44,7 @@ export const endpointSpecSchema = z
       .default([]),
     schema: z.record(z.string(), z.json()).nullable().default(null),
     rateLimit: z
-      .object({
+      .strictObject({
         requestsPerSecond: z.number().positive().max(1_000_000),
         burst: z.number().int().min(1).max(10_000_000),
       })
@@ -81,7 +81,7 @@ export async function listLines(ctx: Ctx, slug: string): Promise<LineView[]> {
 
 export async function createLine(ctx: Ctx, slug: string, input: unknown): Promise<LineView> {
   const access = await projectAccess(ctx, slug);
-  const { key } = parseInput(z.object({ key: segment }), input);
+  const { key } = parseInput(z.strictObject({ key: segment }), input);
   const [line] = await ctx.sql<LineView[]>`
     insert into lines (project_id, key) values (${access.projectId}, ${key})
     returning key, created_at`.catch(conflictOnDuplicate(`a line '${key}' already exists`));
