@@ -18,6 +18,8 @@ export interface ConnInfo {
 
 export interface EdgeDeps {
   state: Pick<EdgeState, "key" | "project" | "now">;
+  /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
+  hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   temporal: WorkflowStarter;
   newRequestId: () => string;
   maxBodyBytes: number;
@@ -26,6 +28,7 @@ export interface EdgeDeps {
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
 
 export function createEdge(deps: EdgeDeps): EdgeHandler {
+  const hashKey = deps.hashKey ?? hashSecret;
   return async function relay(request) {
     const extraHeaders = new Headers();
     try {
@@ -35,7 +38,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       }
       const url = new URL(request.url);
       const project = projectOf(request.headers.get("host") ?? url.host);
-      const key = await authenticate(deps, project, request.headers.get("authorization"));
+      const key = await authenticate(deps, hashKey, project, request.headers.get("authorization"));
       const state = keyState(key, deps.state.now());
       if (state === "expired_grace") {
         extraHeaders.set("x-relay-key-status", "expired_grace");
@@ -82,11 +85,12 @@ function projectOf(host: string): string {
  */
 async function authenticate(
   deps: EdgeDeps,
+  hashKey: NonNullable<EdgeDeps["hashKey"]>,
   project: string,
   authorization: string | null,
 ): Promise<KeyRecord> {
   const presented = /^Bearer (.+)$/.exec(authorization ?? "")?.[1] ?? "";
-  const key = await deps.state.key(project, await hashSecret(presented));
+  const key = await deps.state.key(project, await hashKey(presented));
   const state = key ? keyState(key, deps.state.now()) : null;
   if (!key || state === null) {
     throw new RelayError("invalid_or_missing_key", "missing or invalid API key");

@@ -1,7 +1,7 @@
 /** The edge on Node.js. */
 import { Agent, fetch as undiciFetch } from "undici";
 import { newId } from "../core/secrets.ts";
-import { serveNode } from "./adapters/node.ts";
+import { serveNode, sha256 } from "./adapters/node.ts";
 import { createEdge } from "./app.ts";
 import { loadEdgeConfig } from "./config.ts";
 import { connectControlPlane } from "./control.ts";
@@ -27,6 +27,7 @@ await state.start();
 
 const handler = createEdge({
   state,
+  hashKey: sha256,
   temporal: temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
