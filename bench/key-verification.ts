@@ -11,8 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fetch as undiciFetch } from "undici";
 import { hashSecret } from "../core/secrets.ts";
-import { freePorts } from "../dev/ports.ts";
-import { startStack } from "../dev/stack.ts";
+import { freeStackPorts, startStack } from "../dev/stack.ts";
 import { sha256 } from "../edge/adapters/node.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import { EdgeState } from "../edge/state.ts";
@@ -47,16 +46,9 @@ async function measure(name: string, calls: number, run: () => Promise<unknown>)
 }
 
 const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
-const [postgres, grpc, http, ui, control, edge, demo] = await freePorts(7);
 const stack = await startStack({
   dir,
-  ports: {
-    postgres: postgres as number,
-    temporal: { grpc: grpc as number, http: http as number, ui: ui as number },
-    control: control as number,
-    edge: edge as number,
-    demo: demo as number,
-  },
+  ports: await freeStackPorts(),
   output: join(dir, "stack.log"),
 });
 try {

@@ -4,6 +4,7 @@
  * `npm start` and the tests both run it.
  */
 import { mkdir } from "node:fs/promises";
+import { freePorts } from "./ports.ts";
 import { embeddedPostgresUrl } from "./postgres.ts";
 import { logFile, ManagedProcess } from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
@@ -15,6 +16,20 @@ export interface StackPorts {
   control: number;
   edge: number;
   demo: number;
+}
+
+/** A whole stack's ports, all free now: for tests and benchmarks beside a running stack. */
+export async function freeStackPorts(): Promise<StackPorts> {
+  const [postgres, grpc, http, ui, control, edge, demo] = (await freePorts(7)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return { postgres, temporal: { grpc, http, ui }, control, edge, demo };
 }
 
 export const defaultPorts: StackPorts = {

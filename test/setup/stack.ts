@@ -6,8 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { freePorts } from "../../dev/ports.ts";
-import { type Stack, startStack } from "../../dev/stack.ts";
+import { freeStackPorts, type Stack, startStack } from "../../dev/stack.ts";
 
 export interface StackInfo {
   controlUrl: string;
@@ -32,17 +31,11 @@ let dir: string | undefined;
 
 export async function setup(project: TestProject) {
   dir = await mkdtemp(join(tmpdir(), "relay-test-"));
-  const [postgres, grpc, http, ui, control, edge, demo] = await freePorts(7);
+  const ports = await freeStackPorts();
   const logFile = join(dir, "stack.log");
   stack = await startStack({
     dir,
-    ports: {
-      postgres: postgres as number,
-      temporal: { grpc: grpc as number, http: http as number, ui: ui as number },
-      control: control as number,
-      edge: edge as number,
-      demo: demo as number,
-    },
+    ports,
     output: logFile,
     env: { RELAY_DEV_CLOCK: "1" },
     external: { databaseUrl: process.env.DATABASE_URL },
@@ -50,7 +43,7 @@ export async function setup(project: TestProject) {
   project.provide("stack", {
     controlUrl: stack.controlUrl,
     edgeUrl: stack.edgeUrl,
-    edgePort: edge as number,
+    edgePort: ports.edge,
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,

@@ -1,0 +1,92 @@
+import { expect, test } from "vitest";
+import type { KeyRecord } from "../core/model.ts";
+import { createEdge } from "./app.ts";
+
+/**
+ * The edge must not reveal which check failed by how long it took: for every kind of bad key it
+ * hashes once and looks up once, in the same order, before answering the same 401.
+ */
+test("every unauthenticated call does the same work: one hash, one lookup, then 401", async () => {
+  const work: string[] = [];
+  const known: KeyRecord = {
+    id: "key_1",
+    project: "acme",
+    mode: "live",
+    expiresAt: null,
+    revokedAt: null,
+    successorUsable: false,
+  };
+  const edge = createEdge({
+    state: {
+      now: () => new Date(),
+      async key(project, hash) {
+        work.push(`lookup:${project}:${hash.length}`);
+        // Only acme's real key exists; every other (project, hash) is unknown.
+        return project === "acme" && hash[0] === 1 ? known : null;
+      },
+      project: async () => ({
+        plan: "paid",
+        defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
+        endpoints: [
+          {
+            line: "v1",
+            path: "hook",
+            targets: [
+              {
+                id: "t",
+                name: "t",
+                targetUrl: "http://t",
+                deliveryMode: "async",
+                timeoutSeconds: 30,
+                headers: {},
+              },
+            ],
+            ipAllowlist: [],
+            schema: null,
+            rateLimit: null,
+            version: 1,
+            updatedAt: new Date(0),
+          },
+        ],
+      }),
+    },
+    hashKey: (plaintext) => {
+      work.push("hash");
+      return new Uint8Array(32).fill(plaintext === "rk_live_real" ? 1 : 2);
+    },
+    temporal: { startDelivery: async () => {} },
+    newRequestId: () => "req_1",
+    maxBodyBytes: 1024,
+  });
+  const call = (host: string, authorization?: string) =>
+    edge(
+      new Request(`http://${host}/v1/hook`, {
+        method: "POST",
+        headers: { host, ...(authorization && { authorization }) },
+        body: "{}",
+      }),
+      { remoteAddress: "127.0.0.1" },
+    );
+
+  const cases = {
+    "no key": () => call("acme.localhost"),
+    "malformed key": () => call("acme.localhost", "Bearer not-a-key"),
+    "unknown key": () => call("acme.localhost", `Bearer rk_live_${"A".repeat(43)}`),
+    "another project's key": () => call("other.localhost", "Bearer rk_live_real"),
+    "unknown project": () => call("nope.localhost", "Bearer rk_live_real"),
+  };
+  // The real key passes, so the failures below are the key's, not the fixture's.
+  expect((await call("acme.localhost", "Bearer rk_live_real")).status).toBe(202);
+  for (const [name, run] of Object.entries(cases)) {
+    work.length = 0;
+    const response = await run();
+    expect(response.status, name).toBe(401);
+    expect(await response.json(), name).toEqual({
+      error: { code: "invalid_or_missing_key", message: "missing or invalid API key" },
+    });
+    expect(
+      work.map((w) => w.split(":")[0]),
+      name,
+    ).toEqual(["hash", "lookup"]);
+  }
+});
