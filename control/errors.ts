@@ -20,6 +20,7 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
   insufficient_credits: Code.ResourceExhausted,
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
+  request_timeout: Code.DeadlineExceeded,
 };
 
 /** The Relay error code travels in this header, so Connect clients can branch on it too. */

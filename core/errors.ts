@@ -14,6 +14,7 @@ export const errorStatus = {
   ip_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   key_not_active: 409,
   successor_already_revealed: 410,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { cidrContains, parseCidr, parseIp } from "./ip.ts";
+import { cidrContains, clientAddress, parseCidr, parseIp } from "./ip.ts";
 
 function allowed(cidr: string, ip: string): boolean {
   const range = parseCidr(cidr);
@@ -30,4 +30,24 @@ describe("CIDR allowlists", () => {
       expect(parseCidr(text)).toBeNull();
     },
   );
+});
+
+describe("clientAddress", () => {
+  const proxies = [parseCidr("10.0.0.0/8")].filter((c) => c !== null);
+  const address = (remote: string, xff: string | null) => {
+    const ip = clientAddress(remote, xff, proxies);
+    return ip ? ip.value : null;
+  };
+  test("X-Forwarded-For counts only when the peer is a trusted proxy", () => {
+    expect(address("203.0.113.9", "198.51.100.1")).toBe(parseIp("203.0.113.9")?.value);
+    expect(address("10.0.0.2", "198.51.100.1")).toBe(parseIp("198.51.100.1")?.value);
+  });
+  test("the rightmost untrusted hop wins, so a caller cannot forge an earlier one", () => {
+    expect(address("10.0.0.2", "1.1.1.1, 198.51.100.1, 10.0.0.3")).toBe(
+      parseIp("198.51.100.1")?.value,
+    );
+  });
+  test("garbage in X-Forwarded-For from a trusted proxy admits nothing", () => {
+    expect(address("10.0.0.2", "not-an-ip")).toBeNull();
+  });
 });

@@ -67,3 +67,26 @@ export function cidrContains(cidr: Cidr, ip: { version: 4 | 6; value: bigint }):
   const bits = ip.version === 4 ? 32 : 128;
   return ip.value >> BigInt(bits - cidr.prefix) === cidr.network;
 }
+
+/**
+ * The caller's address: the socket's peer, unless that peer is a trusted proxy, in which case
+ * the rightmost X-Forwarded-For entry that is not itself a trusted proxy. Anything unparsable
+ * yields null, which no allowlist admits.
+ */
+export function clientAddress(
+  remoteAddress: string,
+  forwardedFor: string | null,
+  trustedProxies: Cidr[],
+): { version: 4 | 6; value: bigint } | null {
+  const peer = parseIp(remoteAddress);
+  const trusted = (ip: { version: 4 | 6; value: bigint }) =>
+    trustedProxies.some((cidr) => cidrContains(cidr, ip));
+  if (!peer || !trusted(peer) || !forwardedFor) return peer;
+  const hops = forwardedFor.split(",").map((hop) => parseIp(hop.trim()));
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i];
+    if (!hop) return null;
+    if (!trusted(hop)) return hop;
+  }
+  return peer;
+}

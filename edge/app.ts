@@ -1,13 +1,21 @@
 /**
  * The edge relay as one web-standard handler: `fetch(request, conn) => Response`. It imports
- * nothing runtime-specific; adapters in ./adapters give it a socket's address and a `fetch`.
+ * nothing runtime-specific; adapters in ./adapters give it a socket's address, a `fetch` and a
+ * hash. The pipeline runs in the spec's order, so a call breaking two rules gets the earlier:
+ * method 405, key 401, line and endpoint 404, IP allowlist 403, body size 413, payload 415/422,
+ * rate limit 429, then delivery.
  */
 import type { DeliveryInput } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders } from "../core/headers.ts";
+import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { keyState } from "../core/keys.ts";
 import type { Endpoint, KeyRecord } from "../core/model.ts";
+import type { RateDecision } from "../core/rate-limit.ts";
+import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
+import type { ProjectState } from "./control.ts";
+import { EndpointRuntime } from "./endpoints.ts";
 import type { EdgeState } from "./state.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
@@ -23,54 +31,94 @@ export interface EdgeDeps {
   temporal: WorkflowStarter;
   newRequestId: () => string;
   maxBodyBytes: number;
+  /** A body still arriving after this long is refused (408). */
+  bodyTimeoutMs?: number;
+  /** Peers whose X-Forwarded-For is believed. */
+  trustedProxies?: Cidr[];
 }
 
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
 
 export function createEdge(deps: EdgeDeps): EdgeHandler {
   const hashKey = deps.hashKey ?? hashSecret;
-  return async function relay(request) {
-    const extraHeaders = new Headers();
+  const runtime = new EndpointRuntime();
+  const trustedProxies = deps.trustedProxies ?? [];
+  const bodyTimeoutMs = deps.bodyTimeoutMs ?? 30_000;
+
+  return async function relay(request, conn) {
+    const headers = new Headers();
     try {
       if (request.method !== "POST") {
-        extraHeaders.set("allow", "POST");
+        headers.set("allow", "POST");
         throw new RelayError("method_not_allowed", "only POST is relayed");
       }
       const url = new URL(request.url);
       const project = projectOf(request.headers.get("host") ?? url.host);
       const key = await authenticate(deps, hashKey, project, request.headers.get("authorization"));
-      const state = keyState(key, deps.state.now());
-      if (state === "expired_grace") {
-        extraHeaders.set("x-relay-key-status", "expired_grace");
-        if (key.successorUsable) extraHeaders.set("x-relay-key-successor-available", "true");
+      if (keyState(key, deps.state.now()) === "expired_grace") {
+        headers.set("x-relay-key-status", "expired_grace");
+        if (key.successorUsable) headers.set("x-relay-key-successor-available", "true");
       }
-      const endpoint = await findEndpoint(deps, project, url.pathname);
-      const body = await readBody(request, deps.maxBodyBytes);
-      const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
-      if (async.length !== endpoint.targets.length) {
-        throw new RelayError("unavailable", "sync and stream targets are not relayed yet");
-      }
-      const requestId = deps.newRequestId();
-      const input: DeliveryInput = {
-        requestId,
-        project,
-        line: endpoint.line,
-        endpoint: endpoint.path,
-        keyMode: key.mode,
-        receivedAt: deps.state.now().toISOString(),
-        headers: forwardableHeaders(request.headers),
-        body: new TextDecoder().decode(body),
-        bodyBytes: body.byteLength,
-        targets: async,
+      const { endpoint, projectState } = await findEndpoint(deps, project, url.pathname);
+      const compiled = runtime.compile(project, endpoint);
+      const limit = endpoint.rateLimit ?? projectState.defaultRateLimit;
+      const rate = (consume: boolean) => {
+        const decision = runtime.rate(project, endpoint, limit, Date.now(), consume);
+        setRateHeaders(headers, decision);
+        return decision;
       };
-      await deps.temporal.startDelivery(input);
-      return json(202, { status: "queued", requestId }, extraHeaders);
+      try {
+        checkAllowlist(compiled.allowlist, conn, request.headers, trustedProxies);
+        const body = await readBody(request, deps.maxBodyBytes, bodyTimeoutMs);
+        checkPayload(body, request.headers.get("content-type"), compiled.validate);
+        const decision = rate(true);
+        if (!decision.allowed) {
+          headers.set("retry-after", String(decision.retryAfterSeconds));
+          throw new RelayError("rate_limited", "over this endpoint's rate limit; retry later");
+        }
+        return await deliver(deps, { project, key, endpoint, request, body, headers });
+      } catch (error) {
+        if (!headers.has("ratelimit-limit")) rate(false);
+        throw error;
+      }
     } catch (cause) {
       const error = RelayError.from(cause);
       if (error.code === "internal") console.error(cause);
-      return json(error.status, error.toBody(), extraHeaders);
+      return json(error.status, error.toBody(), headers);
     }
   };
+}
+
+interface Call {
+  project: string;
+  key: KeyRecord;
+  endpoint: Endpoint;
+  request: Request;
+  body: Uint8Array;
+  headers: Headers;
+}
+
+async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
+  const { project, key, endpoint, request, body, headers } = call;
+  const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
+  if (async.length !== endpoint.targets.length) {
+    throw new RelayError("unavailable", "sync and stream targets are not relayed yet");
+  }
+  const requestId = deps.newRequestId();
+  const input: DeliveryInput = {
+    requestId,
+    project,
+    line: endpoint.line,
+    endpoint: endpoint.path,
+    keyMode: key.mode,
+    receivedAt: deps.state.now().toISOString(),
+    headers: forwardableHeaders(request.headers),
+    body: new TextDecoder().decode(body),
+    bodyBytes: body.byteLength,
+    targets: async,
+  };
+  await deps.temporal.startDelivery(input);
+  return json(202, { status: "queued", requestId }, headers);
 }
 
 /** The project is the first label of the Host header: `{project}.{domain}`. */
@@ -89,7 +137,8 @@ async function authenticate(
   project: string,
   authorization: string | null,
 ): Promise<KeyRecord> {
-  const presented = /^Bearer (.+)$/.exec(authorization ?? "")?.[1] ?? "";
+  // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
+  const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
   const key = await deps.state.key(project, await hashKey(presented));
   const state = key ? keyState(key, deps.state.now()) : null;
   if (!key || state === null) {
@@ -100,28 +149,106 @@ async function authenticate(
   return key;
 }
 
-async function findEndpoint(deps: EdgeDeps, project: string, pathname: string): Promise<Endpoint> {
-  const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeURIComponent);
-  const state = await deps.state.project(project);
+async function findEndpoint(
+  deps: EdgeDeps,
+  project: string,
+  pathname: string,
+): Promise<{ endpoint: Endpoint; projectState: ProjectState }> {
+  const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeSegment);
+  const projectState = await deps.state.project(project);
   const endpoint =
     rest.length === 0
-      ? state?.endpoints.find((e) => e.line === line && e.path === path)
+      ? projectState?.endpoints.find((e) => e.line === line && e.path === path)
       : undefined;
-  if (!endpoint) throw new RelayError("not_found", "no such line or endpoint");
-  return endpoint;
+  if (!endpoint || !projectState) throw new RelayError("not_found", "no such line or endpoint");
+  return { endpoint, projectState };
 }
 
-/** Reads at most `limit` bytes; a longer body is refused without reading it all. */
-async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+/** A segment that does not decode matches no line or endpoint. */
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+function checkAllowlist(
+  allowlist: Cidr[],
+  conn: ConnInfo,
+  headers: Headers,
+  trustedProxies: Cidr[],
+): void {
+  if (allowlist.length === 0) return;
+  const address = clientAddress(conn.remoteAddress, headers.get("x-forwarded-for"), trustedProxies);
+  if (!address || !allowlist.some((cidr) => cidrContains(cidr, address))) {
+    throw new RelayError("ip_not_allowed", "this address is not in the endpoint's allowlist");
+  }
+}
+
+/**
+ * With a schema, the body must be JSON that satisfies it (415, then 422 with details). Without
+ * one, a body that says it is JSON must still be JSON; any other body passes as it is.
+ */
+function checkPayload(
+  body: Uint8Array,
+  contentType: string | null,
+  validate: PayloadValidator | null,
+) {
+  const saysJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
+  if (!validate && !saysJson) return;
+  if (validate && body.byteLength > 0 && !saysJson) {
+    throw new RelayError(
+      "unsupported_media_type",
+      "this endpoint takes Content-Type: application/json",
+    );
+  }
+  let payload: unknown = null;
+  if (body.byteLength > 0) {
+    try {
+      payload = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    } catch {
+      throw new RelayError("unsupported_media_type", "the body is not valid JSON");
+    }
+  }
+  const problems = validate?.(payload) ?? [];
+  if (problems.length > 0) {
+    throw new RelayError(
+      "validation_failed",
+      "the payload does not match the endpoint's schema",
+      problems,
+    );
+  }
+}
+
+/** Reads at most `limit` bytes within `timeoutMs`; refuses a longer or slower body early. */
+async function readBody(request: Request, limit: number, timeoutMs: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
   if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new RelayError("request_timeout", "the body did not arrive in time")),
+      timeoutMs,
+    );
+  });
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of request.body) {
-    size += chunk.byteLength;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), timedOut]);
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(value);
+    }
+  } catch (error) {
+    await reader.cancel().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
   }
   const body = new Uint8Array(size);
   let offset = 0;
@@ -134,6 +261,12 @@ async function readBody(request: Request, limit: number): Promise<Uint8Array> {
 
 function tooLarge(limit: number): RelayError {
   return new RelayError("payload_too_large", `the body exceeds ${limit} bytes`);
+}
+
+function setRateHeaders(headers: Headers, decision: RateDecision): void {
+  headers.set("ratelimit-limit", String(decision.limit));
+  headers.set("ratelimit-remaining", String(decision.remaining));
+  headers.set("ratelimit-reset", String(decision.resetSeconds));
 }
 
 function json(status: number, body: unknown, headers: Headers): Response {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseCidr } from "../core/ip.ts";
 
 const schema = z.object({
   RELAY_EDGE_HOST: z.string().default("127.0.0.1"),
@@ -14,6 +15,23 @@ const schema = z.object({
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** Names this edge in the control plane's leases; random per process unless set. */
   RELAY_EDGE_ID: z.string().min(1).optional(),
+  /** Comma-separated CIDRs of proxies whose X-Forwarded-For is believed. */
+  RELAY_TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((text, ctx) =>
+      text
+        .split(",")
+        .map((part) => part.trim())
+        .filter(Boolean)
+        .flatMap((part) => {
+          const cidr = parseCidr(part);
+          if (!cidr) ctx.addIssue({ code: "custom", message: `not a CIDR: ${part}` });
+          return cidr ?? [];
+        }),
+    ),
+  /** A request body still arriving after this long is refused with 408. */
+  RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */

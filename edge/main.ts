@@ -36,6 +36,8 @@ const handler = createEdge({
   }),
   newRequestId: () => newId("req"),
   maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
+  bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
+  trustedProxies: config.RELAY_TRUSTED_PROXIES,
 });
 
 const server = serveNode(handler);

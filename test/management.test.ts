@@ -128,6 +128,11 @@ describe("endpoints", () => {
     ],
     ["a bad CIDR", { targets: [target], ipAllowlist: ["10.0.0.0/33"] }, "ipAllowlist.0"],
     [
+      "a schema that does not compile",
+      { targets: [target], schema: { type: "no-such-type" } },
+      "schema",
+    ],
+    [
       "a reserved target header",
       { targets: [{ ...target, headers: { "X-Relay-Attempt": "1" } }] },
       "targets.0.headers",

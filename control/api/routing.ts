@@ -3,6 +3,7 @@ import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.ts";
+import { schemaProblem } from "../../core/schema.ts";
 import { newId } from "../../core/secrets.ts";
 import type { Queryable, Sql } from "../db/client.ts";
 import { recordChange } from "./changes.ts";
@@ -58,6 +59,14 @@ export const endpointSpecSchema = z
         code: "custom",
         path: ["targets"],
         message: "at most one target per endpoint may be sync or stream; the others are async",
+      });
+    }
+    const problem = spec.schema ? schemaProblem(spec.schema) : null;
+    if (problem) {
+      issues.addIssue({
+        code: "custom",
+        path: ["schema"],
+        message: `not a usable JSON Schema: ${problem}`,
       });
     }
     const names = new Set(spec.targets.map((t) => t.name));
