@@ -31,3 +31,26 @@ export function forwardableHeaders(headers: Headers): Record<string, string> {
   });
   return forwarded;
 }
+
+/** Never passed back from a target: the connection's own headers, and encodings undone on the way. */
+const DROPPED_FROM_TARGET = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authenticate",
+  "content-length",
+  "content-encoding",
+  "set-cookie",
+]);
+
+/** A target's answer headers that are safe to hand the caller. */
+export function safeResponseHeaders(headers: Headers): Headers {
+  const safe = new Headers();
+  headers.forEach((value, name) => {
+    if (!DROPPED_FROM_TARGET.has(name) && !name.startsWith("x-relay-")) safe.set(name, value);
+  });
+  return safe;
+}

@@ -55,6 +55,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       return new Uint8Array(32).fill(plaintext === "rk_live_real" ? 1 : 2);
     },
     temporal: { startDelivery: async () => {} },
+    fetch: () => Promise.reject(new Error("no targets in this test")),
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,
   });

@@ -7,10 +7,10 @@
  */
 import type { DeliveryInput } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
-import { forwardableHeaders } from "../core/headers.ts";
+import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { keyState } from "../core/keys.ts";
-import type { Endpoint, KeyRecord } from "../core/model.ts";
+import type { Endpoint, KeyRecord, Target } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
@@ -29,6 +29,8 @@ export interface EdgeDeps {
   /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   temporal: WorkflowStarter;
+  /** Reaches stream targets; adapters pass a pooled one. */
+  fetch: typeof fetch;
   newRequestId: () => string;
   maxBodyBytes: number;
   /** A body still arriving after this long is refused (408). */
@@ -94,31 +96,81 @@ interface Call {
   key: KeyRecord;
   endpoint: Endpoint;
   request: Request;
-  body: Uint8Array;
+  body: Uint8Array<ArrayBuffer>;
   headers: Headers;
 }
 
+/**
+ * Async targets are queued (one workflow, 202); a stream target is proxied directly and its
+ * answer returned while the async targets are queued beside it.
+ */
 async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
-  const { project, key, endpoint, request, body, headers } = call;
-  const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
-  if (async.length !== endpoint.targets.length) {
-    throw new RelayError("unavailable", "sync and stream targets are not relayed yet");
-  }
+  const { endpoint } = call;
   const requestId = deps.newRequestId();
-  const input: DeliveryInput = {
+  const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
+  const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
+  if (answering?.deliveryMode === "sync") {
+    throw new RelayError("unavailable", "sync targets are not relayed yet");
+  }
+  if (async.length > 0)
+    await deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async));
+  if (answering) return proxyStream(deps, call, requestId, answering);
+  return json(202, { status: "queued", requestId }, call.headers);
+}
+
+function deliveryInput(
+  deps: EdgeDeps,
+  call: Call,
+  requestId: string,
+  targets: Target[],
+): DeliveryInput {
+  return {
     requestId,
-    project,
-    line: endpoint.line,
-    endpoint: endpoint.path,
-    keyMode: key.mode,
+    project: call.project,
+    line: call.endpoint.line,
+    endpoint: call.endpoint.path,
+    keyMode: call.key.mode,
     receivedAt: deps.state.now().toISOString(),
-    headers: forwardableHeaders(request.headers),
-    body: new TextDecoder().decode(body),
-    bodyBytes: body.byteLength,
-    targets: async,
+    headers: forwardableHeaders(call.request.headers),
+    body: new TextDecoder().decode(call.body),
+    bodyBytes: call.body.byteLength,
+    targets,
   };
-  await deps.temporal.startDelivery(input);
-  return json(202, { status: "queued", requestId }, headers);
+}
+
+/**
+ * A stream target, proxied: the target's answer flows back chunk by chunk as it is produced.
+ * Upstream is asked for `identity` (fetch would otherwise offer gzip), so nothing compresses and
+ * so holds back the chunks; the caller hanging up aborts the upstream call through the signal.
+ */
+async function proxyStream(
+  deps: EdgeDeps,
+  call: Call,
+  requestId: string,
+  target: Target,
+): Promise<Response> {
+  const headers = forwardableHeaders(call.request.headers);
+  headers["accept-encoding"] = "identity";
+  const upstream = await deps
+    .fetch(target.targetUrl, {
+      method: "POST",
+      headers: {
+        ...headers,
+        ...target.headers,
+        "x-relay-request-id": requestId,
+        "x-relay-delivery-id": `${requestId}.${target.id}`,
+        "x-relay-attempt": "1",
+      },
+      body: call.body.byteLength > 0 ? call.body : null,
+      signal: call.request.signal,
+    })
+    .catch(() => null);
+  if (!upstream)
+    throw new RelayError("target_unreachable", "the stream target could not be reached");
+  const answer = safeResponseHeaders(upstream.headers);
+  call.headers.forEach((value, name) => answer.set(name, value));
+  answer.set("x-relay-request-id", requestId);
+  return new Response(upstream.body, { status: upstream.status, headers: answer });
 }
 
 /** The project is the first label of the Host header: `{project}.{domain}`. */
@@ -222,7 +274,11 @@ function checkPayload(
 }
 
 /** Reads at most `limit` bytes within `timeoutMs`; refuses a longer or slower body early. */
-async function readBody(request: Request, limit: number, timeoutMs: number): Promise<Uint8Array> {
+async function readBody(
+  request: Request,
+  limit: number,
+  timeoutMs: number,
+): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
   if (!request.body) return new Uint8Array();

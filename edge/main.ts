@@ -28,6 +28,7 @@ await state.start();
 const handler = createEdge({
   state,
   hashKey: sha256,
+  fetch: pooledFetch,
   temporal: temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,

@@ -1,0 +1,126 @@
+/** Stream targets: proxied chunk by chunk, aborts flow upstream, unreachable is 502. */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { request } from "undici";
+import { afterAll, expect, test } from "vitest";
+import { eventually, projectWithEndpoint, stack, targetServer } from "./helpers.ts";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A customer's SSE endpoint on loopback; `handle` writes the stream. */
+async function sseServer(handle: Handler) {
+  const seen: IncomingMessage[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req);
+    handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/events`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterAll(() => Promise.all(closers.map((close) => close())));
+
+function streamCall(project: string, key: string, signal?: AbortSignal) {
+  const { edgeUrl, edgePort } = stack();
+  return request(`${edgeUrl}/v1/hook`, {
+    method: "POST",
+    headers: {
+      host: `${project}.localhost:${edgePort}`,
+      authorization: `Bearer ${key}`,
+      accept: "text/event-stream",
+    },
+    ...(signal && { signal }),
+  });
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("chunks arrive as the target produces them, heartbeats included", async () => {
+  let finishedAt = 0;
+  const target = await sseServer(async (_, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.write("data: one\n\n");
+    await pause(400);
+    res.write(": heartbeat\n\n");
+    await pause(400);
+    res.write("data: two\n\n");
+    finishedAt = Date.now();
+    res.end();
+  });
+  closers.push(target.close);
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+  ]);
+
+  const response = await streamCall(p.slug, p.key);
+  expect(response.statusCode).toBe(200);
+  expect(response.headers["content-type"]).toBe("text/event-stream");
+  expect(response.headers["x-relay-request-id"]).toMatch(/^req_/);
+  const arrivals: { at: number; text: string }[] = [];
+  for await (const chunk of response.body)
+    arrivals.push({ at: Date.now(), text: chunk.toString() });
+
+  expect(arrivals.map((a) => a.text).join("")).toBe("data: one\n\n: heartbeat\n\ndata: two\n\n");
+  // The first event reached the caller while the target was still 800 ms from done.
+  const first = arrivals.find((a) => a.text.includes("data: one"));
+  expect(finishedAt - (first?.at ?? finishedAt)).toBeGreaterThan(500);
+  const heartbeat = arrivals.find((a) => a.text.includes("heartbeat"));
+  expect(finishedAt - (heartbeat?.at ?? finishedAt)).toBeGreaterThan(200);
+  expect(target.seen[0]?.headers.authorization).toBeUndefined();
+  expect(target.seen[0]?.headers["accept-encoding"]).toBe("identity");
+});
+
+test("the caller hanging up aborts the call to the target", async () => {
+  let targetClosedAt = 0;
+  const target = await sseServer((_, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const tick = setInterval(() => res.write("data: tick\n\n"), 100);
+    res.on("close", () => {
+      clearInterval(tick);
+      targetClosedAt = Date.now();
+    });
+  });
+  closers.push(target.close);
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+  ]);
+
+  const abort = new AbortController();
+  const response = await streamCall(p.slug, p.key, abort.signal);
+  for await (const _ of response.body) break; // one chunk, then hang up
+  const hungUpAt = Date.now();
+  abort.abort();
+  await eventually(async () => targetClosedAt > 0, 5000);
+  expect(targetClosedAt - hungUpAt).toBeLessThan(2000);
+});
+
+test("an unreachable stream target is 502 target_unreachable", async () => {
+  const p = await projectWithEndpoint([
+    { name: "gone", targetUrl: "http://127.0.0.1:9/events", deliveryMode: "stream" },
+  ]);
+  const response = await streamCall(p.slug, p.key);
+  expect(response.statusCode).toBe(502);
+  expect(await response.body.json()).toMatchObject({ error: { code: "target_unreachable" } });
+});
+
+test("mixed mode: the stream answers and the async target gets the same request", async () => {
+  const target = await sseServer((_, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end("data: done\n\n");
+  });
+  const shadow = await targetServer();
+  closers.push(target.close, shadow.close);
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+    { name: "shadow", targetUrl: shadow.url },
+  ]);
+  const response = await streamCall(p.slug, p.key);
+  expect(await response.body.text()).toBe("data: done\n\n");
+  const requestId = response.headers["x-relay-request-id"];
+  await eventually(async () => shadow.received.length === 1);
+  expect(shadow.received[0]?.headers["x-relay-request-id"]).toBe(requestId);
+});
