@@ -47,3 +47,26 @@ export function retryAfterMs(header: string | null, now: Date): number | null {
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? null : Math.max(0, at - now.getTime());
 }
+
+/** What a sync target's call came to, as the sync workflow returns it to the edge. */
+export type SyncOutcome =
+  | { kind: "answered"; status: number; headers: Record<string, string>; bodyBase64: string }
+  | { kind: "timeout" }
+  | { kind: "unreachable"; error: string }
+  | { kind: "too_large" };
+
+/** A sync answer travels through Temporal's history, which refuses payloads past 2 MB. */
+export const MAX_SYNC_ANSWER_BYTES = 1024 * 1024;
+
+/** A sync request is delivered when its target answered 2xx, as an async one would be. */
+export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
+  return outcome.kind === "answered" && classifyStatus(outcome.status) === "delivered"
+    ? "delivered"
+    : "failed";
+}
+
+export interface SyncInput extends Omit<DeliveryInput, "targets"> {
+  target: DeliveryTarget;
+  /** Mixed mode: the async workflow owns the request's status; this one only logs its attempt. */
+  ownsStatus: boolean;
+}

@@ -3,6 +3,7 @@
 export const TASK_QUEUE = "relay";
 
 export const DELIVERY_WORKFLOW = "deliverRequest";
+export const SYNC_WORKFLOW = "relaySync";
 
 /** The daily key auto-rotation: a Schedule, visible with its runs in the Temporal UI. */
 export const ROTATION_WORKFLOW = "rotateKeys";

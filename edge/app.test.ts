@@ -54,7 +54,10 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       work.push("hash");
       return new Uint8Array(32).fill(plaintext === "rk_live_real" ? 1 : 2);
     },
-    temporal: { startDelivery: async () => {} },
+    temporal: {
+      startDelivery: async () => {},
+      runSync: () => Promise.reject(new Error("no sync targets in this test")),
+    },
     fetch: () => Promise.reject(new Error("no targets in this test")),
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,

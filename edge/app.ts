@@ -5,7 +5,7 @@
  * method 405, key 401, line and endpoint 404, IP allowlist 403, body size 413, payload 415/422,
  * rate limit 429, then delivery.
  */
-import type { DeliveryInput } from "../core/delivery.ts";
+import type { DeliveryInput, SyncOutcome } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
@@ -101,21 +101,51 @@ interface Call {
 }
 
 /**
- * Async targets are queued (one workflow, 202); a stream target is proxied directly and its
- * answer returned while the async targets are queued beside it.
+ * Async targets are queued (one workflow, 202). A sync target's answer comes back through its
+ * own workflow; a stream target is proxied directly. Either way the async targets are queued
+ * beside it in the same call (mixed mode, mirrors).
  */
 async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const { endpoint } = call;
   const requestId = deps.newRequestId();
   const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
   const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
-  if (answering?.deliveryMode === "sync") {
-    throw new RelayError("unavailable", "sync targets are not relayed yet");
+  const queued =
+    async.length > 0 ? deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async)) : null;
+  if (!answering) {
+    await queued;
+    return json(202, { status: "queued", requestId }, call.headers);
   }
-  if (async.length > 0)
-    await deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async));
-  if (answering) return proxyStream(deps, call, requestId, answering);
-  return json(202, { status: "queued", requestId }, call.headers);
+  if (answering.deliveryMode === "stream") {
+    await queued;
+    return proxyStream(deps, call, requestId, answering);
+  }
+  const { targets: _, ...request } = deliveryInput(deps, call, requestId, []);
+  const [, outcome] = await Promise.all([
+    queued,
+    deps.temporal.runSync({ ...request, target: answering, ownsStatus: !queued }, call.request.signal),
+  ]);
+  return syncAnswer(outcome, call.headers, requestId);
+}
+
+/** The sync target's own status, body and safe headers; or why there is none. */
+function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: string): Response {
+  switch (outcome.kind) {
+    case "answered": {
+      const headers = safeResponseHeaders(new Headers(outcome.headers));
+      relayHeaders.forEach((value, name) => headers.set(name, value));
+      headers.set("x-relay-request-id", requestId);
+      const body = Uint8Array.from(atob(outcome.bodyBase64), (c) => c.charCodeAt(0));
+      const empty = outcome.status === 204 || outcome.status === 304;
+      return new Response(empty ? null : body, { status: outcome.status, headers });
+    }
+    case "timeout":
+      throw new RelayError("target_timeout", "the sync target did not answer in time");
+    case "unreachable":
+      throw new RelayError("target_unreachable", "the sync target could not be reached");
+    case "too_large":
+      throw new RelayError("target_unreachable", "the sync target's answer was over 1 MiB");
+  }
 }
 
 function deliveryInput(

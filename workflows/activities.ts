@@ -1,6 +1,6 @@
 /**
- * Delivery activities: the I/O of the delivery workflow. Each attempt is logged before its
- * outcome is reported to Temporal, so the request log shows every try, retried or not.
+ * Relay's activities: the I/O of its workflows. Every call to a target is logged as an attempt
+ * before its outcome is reported to Temporal, so the request log shows every try.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
@@ -9,7 +9,11 @@ import {
   classifyStatus,
   type DeliveryInput,
   type DeliveryTarget,
+  MAX_SYNC_ANSWER_BYTES,
   retryAfterMs,
+  type SyncInput,
+  type SyncOutcome,
+  syncStatus,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 
@@ -31,83 +35,147 @@ export interface DeliverInput {
 /** The error type the workflow's retry policy never retries. */
 export const TARGET_REJECTED = "TargetRejected";
 
+type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "body">;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  /** Read only when asked for (sync); null when longer than the sync cap. */
+  body: Uint8Array | null;
+}
+
 export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) {
+  /** Idempotent: a retried or replayed open leaves the first row as it is. */
+  async function openRequest(input: RequestRow): Promise<void> {
+    await sql`
+      insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
+        body_bytes, received_at)
+      select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
+        'delivering', ${input.bodyBytes}, ${input.receivedAt}
+      from projects p where p.slug = ${input.project}
+      on conflict (id) do nothing`;
+  }
+
+  async function finishRequest(requestId: string, status: RequestStatus): Promise<void> {
+    await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
+  }
+
+  /** One POST to a target, logged as an attempt whatever comes of it. */
+  async function postToTarget(
+    call: DeliverInput & { attempt: number; readAnswer: boolean },
+  ): Promise<{ answer: Answer | null; error: string | null; timedOut: boolean }> {
+    const { requestId, target, headers, body, attempt } = call;
+    const startedAt = new Date();
+    const started = performance.now();
+    const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
+    let answer: Answer | null = null;
+    let error: string | null = null;
+    try {
+      const response = await fetch(target.targetUrl, {
+        method: "POST",
+        headers: {
+          ...headers,
+          ...target.headers,
+          "x-relay-request-id": requestId,
+          "x-relay-delivery-id": `${requestId}.${target.id}`,
+          "x-relay-attempt": String(attempt),
+        },
+        body,
+        signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
+      });
+      const answerBody = call.readAnswer ? await readCapped(response, MAX_SYNC_ANSWER_BYTES) : null;
+      if (!call.readAnswer) await response.body?.cancel();
+      answer = { status: response.status, headers: response.headers, body: answerBody };
+    } catch (cause) {
+      error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    }
+    await sql`
+      insert into attempts (request_id, target_id, target_name, attempt, started_at,
+        status_code, latency_ms, error)
+      values (${requestId}, ${target.id}, ${target.name}, ${attempt}, ${startedAt},
+        ${answer?.status ?? null}, ${Math.round(performance.now() - started)}, ${error})`;
+    return { answer, error, timedOut: timeout.aborted };
+  }
+
   return {
-    /** Idempotent: a retried or replayed open leaves the first row as it is. */
-    async openRequest(input: Omit<DeliveryInput, "targets" | "headers" | "body">): Promise<void> {
-      await sql`
-        insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-          body_bytes, received_at)
-        select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-          'delivering', ${input.bodyBytes}, ${input.receivedAt}
-        from projects p where p.slug = ${input.project}
-        on conflict (id) do nothing`;
-    },
+    openRequest,
+    finishRequest,
 
-    async deliver({ requestId, target, headers, body }: DeliverInput): Promise<number> {
+    /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
+    async deliver(input: DeliverInput): Promise<number> {
       const { attempt } = Context.current().info;
-      const startedAt = new Date();
-      const started = performance.now();
-      let statusCode: number | null = null;
-      let retryAfter: string | null = null;
-      let error: string | null = null;
-      try {
-        const response = await fetch(target.targetUrl, {
-          method: "POST",
-          headers: {
-            ...headers,
-            ...target.headers,
-            "x-relay-request-id": requestId,
-            "x-relay-delivery-id": `${requestId}.${target.id}`,
-            "x-relay-attempt": String(attempt),
-          },
-          body,
-          signal: AbortSignal.any([
-            Context.current().cancellationSignal,
-            AbortSignal.timeout(target.timeoutSeconds * 1000),
-          ]),
-        });
-        statusCode = response.status;
-        retryAfter = response.headers.get("retry-after");
-        await response.body?.cancel();
-      } catch (cause) {
-        error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-      }
-      const latencyMs = Math.round(performance.now() - started);
-      await sql`
-        insert into attempts (request_id, target_id, target_name, attempt, started_at,
-          status_code, latency_ms, error)
-        values (${requestId}, ${target.id}, ${target.name}, ${attempt}, ${startedAt},
-          ${statusCode}, ${latencyMs}, ${error})`;
-
-      if (statusCode === null) {
+      const { answer, error } = await postToTarget({ ...input, attempt, readAnswer: false });
+      if (!answer) {
         throw ApplicationFailure.retryable(`target unreachable: ${error}`, "TargetUnreachable");
       }
-      const outcome = classifyStatus(statusCode);
-      if (outcome === "delivered") return statusCode;
+      const outcome = classifyStatus(answer.status);
+      if (outcome === "delivered") return answer.status;
       if (outcome === "failed") {
         throw ApplicationFailure.create({
-          message: `target answered ${statusCode}`,
+          message: `target answered ${answer.status}`,
           type: TARGET_REJECTED,
           nonRetryable: true,
         });
       }
-      const delay = retryAfterMs(retryAfter, new Date());
+      const delay = retryAfterMs(answer.headers.get("retry-after"), new Date());
       throw ApplicationFailure.create({
-        message: `target answered ${statusCode}`,
+        message: `target answered ${answer.status}`,
         type: "TargetRetry",
         ...(delay !== null && { nextRetryDelay: delay }),
       });
     },
 
-    async finishRequest(requestId: string, status: RequestStatus): Promise<void> {
-      await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
+    /**
+     * A sync call, whole: open the request, call the target once, log it, close the request.
+     * One local activity, so the caller waits for one workflow task and no more.
+     */
+    async relaySyncCall(input: SyncInput): Promise<SyncOutcome> {
+      const { target, headers, body, ownsStatus, ...request } = input;
+      await openRequest(request);
+      const { answer, error, timedOut } = await postToTarget({
+        requestId: request.requestId,
+        target,
+        headers,
+        body,
+        attempt: 1,
+        readAnswer: true,
+      });
+      const outcome: SyncOutcome = !answer
+        ? timedOut
+          ? { kind: "timeout" }
+          : { kind: "unreachable", error: error ?? "" }
+        : answer.body === null
+          ? { kind: "too_large" }
+          : {
+              kind: "answered",
+              status: answer.status,
+              headers: Object.fromEntries(answer.headers),
+              bodyBase64: Buffer.from(answer.body).toString("base64"),
+            };
+      if (ownsStatus) await finishRequest(request.requestId, syncStatus(outcome));
+      return outcome;
     },
 
     async rotateExpiringKeys(): Promise<number> {
       return rotateExpiringKeys(sql, await now(), sealingKey);
     },
   };
+}
+
+/** The whole body, or null past `limit` bytes. */
+async function readCapped(response: Response, limit: number): Promise<Uint8Array | null> {
+  if (!response.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body) {
+    size += chunk.byteLength;
+    if (size > limit) {
+      await response.body.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -1,11 +1,12 @@
 /**
  * Relay's workflows: orchestration only, deterministic; the I/O is in activities.ts.
  * - deliverRequest: one per request (workflow id = request id), one activity per async target.
+ * - relaySync: one per sync call; the edge waits for its result.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
-import { proxyActivities, upsertSearchAttributes } from "@temporalio/workflow";
-import type { DeliveryInput } from "../core/delivery.ts";
+import { proxyActivities, proxyLocalActivities, upsertSearchAttributes } from "@temporalio/workflow";
+import { type DeliveryInput, type SyncInput, type SyncOutcome, syncStatus } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
@@ -49,6 +50,18 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
 /** Lets an operator filter by status in the Temporal UI. */
 function setStatus(status: RequestStatus): void {
   upsertSearchAttributes([{ key: statusKey, value: status }]);
+}
+
+/** Sync calls are never retried; the target's own timeout bounds the activity. */
+const { relaySyncCall } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "100 seconds",
+  retry: { maximumAttempts: 1 },
+});
+
+export async function relaySync(input: SyncInput): Promise<SyncOutcome> {
+  const outcome = await relaySyncCall(input);
+  if (input.ownsStatus) setStatus(syncStatus(outcome));
+  return outcome;
 }
 
 /** Returns how many successors it minted. */
