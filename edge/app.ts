@@ -111,7 +111,9 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
   const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
   const queued =
-    async.length > 0 ? deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async)) : null;
+    async.length > 0
+      ? deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async))
+      : null;
   if (!answering) {
     await queued;
     return json(202, { status: "queued", requestId }, call.headers);
@@ -123,7 +125,10 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, []);
   const [, outcome] = await Promise.all([
     queued,
-    deps.temporal.runSync({ ...request, target: answering, ownsStatus: !queued }, call.request.signal),
+    deps.temporal.runSync(
+      { ...request, target: answering, ownsStatus: !queued },
+      call.request.signal,
+    ),
   ]);
   return syncAnswer(outcome, call.headers, requestId);
 }
@@ -132,9 +137,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
 function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: string): Response {
   switch (outcome.kind) {
     case "answered": {
-      const headers = safeResponseHeaders(new Headers(outcome.headers));
-      relayHeaders.forEach((value, name) => headers.set(name, value));
-      headers.set("x-relay-request-id", requestId);
+      const headers = answerHeaders(new Headers(outcome.headers), relayHeaders, requestId);
       const body = Uint8Array.from(atob(outcome.bodyBase64), (c) => c.charCodeAt(0));
       const empty = outcome.status === 204 || outcome.status === 304;
       return new Response(empty ? null : body, { status: outcome.status, headers });
@@ -197,10 +200,16 @@ async function proxyStream(
     .catch(() => null);
   if (!upstream)
     throw new RelayError("target_unreachable", "the stream target could not be reached");
-  const answer = safeResponseHeaders(upstream.headers);
-  call.headers.forEach((value, name) => answer.set(name, value));
-  answer.set("x-relay-request-id", requestId);
-  return new Response(upstream.body, { status: upstream.status, headers: answer });
+  const headers = answerHeaders(upstream.headers, call.headers, requestId);
+  return new Response(upstream.body, { status: upstream.status, headers });
+}
+
+/** A target's safe answer headers, plus Relay's own (key status, rate limit, request id). */
+function answerHeaders(fromTarget: Headers, relayHeaders: Headers, requestId: string): Headers {
+  const headers = safeResponseHeaders(fromTarget);
+  for (const [name, value] of relayHeaders) headers.set(name, value);
+  headers.set("x-relay-request-id", requestId);
+  return headers;
 }
 
 /** The project is the first label of the Host header: `{project}.{domain}`. */

@@ -5,7 +5,12 @@
  */
 import type { DeliveryInput, SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
-import { DELIVERY_WORKFLOW, SYNC_WORKFLOW, searchAttributes, TASK_QUEUE } from "../core/temporal.ts";
+import {
+  DELIVERY_WORKFLOW,
+  SYNC_WORKFLOW,
+  searchAttributes,
+  TASK_QUEUE,
+} from "../core/temporal.ts";
 
 export interface WorkflowStarter {
   startDelivery(input: DeliveryInput): Promise<void>;
@@ -32,7 +37,8 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   const workflows = `${options.baseUrl}/api/v1/namespaces/${encodeURIComponent(options.namespace)}/workflows`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-  const unavailable = () => new RelayError("unavailable", "the request could not be queued; try again");
+  const unavailable = () =>
+    new RelayError("unavailable", "the request could not be queued; try again");
 
   async function start(
     workflowId: string,

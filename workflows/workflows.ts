@@ -5,8 +5,17 @@
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
-import { proxyActivities, proxyLocalActivities, upsertSearchAttributes } from "@temporalio/workflow";
-import { type DeliveryInput, type SyncInput, type SyncOutcome, syncStatus } from "../core/delivery.ts";
+import {
+  proxyActivities,
+  proxyLocalActivities,
+  upsertSearchAttributes,
+} from "@temporalio/workflow";
+import {
+  type DeliveryInput,
+  type SyncInput,
+  type SyncOutcome,
+  syncStatus,
+} from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
