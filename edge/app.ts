@@ -182,13 +182,13 @@ async function proxyStream(
   requestId: string,
   target: Target,
 ): Promise<Response> {
-  const headers = forwardableHeaders(call.request.headers);
-  headers["accept-encoding"] = "identity";
+  const forwarded = forwardableHeaders(call.request.headers);
+  forwarded["accept-encoding"] = "identity";
   const upstream = await deps
     .fetch(target.targetUrl, {
       method: "POST",
       headers: {
-        ...headers,
+        ...forwarded,
         ...target.headers,
         "x-relay-request-id": requestId,
         "x-relay-delivery-id": `${requestId}.${target.id}`,
@@ -198,8 +198,9 @@ async function proxyStream(
       signal: call.request.signal,
     })
     .catch(() => null);
-  if (!upstream)
+  if (!upstream) {
     throw new RelayError("target_unreachable", "the stream target could not be reached");
+  }
   const headers = answerHeaders(upstream.headers, call.headers, requestId);
   return new Response(upstream.body, { status: upstream.status, headers });
 }
