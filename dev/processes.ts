@@ -29,6 +29,8 @@ export interface ProcessSpec {
   env: Record<string, string>;
   /** A line the process prints once it serves. */
   readyLine: string;
+  /** What runs the entry; Node with tsx unless given (the Deno edge). */
+  command?: string[];
 }
 
 export class ManagedProcess {
@@ -42,7 +44,7 @@ export class ManagedProcess {
   /** Starts the process and resolves once it printed its ready line. */
   async start(timeoutMs = 60_000): Promise<void> {
     const child = adopt(
-      spawn(process.execPath, ["--import", "tsx", this.spec.entry], {
+      spawn(...commandLine(this.spec), {
         cwd: ROOT,
         env: { ...process.env, ...this.spec.env },
         stdio: ["ignore", "pipe", "pipe"],
@@ -92,6 +94,15 @@ export class ManagedProcess {
   async stop(): Promise<void> {
     if (this.child) await stopChild(this.child);
   }
+}
+
+function commandLine(spec: ProcessSpec): [string, string[]] {
+  const [command = process.execPath, ...args] = spec.command ?? [
+    process.execPath,
+    "--import",
+    "tsx",
+  ];
+  return [command, [...args, spec.entry]];
 }
 
 export function logFile(path: string): WriteStream {

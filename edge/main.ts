@@ -1,54 +1,19 @@
-/** The edge on Node.js. */
+/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash. */
 import { Agent, fetch as undiciFetch } from "undici";
-import { newId } from "../core/secrets.ts";
 import { serveNode, sha256 } from "./adapters/node.ts";
-import { createEdge } from "./app.ts";
-import { loadEdgeConfig } from "./config.ts";
-import { connectControlPlane } from "./control.ts";
-import { EdgeState } from "./state.ts";
-import { temporalHttpStarter } from "./temporal.ts";
+import { bootEdge, listening } from "./boot.ts";
 
-const config = loadEdgeConfig(process.env);
-// One keep-alive pool for the control plane and Temporal's HTTP API.
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
 const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
   undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 
-const state = new EdgeState({
-  control: connectControlPlane({
-    baseUrl: config.RELAY_CONTROL_URL,
-    edgeToken: config.RELAY_EDGE_TOKEN,
-    fetch: pooledFetch,
-  }),
-  edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
-  leaseMs: config.RELAY_EDGE_LEASE_MS,
-});
-await state.start();
-
-const handler = createEdge({
-  state,
-  hashKey: sha256,
+const { config, handler, state } = await bootEdge(process.env, {
   fetch: pooledFetch,
-  temporal: temporalHttpStarter({
-    baseUrl: config.TEMPORAL_HTTP_ADDRESS,
-    namespace: config.TEMPORAL_NAMESPACE,
-    apiKey: config.TEMPORAL_API_KEY,
-    fetch: pooledFetch,
-  }),
-  newRequestId: () => newId("req"),
-  maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
-  bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
-  trustedProxies: config.RELAY_TRUSTED_PROXIES,
+  hashKey: sha256,
 });
-
 const server = serveNode(handler);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
-  console.log(
-    JSON.stringify({
-      msg: "edge listening",
-      url: `http://${config.RELAY_EDGE_HOST}:${config.RELAY_EDGE_PORT}`,
-    }),
-  );
+  console.log(listening("node", config.RELAY_EDGE_HOST, config.RELAY_EDGE_PORT));
 });
 const shutdown = () => {
   state.stop();

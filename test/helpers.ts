@@ -80,9 +80,11 @@ export async function relay(
     body?: string;
     headers?: Record<string, string>;
     method?: string;
+    /** Another edge than the stack's (the Deno one). */
+    edge?: { edgeUrl: string; edgePort: number };
   } = {},
 ) {
-  const { edgeUrl, edgePort } = stack();
+  const { edgeUrl, edgePort } = options.edge ?? stack();
   const response = await request(`${edgeUrl}${path}`, {
     method: (options.method ?? "POST") as "POST",
     headers: {

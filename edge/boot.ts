@@ -1,0 +1,54 @@
+/**
+ * Builds the edge from its environment and what the runtime provides: the config, the cache
+ * that follows the control plane (ready once its first batch is acknowledged), and the handler.
+ * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
+ */
+import { newId } from "../core/secrets.ts";
+import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
+import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
+import { connectControlPlane } from "./control.ts";
+import { EdgeState } from "./state.ts";
+import { temporalHttpStarter } from "./temporal.ts";
+
+export interface Runtime {
+  /** Used for targets, the control plane and Temporal's HTTP API. */
+  fetch: typeof fetch;
+  hashKey?: EdgeDeps["hashKey"];
+}
+
+export async function bootEdge(
+  env: Record<string, string | undefined>,
+  runtime: Runtime,
+): Promise<{ config: EdgeConfig; handler: EdgeHandler; state: EdgeState }> {
+  const config = loadEdgeConfig(env);
+  const state = new EdgeState({
+    control: connectControlPlane({
+      baseUrl: config.RELAY_CONTROL_URL,
+      edgeToken: config.RELAY_EDGE_TOKEN,
+      fetch: runtime.fetch,
+    }),
+    edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
+    leaseMs: config.RELAY_EDGE_LEASE_MS,
+  });
+  await state.start();
+  const handler = createEdge({
+    state,
+    ...(runtime.hashKey && { hashKey: runtime.hashKey }),
+    fetch: runtime.fetch,
+    temporal: temporalHttpStarter({
+      baseUrl: config.TEMPORAL_HTTP_ADDRESS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      apiKey: config.TEMPORAL_API_KEY,
+      fetch: runtime.fetch,
+    }),
+    newRequestId: () => newId("req"),
+    maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
+    bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
+    trustedProxies: config.RELAY_TRUSTED_PROXIES,
+  });
+  return { config, handler, state };
+}
+
+export function listening(runtime: string, host: string, port: number): string {
+  return JSON.stringify({ msg: "edge listening", runtime, url: `http://${host}:${port}` });
+}

@@ -1,0 +1,34 @@
+/**
+ * The edge on Deno: `deno run --allow-net --allow-env --allow-read edge/main.deno.ts`.
+ * Deno's own fetch and Web Crypto; Deno.serve aborts a request's signal when its caller leaves.
+ */
+import type { ConnInfo, EdgeHandler } from "./app.ts";
+import { bootEdge, listening } from "./boot.ts";
+
+/** The slice of Deno's API this file uses, so the project type-checks without Deno's types. */
+declare const Deno: {
+  env: { toObject(): Record<string, string> };
+  serve(
+    options: { port: number; hostname: string; onListen?: () => void },
+    handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Promise<Response>,
+  ): { shutdown(): Promise<void> };
+  addSignalListener(signal: "SIGTERM" | "SIGINT", handler: () => void): void;
+  exit(code: number): never;
+};
+
+const { config, handler, state } = await bootEdge(Deno.env.toObject(), { fetch });
+const serve: EdgeHandler = handler;
+const server = Deno.serve(
+  {
+    port: config.RELAY_EDGE_PORT,
+    hostname: config.RELAY_EDGE_HOST,
+    onListen: () => console.log(listening("deno", config.RELAY_EDGE_HOST, config.RELAY_EDGE_PORT)),
+  },
+  (request, info) => serve(request, { remoteAddress: info.remoteAddr.hostname } satisfies ConnInfo),
+);
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  Deno.addSignalListener(signal, () => {
+    state.stop();
+    void server.shutdown().then(() => Deno.exit(0));
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * The same edge handler under Deno (the `deno` npm package's binary), against the same control
+ * plane and Temporal: async, sync and stream, and a caller's abort reaching the target.
+ */
+import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
+import { request } from "undici";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+import { ManagedProcess } from "../dev/processes.ts";
+import { eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+
+const [port = 0] = await freePorts(1);
+const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
+const deno = new ManagedProcess(
+  {
+    name: "edge-deno",
+    command: [
+      fileURLToPath(new URL("../node_modules/.bin/deno", import.meta.url)),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+    ],
+    entry: "edge/main.deno.ts",
+    readyLine: '"runtime":"deno"',
+    env: {
+      RELAY_EDGE_PORT: String(port),
+      RELAY_CONTROL_URL: stack().controlUrl,
+      RELAY_EDGE_TOKEN: stack().edgeToken,
+      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+    },
+  },
+  "inherit",
+);
+const sink = await targetServer();
+let streamClosedAt = 0;
+const streaming = createServer((req, res) => {
+  req.resume();
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  res.write("data: first\n\n");
+  const tick = setInterval(() => res.write("data: tick\n\n"), 100);
+  res.on("close", () => {
+    clearInterval(tick);
+    streamClosedAt = Date.now();
+  });
+});
+const answering = createServer((req, res) => {
+  req.resume();
+  req.on("end", () => res.writeHead(200, { "x-from": "sync-target" }).end("sync answer"));
+});
+
+beforeAll(async () => {
+  await Promise.all(
+    [streaming, answering].map(
+      (s) => new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve)),
+    ),
+  );
+  await deno.start();
+}, 120_000);
+afterAll(async () => {
+  await deno.stop();
+  await sink.close();
+  streaming.close();
+  answering.close();
+});
+
+const urlOf = (server: typeof streaming) =>
+  `http://127.0.0.1:${(server.address() as { port: number }).port}/x`;
+
+test("async under Deno: 202 queued, delivered by the worker", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const answer = await relay(p.slug, "/v1/hook", {
+    key: p.key,
+    body: '{"on":"deno"}',
+    edge: denoEdge,
+  });
+  expect(answer.status).toBe(202);
+  const { requestId } = answer.json();
+  const delivery = await eventually(async () =>
+    sink.received.find((r) => r.headers["x-relay-request-id"] === requestId),
+  );
+  expect(delivery.body).toBe('{"on":"deno"}');
+  expect(delivery.headers.authorization).toBeUndefined();
+});
+
+test("sync under Deno: the target's own answer", async () => {
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: urlOf(answering), deliveryMode: "sync" },
+  ]);
+  const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge: denoEdge });
+  expect(answer.status).toBe(200);
+  expect(answer.text).toBe("sync answer");
+  expect(answer.headers["x-from"]).toBe("sync-target");
+});
+
+test("stream under Deno: chunks arrive as produced; hanging up aborts the target", async () => {
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: urlOf(streaming), deliveryMode: "stream" },
+  ]);
+  const abort = new AbortController();
+  const response = await request(`${denoEdge.edgeUrl}/v1/hook`, {
+    method: "POST",
+    headers: { host: `${p.slug}.localhost`, authorization: `Bearer ${p.key}` },
+    signal: abort.signal,
+  });
+  expect(response.statusCode).toBe(200);
+  const chunks: string[] = [];
+  for await (const chunk of response.body) {
+    chunks.push(chunk.toString());
+    if (chunks.join("").includes("tick")) break; // the target never finishes: pieces arrived
+  }
+  expect(chunks.join("")).toMatch(/^data: first\n\n/);
+  const hungUpAt = Date.now();
+  abort.abort();
+  await eventually(async () => streamClosedAt > 0, 5000);
+  expect(streamClosedAt - hungUpAt).toBeLessThan(2000);
+});
+
+test("refusals under Deno are the same bytes as under Node", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const node = await relay(p.slug, "/v1/hook", { key: "wrong" });
+  const onDeno = await relay(p.slug, "/v1/hook", { key: "wrong", edge: denoEdge });
+  expect(onDeno.status).toBe(401);
+  expect(onDeno.text).toBe(node.text);
+});
