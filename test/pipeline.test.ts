@@ -187,16 +187,27 @@ describe("bad input gets a clear 4xx and the edge stays up", () => {
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
   });
 
-  test("a body longer than its Content-Length and 10 MB of headers are refused", async () => {
+  test("a body longer than its Content-Length is refused (400)", async () => {
     const p = await projectWithEndpoint([target]);
     const lying = await rawRequest(
       `POST /v1/hook HTTP/1.1\r\nHost: ${p.slug}.localhost\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}garbage that is no request\r\n\r\n`,
     );
     expect(lying).toMatch(/HTTP\/1\.1 400/);
+  });
+
+  test("headers past the 16 KiB cap are 431; 10 MB of them are cut off, and the edge stays up", async () => {
+    const p = await projectWithEndpoint([target]);
+    // Small enough to be read whole, so the edge closes cleanly after its answer.
+    const over = await rawRequest(
+      `POST /v1/hook HTTP/1.1\r\nHost: x.localhost\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+    );
+    expect(over).toMatch(/^HTTP\/1\.1 431/);
+    // 10 MB: the edge answers 431 and closes while bytes are still coming, so the client may
+    // see the reset before the answer. Either way nothing was relayed.
     const huge = await rawRequest(
       `POST /v1/hook HTTP/1.1\r\nHost: x.localhost\r\nX-Big: ${"a".repeat(10 * 1024 * 1024)}\r\n\r\n`,
     );
-    expect(huge).toMatch(/^HTTP\/1\.1 431/);
+    expect(huge === "" || /^HTTP\/1\.1 431/.test(huge), huge.slice(0, 40)).toBe(true);
     expect((await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).status).toBe(202);
   });
 });

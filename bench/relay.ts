@@ -1,0 +1,336 @@
+/**
+ * The relay beside its baselines, in one run on this machine:
+ * (a) sync and stream through the edge against calling the target directly and against nginx
+ *     `proxy_pass` to the same target (added latency p50/p99, throughput; stream time to first
+ *     byte and per-chunk lag);
+ * (b) async 202s per second against the raw @temporalio/client start rate on the same server;
+ * (c) the edge's memory over a sustained load.
+ * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client, Connection } from "@temporalio/client";
+import { request } from "undici";
+import type { DeliveryInput } from "../core/delivery.ts";
+import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
+import { freePorts, portFree } from "../dev/ports.ts";
+import { logFile, ManagedProcess, waitFor } from "../dev/processes.ts";
+import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { type WrkResult, wrk } from "./wrk.ts";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? 60);
+const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? 30);
+const wallClock = () => performance.timeOrigin + performance.now();
+const percentile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+};
+
+const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
+const stack = await startStack({
+  dir,
+  ports: await freeStackPorts(),
+  output: join(dir, "stack.log"),
+});
+const [targetPort = 0, nginxPort = 0] = await freePorts(2);
+const target = new ManagedProcess(
+  {
+    name: "target",
+    entry: "bench/target.ts",
+    readyLine: "bench target listening",
+    env: { BENCH_TARGET_PORT: String(targetPort) },
+  },
+  logFile(join(dir, "target.log")),
+);
+let nginx: ChildProcess | undefined;
+try {
+  await target.start();
+  nginx = await startNginx(dir, nginxPort, targetPort);
+  const { slug, key } = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
+  const edgeHost = `${slug}.localhost`;
+  const auth = `Bearer ${key}`;
+  const direct = `http://127.0.0.1:${targetPort}`;
+  const viaNginx = `http://127.0.0.1:${nginxPort}`;
+
+  // (a) sync: latency at one connection, throughput at sixteen.
+  const sync: Record<string, { latency: WrkResult; throughput: WrkResult }> = {};
+  for (const [name, url, host] of [
+    ["direct", `${direct}/sync`, undefined],
+    ["nginx", `${viaNginx}/sync`, undefined],
+    ["edge (sync via Temporal)", `${stack.edgeUrl}/v1/sync`, edgeHost],
+  ] as const) {
+    const options = { seconds, ...(host && { host, auth }) };
+    sync[name] = {
+      latency: await wrk(dir, url, { ...options, connections: 1 }),
+      throughput: await wrk(dir, url, { ...options, connections: 16 }),
+    };
+  }
+
+  // (a) stream: time to first byte and each chunk's lag behind its writing.
+  const stream: Record<
+    string,
+    { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }
+  > = {};
+  for (const [name, url, host] of [
+    ["direct", `${direct}/stream`, undefined],
+    ["nginx", `${viaNginx}/stream`, undefined],
+    ["edge (stream)", `${stack.edgeUrl}/v1/stream`, edgeHost],
+  ] as const) {
+    stream[name] = await measureStream(url, host ? { host, authorization: auth } : {});
+  }
+
+  // (b) async 202s against raw starts of the same workflow on the same server.
+  const edgeAsync = await wrk(dir, `${stack.edgeUrl}/v1/async`, {
+    connections: 16,
+    seconds,
+    host: edgeHost,
+    auth,
+  });
+  const rawStarts = await rawStartRate(stack.temporal.address, slug, targetPort, 16, seconds);
+
+  // (c) the edge's memory over a sustained async load.
+  const edgePid = stack.processes.edge.child?.pid as number;
+  await wrk(dir, `${stack.edgeUrl}/v1/async`, { connections: 8, seconds: 5, host: edgeHost, auth });
+  const rssBefore = await rssKb(edgePid);
+  const sustained = await wrk(dir, `${stack.edgeUrl}/v1/async`, {
+    connections: 8,
+    seconds: memorySeconds,
+    host: edgeHost,
+    auth,
+  });
+  const rssAfter = await rssKb(edgePid);
+
+  const report = {
+    at: new Date(),
+    seconds,
+    sync,
+    stream,
+    async: { edgeAsync, rawStarts },
+    memory: { memorySeconds, rssBefore, rssAfter, sustained },
+  };
+  printReport(report);
+  await mkdir("bench/results", { recursive: true });
+  await writeFile("bench/results/relay.json", JSON.stringify(report, null, 2));
+  console.log("\nwrote bench/results/relay.json");
+} finally {
+  nginx?.kill("SIGTERM");
+  await target.stop();
+  await stack.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+async function startNginx(dir: string, port: number, upstreamPort: number): Promise<ChildProcess> {
+  const conf = join(dir, "nginx.conf");
+  await mkdir(join(dir, "nginx-logs"), { recursive: true });
+  await writeFile(
+    conf,
+    `worker_processes 1;
+pid ${join(dir, "nginx.pid")};
+error_log ${join(dir, "nginx-logs", "error.log")} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/nginx-body;
+  proxy_temp_path ${dir}/nginx-proxy;
+  upstream target { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://target;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  const child = spawn("nginx", ["-p", dir, "-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
+  await waitFor(async () => !(await portFree(port)), 10_000);
+  return child;
+}
+
+async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
+  const call = async (token: string, path: string, body: unknown) => {
+    const response = await fetch(`${controlUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
+    return (await response.json()) as Record<string, string>;
+  };
+  const slug = "bench";
+  const { ownerToken } = await call(adminToken, "/projects", { slug, name: "bench", plan: "paid" });
+  const owner = ownerToken as string;
+  await call(owner, `/projects/${slug}/lines`, { key: "v1" });
+  const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
+  for (const [path, mode] of [
+    ["sync", "sync"],
+    ["stream", "stream"],
+    ["async", "async"],
+  ] as const) {
+    const targetPath = mode === "async" ? "sink" : mode;
+    await call(owner, `/projects/${slug}/lines/v1/endpoints`, {
+      path,
+      targets: [
+        {
+          name: mode,
+          targetUrl: `http://127.0.0.1:${targetPort}/${targetPath}`,
+          deliveryMode: mode,
+        },
+      ],
+      rateLimit: unlimited,
+    });
+  }
+  const { plaintext } = await call(owner, `/projects/${slug}/keys`, {
+    name: "bench",
+    mode: "live",
+  });
+  return { slug, key: plaintext as string };
+}
+
+async function measureStream(url: string, headers: Record<string, string>) {
+  const ttfb: number[] = [];
+  const lag: number[] = [];
+  for (let i = 0; i < streamRuns; i++) {
+    const started = wallClock();
+    const response = await request(url, { method: "POST", headers });
+    let first = true;
+    for await (const chunk of response.body) {
+      const now = wallClock();
+      if (first) ttfb.push(now - started);
+      first = false;
+      for (const sent of chunk.toString().matchAll(/data: ([\d.]+)/g))
+        lag.push(now - Number(sent[1]));
+    }
+  }
+  return {
+    ttfbP50: percentile(ttfb, 0.5),
+    ttfbP99: percentile(ttfb, 0.99),
+    chunkP50: percentile(lag, 0.5),
+    chunkP99: percentile(lag, 0.99),
+  };
+}
+
+/** Starts of the edge's own workflow, with the same input size, straight from the SDK client. */
+async function rawStartRate(
+  address: string,
+  project: string,
+  targetPort: number,
+  concurrency: number,
+  durationS: number,
+) {
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const input = (requestId: string): DeliveryInput => ({
+    requestId,
+    project,
+    line: "v1",
+    endpoint: "async",
+    keyMode: "live",
+    receivedAt: new Date().toISOString(),
+    headers: { "content-type": "application/json" },
+    body: '{"bench":true}',
+    bodyBytes: 14,
+    targets: [
+      {
+        id: "raw",
+        name: "raw",
+        targetUrl: `http://127.0.0.1:${targetPort}/sink`,
+        deliveryMode: "async",
+        timeoutSeconds: 30,
+        headers: {},
+      },
+    ],
+  });
+  const latencies: number[] = [];
+  const deadline = Date.now() + durationS * 1000;
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < deadline) {
+        const id = `raw_${process.pid}_${n++}`;
+        const t = performance.now();
+        await client.workflow.start(DELIVERY_WORKFLOW, {
+          taskQueue: TASK_QUEUE,
+          workflowId: id,
+          args: [input(id)],
+        });
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  await connection.close();
+  return {
+    startsPerSecond: latencies.length / durationS,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+  };
+}
+
+async function rssKb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+function printReport(r: {
+  sync: Record<string, { latency: WrkResult; throughput: WrkResult }>;
+  stream: Record<string, { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }>;
+  async: {
+    edgeAsync: WrkResult;
+    rawStarts: { startsPerSecond: number; p50Ms: number; p99Ms: number };
+  };
+  memory: { memorySeconds: number; rssBefore: number; rssAfter: number; sustained: WrkResult };
+}) {
+  const f = (n: number) => n.toFixed(2);
+  const base = r.sync.direct?.latency as WrkResult;
+  console.log("\n(a) sync, 1 connection for latency, 16 for throughput (wrk)\n");
+  console.log("| path | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s (c16) | errors |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const [name, { latency, throughput }] of Object.entries(r.sync)) {
+    console.log(
+      `| ${name} | ${f(latency.p50Ms)} | ${f(latency.p99Ms)} | ${f(latency.p50Ms - base.p50Ms)} | ${f(latency.p99Ms - base.p99Ms)} | ${Math.round(throughput.requestsPerSecond)} | ${latency.errors + throughput.errors} |`,
+    );
+  }
+  const direct = r.stream.direct as { ttfbP50: number; chunkP50: number };
+  const nginxAdded = {
+    ttfb: (r.stream.nginx?.ttfbP50 ?? 0) - direct.ttfbP50,
+    chunk: (r.stream.nginx?.chunkP50 ?? 0) - direct.chunkP50,
+  };
+  console.log(`\n(a) stream, ${streamRuns} streams of 10 chunks each\n`);
+  console.log(
+    "| path | TTFB p50 ms | TTFB p99 ms | chunk lag p50 ms | chunk lag p99 ms | added TTFB p50 | added chunk p50 | vs nginx's added (TTFB / chunk) |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|");
+  for (const [name, s] of Object.entries(r.stream)) {
+    const addedTtfb = s.ttfbP50 - direct.ttfbP50;
+    const addedChunk = s.chunkP50 - direct.chunkP50;
+    console.log(
+      `| ${name} | ${f(s.ttfbP50)} | ${f(s.ttfbP99)} | ${f(s.chunkP50)} | ${f(s.chunkP99)} | ${f(addedTtfb)} | ${f(addedChunk)} | ${f(addedTtfb / nginxAdded.ttfb)}x / ${f(addedChunk / nginxAdded.chunk)}x |`,
+    );
+  }
+  const { edgeAsync, rawStarts } = r.async;
+  console.log("\n(b) async, 16 connections / 16 concurrent starts\n");
+  console.log("| path | per second | p50 ms | p99 ms |");
+  console.log("|---|---|---|---|");
+  console.log(
+    `| raw @temporalio/client start | ${Math.round(rawStarts.startsPerSecond)} | ${f(rawStarts.p50Ms)} | ${f(rawStarts.p99Ms)} |`,
+  );
+  console.log(
+    `| edge 202 | ${Math.round(edgeAsync.requestsPerSecond)} | ${f(edgeAsync.p50Ms)} | ${f(edgeAsync.p99Ms)} |`,
+  );
+  console.log(
+    `| ratio | ${f(edgeAsync.requestsPerSecond / rawStarts.startsPerSecond)}x | | ${f(edgeAsync.p99Ms / rawStarts.p99Ms)}x p99 |`,
+  );
+  const { rssBefore, rssAfter, memorySeconds: ms, sustained } = r.memory;
+  console.log(
+    `\n(c) edge memory over ${ms} s of async load (${Math.round(sustained.requestsPerSecond)} req/s)\n`,
+  );
+  console.log(
+    `RSS ${Math.round(rssBefore / 1024)} MiB -> ${Math.round(rssAfter / 1024)} MiB (${f(((rssAfter - rssBefore) / rssBefore) * 100)}%)`,
+  );
+}
