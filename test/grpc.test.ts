@@ -6,6 +6,8 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, expect, test } from "vitest";
 import {
@@ -16,6 +18,7 @@ import {
   GetProjectRequestSchema,
   GetProjectResponseSchema,
   Plan,
+  ProjectService,
 } from "../gen/relay/v1/projects_pb.ts";
 import { newProject, stack } from "./helpers.ts";
 
@@ -114,4 +117,26 @@ test("server reflection lists every service and serves their descriptors", async
       : [];
   expect(descriptors[0]).toBe("relay/v1/keys.proto");
   expect(descriptors).toContain("google/protobuf/timestamp.proto");
+});
+
+test.each([
+  ["gRPC-Web", createGrpcWebTransport],
+  ["Connect", createConnectTransport],
+])("the same port answers %s (connect-web, as a browser would call it)", async (_, transport) => {
+  const project = await newProject("free");
+  const client = createClient(
+    ProjectService,
+    transport({
+      baseUrl: stack().controlUrl,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${project.ownerToken}`);
+          return next(req);
+        },
+      ],
+    }),
+  );
+  const { project: found } = await client.getProject({ project: project.slug });
+  expect(found?.slug).toBe(project.slug);
+  expect(found?.plan).toBe(Plan.FREE);
 });
