@@ -130,3 +130,39 @@ describe("an async request, end to end", () => {
     expect(log).toMatchObject({ status: "failed", attempts: [{ statusCode: 410, attempt: 1 }] });
   });
 });
+
+describe("the request log", () => {
+  test("lists newest first, pages by cursor, filters by status and endpoint", async () => {
+    const [fine, rejecting] = [await target(), await target(() => ({ status: 400 }))];
+    const project = await projectWithEndpoint([{ name: "fine", targetUrl: fine.url }]);
+    await api(project.ownerToken, "POST", `${project.base}/lines/v1/endpoints`, {
+      path: "other",
+      targets: [{ name: "rejecting", targetUrl: rejecting.url }],
+    });
+    const ids: string[] = [];
+    for (const path of ["/v1/hook", "/v1/hook", "/v1/other"]) {
+      const { requestId } = (
+        await relay(project.slug, path, { key: project.key, body: "{}" })
+      ).json();
+      ids.push(requestId);
+      await finished(project.base, project.ownerToken, requestId);
+    }
+    type Page = { requests: RequestLog[]; nextCursor: string };
+    const list = (query: string) =>
+      api<Page>(project.ownerToken, "GET", `${project.base}/requests?${query}`);
+
+    const first = await list("limit=2");
+    expect(first.body.requests.map((r) => r.requestId)).toEqual([ids[2], ids[1]]);
+    const second = await list(`limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.requests.map((r) => r.requestId)).toEqual([ids[0]]);
+    expect(second.body.nextCursor).toBe("");
+
+    expect((await list("status=failed")).body.requests.map((r) => r.requestId)).toEqual([ids[2]]);
+    expect((await list("endpoint=v1/hook")).body.requests.map((r) => r.requestId)).toEqual([
+      ids[1],
+      ids[0],
+    ]);
+    expect((await list("status=lost")).status).toBe(400);
+    expect((await list("cursor=garbage")).status).toBe(400);
+  });
+});

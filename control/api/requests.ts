@@ -60,30 +60,39 @@ export async function listRequests(ctx: Ctx, slug: string, query: unknown) {
   const [line, path] = endpoint?.split("/") ?? [];
   const after = cursor === undefined ? null : decodeCursor(cursor);
   const sql = ctx.sql;
-  const rows = await sql<Omit<RequestView, "attempts">[]>`
-    select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
-      updated_at, body_bytes
-    from requests
-    where project_id = ${access.projectId}
+  const rows = await selectRequests(
+    ctx,
+    access.projectId,
+    sql`
       ${status === undefined ? sql`` : sql`and status = ${status}`}
       ${line === undefined ? sql`` : sql`and line_key = ${line} and endpoint_path = ${path ?? ""}`}
       ${after === null ? sql`` : sql`and (received_at, id) < (${after[0]}::timestamptz, ${after[1]})`}
-    order by received_at desc, id desc
-    limit ${limit + 1}`;
-  const page = await withAttempts(ctx, rows.slice(0, limit));
+      order by received_at desc, id desc
+      limit ${limit + 1}`,
+  );
+  const page = rows.slice(0, limit);
   const last = page.at(-1);
   return { requests: page, nextCursor: rows.length > limit && last ? encodeCursor(last) : "" };
 }
 
 export async function getRequest(ctx: Ctx, slug: string, requestId: string): Promise<RequestView> {
   const access = await projectAccess(ctx, slug);
+  const [request] = await selectRequests(ctx, access.projectId, ctx.sql`and id = ${requestId}`);
+  if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
+  return request;
+}
+
+/** A project's requests matching `filter` (a fragment after the project condition). */
+async function selectRequests(
+  ctx: Ctx,
+  projectId: string,
+  filter: ReturnType<Ctx["sql"]>,
+): Promise<RequestView[]> {
   const rows = await ctx.sql<Omit<RequestView, "attempts">[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
       updated_at, body_bytes
-    from requests where project_id = ${access.projectId} and id = ${requestId}`;
-  const [request] = await withAttempts(ctx, rows);
-  if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
-  return request;
+    from requests where project_id = ${projectId} ${filter}`;
+  return withAttempts(ctx, rows);
 }
 
 async function withAttempts(
