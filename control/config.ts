@@ -14,6 +14,7 @@ const schema = z.object({
     .enum(["0", "1", ""])
     .default("")
     .transform((v) => v === "1"),
+  RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
   TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   TEMPORAL_API_KEY: z.string().optional(),

@@ -25,7 +25,10 @@ import { KeyService } from "../gen/relay/v1/keys_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/projects_pb.ts";
 import { RequestLogService } from "../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
+import { UsageService } from "../gen/relay/v1/usage_pb.ts";
 import type { Ctx } from "./api/context.ts";
+import type { PoolUsage, Usage } from "./api/credits.ts";
+import * as credits from "./api/credits.ts";
 import * as edge from "./api/edge.ts";
 import type { KeyView } from "./api/keys.ts";
 import * as keys from "./api/keys.ts";
@@ -48,6 +51,7 @@ export const relayServices = [
   EndpointService,
   KeyService,
   RequestLogService,
+  UsageService,
   EdgeService,
 ];
 
@@ -122,6 +126,15 @@ const endpointIn = (spec: EndpointSpec | undefined) => ({
   ipAllowlist: spec?.ipAllowlist,
   schema: spec?.schema ?? null,
   rateLimit: spec?.rateLimit ?? null,
+});
+const poolOut = (pool: PoolUsage) => ({
+  used: BigInt(pool.used),
+  remaining: pool.remaining === null ? undefined : BigInt(pool.remaining),
+});
+const usageOut = (u: Usage) => ({
+  plan: u.plan,
+  live: poolOut(u.pools.live),
+  test: poolOut(u.pools.test),
 });
 const requestOut = (r: RequestView) => ({
   ...r,
@@ -260,6 +273,18 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         return { key: keyOut(issued.key), plaintext: issued.plaintext };
       },
     });
+    router.service(UsageService, {
+      async getUsage(req, h) {
+        return usageOut(await credits.getUsage(ctxOf(h), req.project));
+      },
+      async addCredits(req, h) {
+        const usage = await credits.addCredits(ctxOf(h), req.project, {
+          pool: fromEnum(keyModes, req.pool),
+          amount: Number(req.amount),
+        });
+        return { usage: usageOut(usage) };
+      },
+    });
     router.service(RequestLogService, {
       async listRequests(req, h) {
         const page = await requests.listRequests(ctxOf(h), req.project, {
@@ -309,6 +334,8 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
             project: projectOut(state.project),
             endpoints: state.endpoints.map(endpointOut),
             defaultRateLimit: state.defaultRateLimit,
+            liveCreditsExhausted: state.exhaustedPools.includes("live"),
+            testCreditsExhausted: state.exhaustedPools.includes("test"),
           },
         };
       },

@@ -27,6 +27,7 @@ const server = createControlServer({
     sql,
     now: clock.now,
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+    initialCredits: config.RELAY_INITIAL_CREDITS,
   },
   credentials: await credentialsFrom(config),
   notifier,

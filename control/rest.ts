@@ -6,6 +6,7 @@ import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
 import type { Ctx } from "./api/context.ts";
+import * as credits from "./api/credits.ts";
 import * as keys from "./api/keys.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
@@ -121,6 +122,13 @@ const routes: Route[] = [
     "POST",
     `${base}/keys/:keyId/reveal-successor`,
     ({ ctx, params }) => keys.revealSuccessor(ctx, p(params).project, p(params).keyId),
+    200,
+  ),
+  route("GET", `${base}/usage`, ({ ctx, params }) => credits.getUsage(ctx, p(params).project)),
+  route(
+    "POST",
+    `${base}/credits`,
+    ({ ctx, params, body }) => credits.addCredits(ctx, p(params).project, body),
     200,
   ),
   route("GET", `${base}/requests`, ({ ctx, params, query }) =>

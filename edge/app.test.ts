@@ -27,6 +27,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       project: async () => ({
         plan: "paid",
         defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
+        exhaustedPools: [],
         endpoints: [
           {
             line: "v1",

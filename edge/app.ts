@@ -3,7 +3,7 @@
  * nothing runtime-specific; adapters in ./adapters give it a socket's address, a `fetch` and a
  * hash. The pipeline runs in the spec's order, so a call breaking two rules gets the earlier:
  * method 405, key 401, line and endpoint 404, IP allowlist 403, body size 413, payload 415/422,
- * rate limit 429, then delivery.
+ * rate limit 429, credits 402, then delivery.
  */
 import type { DeliveryInput, SyncOutcome } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
@@ -77,6 +77,9 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         if (!decision.allowed) {
           headers.set("retry-after", String(decision.retryAfterSeconds));
           throw new RelayError("rate_limited", "over this endpoint's rate limit; retry later");
+        }
+        if (projectState.exhaustedPools.includes(key.mode)) {
+          throw new RelayError("insufficient_credits", `the ${key.mode} credit pool is empty`);
         }
         return await deliver(deps, { project, key, endpoint, request, body, headers });
       } catch (error) {

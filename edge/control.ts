@@ -2,7 +2,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { Endpoint, KeyRecord, Plan, RateLimit } from "../core/model.ts";
+import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import {
   type EdgeKey,
@@ -14,6 +14,8 @@ export interface ProjectState {
   plan: Plan;
   endpoints: Endpoint[];
   defaultRateLimit: RateLimit;
+  /** Metered pools with no credits left. */
+  exhaustedPools: KeyMode[];
 }
 
 export interface ChangeBatch {
@@ -99,6 +101,9 @@ function keyFrom(key: EdgeKey): KeyRecord {
 function stateFrom(state: ProjectStateMessage): ProjectState {
   return {
     plan: plans[(state.project?.plan ?? 1) - 1] ?? "free",
+    exhaustedPools: keyModes.filter((mode) =>
+      mode === "live" ? state.liveCreditsExhausted : state.testCreditsExhausted,
+    ),
     defaultRateLimit: {
       requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
       burst: state.defaultRateLimit?.burst ?? 20,

@@ -3,6 +3,7 @@
  * before its outcome is reported to Temporal, so the request log shows every try.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { chargeDelivery } from "../control/api/credits.ts";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
@@ -15,7 +16,7 @@ import {
   type SyncOutcome,
   syncStatus,
 } from "../core/delivery.ts";
-import type { RequestStatus } from "../core/model.ts";
+import type { KeyMode, RequestStatus } from "../core/model.ts";
 
 export interface ActivityDeps {
   sql: Sql;
@@ -27,6 +28,9 @@ export interface ActivityDeps {
 
 export interface DeliverInput {
   requestId: string;
+  /** Who pays: the project, from the pool its key's mode picks. */
+  project: string;
+  keyMode: KeyMode;
   target: DeliveryTarget;
   headers: Record<string, string>;
   body: string;
@@ -60,7 +64,10 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
   }
 
-  /** One POST to a target, logged as an attempt whatever comes of it. */
+  /**
+   * One POST to a target, logged as an attempt whatever comes of it, and charged (once per
+   * delivery) when the target answered at all.
+   */
   async function postToTarget(
     call: DeliverInput & { attempt: number; readAnswer: boolean },
   ): Promise<{ answer: Answer | null; error: string | null; timedOut: boolean }> {
@@ -94,6 +101,15 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
         status_code, latency_ms, error)
       values (${requestId}, ${target.id}, ${target.name}, ${attempt}, ${startedAt},
         ${answer?.status ?? null}, ${Math.round(performance.now() - started)}, ${error})`;
+    if (answer) {
+      await chargeDelivery(sql, {
+        project: call.project,
+        pool: call.keyMode,
+        requestId,
+        targetId: target.id,
+        bytes: Buffer.byteLength(body),
+      });
+    }
     return { answer, error, timedOut: timeout.aborted };
   }
 
@@ -134,6 +150,8 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
       await openRequest(request);
       const { answer, error, timedOut } = await postToTarget({
         requestId: request.requestId,
+        project: request.project,
+        keyMode: request.keyMode,
         target,
         headers,
         body,

@@ -46,7 +46,16 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
   const results = await Promise.allSettled(
     targets
       .filter((target) => target.deliveryMode === "async")
-      .map((target) => deliver({ requestId: input.requestId, target, headers, body })),
+      .map((target) =>
+        deliver({
+          requestId: input.requestId,
+          project: input.project,
+          keyMode: input.keyMode,
+          target,
+          headers,
+          body,
+        }),
+      ),
   );
   const failed = results.filter((r) => r.status === "rejected").length;
   const status: RequestStatus =

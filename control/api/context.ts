@@ -9,6 +9,8 @@ export interface Deps {
   now: () => Date;
   /** AES-256-GCM key that opens auto-rotated successors. */
   sealingKey: CryptoKey;
+  /** Credits a new project starts with in each metered pool. */
+  initialCredits: number;
 }
 
 export interface Ctx extends Deps {

@@ -1,7 +1,7 @@
 /** What edges ask: a key by hash, a project's routing state, the change feed and its acks. */
 
 import { RelayError } from "../../core/errors.ts";
-import type { Endpoint, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
+import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import { requireEdge } from "../auth.ts";
 import {
   ackChanges,
@@ -11,6 +11,7 @@ import {
   watchChanges,
 } from "./changes.ts";
 import type { Ctx } from "./context.ts";
+import { exhaustedPools } from "./credits.ts";
 import type { ProjectView } from "./projects.ts";
 import { loadEndpoints } from "./routing.ts";
 
@@ -24,6 +25,7 @@ export interface ProjectState {
   project: ProjectView;
   endpoints: Endpoint[];
   defaultRateLimit: RateLimit;
+  exhaustedPools: KeyMode[];
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -47,6 +49,7 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     project: view,
     endpoints: await loadEndpoints(ctx.sql, id),
     defaultRateLimit: planRateLimits[view.plan],
+    exhaustedPools: await exhaustedPools(ctx.sql, id, view.plan),
   };
 }
 

@@ -1,10 +1,11 @@
 /** Projects, members and the key policy. */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { type Plan, type Policy, plans, type Role, roles } from "../../core/model.ts";
+import { keyModes, type Plan, type Policy, plans, type Role, roles } from "../../core/model.ts";
 import { hashSecret, memberTokenPrefix, newId, newSecret } from "../../core/secrets.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
+import { grantCredits } from "./credits.ts";
 import { parseInput } from "./validation.ts";
 
 /** A DNS label: the project is the first label of its inbound host. */
@@ -60,6 +61,9 @@ export async function createProject(ctx: Ctx, input: unknown) {
         insert into members (id, project_id, name, role, token_hash)
         values (${newId("mem")}, ${projectId}, ${ownerName}, 'owner', ${tokenHash})
         returning id, name, role, created_at`;
+      for (const pool of keyModes) {
+        if (ctx.initialCredits > 0) await grantCredits(tx, projectId, pool, ctx.initialCredits);
+      }
       return { project: project as ProjectView, owner: owner as MemberView, ownerToken };
     })
     .catch(conflictOnDuplicate(`a project '${slug}' already exists`));

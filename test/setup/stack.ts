@@ -37,7 +37,7 @@ export async function setup(project: TestProject) {
     dir,
     ports,
     output: logFile,
-    env: { RELAY_DEV_CLOCK: "1", RELAY_BODY_TIMEOUT_MS: "1000" },
+    env: { RELAY_DEV_CLOCK: "1", RELAY_BODY_TIMEOUT_MS: "1000", RELAY_INITIAL_CREDITS: "100" },
     external: { databaseUrl: process.env.DATABASE_URL },
   });
   project.provide("stack", {

@@ -1,0 +1,49 @@
+import { describe, expect, test } from "vitest";
+import { deliveryCredits, isMetered, StreamMeter } from "./billing.ts";
+
+describe("deliveryCredits: max(1, ceil(bytes / 64 KiB)) per delivery", () => {
+  test.each([
+    [0, 1],
+    [1, 1],
+    [65_536, 1],
+    [65_537, 2],
+    [5 * 1024 * 1024, 80],
+  ])("%i bytes cost %i", (bytes, credits) => {
+    expect(deliveryCredits(bytes)).toBe(credits);
+  });
+
+  test("three targets, or a live target and its mirror, each pay for themselves", () => {
+    expect([0, 0, 0].map(deliveryCredits).reduce((a, b) => a + b)).toBe(3);
+    expect(2 * deliveryCredits(70_000)).toBe(4);
+  });
+});
+
+test("free-tier live traffic is unmetered; test traffic and paid plans are", () => {
+  expect(isMetered("free", "live")).toBe(false);
+  expect(isMetered("free", "test")).toBe(true);
+  expect(isMetered("paid", "live")).toBe(true);
+});
+
+describe("StreamMeter", () => {
+  const bytes = (...chunks: string[]) => {
+    const meter = new StreamMeter();
+    for (const chunk of chunks) meter.add(new TextEncoder().encode(chunk));
+    return meter.finish();
+  };
+
+  test("counts events, not heartbeats", () => {
+    expect(bytes("data: one\n\n: heartbeat\n\ndata: two\n\n")).toBe(
+      bytes("data: one\n\ndata: two\n\n"),
+    );
+    expect(bytes("data: one\n\n")).toBe(11);
+  });
+
+  test("a heartbeat split across chunks is still free; a cut stream pays for what arrived", () => {
+    expect(bytes("data: a\n\n:", " ping\n", "\ndata: b\n\n")).toBe(bytes("data: a\n\ndata: b\n\n"));
+    expect(bytes("data: partial")).toBe(13);
+  });
+
+  test("a plain chunked (non-SSE) body is counted whole", () => {
+    expect(bytes('{"a":', "1}")).toBe(7);
+  });
+});

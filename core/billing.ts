@@ -1,0 +1,53 @@
+/**
+ * The credit rule (DESIGN.md "Billing"): each delivery that reached its target costs
+ * max(1, ceil(bytes / 64 KiB)) credits from the pool its key's mode picks, once however many
+ * tries it took. Free-tier projects relay live traffic unmetered.
+ */
+import type { KeyMode, Plan } from "./model.ts";
+
+export const CREDIT_UNIT_BYTES = 64 * 1024;
+
+export function deliveryCredits(bytes: number): number {
+  return Math.max(1, Math.ceil(bytes / CREDIT_UNIT_BYTES));
+}
+
+export function isMetered(plan: Plan, pool: KeyMode): boolean {
+  return !(plan === "free" && pool === "live");
+}
+
+/**
+ * Counts what a stream delivered to its caller, less SSE heartbeats (a comment line, `:` first,
+ * and the blank line ending it), across chunk boundaries: feed it every chunk, then `finish`.
+ */
+export class StreamMeter {
+  bytes = 0;
+  /** The current line's bytes so far, and whether it is a comment or blank. */
+  private lineBytes = 0;
+  private lineIsComment: boolean | null = null;
+  private lineIsBlank = true;
+  private previousWasComment = false;
+
+  add(chunk: Uint8Array): void {
+    for (const byte of chunk) {
+      if (this.lineIsComment === null) this.lineIsComment = byte === 0x3a; // ':'
+      if (byte !== 0x0a && byte !== 0x0d) this.lineIsBlank = false;
+      this.lineBytes++;
+      if (byte === 0x0a) this.endLine();
+    }
+  }
+
+  /** The stream ended (or was cut): a last line without its newline still counts. */
+  finish(): number {
+    this.endLine();
+    return this.bytes;
+  }
+
+  private endLine(): void {
+    const heartbeat = this.lineIsComment || (this.lineIsBlank && this.previousWasComment);
+    if (!heartbeat) this.bytes += this.lineBytes;
+    this.previousWasComment = this.lineIsComment === true;
+    this.lineBytes = 0;
+    this.lineIsComment = null;
+    this.lineIsBlank = true;
+  }
+}
