@@ -70,3 +70,21 @@ export interface SyncInput extends Omit<DeliveryInput, "targets"> {
   /** Mixed mode: the async workflow owns the request's status; this one only logs its attempt. */
   ownsStatus: boolean;
 }
+
+/** A finished stream, as the edge reports it for the request log and billing. */
+export interface StreamRecord extends Omit<SyncInput, "headers" | "body"> {
+  /** Null when the target was never reached. */
+  statusCode: number | null;
+  latencyMs: number;
+  /** What reached the caller, heartbeats excluded: the billed size. */
+  bytes: number;
+  error: string | null;
+}
+
+/** The workflow id of the call that answers the caller: the request id, unless async targets hold it. */
+export function answeringWorkflowId(
+  input: { requestId: string; ownsStatus: boolean },
+  kind: "sync" | "stream",
+) {
+  return input.ownsStatus ? input.requestId : `${input.requestId}-${kind}`;
+}

@@ -58,6 +58,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     temporal: {
       startDelivery: async () => {},
       runSync: () => Promise.reject(new Error("no sync targets in this test")),
+      recordStream: async () => {},
     },
     fetch: () => Promise.reject(new Error("no targets in this test")),
     newRequestId: () => "req_1",

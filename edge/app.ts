@@ -5,7 +5,8 @@
  * method 405, key 401, line and endpoint 404, IP allowlist 403, body size 413, payload 415/422,
  * rate limit 429, credits 402, then delivery.
  */
-import type { DeliveryInput, SyncOutcome } from "../core/delivery.ts";
+import { StreamMeter } from "../core/billing.ts";
+import type { DeliveryInput, StreamRecord, SyncOutcome } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
@@ -121,11 +122,12 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
     await queued;
     return json(202, { status: "queued", requestId }, call.headers);
   }
+  const { targets: _, ...request } = deliveryInput(deps, call, requestId, []);
   if (answering.deliveryMode === "stream") {
     await queued;
-    return proxyStream(deps, call, requestId, answering);
+    const { headers: __, body: ___, ...record } = request;
+    return proxyStream(deps, call, { ...record, target: answering, ownsStatus: !queued });
   }
-  const { targets: _, ...request } = deliveryInput(deps, call, requestId, []);
   const [, outcome] = await Promise.all([
     queued,
     deps.temporal.runSync(
@@ -182,9 +184,16 @@ function deliveryInput(
 async function proxyStream(
   deps: EdgeDeps,
   call: Call,
-  requestId: string,
-  target: Target,
+  stream: Omit<StreamRecord, "statusCode" | "latencyMs" | "bytes" | "error">,
 ): Promise<Response> {
+  const { requestId, target } = stream;
+  const started = performance.now();
+  const record = (statusCode: number | null, bytes: number, error: string | null) => {
+    const latencyMs = Math.round(performance.now() - started);
+    deps.temporal
+      .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
+      .catch((cause: unknown) => console.error("stream record lost", requestId, cause));
+  };
   const forwarded = forwardableHeaders(call.request.headers);
   forwarded["accept-encoding"] = "identity";
   const upstream = await deps
@@ -202,10 +211,57 @@ async function proxyStream(
     })
     .catch(() => null);
   if (!upstream) {
+    record(null, 0, "the stream target could not be reached");
     throw new RelayError("target_unreachable", "the stream target could not be reached");
   }
   const headers = answerHeaders(upstream.headers, call.headers, requestId);
-  return new Response(upstream.body, { status: upstream.status, headers });
+  const body = metered(upstream.body, (bytes, cut) =>
+    record(upstream.status, bytes, cut ? "the stream was cut short" : null),
+  );
+  return new Response(body, { status: upstream.status, headers });
+}
+
+/**
+ * The target's body passed on as it is, counted on the way (heartbeats excluded); `onEnd` runs
+ * once, when it ends or is cut short (the caller hung up, the target failed).
+ */
+function metered(
+  body: ReadableStream<Uint8Array> | null,
+  onEnd: (bytes: number, cut: boolean) => void,
+): ReadableStream<Uint8Array> | null {
+  const meter = new StreamMeter();
+  let ended = false;
+  const end = (cut: boolean) => {
+    if (ended) return;
+    ended = true;
+    onEnd(meter.finish(), cut);
+  };
+  if (!body) {
+    end(false);
+    return null;
+  }
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          end(false);
+          return;
+        }
+        meter.add(value);
+        controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+        end(true);
+      }
+    },
+    async cancel(reason) {
+      end(true);
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
 }
 
 /** A target's safe answer headers, plus Relay's own (key status, rate limit, request id). */

@@ -3,10 +3,17 @@
  * any web-standard runtime (grpc-js under Deno's Node layer is not reliable), and waits for a
  * sync workflow's result by long-polling its close event.
  */
-import type { DeliveryInput, SyncInput, SyncOutcome } from "../core/delivery.ts";
+import {
+  answeringWorkflowId,
+  type DeliveryInput,
+  type StreamRecord,
+  type SyncInput,
+  type SyncOutcome,
+} from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import {
   DELIVERY_WORKFLOW,
+  STREAM_RECORD_WORKFLOW,
   SYNC_WORKFLOW,
   searchAttributes,
   TASK_QUEUE,
@@ -16,6 +23,8 @@ export interface WorkflowStarter {
   startDelivery(input: DeliveryInput): Promise<void>;
   /** Runs the sync workflow and answers its outcome. */
   runSync(input: SyncInput, signal: AbortSignal): Promise<SyncOutcome>;
+  /** Hands a finished stream to the worker for the request log and billing. */
+  recordStream(record: StreamRecord): Promise<void>;
 }
 
 export interface TemporalHttpOptions {
@@ -43,7 +52,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   async function start(
     workflowId: string,
     workflowType: string,
-    input: DeliveryInput | SyncInput,
+    input: DeliveryInput | SyncInput | StreamRecord,
     extra: Record<string, unknown> = {},
   ): Promise<void> {
     const response = await options
@@ -74,10 +83,11 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
 
   return {
     startDelivery: (input) => start(input.requestId, DELIVERY_WORKFLOW, input),
+    recordStream: (record) =>
+      start(answeringWorkflowId(record, "stream"), STREAM_RECORD_WORKFLOW, record),
 
     async runSync(input, signal) {
-      // Beside async targets, the async workflow holds the request id.
-      const workflowId = input.ownsStatus ? input.requestId : `${input.requestId}-sync`;
+      const workflowId = answeringWorkflowId(input, "sync");
       const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
       await start(workflowId, SYNC_WORKFLOW, input, { workflowExecutionTimeout: `${budget}s` });
       const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`;

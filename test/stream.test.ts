@@ -1,8 +1,8 @@
 /** Stream targets: proxied chunk by chunk, aborts flow upstream, unreachable is 502. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { request } from "undici";
-import { afterAll, expect, test } from "vitest";
-import { eventually, projectWithEndpoint, stack, targetServer } from "./helpers.ts";
+import { afterAll, describe, expect, test } from "vitest";
+import { api, eventually, projectWithEndpoint, stack, targetServer } from "./helpers.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -123,4 +123,53 @@ test("mixed mode: the stream answers and the async target gets the same request"
   const requestId = response.headers["x-relay-request-id"];
   await eventually(async () => shadow.received.length === 1);
   expect(shadow.received[0]?.headers["x-relay-request-id"]).toBe(requestId);
+});
+
+describe("streams in the request log and the bill", () => {
+  type Log = { status: string; attempts: { statusCode: number | null; error: string | null }[] };
+  const logOf = (p: { base: string; ownerToken: string }, requestId: string) =>
+    eventually(async () => {
+      const log = await api<Log>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
+      return log.status === 200 && log.body.status !== "delivering" && log.body;
+    });
+  const used = async (p: { base: string; ownerToken: string }) =>
+    (await api<{ pools: { live: { used: number } } }>(p.ownerToken, "GET", `${p.base}/usage`)).body
+      .pools.live.used;
+
+  test("a finished stream is logged as delivered and billed by the bytes streamed back", async () => {
+    const big = "x".repeat(70_000);
+    const target = await sseServer((_, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`: ${"h".repeat(100_000)}\n\n`); // a heartbeat: free, however long
+      res.end(`data: ${big}\n\n`);
+    });
+    closers.push(target.close);
+    const p = await projectWithEndpoint([
+      { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+    ]);
+    const response = await streamCall(p.slug, p.key);
+    await response.body.text();
+    const requestId = response.headers["x-relay-request-id"] as string;
+    expect(await logOf(p, requestId)).toMatchObject({
+      status: "delivered",
+      attempts: [{ statusCode: 200, error: null }],
+    });
+    await eventually(async () => (await used(p)) > 0);
+    expect(await used(p)).toBe(2); // 70 008 bytes of events: two 64 KiB units
+  });
+
+  test("an unreachable stream target is logged as failed and not charged", async () => {
+    const p = await projectWithEndpoint([
+      { name: "gone", targetUrl: "http://127.0.0.1:9/e", deliveryMode: "stream" },
+    ]);
+    const response = await streamCall(p.slug, p.key);
+    expect(response.statusCode).toBe(502);
+    await response.body.dump();
+    const list = await eventually(async () => {
+      const page = await api<{ requests: Log[] }>(p.ownerToken, "GET", `${p.base}/requests`);
+      return page.body.requests[0]?.status === "failed" && page.body.requests;
+    });
+    expect(list[0]?.attempts).toMatchObject([{ statusCode: null }]);
+    expect(await used(p)).toBe(0);
+  });
 });

@@ -12,6 +12,7 @@ import {
   type DeliveryTarget,
   MAX_SYNC_ANSWER_BYTES,
   retryAfterMs,
+  type StreamRecord,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
@@ -64,10 +65,35 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
   }
 
-  /**
-   * One POST to a target, logged as an attempt whatever comes of it, and charged (once per
-   * delivery) when the target answered at all.
-   */
+  /** An attempt in the request log, charged (once per delivery) when the target answered. */
+  async function logAttempt(a: {
+    requestId: string;
+    project: string;
+    keyMode: KeyMode;
+    target: DeliveryTarget;
+    attempt: number;
+    startedAt: Date;
+    statusCode: number | null;
+    latencyMs: number;
+    error: string | null;
+    billedBytes: number;
+  }): Promise<void> {
+    await sql`
+      insert into attempts (request_id, target_id, target_name, attempt, started_at,
+        status_code, latency_ms, error)
+      values (${a.requestId}, ${a.target.id}, ${a.target.name}, ${a.attempt}, ${a.startedAt},
+        ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
+    if (a.statusCode === null) return;
+    await chargeDelivery(sql, {
+      project: a.project,
+      pool: a.keyMode,
+      requestId: a.requestId,
+      targetId: a.target.id,
+      bytes: a.billedBytes,
+    });
+  }
+
+  /** One POST to a target, logged (and charged) as an attempt whatever comes of it. */
   async function postToTarget(
     call: DeliverInput & { attempt: number; readAnswer: boolean },
   ): Promise<{ answer: Answer | null; error: string | null; timedOut: boolean }> {
@@ -96,20 +122,18 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     } catch (cause) {
       error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     }
-    await sql`
-      insert into attempts (request_id, target_id, target_name, attempt, started_at,
-        status_code, latency_ms, error)
-      values (${requestId}, ${target.id}, ${target.name}, ${attempt}, ${startedAt},
-        ${answer?.status ?? null}, ${Math.round(performance.now() - started)}, ${error})`;
-    if (answer) {
-      await chargeDelivery(sql, {
-        project: call.project,
-        pool: call.keyMode,
-        requestId,
-        targetId: target.id,
-        bytes: Buffer.byteLength(body),
-      });
-    }
+    await logAttempt({
+      requestId,
+      project: call.project,
+      keyMode: call.keyMode,
+      target,
+      attempt,
+      startedAt,
+      statusCode: answer?.status ?? null,
+      latencyMs: Math.round(performance.now() - started),
+      error,
+      billedBytes: Buffer.byteLength(body),
+    });
     return { answer, error, timedOut: timeout.aborted };
   }
 
@@ -172,6 +196,26 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
             };
       if (ownsStatus) await finishRequest(request.requestId, syncStatus(outcome));
       return outcome;
+    },
+
+    /** A stream the edge proxied: into the log, billed by the bytes it streamed back. */
+    async recordStreamCall(record: StreamRecord): Promise<void> {
+      const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
+      await openRequest(request);
+      await logAttempt({
+        ...request,
+        target,
+        attempt: 1,
+        startedAt: new Date(Date.parse(request.receivedAt)),
+        statusCode,
+        latencyMs,
+        error,
+        billedBytes: bytes,
+      });
+      if (ownsStatus) {
+        const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
+        await finishRequest(request.requestId, delivered ? "delivered" : "failed");
+      }
     },
 
     async rotateExpiringKeys(): Promise<number> {

@@ -2,6 +2,7 @@
  * Relay's workflows: orchestration only, deterministic; the I/O is in activities.ts.
  * - deliverRequest: one per request (workflow id = request id), one activity per async target.
  * - relaySync: one per sync call; the edge waits for its result.
+ * - recordStream: logs and bills a stream the edge proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
@@ -12,6 +13,7 @@ import {
 } from "@temporalio/workflow";
 import {
   type DeliveryInput,
+  type StreamRecord,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
@@ -80,6 +82,16 @@ export async function relaySync(input: SyncInput): Promise<SyncOutcome> {
   const outcome = await relaySyncCall(input);
   if (input.ownsStatus) setStatus(syncStatus(outcome));
   return outcome;
+}
+
+/** Bookkeeping for a stream the edge proxied; retried until it is written. */
+const { recordStreamCall } = proxyActivities<Activities>({
+  startToCloseTimeout: "30 seconds",
+  retry: { maximumInterval: "1 minute" },
+});
+
+export async function recordStream(record: StreamRecord): Promise<void> {
+  await recordStreamCall(record);
 }
 
 /** Returns how many successors it minted. */
