@@ -26,6 +26,7 @@ import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/pr
 import { RequestLogService } from "../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
 import { UsageService } from "../gen/relay/v1/usage_pb.ts";
+import * as bodies from "./api/bodies.ts";
 import type { Ctx } from "./api/context.ts";
 import type { PoolUsage, Usage } from "./api/credits.ts";
 import * as credits from "./api/credits.ts";
@@ -321,6 +322,9 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
             })),
           };
         }
+      },
+      async storeBody(req, h) {
+        return { bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body) };
       },
       async ackChanges(req, h) {
         await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);

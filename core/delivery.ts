@@ -22,11 +22,17 @@ export interface DeliveryInput {
   receivedAt: string;
   /** Caller headers safe to pass on (never Authorization). */
   headers: Record<string, string>;
+  /** The body itself, or "" when it travels by reference (`bodyRef`). */
   body: string;
+  /** Set for bodies over INLINE_BODY_BYTES, stored in Postgres (a claim check). */
+  bodyRef?: string;
   /** The body's size in bytes as received. */
   bodyBytes: number;
   targets: DeliveryTarget[];
 }
+
+/** Temporal warns at 256 KiB per payload and refuses 2 MB; larger bodies go by reference. */
+export const INLINE_BODY_BYTES = 256 * 1024;
 
 /** Statuses worth another attempt: the target may answer differently later. */
 const RETRYABLE_STATUSES = new Set([408, 425, 429]);

@@ -6,12 +6,17 @@
  * rate limit 429, credits 402, then delivery.
  */
 import { StreamMeter } from "../core/billing.ts";
-import type { DeliveryInput, StreamRecord, SyncOutcome } from "../core/delivery.ts";
+import {
+  type DeliveryInput,
+  INLINE_BODY_BYTES,
+  type StreamRecord,
+  type SyncOutcome,
+} from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { keyState } from "../core/keys.ts";
-import type { Endpoint, KeyRecord, Target } from "../core/model.ts";
+import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
@@ -30,6 +35,8 @@ export interface EdgeDeps {
   /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   temporal: WorkflowStarter;
+  /** Keeps a body too large for Temporal's payloads; answers its reference. */
+  storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
   /** Reaches stream targets; adapters pass a pooled one. */
   fetch: typeof fetch;
   newRequestId: () => string;
@@ -114,15 +121,21 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const requestId = deps.newRequestId();
   const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
   const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
+  // Workflows carry a large body by reference; a stream target gets it straight from the edge.
+  const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
+  const bodyRef =
+    throughTemporal && call.body.byteLength > INLINE_BODY_BYTES
+      ? await deps.storeBody(call.project, requestId, call.body).catch(() => {
+          throw new RelayError("unavailable", "the request could not be queued; try again");
+        })
+      : undefined;
+  const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
   const queued =
-    async.length > 0
-      ? deps.temporal.startDelivery(deliveryInput(deps, call, requestId, async))
-      : null;
+    async.length > 0 ? deps.temporal.startDelivery({ ...request, targets: async }) : null;
   if (!answering) {
     await queued;
     return json(202, { status: "queued", requestId }, call.headers);
   }
-  const { targets: _, ...request } = deliveryInput(deps, call, requestId, []);
   if (answering.deliveryMode === "stream") {
     await queued;
     const { headers: __, body: ___, ...record } = request;
@@ -160,7 +173,7 @@ function deliveryInput(
   deps: EdgeDeps,
   call: Call,
   requestId: string,
-  targets: Target[],
+  bodyRef: string | undefined,
 ): DeliveryInput {
   return {
     requestId,
@@ -170,9 +183,10 @@ function deliveryInput(
     keyMode: call.key.mode,
     receivedAt: deps.state.now().toISOString(),
     headers: forwardableHeaders(call.request.headers),
-    body: new TextDecoder().decode(call.body),
+    body: bodyRef ? "" : new TextDecoder().decode(call.body),
+    ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
-    targets,
+    targets: [],
   };
 }
 

@@ -21,12 +21,13 @@ export async function bootEdge(
   runtime: Runtime,
 ): Promise<{ config: EdgeConfig; handler: EdgeHandler; state: EdgeState }> {
   const config = loadEdgeConfig(env);
+  const control = connectControlPlane({
+    baseUrl: config.RELAY_CONTROL_URL,
+    edgeToken: config.RELAY_EDGE_TOKEN,
+    fetch: runtime.fetch,
+  });
   const state = new EdgeState({
-    control: connectControlPlane({
-      baseUrl: config.RELAY_CONTROL_URL,
-      edgeToken: config.RELAY_EDGE_TOKEN,
-      fetch: runtime.fetch,
-    }),
+    control,
     edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
     leaseMs: config.RELAY_EDGE_LEASE_MS,
   });
@@ -35,6 +36,7 @@ export async function bootEdge(
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     fetch: runtime.fetch,
+    storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal: temporalHttpStarter({
       baseUrl: config.TEMPORAL_HTTP_ADDRESS,
       namespace: config.TEMPORAL_NAMESPACE,

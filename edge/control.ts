@@ -32,6 +32,8 @@ export interface ControlPlane {
   projectState(project: string): Promise<ProjectState | null>;
   watch(edgeId: string, afterSequence: bigint, signal: AbortSignal): AsyncIterable<ChangeBatch>;
   ack(edgeId: string, sequence: bigint, leaseMs: number): Promise<void>;
+  /** Keeps a large body for the worker; answers its reference. */
+  storeBody(project: string, requestId: string, body: Uint8Array): Promise<string>;
 }
 
 export function connectControlPlane(options: {
@@ -83,6 +85,9 @@ export function connectControlPlane(options: {
     },
     async ack(edgeId, sequence, leaseMs) {
       await client.ackChanges({ edgeId, sequence, leaseMs });
+    },
+    async storeBody(project, requestId, body) {
+      return (await client.storeBody({ project, requestId, body })).bodyRef;
     },
   };
 }

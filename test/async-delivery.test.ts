@@ -166,3 +166,24 @@ describe("the request log", () => {
     expect((await list("cursor=garbage")).status).toBe(400);
   });
 });
+
+describe("large bodies", () => {
+  test("a 5 MB body travels by reference and arrives intact, async and sync", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const body = JSON.stringify({ blob: "y".repeat(5 * 1024 * 1024 - 200) });
+
+    const answer = await relay(project.slug, "/v1/hook", { key: project.key, body });
+    expect(answer.status).toBe(202);
+    const log = await finished(project.base, project.ownerToken, answer.json().requestId);
+    expect(log).toMatchObject({ status: "delivered", bodyBytes: Buffer.byteLength(body) });
+    expect(sink.received[0]?.body).toBe(body);
+
+    const echo = await target();
+    const sync = await projectWithEndpoint([
+      { name: "live", targetUrl: echo.url, deliveryMode: "sync" },
+    ]);
+    expect((await relay(sync.slug, "/v1/hook", { key: sync.key, body })).status).toBe(200);
+    expect(echo.received[0]?.body).toBe(body);
+  });
+});

@@ -3,6 +3,7 @@
  * before its outcome is reported to Temporal, so the request log shows every try.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { loadBody } from "../control/api/bodies.ts";
 import { chargeDelivery } from "../control/api/credits.ts";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import type { Sql } from "../control/db/client.ts";
@@ -35,6 +36,8 @@ export interface DeliverInput {
   target: DeliveryTarget;
   headers: Record<string, string>;
   body: string;
+  /** A large body waits in Postgres under this reference. */
+  bodyRef?: string | undefined;
 }
 
 /** The error type the workflow's retry policy never retries. */
@@ -97,7 +100,8 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
   async function postToTarget(
     call: DeliverInput & { attempt: number; readAnswer: boolean },
   ): Promise<{ answer: Answer | null; error: string | null; timedOut: boolean }> {
-    const { requestId, target, headers, body, attempt } = call;
+    const { requestId, target, headers, attempt } = call;
+    const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : call.body;
     const startedAt = new Date();
     const started = performance.now();
     const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
@@ -179,6 +183,7 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
         target,
         headers,
         body,
+        bodyRef: request.bodyRef,
         attempt: 1,
         readAnswer: true,
       });

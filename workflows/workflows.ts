@@ -56,6 +56,7 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
           target,
           headers,
           body,
+          bodyRef: input.bodyRef,
         }),
       ),
   );

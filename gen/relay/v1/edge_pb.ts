@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsoBCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIQCg5Sb3V0aW5nQ2hhbmdlZCJpChRXYXRjaENoYW5nZXNSZXNwb25zZRIhCgdjaGFuZ2VzGAEgAygLMhAucmVsYXkudjEuQ2hhbmdlEhUKDWhlYWRfc2VxdWVuY2UYAiABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAMgASgDIkgKEUFja0NoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSEAoIbGVhc2VfbXMYAyABKAUiFAoSQWNrQ2hhbmdlc1Jlc3BvbnNlMsgCCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsoBCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIQCg5Sb3V0aW5nQ2hhbmdlZCJpChRXYXRjaENoYW5nZXNSZXNwb25zZRIhCgdjaGFuZ2VzGAEgAygLMhAucmVsYXkudjEuQ2hhbmdlEhUKDWhlYWRfc2VxdWVuY2UYAiABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAMgASgDIkgKEUFja0NoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSEAoIbGVhc2VfbXMYAyABKAUiFAoSQWNrQ2hhbmdlc1Jlc3BvbnNlIkUKEFN0b3JlQm9keVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEgwKBGJvZHkYAyABKAwiJQoRU3RvcmVCb2R5UmVzcG9uc2USEAoIYm9keV9yZWYYASABKAkyjgMKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -346,6 +346,50 @@ export const AckChangesResponseSchema: GenMessage<AckChangesResponse> = /*@__PUR
   messageDesc(file_relay_v1_edge, 11);
 
 /**
+ * @generated from message relay.v1.StoreBodyRequest
+ */
+export type StoreBodyRequest = Message<"relay.v1.StoreBodyRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: bytes body = 3;
+   */
+  body: Uint8Array;
+};
+
+/**
+ * Describes the message relay.v1.StoreBodyRequest.
+ * Use `create(StoreBodyRequestSchema)` to create a new message.
+ */
+export const StoreBodyRequestSchema: GenMessage<StoreBodyRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 12);
+
+/**
+ * @generated from message relay.v1.StoreBodyResponse
+ */
+export type StoreBodyResponse = Message<"relay.v1.StoreBodyResponse"> & {
+  /**
+   * @generated from field: string body_ref = 1;
+   */
+  bodyRef: string;
+};
+
+/**
+ * Describes the message relay.v1.StoreBodyResponse.
+ * Use `create(StoreBodyResponseSchema)` to create a new message.
+ */
+export const StoreBodyResponseSchema: GenMessage<StoreBodyResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 13);
+
+/**
  * What edges ask the control plane. Callers authenticate with the edge token.
  *
  * @generated from service relay.v1.EdgeService
@@ -390,6 +434,17 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof AckChangesRequestSchema;
     output: typeof AckChangesResponseSchema;
+  },
+  /**
+   * Keeps a large request body in Postgres; workflows carry the reference instead (Temporal
+   * refuses payloads over 2 MB).
+   *
+   * @generated from rpc relay.v1.EdgeService.StoreBody
+   */
+  storeBody: {
+    methodKind: "unary";
+    input: typeof StoreBodyRequestSchema;
+    output: typeof StoreBodyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_edge, 0);
