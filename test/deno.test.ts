@@ -124,3 +124,45 @@ test("refusals under Deno are the same bytes as under Node", async () => {
   expect(onDeno.status).toBe(401);
   expect(onDeno.text).toBe(node.text);
 });
+
+test("every pipeline refusal under Deno matches Node's, status and body", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }], {
+    schema: { type: "object", required: ["id"] },
+    rateLimit: { requestsPerSecond: 0.01, burst: 1 },
+  });
+  const closed = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }], {
+    ipAllowlist: ["10.0.0.0/8"],
+  });
+  const calls: [string, Parameters<typeof relay>][] = [
+    ["405", [p.slug, "/v1/hook", { key: p.key, method: "GET" }]],
+    ["401", [p.slug, "/v1/hook", { key: "nope", body: "{}" }]],
+    ["404", [p.slug, "/v1/none", { key: p.key, body: "{}" }]],
+    ["403", [closed.slug, "/v1/hook", { key: closed.key, body: "{}" }]],
+    [
+      "413",
+      [
+        p.slug,
+        "/v1/hook",
+        { key: p.key, body: JSON.stringify({ id: "x".repeat(6 * 1024 * 1024) }) },
+      ],
+    ],
+    [
+      "415",
+      [p.slug, "/v1/hook", { key: p.key, body: "id=1", headers: { "content-type": "text/plain" } }],
+    ],
+    ["422", [p.slug, "/v1/hook", { key: p.key, body: "{}" }]],
+  ];
+  for (const [status, [project, path, options]] of calls) {
+    const onNode = await relay(project, path, options);
+    const onDeno = await relay(project, path, { ...options, edge: denoEdge });
+    expect(onDeno.status, status).toBe(Number(status));
+    expect(onDeno.text, status).toBe(onNode.text);
+  }
+  // Each edge has its own bucket (burst 1): the first valid call passes, the second is 429.
+  expect(
+    (await relay(p.slug, "/v1/hook", { key: p.key, body: '{"id":1}', edge: denoEdge })).status,
+  ).toBe(202);
+  const limited = await relay(p.slug, "/v1/hook", { key: p.key, body: '{"id":1}', edge: denoEdge });
+  expect(limited.status).toBe(429);
+  expect(limited.headers["retry-after"]).toBeDefined();
+});
