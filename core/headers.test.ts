@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { forwardableHeaders } from "./headers.ts";
+import { forwardableHeaders, safeResponseHeaders } from "./headers.ts";
 
 test("credentials, hop-by-hop headers and Relay's own namespace are never forwarded", () => {
   const headers = new Headers({
@@ -15,5 +15,21 @@ test("credentials, hop-by-hop headers and Relay's own namespace are never forwar
   expect(forwardableHeaders(headers)).toEqual({
     "content-type": "application/json",
     "x-trace": "abc",
+  });
+});
+
+test("a target's framing, cookies and Relay-namespaced headers do not reach the caller", () => {
+  const answer = new Headers({
+    "content-type": "text/event-stream",
+    "content-length": "10",
+    "content-encoding": "gzip",
+    connection: "close",
+    "set-cookie": "s=1",
+    "x-relay-attempt": "3",
+    "x-order": "A-7",
+  });
+  expect(Object.fromEntries(safeResponseHeaders(answer))).toEqual({
+    "content-type": "text/event-stream",
+    "x-order": "A-7",
   });
 });

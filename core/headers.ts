@@ -1,19 +1,26 @@
-/** Which caller headers reach a target. */
+/** Which headers cross the relay: caller to target, and target back to caller. */
 
-/** Never forwarded: credentials, the connection's own headers, and Relay's namespace. */
-const DROPPED = new Set([
+/** The connection's own headers (RFC 9110 7.6.1): they never cross a proxy either way. */
+const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"];
+
+/** Never forwarded to a target: credentials, the caller's framing, and hop-by-hop headers. */
+const DROPPED_TO_TARGET = new Set([
+  ...HOP_BY_HOP,
   "authorization",
   "proxy-authorization",
   "cookie",
   "host",
   "content-length",
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
   "expect",
+]);
+
+/** Never passed back from a target: hop-by-hop headers, cookies, and encodings undone on the way. */
+const DROPPED_FROM_TARGET = new Set([
+  ...HOP_BY_HOP,
+  "proxy-authenticate",
+  "content-length",
+  "content-encoding",
+  "set-cookie",
 ]);
 
 export function forwardableHeaders(headers: Headers): Record<string, string> {
@@ -25,26 +32,12 @@ export function forwardableHeaders(headers: Headers): Record<string, string> {
   );
   const forwarded: Record<string, string> = {};
   headers.forEach((value, name) => {
-    if (DROPPED.has(name) || connectionListed.has(name)) return;
+    if (DROPPED_TO_TARGET.has(name) || connectionListed.has(name)) return;
     if (name.startsWith("x-relay-") || name.startsWith("proxy-")) return;
     forwarded[name] = value;
   });
   return forwarded;
 }
-
-/** Never passed back from a target: the connection's own headers, and encodings undone on the way. */
-const DROPPED_FROM_TARGET = new Set([
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-authenticate",
-  "content-length",
-  "content-encoding",
-  "set-cookie",
-]);
 
 /** A target's answer headers that are safe to hand the caller. */
 export function safeResponseHeaders(headers: Headers): Headers {
