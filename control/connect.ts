@@ -23,7 +23,7 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../gen/relay/v1/keys_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/projects_pb.ts";
-import { RequestLogService } from "../gen/relay/v1/requests_pb.ts";
+import { FailureQueueService, RequestLogService } from "../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
 import { UsageService } from "../gen/relay/v1/usage_pb.ts";
 import * as bodies from "./api/bodies.ts";
@@ -31,6 +31,7 @@ import type { Ctx } from "./api/context.ts";
 import type { PoolUsage, Usage } from "./api/credits.ts";
 import * as credits from "./api/credits.ts";
 import * as edge from "./api/edge.ts";
+import * as failures from "./api/failures.ts";
 import type { KeyView } from "./api/keys.ts";
 import * as keys from "./api/keys.ts";
 import type { MemberView, ProjectView } from "./api/projects.ts";
@@ -52,6 +53,7 @@ export const relayServices = [
   EndpointService,
   KeyService,
   RequestLogService,
+  FailureQueueService,
   UsageService,
   EdgeService,
 ];
@@ -284,6 +286,28 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
           amount: Number(req.amount),
         });
         return { usage: usageOut(usage) };
+      },
+    });
+    router.service(FailureQueueService, {
+      async listFailures(req, h) {
+        const page = await failures.listFailures(ctxOf(h), req.project, {
+          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
+          endpoint: req.filter?.endpoint,
+          cursor: req.cursor || undefined,
+          limit: req.limit || undefined,
+        });
+        return { requests: page.requests.map(requestOut), nextCursor: page.nextCursor };
+      },
+      async replayRequest(req, h) {
+        return {
+          request: requestOut(await failures.replayRequest(ctxOf(h), req.project, req.requestId)),
+        };
+      },
+      async replayFailures(req, h) {
+        return failures.replayFailures(ctxOf(h), req.project, {
+          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
+          endpoint: req.filter?.endpoint,
+        });
       },
     });
     router.service(RequestLogService, {

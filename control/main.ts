@@ -28,6 +28,7 @@ const server = createControlServer({
     now: clock.now,
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     initialCredits: config.RELAY_INITIAL_CREDITS,
+    temporal: temporalClient,
   },
   credentials: await credentialsFrom(config),
   notifier,

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
+import * as failures from "./api/failures.ts";
 import * as keys from "./api/keys.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
@@ -130,6 +131,21 @@ const routes: Route[] = [
     `${base}/credits`,
     ({ ctx, params, body }) => credits.addCredits(ctx, p(params).project, body),
     200,
+  ),
+  route("GET", `${base}/failures`, ({ ctx, params, query }) =>
+    failures.listFailures(ctx, p(params).project, query),
+  ),
+  route(
+    "POST",
+    `${base}/failures/replay`,
+    ({ ctx, params, body }) => failures.replayFailures(ctx, p(params).project, body),
+    202,
+  ),
+  route(
+    "POST",
+    `${base}/requests/:requestId/replay`,
+    ({ ctx, params }) => failures.replayRequest(ctx, p(params).project, p(params).requestId),
+    202,
   ),
   route("GET", `${base}/requests`, ({ ctx, params, query }) =>
     requests.listRequests(ctx, p(params).project, query),

@@ -68,6 +68,28 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
   }
 
+  /**
+   * Sets a request's status from all of its attempts, replays included: delivered when every
+   * target it tried has a 2xx attempt, failed when none has, partially failed in between.
+   */
+  async function settleRequest(requestId: string): Promise<RequestStatus> {
+    const [row] = await sql<{ status: RequestStatus }[]>`
+      update requests r set status = s.status, updated_at = now()
+      from (
+        select case
+          when bool_and(delivered) then 'delivered'
+          when bool_or(delivered) then 'partially_failed'
+          else 'failed' end as status
+        from (
+          select target_id, bool_or(status_code between 200 and 299) as delivered
+          from attempts where request_id = ${requestId} group by target_id
+        ) per_target
+      ) s
+      where r.id = ${requestId}
+      returning r.status`;
+    return row?.status ?? "failed";
+  }
+
   /** An attempt in the request log, charged (once per delivery) when the target answered. */
   async function logAttempt(a: {
     requestId: string;
@@ -143,7 +165,7 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
 
   return {
     openRequest,
-    finishRequest,
+    settleRequest,
 
     /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
     async deliver(input: DeliverInput): Promise<number> {

@@ -22,7 +22,7 @@ import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 
-const { openRequest, finishRequest, rotateExpiringKeys } = proxyActivities<Activities>({
+const { openRequest, settleRequest, rotateExpiringKeys } = proxyActivities<Activities>({
   startToCloseTimeout: "1 minute",
   retry: { maximumInterval: "1 minute" },
 });
@@ -41,11 +41,12 @@ const { deliver } = proxyActivities<Activities>({
 
 const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
+/** Also runs a replay: the same input with only the targets that failed. */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
   const { targets, headers, body, ...request } = input;
   await openRequest(request);
   setStatus("delivering");
-  const results = await Promise.allSettled(
+  await Promise.allSettled(
     targets
       .filter((target) => target.deliveryMode === "async")
       .map((target) =>
@@ -60,10 +61,7 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
         }),
       ),
   );
-  const failed = results.filter((r) => r.status === "rejected").length;
-  const status: RequestStatus =
-    failed === 0 ? "delivered" : failed === results.length ? "failed" : "partially_failed";
-  await finishRequest(input.requestId, status);
+  const status = await settleRequest(input.requestId);
   setStatus(status);
   return status;
 }

@@ -1,4 +1,5 @@
 /** What every control-plane operation receives: the database, the clock, and the caller. */
+import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { Plan, Role } from "../../core/model.ts";
 import type { Caller } from "../auth.ts";
@@ -11,6 +12,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
+  /** A Temporal client, connected on first use (replays, on-demand rotation). */
+  temporal: () => Promise<Client>;
 }
 
 export interface Ctx extends Deps {

@@ -54,17 +54,27 @@ function decodeCursor(cursor: string): [string, string] {
   throw new RelayError("bad_request", "cursor: not a cursor this API returned");
 }
 
-export async function listRequests(ctx: Ctx, slug: string, query: unknown) {
+/** Statuses of the failure queue: a request with a delivery that failed for good. */
+export const failureStatuses: RequestStatus[] = ["failed", "partially_failed"];
+
+/** A page of requests; `within` narrows to some statuses (the failure queue). */
+export async function listRequests(
+  ctx: Ctx,
+  slug: string,
+  query: unknown,
+  within: RequestStatus[] = [...requestStatuses],
+) {
   const access = await projectAccess(ctx, slug);
   const { status, endpoint, cursor, limit } = parseInput(listSchema, query);
   const [line, path] = endpoint?.split("/") ?? [];
   const after = cursor === undefined ? null : decodeCursor(cursor);
+  const statuses = status === undefined ? within : within.filter((s) => s === status);
   const sql = ctx.sql;
   const rows = await selectRequests(
     ctx,
     access.projectId,
     sql`
-      ${status === undefined ? sql`` : sql`and status = ${status}`}
+      and status in ${sql(statuses.length > 0 ? statuses : ["none"])}
       ${line === undefined ? sql`` : sql`and line_key = ${line} and endpoint_path = ${path ?? ""}`}
       ${after === null ? sql`` : sql`and (received_at, id) < (${after[0]}::timestamptz, ${after[1]})`}
       order by received_at desc, id desc

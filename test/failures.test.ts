@@ -1,0 +1,89 @@
+/** The failure queue: failed deliveries listed, replayed alone or in bulk, for failed targets only. */
+import { afterAll, expect, test } from "vitest";
+import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+
+type Log = {
+  requestId: string;
+  status: string;
+  attempts: { targetName: string; statusCode: number | null }[];
+};
+
+const closers: (() => Promise<void>)[] = [];
+afterAll(() => Promise.all(closers.map((close) => close())));
+
+/** A target that refuses with 400 until `healed` is set. */
+async function healable() {
+  const state = { healed: false };
+  const server = await targetServer(() => ({ status: state.healed ? 200 : 400 }));
+  closers.push(server.close);
+  return { ...server, heal: () => (state.healed = true) };
+}
+
+async function settledAs(
+  p: { base: string; ownerToken: string },
+  requestId: string,
+  status: string,
+) {
+  return eventually(async () => {
+    const log = await api<Log>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
+    return log.body.status === status && log.body;
+  });
+}
+
+test("a replay retries only the failed targets and settles the request from all its attempts", async () => {
+  const [fine, broken] = [await targetServer(), await healable()];
+  closers.push(fine.close);
+  const p = await projectWithEndpoint([
+    { name: "fine", targetUrl: fine.url },
+    { name: "broken", targetUrl: broken.url },
+  ]);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":1}' })).json();
+  await settledAs(p, requestId, "partially_failed");
+
+  const queue = await api<{ requests: Log[] }>(p.ownerToken, "GET", `${p.base}/failures`);
+  expect(queue.body.requests.map((r) => r.requestId)).toEqual([requestId]);
+
+  broken.heal();
+  const replay = await api<Log>(p.ownerToken, "POST", `${p.base}/requests/${requestId}/replay`);
+  expect(replay.status).toBe(202);
+  const log = await settledAs(p, requestId, "delivered");
+  expect(log.attempts.map((a) => `${a.targetName} ${a.statusCode}`).sort()).toEqual([
+    "broken 200",
+    "broken 400",
+    "fine 200",
+  ]);
+  expect(fine.received).toHaveLength(1);
+  expect(broken.received.map((r) => r.body)).toEqual(['{"n":1}', '{"n":1}']);
+  expect(new Set(broken.received.map((r) => r.headers["x-relay-delivery-id"])).size).toBe(1);
+  expect(
+    (await api<{ requests: Log[] }>(p.ownerToken, "GET", `${p.base}/failures`)).body.requests,
+  ).toEqual([]);
+
+  const again = await api(p.ownerToken, "POST", `${p.base}/requests/${requestId}/replay`);
+  expect(again.status).toBe(409);
+});
+
+test("bulk replay takes every failure matching the filter", async () => {
+  const broken = await healable();
+  const p = await projectWithEndpoint([{ name: "broken", targetUrl: broken.url }]);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+    ids.push(requestId);
+    await settledAs(p, requestId, "failed");
+  }
+  broken.heal();
+  const other = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
+    endpoint: "v1/other",
+  });
+  expect(other.body).toEqual({ replayed: 0 });
+  const bulk = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
+    endpoint: "v1/hook",
+  });
+  expect(bulk.status).toBe(202);
+  expect(bulk.body).toEqual({ replayed: 3 });
+  for (const id of ids) await settledAs(p, id, "delivered");
+  expect(
+    (await api(p.ownerToken, "POST", `${p.base}/failures/replay`, { color: "red" })).status,
+  ).toBe(400);
+});
