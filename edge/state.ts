@@ -23,8 +23,11 @@ const RECONNECT_MS = 200;
 export class EdgeState {
   private readonly keys = new Map<string, KeyRecord | null>();
   private readonly projects = new Map<string, ProjectState | null>();
-  /** Bumped by every applied change: a lookup that raced one is answered but not cached. */
+  /** Counts applied changes. A lookup that raced a change to its own entry is not cached. */
   private epoch = 0;
+  private inflight = 0;
+  /** While lookups are in flight: the epoch of the last change to each entry. */
+  private readonly touched = new Map<string, number>();
   private appliedSequence = -1n;
   private leaseUntil = 0;
   private clockOffsetMs = 0;
@@ -42,7 +45,7 @@ export class EdgeState {
 
   async key(project: string, keyHash: Uint8Array): Promise<KeyRecord | null> {
     this.requireLease();
-    const id = `${project}\u0000${hex(keyHash)}`;
+    const id = keyId(project, keyHash);
     if (this.keys.has(id)) {
       const cached = this.keys.get(id) ?? null;
       // Re-inserted, so the map's order is least recently used first.
@@ -50,22 +53,41 @@ export class EdgeState {
       this.keys.set(id, cached);
       return cached;
     }
-    const epoch = this.epoch;
-    const key = await this.options.control.resolveKey(project, keyHash);
-    if (epoch === this.epoch) {
-      this.keys.set(id, key);
+    const key = await this.lookup(id, () => this.options.control.resolveKey(project, keyHash));
+    if (key.fresh) {
+      this.keys.set(id, key.value);
       if (this.keys.size > this.maxKeys) this.keys.delete(this.keys.keys().next().value as string);
     }
-    return key;
+    return key.value;
   }
 
   async project(slug: string): Promise<ProjectState | null> {
     this.requireLease();
     if (this.projects.has(slug)) return this.projects.get(slug) ?? null;
+    const state = await this.lookup(projectId(slug), () => this.options.control.projectState(slug));
+    if (state.fresh) this.projects.set(slug, state.value);
+    return state.value;
+  }
+
+  /**
+   * A cache miss, answered by the control plane. `fresh` is false when a change to the same
+   * entry was applied meanwhile: the answer may predate it, so it is not cached. A control
+   * plane that cannot answer is a 503, like a lost lease.
+   */
+  private async lookup<T>(
+    id: string,
+    fetch: () => Promise<T>,
+  ): Promise<{ value: T; fresh: boolean }> {
     const epoch = this.epoch;
-    const state = await this.options.control.projectState(slug);
-    if (epoch === this.epoch) this.projects.set(slug, state);
-    return state;
+    this.inflight++;
+    try {
+      const value = await fetch();
+      return { value, fresh: (this.touched.get(id) ?? -1) <= epoch };
+    } catch {
+      throw new RelayError("unavailable", "this edge cannot reach the control plane; retry");
+    } finally {
+      if (--this.inflight === 0) this.touched.clear();
+    }
   }
 
   /** Follows the change stream; resolves once the first batch is applied and acknowledged. */
@@ -107,16 +129,20 @@ export class EdgeState {
     this.clockOffsetMs = batch.clockOffsetMs;
     for (const change of batch.changes) {
       this.epoch++;
-      if (change.kind === "routing") {
-        this.projects.delete(change.project);
-      } else {
-        const id = `${change.project}\u0000${hex(change.key.keyHash)}`;
-        if (this.keys.has(id)) this.keys.set(id, change.key);
-      }
+      const id =
+        change.kind === "routing"
+          ? projectId(change.project)
+          : keyId(change.project, change.key.keyHash);
+      if (this.inflight > 0) this.touched.set(id, this.epoch);
+      if (change.kind === "routing") this.projects.delete(change.project);
+      else if (this.keys.has(id)) this.keys.set(id, change.key);
     }
     this.appliedSequence = batch.headSequence;
   }
 }
+
+const keyId = (project: string, keyHash: Uint8Array) => `k:${project}:${hex(keyHash)}`;
+const projectId = (slug: string) => `p:${slug}`;
 
 function hex(bytes: Uint8Array): string {
   let out = "";

@@ -1,0 +1,87 @@
+import { expect, test } from "vitest";
+import type { KeyRecord } from "../core/model.ts";
+import type { ChangeBatch, ControlPlane } from "./control.ts";
+import { EdgeState } from "./state.ts";
+
+const hash = (byte: number) => new Uint8Array(32).fill(byte);
+const key = (id: string, revoked: boolean): KeyRecord & { keyHash: Uint8Array } => ({
+  id,
+  project: "acme",
+  mode: "live",
+  expiresAt: null,
+  revokedAt: revoked ? new Date(0) : null,
+  successorUsable: false,
+  keyHash: hash(id === "a" ? 1 : 2),
+});
+
+/** A control plane whose change stream and lookups the test drives by hand. */
+function scripted() {
+  const batches: ((batch: ChangeBatch) => void)[] = [];
+  let pendingLookup: ((record: KeyRecord | null) => void) | undefined;
+  let lookups = 0;
+  const control: ControlPlane = {
+    resolveKey: () => {
+      lookups++;
+      return new Promise((resolve) => {
+        pendingLookup = resolve;
+      });
+    },
+    projectState: async () => null,
+    async *watch() {
+      for (;;) yield await new Promise<ChangeBatch>((resolve) => batches.push(resolve));
+    },
+    ack: async () => {},
+    storeBody: async () => "",
+  };
+  let sequence = 0n;
+  return {
+    control,
+    lookups: () => lookups,
+    answer: (record: KeyRecord | null) => pendingLookup?.(record),
+    async send(changes: ChangeBatch["changes"]) {
+      while (batches.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      batches.shift()?.({ changes, headSequence: ++sequence, clockOffsetMs: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    },
+  };
+}
+
+async function started() {
+  const plane = scripted();
+  const state = new EdgeState({ control: plane.control, edgeId: "t", leaseMs: 60_000 });
+  const ready = state.start();
+  await plane.send([]);
+  await ready;
+  return { plane, state };
+}
+
+test("a lookup that raced a change to its own key is answered but not cached", async () => {
+  const { plane, state } = await started();
+  const lookup = state.key("acme", hash(1));
+  await plane.send([{ project: "acme", kind: "key", key: key("a", true) }]); // revoked meanwhile
+  plane.answer(key("a", false)); // the answer predates the revocation
+  expect((await lookup)?.revokedAt).toBeNull();
+  const next = state.key("acme", hash(1));
+  plane.answer(key("a", true));
+  expect((await next)?.revokedAt).not.toBeNull();
+  expect(plane.lookups()).toBe(2);
+  state.stop();
+});
+
+test("a change to another key does not keep a lookup out of the cache", async () => {
+  const { plane, state } = await started();
+  const lookup = state.key("acme", hash(1));
+  await plane.send([{ project: "acme", kind: "key", key: key("b", true) }]);
+  plane.answer(key("a", false));
+  await lookup;
+  await state.key("acme", hash(1)); // from the cache: no second lookup
+  expect(plane.lookups()).toBe(1);
+  state.stop();
+});
+
+test("a control plane that cannot answer a miss is 503 unavailable, not 500", async () => {
+  const { plane, state } = await started();
+  plane.control.resolveKey = () => Promise.reject(new Error("connection refused"));
+  await expect(state.key("acme", hash(3))).rejects.toMatchObject({ code: "unavailable" });
+  state.stop();
+});
