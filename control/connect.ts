@@ -149,6 +149,7 @@ const requestOut = (r: RequestView) => ({
     ...a,
     startedAt: ts(a.startedAt),
     statusCode: a.statusCode ?? undefined,
+    latencyMs: a.latencyMs ?? undefined,
     error: a.error ?? undefined,
   })),
 });

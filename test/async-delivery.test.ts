@@ -131,6 +131,25 @@ describe("an async request, end to end", () => {
   });
 });
 
+describe("retries", () => {
+  test.each([429, 503])(
+    "a %i with Retry-After: 2 is retried no sooner than 2 s later",
+    async (status) => {
+      const slow = await target((_, index) =>
+        index === 0 ? { status, headers: { "retry-after": "2" } } : { status: 200 },
+      );
+      const project = await projectWithEndpoint([{ name: "slow", targetUrl: slow.url }]);
+      const { requestId } = (
+        await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
+      ).json();
+      const log = await finished(project.base, project.ownerToken, requestId);
+      expect(log.attempts.map((a) => a.statusCode)).toEqual([status, 200]);
+      const [first, second] = slow.received;
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(2000);
+    },
+  );
+});
+
 describe("the request log", () => {
   test("lists newest first, pages by cursor, filters by status and endpoint", async () => {
     const [fine, rejecting] = [await target(), await target(() => ({ status: 400 }))];

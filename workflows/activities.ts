@@ -20,8 +20,20 @@ import {
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
 
+/** How deliveries are retried: configuration, so tests can shrink it. */
+export interface RetryPolicy {
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  /** How long a delivery is retried in all. */
+  windowMs: number;
+  /** How long one attempt may take before Temporal counts it lost (a worker died). */
+  attemptTimeoutMs: number;
+}
+
 export interface ActivityDeps {
   sql: Sql;
+  retryPolicy: RetryPolicy;
   fetch: typeof fetch;
   /** Real time plus the dev clock's offset, read from Postgres. */
   now: () => Promise<Date>;
@@ -52,7 +64,7 @@ interface Answer {
   body: Uint8Array | null;
 }
 
-export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) {
+export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: ActivityDeps) {
   /** Idempotent: a retried or replayed open leaves the first row as it is. */
   async function openRequest(input: RequestRow): Promise<void> {
     await sql`
@@ -90,24 +102,44 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     return row?.status ?? "failed";
   }
 
-  /** An attempt in the request log, charged (once per delivery) when the target answered. */
-  async function logAttempt(a: {
+  /**
+   * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
+   * at the same target that never ended is marked lost now.
+   */
+  async function startAttempt(a: {
     requestId: string;
-    project: string;
-    keyMode: KeyMode;
     target: DeliveryTarget;
     attempt: number;
     startedAt: Date;
-    statusCode: number | null;
-    latencyMs: number;
-    error: string | null;
-    billedBytes: number;
-  }): Promise<void> {
+  }): Promise<string> {
     await sql`
-      insert into attempts (request_id, target_id, target_name, attempt, started_at,
-        status_code, latency_ms, error)
-      values (${a.requestId}, ${a.target.id}, ${a.target.name}, ${a.attempt}, ${a.startedAt},
-        ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
+      update attempts set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
+      where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null`;
+    const [row] = await sql<{ id: string }[]>`
+      insert into attempts (request_id, target_id, target_name, attempt, started_at)
+      values (${a.requestId}, ${a.target.id}, ${a.target.name}, ${a.attempt}, ${a.startedAt})
+      returning id`;
+    return row?.id ?? "";
+  }
+
+  /** An attempt's outcome, charged (once per delivery) when the target answered. */
+  async function endAttempt(
+    attemptId: string,
+    a: {
+      requestId: string;
+      project: string;
+      keyMode: KeyMode;
+      target: DeliveryTarget;
+      statusCode: number | null;
+      latencyMs: number;
+      error: string | null;
+      billedBytes: number;
+    },
+  ): Promise<void> {
+    await sql`
+      update attempts set status_code = ${a.statusCode}, latency_ms = ${a.latencyMs},
+        error = ${a.error}
+      where id = ${attemptId}`;
     if (a.statusCode === null) return;
     await chargeDelivery(sql, {
       project: a.project,
@@ -125,6 +157,7 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     const { requestId, target, headers, attempt } = call;
     const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : call.body;
     const startedAt = new Date();
+    const attemptId = await startAttempt({ requestId, target, attempt, startedAt });
     const started = performance.now();
     const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
     let answer: Answer | null = null;
@@ -148,13 +181,11 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     } catch (cause) {
       error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     }
-    await logAttempt({
+    await endAttempt(attemptId, {
       requestId,
       project: call.project,
       keyMode: call.keyMode,
       target,
-      attempt,
-      startedAt,
       statusCode: answer?.status ?? null,
       latencyMs: Math.round(performance.now() - started),
       error,
@@ -166,6 +197,7 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
   return {
     openRequest,
     settleRequest,
+    retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
 
     /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
     async deliver(input: DeliverInput): Promise<number> {
@@ -229,11 +261,11 @@ export function createActivities({ sql, fetch, now, sealingKey }: ActivityDeps) 
     async recordStreamCall(record: StreamRecord): Promise<void> {
       const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
       await openRequest(request);
-      await logAttempt({
+      const startedAt = new Date(Date.parse(request.receivedAt));
+      const attemptId = await startAttempt({ ...request, target, attempt: 1, startedAt });
+      await endAttempt(attemptId, {
         ...request,
         target,
-        attempt: 1,
-        startedAt: new Date(Date.parse(request.receivedAt)),
         statusCode,
         latencyMs,
         error,

@@ -29,6 +29,13 @@ const worker = await Worker.create({
     fetch: (input, init) => fetch(input, { ...init, dispatcher } as RequestInit),
     now: async () => new Date(Date.now() + (await readClockOffset(sql))),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+    retryPolicy: {
+      initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
+      backoffCoefficient: config.RELAY_RETRY_BACKOFF,
+      maximumIntervalMs: config.RELAY_RETRY_MAX_INTERVAL_MS,
+      windowMs: config.RELAY_RETRY_WINDOW_MS,
+      attemptTimeoutMs: config.RELAY_ATTEMPT_TIMEOUT_MS,
+    },
   }),
 });
 console.log(JSON.stringify({ msg: "worker polling", taskQueue: TASK_QUEUE }));

@@ -20,30 +20,40 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
-import type { Activities } from "./activities.ts";
+import type { Activities, RetryPolicy } from "./activities.ts";
 
 const { openRequest, settleRequest, rotateExpiringKeys } = proxyActivities<Activities>({
   startToCloseTimeout: "1 minute",
   retry: { maximumInterval: "1 minute" },
 });
 
-/** Retries: exponential from 1 s, at most 1 h apart, for 24 h in all; 4xx answers fail at once. */
-const { deliver } = proxyActivities<Activities>({
-  startToCloseTimeout: "2 minutes",
-  scheduleToCloseTimeout: "24 hours",
-  retry: {
-    initialInterval: "1 second",
-    backoffCoefficient: 2,
-    maximumInterval: "1 hour",
-    nonRetryableErrorTypes: ["TargetRejected"],
-  },
-});
+/** The worker's configured retry policy, read once per run (a local activity, so replay-safe). */
+const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: "5 seconds" });
+
+/**
+ * Deliveries retry with exponential backoff (by default from 1 s, at most 1 h apart, for 24 h);
+ * an answer that is not worth retrying (most 4xx) fails at once.
+ */
+function deliveryActivities(policy: RetryPolicy) {
+  return proxyActivities<Activities>({
+    // An attempt lost with its worker is retried once this passes.
+    startToCloseTimeout: policy.attemptTimeoutMs,
+    scheduleToCloseTimeout: policy.windowMs,
+    retry: {
+      initialInterval: policy.initialIntervalMs,
+      backoffCoefficient: policy.backoffCoefficient,
+      maximumInterval: policy.maximumIntervalMs,
+      nonRetryableErrorTypes: ["TargetRejected"],
+    },
+  });
+}
 
 const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
 /** Also runs a replay: the same input with only the targets that failed. */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
   const { targets, headers, body, ...request } = input;
+  const { deliver } = deliveryActivities(await retryPolicy());
   await openRequest(request);
   setStatus("delivering");
   await Promise.allSettled(

@@ -11,7 +11,8 @@ export interface AttemptView {
   attempt: number;
   startedAt: Date;
   statusCode: number | null;
-  latencyMs: number;
+  /** Null while the attempt is in flight (or was lost with its worker). */
+  latencyMs: number | null;
   error: string | null;
 }
 

@@ -1,0 +1,119 @@
+/**
+ * At-least-once: a request answered 202 is delivered even when the worker is killed (SIGKILL)
+ * while its delivery is in flight. A stack of its own, so the test can kill its worker.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import { eventually } from "./helpers.ts";
+
+let stack: Stack;
+let dir: string;
+let edgePort: number;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "relay-durability-"));
+  const ports = await freeStackPorts();
+  edgePort = ports.edge;
+  stack = await startStack({
+    dir,
+    ports,
+    output: join(dir, "stack.log"),
+    // A lost attempt counts as lost after 3 s instead of 2 minutes.
+    env: { RELAY_ATTEMPT_TIMEOUT_MS: "3000", RELAY_RETRY_INITIAL_MS: "200" },
+  });
+}, 180_000);
+afterAll(async () => {
+  await stack?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function call(token: string, method: string, path: string, body?: unknown) {
+  const response = await request(`${stack.controlUrl}${path}`, {
+    method: method as "GET",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return (await response.body.json()) as Record<string, unknown>;
+}
+
+/** A customer's endpoint that never answers its first request and accepts every later one. */
+async function holdsFirstRequest() {
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      bodies.push(Buffer.concat(chunks).toString("utf8"));
+      if (bodies.length > 1) res.end("ok");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/in`,
+    bodies,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+test("a delivery in flight when its worker is SIGKILLed still arrives; the log shows both attempts", async () => {
+  const target = await holdsFirstRequest();
+  const admin = stack.secrets.adminToken;
+  const { ownerToken } = (await call(admin, "POST", "/projects", {
+    slug: "durable",
+    name: "d",
+    plan: "paid",
+  })) as {
+    ownerToken: string;
+  };
+  await call(ownerToken, "POST", "/projects/durable/lines", { key: "v1" });
+  await call(ownerToken, "POST", "/projects/durable/lines/v1/endpoints", {
+    path: "hook",
+    targets: [{ name: "t", targetUrl: target.url, timeoutSeconds: 60 }],
+  });
+  const { plaintext } = (await call(ownerToken, "POST", "/projects/durable/keys", {
+    name: "k",
+    mode: "live",
+  })) as {
+    plaintext: string;
+  };
+
+  const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+    method: "POST",
+    headers: {
+      host: `durable.localhost:${edgePort}`,
+      authorization: `Bearer ${plaintext}`,
+      "content-type": "application/json",
+    },
+    body: '{"must":"arrive"}',
+  });
+  expect(answer.statusCode).toBe(202);
+  const { requestId } = (await answer.body.json()) as { requestId: string };
+
+  // The first attempt is in flight at the target: kill the worker holding it.
+  await eventually(async () => target.bodies.length === 1);
+  stack.processes.worker.kill();
+  await stack.processes.worker.start();
+
+  type Log = {
+    status: string;
+    attempts: { attempt: number; statusCode: number | null; error: string | null }[];
+  };
+  const log = await eventually(async () => {
+    const found = (await call(ownerToken, "GET", `/projects/durable/requests/${requestId}`)) as Log;
+    return found.status === "delivered" && found;
+  }, 60_000);
+  expect(target.bodies).toEqual(['{"must":"arrive"}', '{"must":"arrive"}']);
+  expect(log.attempts).toMatchObject([
+    { attempt: 1, statusCode: null, error: expect.stringMatching(/^lost/) },
+    { attempt: 2, statusCode: 200, error: null },
+  ]);
+  target.close();
+}, 120_000);
