@@ -63,6 +63,8 @@ export interface Stack {
   demoUrl: string;
   secrets: DevSecrets;
   processes: Record<"control" | "worker" | "edge" | "demo", ManagedProcess>;
+  /** Stops the Temporal dev server and starts it again on the same SQLite file (tests). */
+  restartTemporal(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -102,10 +104,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       databaseUrl = embeddedPostgresUrl(ports.postgres);
     }
     let temporal: Stack["temporal"];
+    let restartTemporal: Stack["restartTemporal"] = async () => {
+      throw new Error("Temporal is external to this stack");
+    };
     if (temporalSource.kind === "dev") {
-      const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal);
-      stops.push(dev.stop);
+      const { cli } = temporalSource;
+      let dev = await startTemporalDevServer(cli, dir, ports.temporal);
+      stops.push(() => dev.stop());
       temporal = dev;
+      restartTemporal = async () => {
+        await dev.stop();
+        dev = await startTemporalDevServer(cli, dir, ports.temporal);
+      };
     } else {
       temporal = temporalSource;
     }
@@ -145,6 +155,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       demoUrl: `http://127.0.0.1:${ports.demo}`,
       secrets,
       processes,
+      restartTemporal,
       stop,
     };
   } catch (error) {

@@ -117,3 +117,60 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
   ]);
   target.close();
 }, 120_000);
+
+test("restarting the Temporal dev server (same SQLite file) with requests queued loses none", async () => {
+  const received = new Set<string>();
+  const sink = createServer((req, res) => {
+    received.add(String(req.headers["x-relay-request-id"]));
+    req.resume();
+    res.end("ok");
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  const admin = stack.secrets.adminToken;
+  const { ownerToken } = (await call(admin, "POST", "/projects", {
+    slug: "queued",
+    name: "q",
+    plan: "paid",
+  })) as {
+    ownerToken: string;
+  };
+  await call(ownerToken, "POST", "/projects/queued/lines", { key: "v1" });
+  await call(ownerToken, "POST", "/projects/queued/lines/v1/endpoints", {
+    path: "hook",
+    targets: [
+      { name: "t", targetUrl: `http://127.0.0.1:${(sink.address() as { port: number }).port}/in` },
+    ],
+  });
+  const { plaintext } = (await call(ownerToken, "POST", "/projects/queued/keys", {
+    name: "k",
+    mode: "live",
+  })) as {
+    plaintext: string;
+  };
+
+  // No worker: every request stays queued in Temporal while it restarts.
+  await stack.processes.worker.stop();
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+      method: "POST",
+      headers: { host: `queued.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+      body: JSON.stringify({ i }),
+    });
+    expect(answer.statusCode).toBe(202);
+    ids.push(((await answer.body.json()) as { requestId: string }).requestId);
+  }
+  await stack.restartTemporal();
+  await stack.processes.worker.start();
+
+  await eventually(async () => ids.every((id) => received.has(id)), 60_000);
+  // Each request is settled from its attempts just after its delivery.
+  const settled = async () => {
+    const logs = await Promise.all(
+      ids.map((id) => call(ownerToken, "GET", `/projects/queued/requests/${id}`)),
+    );
+    return logs.every((log) => log.status === "delivered");
+  };
+  await eventually(settled, 30_000);
+  sink.close();
+}, 120_000);
