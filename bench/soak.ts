@@ -1,0 +1,119 @@
+/**
+ * Soak (not part of npm test): SOAK_REQUESTS requests to a target that fails 30% of attempts at
+ * random (503); every request must end delivered. Prints the attempts it took and how long the
+ * queue took to drain. Retries are shrunk (first 100 ms, at most 2 s apart) so it ends in minutes.
+ */
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { request } from "undici";
+import { freeStackPorts, startStack } from "../dev/stack.ts";
+
+const total = Number(process.env.SOAK_REQUESTS ?? 500);
+const failureRate = Number(process.env.SOAK_FAILURE_RATE ?? 0.3);
+
+const delivered = new Set<string>();
+let attempts = 0;
+const target = createServer((req, res) => {
+  req.resume();
+  attempts++;
+  if (Math.random() < failureRate) return res.writeHead(503).end();
+  delivered.add(String(req.headers["x-relay-request-id"]));
+  res.end("ok");
+});
+await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+
+const dir = await mkdtemp(join(tmpdir(), "relay-soak-"));
+const ports = await freeStackPorts();
+const stack = await startStack({
+  dir,
+  ports,
+  output: join(dir, "stack.log"),
+  env: {
+    RELAY_RETRY_INITIAL_MS: "100",
+    RELAY_RETRY_MAX_INTERVAL_MS: "2000",
+    RELAY_INITIAL_CREDITS: "1000000",
+  },
+});
+try {
+  const call = async (token: string, path: string, body: unknown) => {
+    const response = await request(`${stack.controlUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return (await response.body.json()) as Record<string, string>;
+  };
+  const { ownerToken = "" } = await call(stack.secrets.adminToken, "/projects", {
+    slug: "soak",
+    name: "soak",
+    plan: "paid",
+  });
+  await call(ownerToken, "/projects/soak/lines", { key: "v1" });
+  await call(ownerToken, "/projects/soak/lines/v1/endpoints", {
+    path: "hook",
+    targets: [
+      {
+        name: "flaky",
+        targetUrl: `http://127.0.0.1:${(target.address() as { port: number }).port}/in`,
+      },
+    ],
+    rateLimit: { requestsPerSecond: 100_000, burst: 100_000 },
+  });
+  const { plaintext = "" } = await call(ownerToken, "/projects/soak/keys", {
+    name: "k",
+    mode: "live",
+  });
+
+  const started = Date.now();
+  const ids: string[] = [];
+  for (let i = 0; i < total; i++) {
+    const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+      method: "POST",
+      headers: {
+        host: `soak.localhost:${ports.edge}`,
+        authorization: `Bearer ${plaintext}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ i }),
+    });
+    if (answer.statusCode !== 202)
+      throw new Error(`request ${i}: ${answer.statusCode} ${await answer.body.text()}`);
+    ids.push(((await answer.body.json()) as { requestId: string }).requestId);
+  }
+  const accepted = Date.now();
+  const sql = postgres(stack.databaseUrl, { max: 1 });
+  const deadline = Date.now() + 15 * 60_000;
+  let settled = 0;
+  while (Date.now() < deadline) {
+    const [row] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from requests where status = 'delivered'`;
+    settled = row?.n ?? 0;
+    if (settled === total) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  const drained = Date.now();
+  const [logged] = await sql<{ n: number }[]>`select count(*)::int as n from attempts`;
+  await sql.end();
+
+  const lost = ids.filter((id) => !delivered.has(id)).length;
+  console.log(
+    `\nSoak: ${total} requests, target failing ${failureRate * 100}% of attempts at random\n`,
+  );
+  console.log(
+    "| requests | 202s | delivered (log) | delivered (target) | attempts (target) | attempts (log) | lost | accept s | drain s |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  console.log(
+    `| ${total} | ${ids.length} | ${settled} | ${delivered.size} | ${attempts} | ${logged?.n} | ${lost} | ${((accepted - started) / 1000).toFixed(1)} | ${((drained - started) / 1000).toFixed(1)} |`,
+  );
+  if (lost > 0 || settled !== total) process.exitCode = 1;
+} finally {
+  await stack.stop();
+  target.close();
+  await rm(dir, { recursive: true, force: true });
+}
