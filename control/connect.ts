@@ -23,7 +23,11 @@ import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../gen/relay/v1/keys_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../gen/relay/v1/projects_pb.ts";
-import { FailureQueueService, RequestLogService } from "../gen/relay/v1/requests_pb.ts";
+import {
+  FailureQueueService,
+  type RequestFilter,
+  RequestLogService,
+} from "../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type EndpointSpec, LineService } from "../gen/relay/v1/routing_pb.ts";
 import { UsageService } from "../gen/relay/v1/usage_pb.ts";
 import * as bodies from "./api/bodies.ts";
@@ -152,6 +156,20 @@ const requestOut = (r: RequestView) => ({
     latencyMs: a.latencyMs ?? undefined,
     error: a.error ?? undefined,
   })),
+});
+
+const filterIn = (filter: RequestFilter | undefined) => ({
+  status: filter?.status ? fromEnum(requestStatuses, filter.status) : undefined,
+  endpoint: filter?.endpoint,
+});
+const pageQuery = (req: { filter?: RequestFilter; cursor: string; limit: number }) => ({
+  ...filterIn(req.filter),
+  cursor: req.cursor || undefined,
+  limit: req.limit || undefined,
+});
+const pageOut = (page: { requests: RequestView[]; nextCursor: string }) => ({
+  requests: page.requests.map(requestOut),
+  nextCursor: page.nextCursor,
 });
 
 export function relayRoutes({ deps, notifier, clock }: ControlApp) {
@@ -291,13 +309,7 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
     });
     router.service(FailureQueueService, {
       async listFailures(req, h) {
-        const page = await failures.listFailures(ctxOf(h), req.project, {
-          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
-          endpoint: req.filter?.endpoint,
-          cursor: req.cursor || undefined,
-          limit: req.limit || undefined,
-        });
-        return { requests: page.requests.map(requestOut), nextCursor: page.nextCursor };
+        return pageOut(await failures.listFailures(ctxOf(h), req.project, pageQuery(req)));
       },
       async replayRequest(req, h) {
         return {
@@ -305,21 +317,12 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         };
       },
       async replayFailures(req, h) {
-        return failures.replayFailures(ctxOf(h), req.project, {
-          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
-          endpoint: req.filter?.endpoint,
-        });
+        return failures.replayFailures(ctxOf(h), req.project, filterIn(req.filter));
       },
     });
     router.service(RequestLogService, {
       async listRequests(req, h) {
-        const page = await requests.listRequests(ctxOf(h), req.project, {
-          status: req.filter?.status ? fromEnum(requestStatuses, req.filter.status) : undefined,
-          endpoint: req.filter?.endpoint,
-          cursor: req.cursor || undefined,
-          limit: req.limit || undefined,
-        });
-        return { requests: page.requests.map(requestOut), nextCursor: page.nextCursor };
+        return pageOut(await requests.listRequests(ctxOf(h), req.project, pageQuery(req)));
       },
       async getRequest(req, h) {
         return {

@@ -41,6 +41,26 @@ async function call(token: string, method: string, path: string, body?: unknown)
   return (await response.body.json()) as Record<string, unknown>;
 }
 
+/** A paid project `slug` with line v1, endpoint `hook` to `targetUrl`, and a live key. */
+async function projectWithTarget(slug: string, targetUrl: string, timeoutSeconds: number) {
+  const created = await call(stack.secrets.adminToken, "POST", "/projects", {
+    slug,
+    name: slug,
+    plan: "paid",
+  });
+  const ownerToken = created.ownerToken as string;
+  await call(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
+  await call(ownerToken, "POST", `/projects/${slug}/lines/v1/endpoints`, {
+    path: "hook",
+    targets: [{ name: "t", targetUrl, timeoutSeconds }],
+  });
+  const minted = await call(ownerToken, "POST", `/projects/${slug}/keys`, {
+    name: "k",
+    mode: "live",
+  });
+  return { ownerToken, key: minted.plaintext as string };
+}
+
 /** A customer's endpoint that never answers its first request and accepts every later one. */
 async function holdsFirstRequest() {
   const bodies: string[] = [];
@@ -65,25 +85,7 @@ async function holdsFirstRequest() {
 
 test("a delivery in flight when its worker is SIGKILLed still arrives; the log shows both attempts", async () => {
   const target = await holdsFirstRequest();
-  const admin = stack.secrets.adminToken;
-  const { ownerToken } = (await call(admin, "POST", "/projects", {
-    slug: "durable",
-    name: "d",
-    plan: "paid",
-  })) as {
-    ownerToken: string;
-  };
-  await call(ownerToken, "POST", "/projects/durable/lines", { key: "v1" });
-  await call(ownerToken, "POST", "/projects/durable/lines/v1/endpoints", {
-    path: "hook",
-    targets: [{ name: "t", targetUrl: target.url, timeoutSeconds: 60 }],
-  });
-  const { plaintext } = (await call(ownerToken, "POST", "/projects/durable/keys", {
-    name: "k",
-    mode: "live",
-  })) as {
-    plaintext: string;
-  };
+  const { ownerToken, key: plaintext } = await projectWithTarget("durable", target.url, 60);
 
   const answer = await request(`${stack.edgeUrl}/v1/hook`, {
     method: "POST",
@@ -126,27 +128,8 @@ test("restarting the Temporal dev server (same SQLite file) with requests queued
     res.end("ok");
   });
   await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
-  const admin = stack.secrets.adminToken;
-  const { ownerToken } = (await call(admin, "POST", "/projects", {
-    slug: "queued",
-    name: "q",
-    plan: "paid",
-  })) as {
-    ownerToken: string;
-  };
-  await call(ownerToken, "POST", "/projects/queued/lines", { key: "v1" });
-  await call(ownerToken, "POST", "/projects/queued/lines/v1/endpoints", {
-    path: "hook",
-    targets: [
-      { name: "t", targetUrl: `http://127.0.0.1:${(sink.address() as { port: number }).port}/in` },
-    ],
-  });
-  const { plaintext } = (await call(ownerToken, "POST", "/projects/queued/keys", {
-    name: "k",
-    mode: "live",
-  })) as {
-    plaintext: string;
-  };
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/in`;
+  const { ownerToken, key: plaintext } = await projectWithTarget("queued", sinkUrl, 30);
 
   // No worker: every request stays queued in Temporal while it restarts.
   await stack.processes.worker.stop();
