@@ -3,7 +3,7 @@
  * plane and Temporal: async, sync and stream, and a caller's abort reaching the target.
  */
 import { createServer } from "node:http";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
@@ -15,8 +15,10 @@ const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
 const deno = new ManagedProcess(
   {
     name: "edge-deno",
+    // The binary itself: node_modules/.bin/deno is a Node wrapper that would survive a kill of
+    // its own and leave Deno running.
     command: [
-      fileURLToPath(new URL("../node_modules/.bin/deno", import.meta.url)),
+      createRequire(import.meta.url)("deno/install_api.cjs").runInstall() as string,
       "run",
       "--allow-net",
       "--allow-env",

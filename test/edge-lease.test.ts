@@ -87,9 +87,21 @@ async function callB(project: string, key: string) {
   };
 }
 
+/**
+ * Warms B's cache with the project and key. The key's own mint reaches B through the change
+ * feed about when the first lookup runs, and a lookup racing a change to its entry is not
+ * cached, so B is called until the feed has gone quiet for it.
+ */
+async function warm(project: string, key: string) {
+  for (let i = 0; i < 3; i++) {
+    expect((await callB(project, key)).status).toBe(202);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
 test("an edge cut off for less than its lease keeps serving from its cache", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
-  expect((await callB(p.slug, p.key)).status).toBe(202);
+  await warm(p.slug, p.key);
   proxy.cut();
   try {
     expect((await callB(p.slug, p.key)).status).toBe(202);
