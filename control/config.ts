@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { envFlag } from "../core/env.ts";
 
 const schema = z.object({
   DATABASE_URL: z.url(),
@@ -10,10 +11,11 @@ const schema = z.object({
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
   /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
-  RELAY_DEV_CLOCK: z
-    .enum(["0", "1", ""])
-    .default("")
-    .transform((v) => v === "1"),
+  RELAY_DEV_CLOCK: envFlag,
+  /** The inbound domain (`host[:port]`): the relay itself, which no target may point at. */
+  RELAY_EDGE_DOMAIN: z.string().min(1).default("localhost:8787"),
+  /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
+  RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
   TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
   TEMPORAL_NAMESPACE: z.string().default("default"),

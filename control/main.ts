@@ -1,7 +1,8 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
 import { importSealingKey } from "../core/sealing.ts";
-import { connectTemporal, runRotationNow } from "../workflows/client.ts";
+import { ROTATION_WORKFLOW } from "../core/temporal.ts";
+import { connectTemporal, runScheduledNow } from "../workflows/client.ts";
 import { changeNotifier } from "./api/changes.ts";
 import { credentialsFrom } from "./auth.ts";
 import { devClock } from "./clock.ts";
@@ -28,13 +29,17 @@ const server = createControlServer({
     now: clock.now,
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     initialCredits: config.RELAY_INITIAL_CREDITS,
+    targetRules: {
+      allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+      relayDomain: config.RELAY_EDGE_DOMAIN,
+    },
     temporal: temporalClient,
   },
   credentials: await credentialsFrom(config),
   notifier,
   clock,
   devClock: config.RELAY_DEV_CLOCK,
-  runRotation: async () => runRotationNow(await temporalClient()),
+  runRotation: async () => runScheduledNow<number>(await temporalClient(), ROTATION_WORKFLOW),
 });
 server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
   console.log(

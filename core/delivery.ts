@@ -34,6 +34,9 @@ export interface DeliveryInput {
 /** Temporal warns at 256 KiB per payload and refuses 2 MB; larger bodies go by reference. */
 export const INLINE_BODY_BYTES = 256 * 1024;
 
+/** The failure type of an answer not worth retrying; the delivery retry policy names it. */
+export const TARGET_REJECTED = "TargetRejected";
+
 /** Statuses worth another attempt: the target may answer differently later. */
 const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 

@@ -10,6 +10,10 @@ export const STREAM_RECORD_WORKFLOW = "recordStream";
 export const ROTATION_WORKFLOW = "rotateKeys";
 export const ROTATION_SCHEDULE_ID = "relay-key-rotation";
 
+/** The daily request-log retention: finished requests past it leave the log with their bodies. */
+export const RETENTION_WORKFLOW = "pruneRequestLog";
+export const RETENTION_SCHEDULE_ID = "relay-log-retention";
+
 /** Custom search attributes the delivery workflow sets; registered when Temporal starts. */
 export const searchAttributes = {
   project: "RelayProject",

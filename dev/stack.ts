@@ -132,6 +132,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_CONTROL_PORT: String(ports.control),
       RELAY_EDGE_PORT: String(ports.edge),
       RELAY_DEMO_PORT: String(ports.demo),
+      RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
+      // The demo receiver and test targets listen on loopback.
+      RELAY_ALLOW_PRIVATE_TARGETS: "1",
       ...options.env,
     };
     const process = (name: string, entry: string, readyLine: string) =>

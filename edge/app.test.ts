@@ -61,6 +61,8 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       recordStream: async () => {},
     },
     fetch: () => Promise.reject(new Error("no targets in this test")),
+    targetRules: { allowPrivate: false },
+    resolveHost: async () => [],
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,

@@ -15,11 +15,12 @@ import {
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
-import { keyState } from "../core/keys.ts";
+import { type KeyState, keyState } from "../core/keys.ts";
 import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
+import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 import type { ProjectState } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
 import type { EdgeState } from "./state.ts";
@@ -39,6 +40,9 @@ export interface EdgeDeps {
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
   /** Reaches stream targets; adapters pass a pooled one. */
   fetch: typeof fetch;
+  /** Where stream targets may be reached; their addresses are checked before each call. */
+  targetRules: TargetRules;
+  resolveHost: ResolveHost;
   newRequestId: () => string;
   maxBodyBytes: number;
   /** A body still arriving after this long is refused (408). */
@@ -64,8 +68,13 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       }
       const url = new URL(request.url);
       const project = projectOf(request.headers.get("host") ?? url.host);
-      const key = await authenticate(deps, hashKey, project, request.headers.get("authorization"));
-      if (keyState(key, deps.state.now()) === "expired_grace") {
+      const { key, state } = await authenticate(
+        deps,
+        hashKey,
+        project,
+        request.headers.get("authorization"),
+      );
+      if (state === "expired_grace") {
         headers.set("x-relay-key-status", "expired_grace");
         if (key.successorUsable) headers.set("x-relay-key-successor-available", "true");
       }
@@ -119,6 +128,8 @@ interface Call {
 async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const { endpoint } = call;
   const requestId = deps.newRequestId();
+  // A failed delivery's answer names the request too, so its log entry can be found.
+  call.headers.set("x-relay-request-id", requestId);
   const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
   const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
   // Workflows carry a large body by reference; a stream target gets it straight from the edge.
@@ -194,6 +205,7 @@ function deliveryInput(
  * A stream target, proxied: the target's answer flows back chunk by chunk as it is produced.
  * Upstream is asked for `identity` (fetch would otherwise offer gzip), so nothing compresses and
  * so holds back the chunks; the caller hanging up aborts the upstream call through the signal.
+ * The target's timeout bounds the wait for its answer to start, not the stream's length.
  */
 async function proxyStream(
   deps: EdgeDeps,
@@ -208,8 +220,19 @@ async function proxyStream(
       .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
       .catch((cause: unknown) => console.error("stream record lost", requestId, cause));
   };
+  const refusal = await deliveryAddressProblem(
+    target.targetUrl,
+    deps.targetRules,
+    deps.resolveHost,
+  );
+  if (refusal) {
+    record(null, 0, refusal);
+    throw new RelayError("target_unreachable", "the stream target's address is refused");
+  }
   const forwarded = forwardableHeaders(call.request.headers);
   forwarded["accept-encoding"] = "identity";
+  const answerTimeout = new AbortController();
+  const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
   const upstream = await deps
     .fetch(target.targetUrl, {
       method: "POST",
@@ -221,9 +244,14 @@ async function proxyStream(
         "x-relay-attempt": "1",
       },
       body: call.body.byteLength > 0 ? call.body : null,
-      signal: call.request.signal,
+      signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),
     })
-    .catch(() => null);
+    .catch(() => null)
+    .finally(() => clearTimeout(timer));
+  if (!upstream && answerTimeout.signal.aborted) {
+    record(null, 0, "the stream target did not answer in time");
+    throw new RelayError("target_timeout", "the stream target did not answer in time");
+  }
   if (!upstream) {
     record(null, 0, "the stream target could not be reached");
     throw new RelayError("target_unreachable", "the stream target could not be reached");
@@ -301,7 +329,7 @@ async function authenticate(
   hashKey: NonNullable<EdgeDeps["hashKey"]>,
   project: string,
   authorization: string | null,
-): Promise<KeyRecord> {
+): Promise<{ key: KeyRecord; state: KeyState }> {
   // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
   const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
   const key = await deps.state.key(project, await hashKey(presented));
@@ -311,7 +339,7 @@ async function authenticate(
   }
   if (state === "revoked") throw new RelayError("key_revoked", "this API key was revoked");
   if (state === "expired") throw new RelayError("key_expired", "this API key has expired");
-  return key;
+  return { key, state };
 }
 
 async function findEndpoint(

@@ -14,6 +14,8 @@ export interface Runtime {
   /** Used for targets, the control plane and Temporal's HTTP API. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
+  /** The runtime's DNS: stream targets' addresses are checked before each call. */
+  resolveHost: EdgeDeps["resolveHost"];
 }
 
 export async function bootEdge(
@@ -36,6 +38,8 @@ export async function bootEdge(
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     fetch: runtime.fetch,
+    targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
+    resolveHost: runtime.resolveHost,
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal: temporalHttpStarter({
       baseUrl: config.TEMPORAL_HTTP_ADDRESS,

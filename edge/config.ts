@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { envFlag } from "../core/env.ts";
 import { parseCidr } from "../core/ip.ts";
 
 const schema = z.object({
@@ -30,6 +31,8 @@ const schema = z.object({
           return cidr ?? [];
         }),
     ),
+  /** "1" lets stream targets be private, loopback or link-local addresses (dev stacks, tests). */
+  RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),

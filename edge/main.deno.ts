@@ -8,6 +8,7 @@ import { bootEdge, listening } from "./boot.ts";
 /** The slice of Deno's API this file uses, so the project type-checks without Deno's types. */
 declare const Deno: {
   env: { toObject(): Record<string, string> };
+  resolveDns(name: string, type: "A" | "AAAA"): Promise<string[]>;
   serve(
     options: { port: number; hostname: string; onListen?: () => void },
     handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Promise<Response>,
@@ -16,7 +17,15 @@ declare const Deno: {
   exit(code: number): never;
 };
 
-const { config, handler, state } = await bootEdge(Deno.env.toObject(), { fetch });
+/** Every A and AAAA answer; a name with neither resolves to nothing. */
+async function resolveHost(hostname: string): Promise<string[]> {
+  const answers = await Promise.all(
+    (["A", "AAAA"] as const).map((type) => Deno.resolveDns(hostname, type).catch(() => [])),
+  );
+  return answers.flat();
+}
+
+const { config, handler, state } = await bootEdge(Deno.env.toObject(), { fetch, resolveHost });
 const serve: EdgeHandler = handler;
 const server = Deno.serve(
   {

@@ -1,4 +1,5 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash. */
+import { lookup } from "node:dns/promises";
 import { Agent, fetch as undiciFetch } from "undici";
 import { serveNode, sha256 } from "./adapters/node.ts";
 import { bootEdge, listening } from "./boot.ts";
@@ -10,6 +11,8 @@ const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
 const { config, handler, state } = await bootEdge(process.env, {
   fetch: pooledFetch,
   hashKey: sha256,
+  resolveHost: async (hostname) =>
+    (await lookup(hostname, { all: true })).map((answer) => answer.address),
 });
 const server = serveNode(handler);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {

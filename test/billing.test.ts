@@ -1,12 +1,16 @@
 /** Credits: one charge per delivery that reached its target, by size, from the key's pool. */
-import { afterAll, describe, expect, test } from "vitest";
+import { createServer } from "node:http";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   api,
   eventually,
+  finishedLog,
+  mintKey,
   newProject,
   projectWithEndpoint,
   relay,
   stack,
+  type TargetSpec,
   targetServer,
 } from "./helpers.ts";
 
@@ -26,18 +30,6 @@ async function target(...args: Parameters<typeof targetServer>) {
 const usage = async (p: { base: string; ownerToken: string }) =>
   (await api<Usage>(p.ownerToken, "GET", `${p.base}/usage`)).body;
 
-/** Waits until the request is finished in the log, so its charges are in. */
-async function settled(p: { base: string; ownerToken: string }, requestId: string) {
-  await eventually(async () => {
-    const log = await api<{ status: string }>(
-      p.ownerToken,
-      "GET",
-      `${p.base}/requests/${requestId}`,
-    );
-    return log.status === 200 && !["queued", "delivering"].includes(log.body.status);
-  });
-}
-
 describe("charges", () => {
   test("a new project starts with RELAY_INITIAL_CREDITS in each metered pool", async () => {
     const paid = await newProject("paid");
@@ -53,57 +45,131 @@ describe("charges", () => {
     expect(freeUsage.pools.live.remaining).toBeNull();
     expect(freeUsage.pools.test.remaining).toBe(100);
   });
+});
 
-  test("three targets cost three deliveries; 64 KiB + 1 costs two each; retries are free", async () => {
-    const flaky = await target((_, i) => ({ status: i === 0 ? 503 : 200 }));
-    const [a, b] = [await target(), await target()];
-    const p = await projectWithEndpoint([
-      { name: "flaky", targetUrl: flaky.url },
-      { name: "a", targetUrl: a.url },
-      { name: "b", targetUrl: b.url },
-    ]);
-    const small = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json().requestId;
-    await settled(p, small);
-    expect((await usage(p)).pools.live).toEqual({ used: 3, remaining: 97 });
-
-    const body = JSON.stringify({ pad: "x".repeat(65_537 - 10) });
-    expect(Buffer.byteLength(body)).toBe(65_537);
-    const big = (await relay(p.slug, "/v1/hook", { key: p.key, body })).json().requestId;
-    await settled(p, big);
-    expect((await usage(p)).pools.live).toEqual({ used: 9, remaining: 91 });
+/**
+ * The billing rule of DESIGN.md, one delivery scenario per row, each in a fresh project: what
+ * the live and test pools were charged once the request finished.
+ */
+describe("the billing rule", () => {
+  const json = (bytes: number) => `"${"x".repeat(bytes - 2)}"`;
+  let ok: Awaited<ReturnType<typeof target>>;
+  let rejecting: Awaited<ReturnType<typeof target>>;
+  let flaky: Awaited<ReturnType<typeof target>>;
+  let cutStream: string;
+  beforeAll(async () => {
+    ok = await target();
+    rejecting = await target(() => ({ status: 400 }));
+    // Fails each delivery's first attempt, so every delivery is retried once.
+    const tried = new Set<unknown>();
+    flaky = await target(({ headers }) => {
+      const first = !tried.has(headers["x-relay-delivery-id"]);
+      tried.add(headers["x-relay-delivery-id"]);
+      return { status: first ? 503 : 200 };
+    });
+    // Sends one 70 000-byte event, then drops the connection mid-stream.
+    const server = createServer((_, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${"x".repeat(70_000)}\n\n`, () => res.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+    cutStream = `http://127.0.0.1:${(server.address() as { port: number }).port}/events`;
   });
 
-  test("a target that answered 400 is charged; one never reached is not", async () => {
-    const rejecting = await target(() => ({ status: 400 }));
-    const p = await projectWithEndpoint([{ name: "rejecting", targetUrl: rejecting.url }]);
-    await settled(
-      p,
-      (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json().requestId,
-    );
-    expect((await usage(p)).pools.live.used).toBe(1);
+  interface Row {
+    plan?: "free" | "paid";
+    mode?: "live" | "test";
+    targets: () => TargetSpec[];
+    body: string;
+    charged: { live: number; test: number };
+  }
+  const to =
+    (url: () => string, extra: Partial<TargetSpec> = {}) =>
+    () => [{ name: "t", targetUrl: url(), ...extra }];
+  const rows: [string, Row][] = [
+    ["0 B", { targets: to(() => ok.url), body: "", charged: { live: 1, test: 0 } }],
+    ["1 B", { targets: to(() => ok.url), body: "1", charged: { live: 1, test: 0 } }],
+    ["64 KiB", { targets: to(() => ok.url), body: json(65_536), charged: { live: 1, test: 0 } }],
+    [
+      "64 KiB + 1",
+      { targets: to(() => ok.url), body: json(65_537), charged: { live: 2, test: 0 } },
+    ],
+    [
+      "5 MiB (by reference)",
+      { targets: to(() => ok.url), body: json(5 * 1024 * 1024), charged: { live: 80, test: 0 } },
+    ],
+    [
+      "three targets, each retried once: retries are free",
+      {
+        targets: () => ["a", "b", "c"].map((name) => ({ name, targetUrl: flaky.url })),
+        body: "{}",
+        charged: { live: 3, test: 0 },
+      },
+    ],
+    [
+      "a target that answered 400 (it was reached)",
+      { targets: to(() => rejecting.url), body: "{}", charged: { live: 1, test: 0 } },
+    ],
+    [
+      "a sync target and its async mirror, 64 KiB + 1 each",
+      {
+        targets: () => [
+          { name: "live", targetUrl: ok.url, deliveryMode: "sync" },
+          { name: "mirror", targetUrl: ok.url },
+        ],
+        body: json(65_537),
+        charged: { live: 4, test: 0 },
+      },
+    ],
+    [
+      "a stream cut short after 70 000 bytes",
+      {
+        targets: to(() => cutStream, { deliveryMode: "stream" }),
+        body: "{}",
+        charged: { live: 2, test: 0 },
+      },
+    ],
+    [
+      "failed on our side: the sync target was never reached",
+      {
+        targets: to(() => "http://127.0.0.1:9/x", { deliveryMode: "sync", timeoutSeconds: 1 }),
+        body: "{}",
+        charged: { live: 0, test: 0 },
+      },
+    ],
+    [
+      "free tier, live key: unmetered",
+      { plan: "free", targets: to(() => ok.url), body: "{}", charged: { live: 0, test: 0 } },
+    ],
+    [
+      "test-mode key: the test pool pays",
+      { mode: "test", targets: to(() => ok.url), body: "{}", charged: { live: 0, test: 1 } },
+    ],
+  ];
 
-    const sync = await projectWithEndpoint([
-      { name: "gone", targetUrl: "http://127.0.0.1:9/x", deliveryMode: "sync", timeoutSeconds: 1 },
-    ]);
-    expect((await relay(sync.slug, "/v1/hook", { key: sync.key, body: "{}" })).status).toBe(502);
-    expect((await usage(sync)).pools.live.used).toBe(0);
-  });
-
-  test("a test-mode key pays from the test pool", async () => {
-    const sink = await target();
-    const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
-    const minted = await api<{ plaintext: string }>(p.ownerToken, "POST", `${p.base}/keys`, {
-      name: "t",
-      mode: "test",
+  test.each(rows)("%s", async (_, row) => {
+    const p = await projectWithEndpoint(row.targets(), {}, row.plan);
+    const key = row.mode === "test" ? await mintKey(p, "test") : p.key;
+    // The body's exact bytes: unlabelled, so even the empty one passes the JSON check.
+    await relay(p.slug, "/v1/hook", {
+      key,
+      body: row.body,
+      headers: { "content-type": "application/octet-stream" },
+    }).catch(() => null); // the cut stream's body ends in an error; its charge is what counts
+    await eventually(async () => {
+      const log = await api<{ requests: { status: string }[] }>(
+        p.ownerToken,
+        "GET",
+        `${p.base}/requests`,
+      );
+      const { requests } = log.body;
+      return (
+        requests.length === 1 && requests.every((r) => !["queued", "delivering"].includes(r.status))
+      );
     });
-    const { requestId } = (
-      await relay(p.slug, "/v1/hook", { key: minted.body.plaintext, body: "{}" })
-    ).json();
-    await settled(p, requestId);
-    expect((await usage(p)).pools).toEqual({
-      live: { used: 0, remaining: 100 },
-      test: { used: 1, remaining: 99 },
-    });
+    const { pools } = await usage(p);
+    expect({ live: pools.live.used, test: pools.test.used }).toEqual(row.charged);
   });
 });
 
@@ -118,7 +184,7 @@ test("an empty metered pool is 402 insufficient_credits until the admin adds cre
   for (let i = 0; i < 20 && !refused; i++) {
     const answer = await relay(p.slug, "/v1/hook", { key: p.key, body });
     if (answer.status === 402) refused = answer;
-    else await settled(p, answer.json().requestId);
+    else await finishedLog(p, answer.json().requestId);
   }
   expect(refused?.json()).toEqual({
     error: { code: "insufficient_credits", message: expect.any(String) },

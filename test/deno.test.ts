@@ -31,6 +31,7 @@ const deno = new ManagedProcess(
       RELAY_CONTROL_URL: stack().controlUrl,
       RELAY_EDGE_TOKEN: stack().edgeToken,
       TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+      RELAY_ALLOW_PRIVATE_TARGETS: "1",
     },
   },
   "inherit",

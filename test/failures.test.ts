@@ -1,6 +1,7 @@
 /** The failure queue: failed deliveries listed, replayed alone or in bulk, for failed targets only. */
 import { afterAll, expect, test } from "vitest";
-import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { connectTemporal } from "../workflows/client.ts";
+import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 type Log = {
   requestId: string;
@@ -86,4 +87,37 @@ test("bulk replay takes every failure matching the filter", async () => {
   expect(
     (await api(p.ownerToken, "POST", `${p.base}/failures/replay`, { color: "red" })).status,
   ).toBe(400);
+});
+
+test("a retry from the Temporal UI (a reset of the request's workflow) shows in the request log", async () => {
+  const broken = await healable();
+  const p = await projectWithEndpoint([{ name: "broken", targetUrl: broken.url }]);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+  await settledAs(p, requestId, "failed");
+  broken.heal();
+
+  // What the UI's "Reset" to the first workflow task sends (and `temporal workflow reset`).
+  const client = await connectTemporal({
+    TEMPORAL_ADDRESS: stack().temporalAddress,
+    TEMPORAL_NAMESPACE: "default",
+  });
+  const { events } = await client.workflow.getHandle(requestId).fetchHistory();
+  const firstTask = events?.find((e) => e.workflowTaskCompletedEventAttributes);
+  await client.workflowService.resetWorkflowExecution({
+    namespace: "default",
+    workflowExecution: { workflowId: requestId },
+    workflowTaskFinishEventId: firstTask?.eventId,
+    reason: "operator retry",
+    requestId: crypto.randomUUID(),
+  });
+  await client.connection.close();
+
+  const log = await settledAs(p, requestId, "delivered");
+  expect(log.attempts.map((a) => a.statusCode)).toEqual([400, 200]);
+  const usage = await api<{ pools: { live: { used: number } } }>(
+    p.ownerToken,
+    "GET",
+    `${p.base}/usage`,
+  );
+  expect(usage.body.pools.live.used).toBe(1); // one delivery, charged once
 });

@@ -12,14 +12,15 @@ export interface ApiAnswer<T = Record<string, unknown>> {
   text: string;
 }
 
-/** A REST call to the control plane. */
+/** A REST call to the control plane (the stack's, unless another is named). */
 export async function api<T = Record<string, unknown>>(
   token: string | null,
   method: string,
   path: string,
   body?: unknown,
+  controlUrl = stack().controlUrl,
 ): Promise<ApiAnswer<T>> {
-  const response = await request(`${stack().controlUrl}${path}`, {
+  const response = await request(`${controlUrl}${path}`, {
     method: method as "GET",
     headers: {
       ...(token && { authorization: `Bearer ${token}` }),
@@ -57,8 +58,9 @@ export interface TargetSpec {
 export async function projectWithEndpoint(
   targets: TargetSpec[],
   endpoint: Record<string, unknown> = {},
+  plan: "free" | "paid" = "paid",
 ) {
-  const project = await newProject();
+  const project = await newProject(plan);
   const base = `/projects/${project.slug}`;
   await api(project.ownerToken, "POST", `${base}/lines`, { key: "v1" });
   const created = await api(project.ownerToken, "POST", `${base}/lines/v1/endpoints`, {
@@ -67,8 +69,14 @@ export async function projectWithEndpoint(
     ...endpoint,
   });
   if (created.status !== 201) throw new Error(`endpoint: ${created.text}`);
-  const minted = await api(project.ownerToken, "POST", `${base}/keys`, { name: "k", mode: "live" });
-  return { ...project, base, key: minted.body.plaintext as string };
+  return { ...project, base, key: await mintKey({ ...project, base }, "live") };
+}
+
+/** A new API key's plaintext. */
+export async function mintKey(p: { base: string; ownerToken: string }, mode: "live" | "test") {
+  const minted = await api(p.ownerToken, "POST", `${p.base}/keys`, { name: mode, mode });
+  if (minted.status !== 201) throw new Error(`key: ${minted.text}`);
+  return minted.body.plaintext as string;
 }
 
 /** An inbound call to the edge, addressed as `{project}.localhost`. */
@@ -159,4 +167,20 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A request's log entry once it is finished (neither queued nor delivering). */
+export async function finishedLog<T extends { status: string } = RequestLog>(
+  p: { base: string; ownerToken: string },
+  requestId: string,
+): Promise<T> {
+  return eventually(async () => {
+    const log = await api<T>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
+    return log.status === 200 && !["queued", "delivering"].includes(log.body.status) && log.body;
+  });
+}
+
+export interface RequestLog {
+  status: string;
+  attempts: { targetName: string; statusCode: number | null; error: string | null }[];
 }

@@ -73,7 +73,7 @@ describe("each step refuses with its own status", () => {
     expect(answers[2]?.json().error.code).toBe("rate_limited");
   });
 
-  test("plan defaults apply without an endpoint limit (free: burst 20)", async () => {
+  test("the plan's default applies without an endpoint limit (paid: burst 200)", async () => {
     const p = await projectWithEndpoint([target]);
     const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" });
     expect(answer.headers["ratelimit-limit"]).toBe("200"); // the helper's projects are paid

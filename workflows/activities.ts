@@ -5,6 +5,7 @@
 import { ApplicationFailure, Context } from "@temporalio/activity";
 import { loadBody } from "../control/api/bodies.ts";
 import { chargeDelivery } from "../control/api/credits.ts";
+import { type Pruned, pruneRequestLog } from "../control/api/retention.ts";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
@@ -17,8 +18,10 @@ import {
   type SyncInput,
   type SyncOutcome,
   syncStatus,
+  TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
+import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
 export interface RetryPolicy {
@@ -38,6 +41,11 @@ export interface ActivityDeps {
   /** Real time plus the dev clock's offset, read from Postgres. */
   now: () => Promise<Date>;
   sealingKey: CryptoKey;
+  /** How long a finished request stays in the log. */
+  logRetentionMs: number;
+  /** Where deliveries may go; each target's addresses are checked before each attempt. */
+  targetRules: TargetRules;
+  resolveHost: ResolveHost;
 }
 
 export interface DeliverInput {
@@ -52,9 +60,6 @@ export interface DeliverInput {
   bodyRef?: string | undefined;
 }
 
-/** The error type the workflow's retry policy never retries. */
-export const TARGET_REJECTED = "TargetRejected";
-
 type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "body">;
 
 interface Answer {
@@ -64,7 +69,16 @@ interface Answer {
   body: Uint8Array | null;
 }
 
-export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: ActivityDeps) {
+export function createActivities({
+  sql,
+  fetch,
+  now,
+  sealingKey,
+  retryPolicy,
+  logRetentionMs,
+  targetRules,
+  resolveHost,
+}: ActivityDeps) {
   /** Idempotent: a retried or replayed open leaves the first row as it is. */
   async function openRequest(input: RequestRow): Promise<void> {
     await sql`
@@ -150,36 +164,49 @@ export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: A
     });
   }
 
-  /** One POST to a target, logged (and charged) as an attempt whatever comes of it. */
+  /**
+   * One POST to a target, logged (and charged) as an attempt whatever comes of it. A target
+   * whose name now resolves to a refused address is logged as refused and never called.
+   */
   async function postToTarget(
     call: DeliverInput & { attempt: number; readAnswer: boolean },
-  ): Promise<{ answer: Answer | null; error: string | null; timedOut: boolean }> {
+  ): Promise<{
+    answer: Answer | null;
+    error: string | null;
+    timedOut: boolean;
+    refused: boolean;
+  }> {
     const { requestId, target, headers, attempt } = call;
     const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : call.body;
     const startedAt = new Date();
     const attemptId = await startAttempt({ requestId, target, attempt, startedAt });
     const started = performance.now();
     const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
+    const refusal = await deliveryAddressProblem(target.targetUrl, targetRules, resolveHost);
     let answer: Answer | null = null;
-    let error: string | null = null;
-    try {
-      const response = await fetch(target.targetUrl, {
-        method: "POST",
-        headers: {
-          ...headers,
-          ...target.headers,
-          "x-relay-request-id": requestId,
-          "x-relay-delivery-id": `${requestId}.${target.id}`,
-          "x-relay-attempt": String(attempt),
-        },
-        body,
-        signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
-      });
-      const answerBody = call.readAnswer ? await readCapped(response, MAX_SYNC_ANSWER_BYTES) : null;
-      if (!call.readAnswer) await response.body?.cancel();
-      answer = { status: response.status, headers: response.headers, body: answerBody };
-    } catch (cause) {
-      error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    let error: string | null = refusal;
+    if (!refusal) {
+      try {
+        const response = await fetch(target.targetUrl, {
+          method: "POST",
+          headers: {
+            ...headers,
+            ...target.headers,
+            "x-relay-request-id": requestId,
+            "x-relay-delivery-id": `${requestId}.${target.id}`,
+            "x-relay-attempt": String(attempt),
+          },
+          body,
+          signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
+        });
+        const answerBody = call.readAnswer
+          ? await readCapped(response, MAX_SYNC_ANSWER_BYTES)
+          : null;
+        if (!call.readAnswer) await response.body?.cancel();
+        answer = { status: response.status, headers: response.headers, body: answerBody };
+      } catch (cause) {
+        error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+      }
     }
     await endAttempt(attemptId, {
       requestId,
@@ -191,7 +218,7 @@ export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: A
       error,
       billedBytes: Buffer.byteLength(body),
     });
-    return { answer, error, timedOut: timeout.aborted };
+    return { answer, error, timedOut: timeout.aborted, refused: refusal !== null };
   }
 
   return {
@@ -202,7 +229,18 @@ export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: A
     /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
     async deliver(input: DeliverInput): Promise<number> {
       const { attempt } = Context.current().info;
-      const { answer, error } = await postToTarget({ ...input, attempt, readAnswer: false });
+      const { answer, error, refused } = await postToTarget({
+        ...input,
+        attempt,
+        readAnswer: false,
+      });
+      if (refused) {
+        throw ApplicationFailure.create({
+          message: `${error}`,
+          type: "TargetRefused",
+          nonRetryable: true,
+        });
+      }
       if (!answer) {
         throw ApplicationFailure.retryable(`target unreachable: ${error}`, "TargetUnreachable");
       }
@@ -279,6 +317,10 @@ export function createActivities({ sql, fetch, now, sealingKey, retryPolicy }: A
 
     async rotateExpiringKeys(): Promise<number> {
       return rotateExpiringKeys(sql, await now(), sealingKey);
+    },
+
+    async pruneExpiredRequests(): Promise<Pruned> {
+      return pruneRequestLog(sql, await now(), logRetentionMs);
     },
   };
 }

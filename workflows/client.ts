@@ -1,11 +1,17 @@
-/** The Temporal client the worker and the control plane share, and the rotation schedule. */
+/** The Temporal client the worker and the control plane share, and the daily Schedules. */
 import {
   Client,
   Connection,
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,
 } from "@temporalio/client";
-import { ROTATION_SCHEDULE_ID, ROTATION_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
+import {
+  RETENTION_SCHEDULE_ID,
+  RETENTION_WORKFLOW,
+  ROTATION_SCHEDULE_ID,
+  ROTATION_WORKFLOW,
+  TASK_QUEUE,
+} from "../core/temporal.ts";
 
 export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;
@@ -21,25 +27,36 @@ export async function connectTemporal(settings: TemporalSettings): Promise<Clien
   return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
 }
 
-/** Creates the daily rotation Schedule unless it exists; operators see it in the Temporal UI. */
-export async function ensureRotationSchedule(client: Client): Promise<void> {
-  await client.schedule
-    .create({
-      scheduleId: ROTATION_SCHEDULE_ID,
-      spec: { intervals: [{ every: "1 day" }] },
-      action: { type: "startWorkflow", workflowType: ROTATION_WORKFLOW, taskQueue: TASK_QUEUE },
-      // A run that is late or still going is not doubled; the run is idempotent anyway.
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: "1 day" },
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-    });
+/** The daily Schedules (key rotation, log retention); operators see them in the Temporal UI. */
+const DAILY = [
+  { scheduleId: ROTATION_SCHEDULE_ID, workflowType: ROTATION_WORKFLOW },
+  { scheduleId: RETENTION_SCHEDULE_ID, workflowType: RETENTION_WORKFLOW },
+];
+
+/** Creates each daily Schedule unless it exists. */
+export async function ensureSchedules(client: Client): Promise<void> {
+  for (const { scheduleId, workflowType } of DAILY) {
+    await client.schedule
+      .create({
+        scheduleId,
+        spec: { intervals: [{ every: "1 day" }] },
+        action: { type: "startWorkflow", workflowType, taskQueue: TASK_QUEUE },
+        // A run that is late or still going is not doubled; the runs are idempotent anyway.
+        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: "1 day" },
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+      });
+  }
 }
 
-/** One rotation run now, through Temporal like the scheduled ones; resolves with its count. */
-export async function runRotationNow(client: Client): Promise<number> {
-  return client.workflow.execute<() => Promise<number>>(ROTATION_WORKFLOW, {
+/** One run of a scheduled workflow now, through Temporal like the scheduled ones. */
+export async function runScheduledNow<T>(
+  client: Client,
+  workflowType: typeof ROTATION_WORKFLOW | typeof RETENTION_WORKFLOW,
+): Promise<T> {
+  return client.workflow.execute<() => Promise<T>>(workflowType, {
     taskQueue: TASK_QUEUE,
-    workflowId: `${ROTATION_SCHEDULE_ID}-manual-${Date.now()}`,
+    workflowId: `${workflowType}-manual-${Date.now()}`,
   });
 }

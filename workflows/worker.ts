@@ -1,13 +1,15 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
+import { lookup } from "node:dns/promises";
 import { fileURLToPath } from "node:url";
 import { NativeConnection, Worker } from "@temporalio/worker";
 import { Agent } from "undici";
 import { readClockOffset } from "../control/clock.ts";
 import { connect } from "../control/db/client.ts";
+import { DAY_MS } from "../core/policy.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { createActivities } from "./activities.ts";
-import { connectTemporal, ensureRotationSchedule } from "./client.ts";
+import { connectTemporal, ensureSchedules } from "./client.ts";
 import { loadWorkerConfig } from "./config.ts";
 
 const config = loadWorkerConfig(process.env);
@@ -16,7 +18,7 @@ const connection = await NativeConnection.connect({
   address: config.TEMPORAL_ADDRESS,
   ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY, tls: true }),
 });
-await ensureRotationSchedule(await connectTemporal(config));
+await ensureSchedules(await connectTemporal(config));
 // Keep-alive connections to targets; undici's fetch with a dispatcher of our own.
 const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
 const worker = await Worker.create({
@@ -29,6 +31,10 @@ const worker = await Worker.create({
     fetch: (input, init) => fetch(input, { ...init, dispatcher } as RequestInit),
     now: async () => new Date(Date.now() + (await readClockOffset(sql))),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+    logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
+    targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
+    resolveHost: async (hostname) =>
+      (await lookup(hostname, { all: true })).map((answer) => answer.address),
     retryPolicy: {
       initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
       backoffCoefficient: config.RELAY_RETRY_BACKOFF,

@@ -4,6 +4,7 @@
  * - relaySync: one per sync call; the edge waits for its result.
  * - recordStream: logs and bills a stream the edge proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
+ * - pruneRequestLog: the daily log retention, started by a Schedule.
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
 import {
@@ -11,21 +12,24 @@ import {
   proxyLocalActivities,
   upsertSearchAttributes,
 } from "@temporalio/workflow";
+import type { Pruned } from "../control/api/retention.ts";
 import {
   type DeliveryInput,
   type StreamRecord,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
+  TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import type { Activities, RetryPolicy } from "./activities.ts";
 
-const { openRequest, settleRequest, rotateExpiringKeys } = proxyActivities<Activities>({
-  startToCloseTimeout: "1 minute",
-  retry: { maximumInterval: "1 minute" },
-});
+const { openRequest, settleRequest, rotateExpiringKeys, pruneExpiredRequests } =
+  proxyActivities<Activities>({
+    startToCloseTimeout: "1 minute",
+    retry: { maximumInterval: "1 minute" },
+  });
 
 /** The worker's configured retry policy, read once per run (a local activity, so replay-safe). */
 const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: "5 seconds" });
@@ -43,7 +47,7 @@ function deliveryActivities(policy: RetryPolicy) {
       initialInterval: policy.initialIntervalMs,
       backoffCoefficient: policy.backoffCoefficient,
       maximumInterval: policy.maximumIntervalMs,
-      nonRetryableErrorTypes: ["TargetRejected"],
+      nonRetryableErrorTypes: [TARGET_REJECTED],
     },
   });
 }
@@ -106,4 +110,9 @@ export async function recordStream(record: StreamRecord): Promise<void> {
 /** Returns how many successors it minted. */
 export async function rotateKeys(): Promise<number> {
   return rotateExpiringKeys();
+}
+
+/** Returns how many requests and stored bodies left the log. */
+export async function pruneRequestLog(): Promise<Pruned> {
+  return pruneExpiredRequests();
 }

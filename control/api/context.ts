@@ -2,6 +2,7 @@
 import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { Plan, Role } from "../../core/model.ts";
+import type { SavedTargetRules } from "../../core/targets.ts";
 import type { Caller } from "../auth.ts";
 import type { Sql } from "../db/client.ts";
 
@@ -12,6 +13,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
+  /** Where endpoint targets may point (never the relay itself; private only in dev stacks). */
+  targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */
   temporal: () => Promise<Client>;
 }

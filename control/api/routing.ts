@@ -5,6 +5,7 @@ import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
 import { newId } from "../../core/secrets.ts";
+import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
 import type { Queryable, Sql } from "../db/client.ts";
 import { recordChange } from "./changes.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
@@ -19,63 +20,69 @@ const segment = z
 const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*)$/i;
 
-const targetSchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
-  targetUrl: z.url({ protocol: /^https?$/, message: "must be an http or https URL" }),
-  deliveryMode: z.enum(deliveryModes).default("async"),
-  timeoutSeconds: z.number().int().min(1).max(90).default(30),
-  headers: z
-    .record(
-      z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name"),
-      z.string().max(8192),
-    )
-    .default({})
-    .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
-      message: "may not set Host, Content-*, hop-by-hop or X-Relay-* headers",
+const targetSchema = (rules: SavedTargetRules) =>
+  z.strictObject({
+    name: z.string().trim().min(1).max(200),
+    targetUrl: z.string().superRefine((url, issues) => {
+      const problem = targetUrlProblem(url, rules);
+      if (problem) issues.addIssue({ code: "custom", message: problem });
     }),
-});
-
-export const endpointSpecSchema = z
-  .strictObject({
-    path: segment,
-    targets: z.array(targetSchema).min(1).max(50),
-    ipAllowlist: z
-      .array(z.string().refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 CIDR"))
-      .max(500)
-      .default([]),
-    schema: z.record(z.string(), z.json()).nullable().default(null),
-    rateLimit: z
-      .strictObject({
-        requestsPerSecond: z.number().positive().max(1_000_000),
-        burst: z.number().int().min(1).max(10_000_000),
-      })
-      .nullable()
-      .default(null),
-  })
-  .superRefine((spec, issues) => {
-    const answering = spec.targets.filter((t) => t.deliveryMode !== "async");
-    if (answering.length > 1) {
-      issues.addIssue({
-        code: "custom",
-        path: ["targets"],
-        message: "at most one target per endpoint may be sync or stream; the others are async",
-      });
-    }
-    const problem = spec.schema ? schemaProblem(spec.schema) : null;
-    if (problem) {
-      issues.addIssue({
-        code: "custom",
-        path: ["schema"],
-        message: `not a usable JSON Schema: ${problem}`,
-      });
-    }
-    const names = new Set(spec.targets.map((t) => t.name));
-    if (names.size !== spec.targets.length) {
-      issues.addIssue({ code: "custom", path: ["targets"], message: "target names must differ" });
-    }
+    deliveryMode: z.enum(deliveryModes).default("async"),
+    timeoutSeconds: z.number().int().min(1).max(90).default(30),
+    headers: z
+      .record(
+        z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name"),
+        z.string().max(8192),
+      )
+      .default({})
+      .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
+        message: "may not set Host, Content-*, hop-by-hop or X-Relay-* headers",
+      }),
   });
 
-type EndpointSpec = z.infer<typeof endpointSpecSchema>;
+/** An endpoint as saved; where its targets may point depends on the deployment's rules. */
+const endpointSpecSchema = (rules: SavedTargetRules) =>
+  z
+    .strictObject({
+      path: segment,
+      targets: z.array(targetSchema(rules)).min(1).max(50),
+      ipAllowlist: z
+        .array(z.string().refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 CIDR"))
+        .max(500)
+        .default([]),
+      schema: z.record(z.string(), z.json()).nullable().default(null),
+      rateLimit: z
+        .strictObject({
+          requestsPerSecond: z.number().positive().max(1_000_000),
+          burst: z.number().int().min(1).max(10_000_000),
+        })
+        .nullable()
+        .default(null),
+    })
+    .superRefine((spec, issues) => {
+      const answering = spec.targets.filter((t) => t.deliveryMode !== "async");
+      if (answering.length > 1) {
+        issues.addIssue({
+          code: "custom",
+          path: ["targets"],
+          message: "at most one target per endpoint may be sync or stream; the others are async",
+        });
+      }
+      const problem = spec.schema ? schemaProblem(spec.schema) : null;
+      if (problem) {
+        issues.addIssue({
+          code: "custom",
+          path: ["schema"],
+          message: `not a usable JSON Schema: ${problem}`,
+        });
+      }
+      const names = new Set(spec.targets.map((t) => t.name));
+      if (names.size !== spec.targets.length) {
+        issues.addIssue({ code: "custom", path: ["targets"], message: "target names must differ" });
+      }
+    });
+
+type EndpointSpec = z.infer<ReturnType<typeof endpointSpecSchema>>;
 
 export interface LineView {
   key: string;
@@ -132,7 +139,7 @@ export async function createEndpoint(
   input: unknown,
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
-  const spec = parseInput(endpointSpecSchema, input);
+  const spec = parseInput(endpointSpecSchema(ctx.targetRules), input);
   await requireLine(ctx.sql, access.projectId, line);
   await ctx.sql
     .begin(async (tx) => {
@@ -156,7 +163,7 @@ export async function updateEndpoint(
   input: unknown,
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
-  const spec = parseInput(endpointSpecSchema, { path, ...(input as object) });
+  const spec = parseInput(endpointSpecSchema(ctx.targetRules), { path, ...(input as object) });
   await ctx.sql
     .begin(async (tx) => {
       const [endpoint] = await tx<{ id: string }[]>`
