@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { api, finishedLog, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
 
 type RequestLog = {
   requestId: string;
@@ -27,13 +27,6 @@ async function target(...args: Parameters<typeof targetServer>) {
   return server;
 }
 
-async function finished(base: string, token: string, requestId: string) {
-  return eventually(async () => {
-    const log = await api<RequestLog>(token, "GET", `${base}/requests/${requestId}`);
-    return log.status === 200 && !["queued", "delivering"].includes(log.body.status) && log.body;
-  });
-}
-
 describe("an async request, end to end", () => {
   test("is answered 202 queued and delivered to every target, with the attempts logged", async () => {
     const [first, second] = [await target(), await target()];
@@ -54,7 +47,7 @@ describe("an async request, end to end", () => {
     expect(status).toBe("queued");
     expect(requestId).toMatch(/^req_/);
 
-    const log = await finished(project.base, project.ownerToken, requestId);
+    const log = await finishedLog<RequestLog>(project, requestId);
     expect(log).toMatchObject({ requestId, status: "delivered", line: "v1", endpoint: "hook" });
     expect(log.bodyBytes).toBe(Buffer.byteLength(body));
     expect(log.attempts.map((a) => [a.targetName, a.attempt, a.statusCode]).sort()).toEqual([
@@ -89,7 +82,7 @@ describe("an async request, end to end", () => {
       await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
     ).json();
 
-    const log = await finished(project.base, project.ownerToken, requestId);
+    const log = await finishedLog<RequestLog>(project, requestId);
     expect(log.status).toBe("delivered");
     expect(log.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([
       [1, 503],
@@ -110,7 +103,7 @@ describe("an async request, end to end", () => {
       await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
     ).json();
 
-    const log = await finished(project.base, project.ownerToken, requestId);
+    const log = await finishedLog<RequestLog>(project, requestId);
     expect(log.status).toBe("partially_failed");
     expect(log.attempts.filter((a) => a.targetName === "rejecting")).toMatchObject([
       { attempt: 1, statusCode: 400 },
@@ -126,7 +119,7 @@ describe("an async request, end to end", () => {
       await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
     ).json();
 
-    const log = await finished(project.base, project.ownerToken, requestId);
+    const log = await finishedLog<RequestLog>(project, requestId);
     expect(log).toMatchObject({ status: "failed", attempts: [{ statusCode: 410, attempt: 1 }] });
   });
 });
@@ -142,7 +135,7 @@ describe("retries", () => {
       const { requestId } = (
         await relay(project.slug, "/v1/hook", { key: project.key, body: "{}" })
       ).json();
-      const log = await finished(project.base, project.ownerToken, requestId);
+      const log = await finishedLog<RequestLog>(project, requestId);
       expect(log.attempts.map((a) => a.statusCode)).toEqual([status, 200]);
       const [first, second] = slow.received;
       expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(2000);
@@ -164,7 +157,7 @@ describe("the request log", () => {
         await relay(project.slug, path, { key: project.key, body: "{}" })
       ).json();
       ids.push(requestId);
-      await finished(project.base, project.ownerToken, requestId);
+      await finishedLog<RequestLog>(project, requestId);
     }
     type Page = { requests: RequestLog[]; nextCursor: string };
     const list = (query: string) =>
@@ -194,7 +187,7 @@ describe("large bodies", () => {
 
     const answer = await relay(project.slug, "/v1/hook", { key: project.key, body });
     expect(answer.status).toBe(202);
-    const log = await finished(project.base, project.ownerToken, answer.json().requestId);
+    const log = await finishedLog<RequestLog>(project, answer.json().requestId);
     expect(log).toMatchObject({ status: "delivered", bodyBytes: Buffer.byteLength(body) });
     expect(sink.received[0]?.body).toBe(body);
 
