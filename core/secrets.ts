@@ -46,7 +46,7 @@ export function newId(prefix: string): string {
   return `${prefix}_${base64url(crypto.getRandomValues(new Uint8Array(16)))}`;
 }
 
-function base64url(bytes: Uint8Array): string {
+export function base64url(bytes: Uint8Array): string {
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");

@@ -14,6 +14,7 @@ import {
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
+import { idempotencyKeyProblem, idempotent } from "../core/idempotency.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { type KeyState, keyState } from "../core/keys.ts";
 import type { Endpoint, KeyRecord } from "../core/model.ts";
@@ -88,6 +89,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       };
       try {
         checkAllowlist(compiled.allowlist, conn, request.headers, trustedProxies);
+        const idempotencyKey = checkIdempotencyKey(request.headers, endpoint);
         const body = await readBody(request, deps.maxBodyBytes, bodyTimeoutMs);
         checkPayload(body, request.headers.get("content-type"), compiled.validate);
         const decision = rate(true);
@@ -98,7 +100,15 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         if (projectState.exhaustedPools.includes(key.mode)) {
           throw new RelayError("insufficient_credits", `the ${key.mode} credit pool is empty`);
         }
-        return await deliver(deps, { project, key, endpoint, request, body, headers });
+        return await deliver(deps, {
+          project,
+          key,
+          endpoint,
+          request,
+          body,
+          headers,
+          idempotencyKey,
+        });
       } catch (error) {
         if (!headers.has("ratelimit-limit")) rate(false);
         throw error;
@@ -118,6 +128,23 @@ interface Call {
   request: Request;
   body: Uint8Array<ArrayBuffer>;
   headers: Headers;
+  /** The caller's Idempotency-Key, when it sent one. */
+  idempotencyKey: string | null;
+}
+
+/** A well-formed Idempotency-Key, on an endpoint whose answer a repeat can be given again. */
+function checkIdempotencyKey(headers: Headers, endpoint: Endpoint): string | null {
+  const key = headers.get("idempotency-key");
+  if (key === null) return null;
+  const problem = idempotencyKeyProblem(key);
+  if (problem) throw new RelayError("bad_request", problem);
+  if (endpoint.targets.some((t) => t.deliveryMode === "stream")) {
+    throw new RelayError(
+      "bad_request",
+      "Idempotency-Key is not supported on an endpoint with a stream target: a stream cannot be answered twice",
+    );
+  }
+  return key;
 }
 
 /**
@@ -127,7 +154,20 @@ interface Call {
  */
 async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const { endpoint } = call;
-  const requestId = deps.newRequestId();
+  const repeatable =
+    call.idempotencyKey === null
+      ? null
+      : await idempotent(
+          {
+            project: call.project,
+            line: endpoint.line,
+            endpoint: endpoint.path,
+            key: call.idempotencyKey,
+          },
+          call.body,
+        );
+  const requestId = repeatable?.requestId ?? deps.newRequestId();
+  const bodyTag = repeatable?.bodyTag;
   // A failed delivery's answer names the request too, so its log entry can be found.
   call.headers.set("x-relay-request-id", requestId);
   const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
@@ -136,13 +176,16 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
   const bodyRef =
     throughTemporal && call.body.byteLength > INLINE_BODY_BYTES
-      ? await deps.storeBody(call.project, requestId, call.body).catch(() => {
-          throw new RelayError("unavailable", "the request could not be queued; try again");
-        })
+      ? // A repeat with another body must not overwrite the first one's: its copy is tagged.
+        await deps
+          .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
+          .catch(() => {
+            throw new RelayError("unavailable", "the request could not be queued; try again");
+          })
       : undefined;
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
   const queued =
-    async.length > 0 ? deps.temporal.startDelivery({ ...request, targets: async }) : null;
+    async.length > 0 ? deps.temporal.startDelivery({ ...request, targets: async }, bodyTag) : null;
   if (!answering) {
     await queued;
     return json(202, { status: "queued", requestId }, call.headers);
@@ -157,6 +200,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
     deps.temporal.runSync(
       { ...request, target: answering, ownsStatus: !queued },
       call.request.signal,
+      bodyTag,
     ),
   ]);
   return syncAnswer(outcome, call.headers, requestId);

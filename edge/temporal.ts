@@ -19,10 +19,14 @@ import {
   TASK_QUEUE,
 } from "../core/temporal.ts";
 
+/**
+ * `bodyTag` marks a call with an Idempotency-Key: its workflow id repeats with the key, and a
+ * repeat with the same body (tag) is deduplicated while one with another body is refused (422).
+ */
 export interface WorkflowStarter {
-  startDelivery(input: DeliveryInput): Promise<void>;
-  /** Runs the sync workflow and answers its outcome. */
-  runSync(input: SyncInput, signal: AbortSignal): Promise<SyncOutcome>;
+  startDelivery(input: DeliveryInput, bodyTag?: string): Promise<void>;
+  /** Runs the sync workflow and answers its outcome (a repeat's: the first one's). */
+  runSync(input: SyncInput, signal: AbortSignal, bodyTag?: string): Promise<SyncOutcome>;
   /** Hands a finished stream to the worker for the request log and billing. */
   recordStream(record: StreamRecord): Promise<void>;
 }
@@ -54,6 +58,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     workflowType: string,
     input: DeliveryInput | SyncInput | StreamRecord,
     extra: Record<string, unknown> = {},
+    bodyTag?: string,
   ): Promise<void> {
     const response = await options
       .fetch(`${workflows}/${encodeURIComponent(workflowId)}`, {
@@ -62,8 +67,13 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         body: JSON.stringify({
           workflowType: { name: workflowType },
           taskQueue: { name: TASK_QUEUE },
-          // Temporal deduplicates starts by requestId, so retrying this call is safe.
-          requestId: workflowId,
+          // Temporal deduplicates starts by requestId, so retrying this call is safe; with an
+          // Idempotency-Key, a repeat with the same body is such a retry.
+          requestId: bodyTag ? `${workflowId}.${bodyTag}` : workflowId,
+          ...(bodyTag && {
+            workflowIdConflictPolicy: "WORKFLOW_ID_CONFLICT_POLICY_FAIL",
+            workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
+          }),
           input: [input],
           searchAttributes: {
             indexedFields: {
@@ -78,18 +88,31 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       })
       .catch(() => null);
     await response?.body?.cancel();
+    if (bodyTag && response?.status === 409) {
+      throw new RelayError(
+        "idempotency_key_reused",
+        "this Idempotency-Key was already used with a different body",
+      );
+    }
     if (!response?.ok) throw unavailable();
   }
 
   return {
-    startDelivery: (input) => start(input.requestId, DELIVERY_WORKFLOW, input),
+    startDelivery: (input, bodyTag) =>
+      start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag),
     recordStream: (record) =>
       start(answeringWorkflowId(record, "stream"), STREAM_RECORD_WORKFLOW, record),
 
-    async runSync(input, signal) {
+    async runSync(input, signal, bodyTag) {
       const workflowId = answeringWorkflowId(input, "sync");
       const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
-      await start(workflowId, SYNC_WORKFLOW, input, { workflowExecutionTimeout: `${budget}s` });
+      await start(
+        workflowId,
+        SYNC_WORKFLOW,
+        input,
+        { workflowExecutionTimeout: `${budget}s` },
+        bodyTag,
+      );
       const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`;
       const deadline = Date.now() + budget * 1000;
       while (Date.now() < deadline) {

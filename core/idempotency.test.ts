@@ -1,0 +1,33 @@
+import { expect, test } from "vitest";
+import { idempotencyKeyProblem, idempotent } from "./idempotency.ts";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const call = { project: "acme", line: "v1", endpoint: "orders", key: "order-1" };
+
+test("the request id follows the project, endpoint and key; the tag follows the body", async () => {
+  const first = await idempotent(call, bytes("{}"));
+  expect(first.requestId).toMatch(/^req_[A-Za-z0-9_-]{24}$/);
+  expect(await idempotent(call, bytes("{}"))).toEqual(first);
+  const otherBody = await idempotent(call, bytes('{"a":1}'));
+  expect(otherBody.requestId).toBe(first.requestId);
+  expect(otherBody.bodyTag).not.toBe(first.bodyTag);
+  for (const change of [{ project: "acme2" }, { endpoint: "refunds" }, { key: "order-2" }]) {
+    expect((await idempotent({ ...call, ...change }, bytes("{}"))).requestId).not.toBe(
+      first.requestId,
+    );
+  }
+  // Parts cannot run into each other: "ab"+"c" is not "a"+"bc".
+  const joined = await idempotent({ ...call, line: "v1o", endpoint: "rders" }, bytes("{}"));
+  expect(joined.requestId).not.toBe(first.requestId);
+});
+
+test.each([
+  ["order-1", null],
+  ["k".repeat(255), null],
+  ["", "Idempotency-Key must be 1 to 255 characters"],
+  ["k".repeat(256), "Idempotency-Key must be 1 to 255 characters"],
+  ["a\tb", "Idempotency-Key may not contain control characters"],
+  ["a\u007fb", "Idempotency-Key may not contain control characters"],
+])("Idempotency-Key %j: %s", (value, problem) => {
+  expect(idempotencyKeyProblem(value)).toBe(problem);
+});
