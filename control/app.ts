@@ -12,6 +12,8 @@ export interface ControlApp {
   clock: Clock;
   /** RELAY_DEV_CLOCK=1: /admin/clock and /admin/rotation/run exist. */
   devClock: boolean;
+  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
+  metricsToken?: string | undefined;
   /** Runs the key rotation now, through Temporal, and answers how many keys it rotated. */
   runRotation: () => Promise<number>;
 }

@@ -17,6 +17,8 @@ const schema = z.object({
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
+  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
+  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
   TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   TEMPORAL_API_KEY: z.string().optional(),

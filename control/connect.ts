@@ -5,6 +5,7 @@
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
+  Code,
   type ConnectRouter,
   createContextKey,
   type HandlerContext,
@@ -19,6 +20,7 @@ import {
   requestStatuses,
   roles,
 } from "../core/model.ts";
+import { Health } from "../gen/grpc/health/v1/health_pb.ts";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../gen/relay/v1/keys_pb.ts";
@@ -45,7 +47,10 @@ import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, type Caller } from "./auth.ts";
+import { postgresAnswers } from "./db/client.ts";
 import { toConnectError } from "./errors.ts";
+import { healthService } from "./health.ts";
+import { observeCall } from "./observability.ts";
 import { reflectionService } from "./reflection.ts";
 
 /** The Relay services this plane serves; reflection lists them. */
@@ -67,6 +72,8 @@ const callerKey = createContextKey<Caller>({ kind: "anonymous" });
 /** Authenticates every call and turns whatever a method throws into a ConnectError. */
 export function relayInterceptor({ deps, credentials }: ControlApp): Interceptor {
   return (next) => async (req) => {
+    const started = performance.now();
+    let status = "OK";
     try {
       req.contextValues.set(
         callerKey,
@@ -74,7 +81,12 @@ export function relayInterceptor({ deps, credentials }: ControlApp): Interceptor
       );
       return await next(req);
     } catch (cause) {
-      throw toConnectError(cause);
+      const error = toConnectError(cause);
+      status = Code[error.code];
+      throw error;
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      observeCall("rpc", `${req.service.typeName}/${req.method.name}`, status, seconds);
     }
   };
 }
@@ -372,7 +384,11 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         };
       },
     });
-    router.service(ServerReflection, reflectionService(relayServices));
+    router.service(
+      Health,
+      healthService(relayServices, () => postgresAnswers(deps.sql)),
+    );
+    router.service(ServerReflection, reflectionService([...relayServices, Health]));
   };
 }
 

@@ -1,6 +1,7 @@
 /** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type ErrorCode, RelayError } from "../core/errors.ts";
+import { log } from "./observability.ts";
 
 const connectCodes: Partial<Record<ErrorCode, Code>> = {
   bad_request: Code.InvalidArgument,
@@ -29,7 +30,7 @@ export const ERROR_CODE_HEADER = "relay-error-code";
 export function toConnectError(cause: unknown): ConnectError {
   if (cause instanceof ConnectError) return cause;
   const error = RelayError.from(cause);
-  if (error.code === "internal") console.error(cause);
+  if (error.code === "internal") log.error({ err: cause }, "internal error");
   return new ConnectError(error.message, connectCodes[error.code] ?? Code.Internal, {
     [ERROR_CODE_HEADER]: error.code,
   });
@@ -38,6 +39,6 @@ export function toConnectError(cause: unknown): ConnectError {
 /** REST: the status and the JSON body of DESIGN.md. */
 export function toHttpError(cause: unknown): { status: number; body: string } {
   const error = RelayError.from(cause);
-  if (error.code === "internal") console.error(cause);
+  if (error.code === "internal") log.error({ err: cause }, "internal error");
   return { status: error.status, body: JSON.stringify(error.toBody()) };
 }

@@ -9,6 +9,7 @@ import { devClock } from "./clock.ts";
 import { loadControlConfig } from "./config.ts";
 import { connect } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
+import { log } from "./observability.ts";
 import { createControlServer } from "./server.ts";
 
 const config = loadControlConfig(process.env);
@@ -39,15 +40,12 @@ const server = createControlServer({
   notifier,
   clock,
   devClock: config.RELAY_DEV_CLOCK,
+  metricsToken: config.RELAY_METRICS_TOKEN,
   runRotation: async () => runScheduledNow<number>(await temporalClient(), ROTATION_WORKFLOW),
 });
 server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
-  console.log(
-    JSON.stringify({
-      msg: "control plane listening",
-      url: `http://${config.RELAY_CONTROL_HOST}:${config.RELAY_CONTROL_PORT}`,
-    }),
-  );
+  const url = `http://${config.RELAY_CONTROL_HOST}:${config.RELAY_CONTROL_PORT}`;
+  log.info({ url }, "control plane listening");
 });
 
 const shutdown = () => {

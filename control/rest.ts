@@ -5,6 +5,7 @@
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
+import { opsHandler } from "../core/ops.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
 import * as failures from "./api/failures.ts";
@@ -15,7 +16,10 @@ import * as routing from "./api/routing.ts";
 import { parseInput } from "./api/validation.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, requireAdmin } from "./auth.ts";
+import { postgresAnswers } from "./db/client.ts";
 import { toHttpError } from "./errors.ts";
+import { observeCall, registry } from "./observability.ts";
+import { answerOps } from "./ops-http.ts";
 
 /** The request and response types of connect-node's handlers, whose fallback this is. */
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
@@ -32,6 +36,8 @@ interface Call {
 
 interface Route {
   method: string;
+  /** `METHOD /path/:param`, the route's name in metrics. */
+  name: string;
   pattern: RegExp;
   status: number;
   handle: (call: Call) => Promise<unknown>;
@@ -47,7 +53,7 @@ function route(
   status = method === "POST" ? 201 : 200,
 ): Route {
   const pattern = new RegExp(`^${path.replace(/:(\w+)/g, "(?<$1>[^/]+)")}$`);
-  return { method, pattern, status, handle };
+  return { method, name: `${method} ${path}`, pattern, status, handle };
 }
 
 const base = "/projects/:project";
@@ -191,9 +197,18 @@ function p(params: Record<string, string>) {
 
 export function restHandler(app: ControlApp) {
   const { deps, credentials } = app;
+  const ops = opsHandler({
+    checks: { postgres: () => postgresAnswers(deps.sql) },
+    metrics: () => registry.metrics(),
+    metricsContentType: registry.contentType,
+    metricsToken: app.metricsToken,
+  });
   return async function handleRest(req: Request, res: Response): Promise<void> {
+    if (await answerOps(ops, req, res)) return;
+    const started = performance.now();
     let status = 200;
     let body: string | undefined;
+    let routeName = "unmatched";
     try {
       const url = new URL(req.url ?? "/", "http://control");
       const matches = routes
@@ -204,6 +219,7 @@ export function restHandler(app: ControlApp) {
       if (!found?.match) {
         throw new RelayError("method_not_allowed", `${req.method} is not allowed here`);
       }
+      routeName = found.r.name;
       const caller = await authenticate(deps.sql, credentials, req.headers.authorization);
       const params = Object.fromEntries(
         Object.entries(found.match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
@@ -222,6 +238,7 @@ export function restHandler(app: ControlApp) {
     }
     res.writeHead(status, body === undefined ? {} : { "content-type": "application/json" });
     res.end(body ?? "");
+    observeCall("rest", routeName, status, (performance.now() - started) / 1000);
   };
 }
 

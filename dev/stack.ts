@@ -15,12 +15,15 @@ export interface StackPorts {
   temporal: TemporalPorts;
   control: number;
   edge: number;
+  /** The worker's ops listener (/healthz, /readyz, /metrics). */
+  worker: number;
   demo: number;
 }
 
 /** A whole stack's ports, all free now: for tests and benchmarks beside a running stack. */
 export async function freeStackPorts(): Promise<StackPorts> {
-  const [postgres, grpc, http, ui, control, edge, demo] = (await freePorts(7)) as [
+  const [postgres, grpc, http, ui, control, edge, worker, demo] = (await freePorts(8)) as [
+    number,
     number,
     number,
     number,
@@ -29,7 +32,7 @@ export async function freeStackPorts(): Promise<StackPorts> {
     number,
     number,
   ];
-  return { postgres, temporal: { grpc, http, ui }, control, edge, demo };
+  return { postgres, temporal: { grpc, http, ui }, control, edge, worker, demo };
 }
 
 export const defaultPorts: StackPorts = {
@@ -37,6 +40,7 @@ export const defaultPorts: StackPorts = {
   temporal: { grpc: 7233, http: 7243, ui: 8233 },
   control: 8788,
   edge: 8787,
+  worker: 8790,
   demo: 8789,
 };
 
@@ -131,6 +135,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_CONTROL_URL: controlUrl,
       RELAY_CONTROL_PORT: String(ports.control),
       RELAY_EDGE_PORT: String(ports.edge),
+      RELAY_WORKER_PORT: String(ports.worker),
       RELAY_DEMO_PORT: String(ports.demo),
       RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
       // The demo receiver and test targets listen on loopback.

@@ -16,6 +16,7 @@ const envSchema = z.object({
   RELAY_CONTROL_PORT: port.default(defaultPorts.control),
   RELAY_EDGE_PORT: port.default(defaultPorts.edge),
   RELAY_DEMO_PORT: port.default(defaultPorts.demo),
+  RELAY_WORKER_PORT: port.default(defaultPorts.worker),
   RELAY_TEMPORAL_PORT: port.default(defaultPorts.temporal.grpc),
   RELAY_TEMPORAL_HTTP_PORT: port.default(defaultPorts.temporal.http),
   RELAY_TEMPORAL_UI_PORT: port.default(defaultPorts.temporal.ui),
@@ -43,6 +44,7 @@ async function assertPortsFree(env: z.infer<typeof envSchema>) {
     [env.RELAY_EDGE_PORT, "edge", "RELAY_EDGE_PORT"],
     [env.RELAY_CONTROL_PORT, "control plane", "RELAY_CONTROL_PORT"],
     [env.RELAY_DEMO_PORT, "demo receiver", "RELAY_DEMO_PORT"],
+    [env.RELAY_WORKER_PORT, "worker", "RELAY_WORKER_PORT"],
   ];
   if (!env.DATABASE_URL) wanted.push([env.RELAY_POSTGRES_PORT, "Postgres", "RELAY_POSTGRES_PORT"]);
   if (!env.TEMPORAL_ADDRESS) {
@@ -75,6 +77,7 @@ async function main(env: z.infer<typeof envSchema>) {
       },
       control: env.RELAY_CONTROL_PORT,
       edge: env.RELAY_EDGE_PORT,
+      worker: env.RELAY_WORKER_PORT,
       demo: env.RELAY_DEMO_PORT,
     },
     output: "inherit",

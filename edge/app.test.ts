@@ -56,6 +56,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       return new Uint8Array(32).fill(plaintext === "rk_live_real" ? 1 : 2);
     },
     temporal: {
+      ready: async () => {},
       startDelivery: async () => {},
       runSync: () => Promise.reject(new Error("no sync targets in this test")),
       recordStream: async () => {},
@@ -63,6 +64,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     fetch: () => Promise.reject(new Error("no targets in this test")),
     targetRules: { allowPrivate: false },
     resolveHost: async () => [],
+    logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,

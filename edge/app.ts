@@ -50,9 +50,24 @@ export interface EdgeDeps {
   bodyTimeoutMs?: number;
   /** Peers whose X-Forwarded-For is believed. */
   trustedProxies?: Cidr[];
+  /** Told of every answer, for the log and the metrics. */
+  observe?: (answered: Answered) => void;
+  /** Where failures of Relay's own go (a structured logger's `error`). */
+  logError: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
+
+/** One inbound call, answered. The endpoint is named only once it was found. */
+export interface Answered {
+  status: number;
+  requestId: string | null;
+  project: string | null;
+  /** `{line}/{endpoint}`. */
+  endpoint: string | null;
+  /** Until the answer's headers (a stream runs on after). */
+  seconds: number;
+}
 
 export function createEdge(deps: EdgeDeps): EdgeHandler {
   const hashKey = deps.hashKey ?? hashSecret;
@@ -61,6 +76,23 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
   const bodyTimeoutMs = deps.bodyTimeoutMs ?? 30_000;
 
   return async function relay(request, conn) {
+    const started = performance.now();
+    const found: Pick<Answered, "project" | "endpoint"> = { project: null, endpoint: null };
+    const response = await answer(request, conn, found);
+    deps.observe?.({
+      ...found,
+      status: response.status,
+      requestId: response.headers.get("x-relay-request-id"),
+      seconds: (performance.now() - started) / 1000,
+    });
+    return response;
+  };
+
+  async function answer(
+    request: Request,
+    conn: ConnInfo,
+    found: Pick<Answered, "project" | "endpoint">,
+  ): Promise<Response> {
     const headers = new Headers();
     try {
       if (request.method !== "POST") {
@@ -80,6 +112,8 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         if (key.successorUsable) headers.set("x-relay-key-successor-available", "true");
       }
       const { endpoint, projectState } = await findEndpoint(deps, project, url.pathname);
+      found.project = project;
+      found.endpoint = `${endpoint.line}/${endpoint.path}`;
       const compiled = runtime.compile(project, endpoint);
       const limit = endpoint.rateLimit ?? projectState.defaultRateLimit;
       const rate = (consume: boolean) => {
@@ -115,10 +149,10 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       }
     } catch (cause) {
       const error = RelayError.from(cause);
-      if (error.code === "internal") console.error(cause);
+      if (error.code === "internal") deps.logError({ err: cause }, "internal error");
       return json(error.status, error.toBody(), headers);
     }
-  };
+  }
 }
 
 interface Call {
@@ -262,7 +296,7 @@ async function proxyStream(
     const latencyMs = Math.round(performance.now() - started);
     deps.temporal
       .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
-      .catch((cause: unknown) => console.error("stream record lost", requestId, cause));
+      .catch((err: unknown) => deps.logError({ err, requestId }, "stream record lost"));
   };
   const refusal = await deliveryAddressProblem(
     target.targetUrl,

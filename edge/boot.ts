@@ -3,10 +3,13 @@
  * that follows the control plane (ready once its first batch is acknowledged), and the handler.
  * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
  */
+import type { Logger } from "pino";
+import { opsHandler } from "../core/ops.ts";
 import { newId } from "../core/secrets.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane } from "./control.ts";
+import { edgeTelemetry } from "./observability.ts";
 import { EdgeState } from "./state.ts";
 import { temporalHttpStarter } from "./temporal.ts";
 
@@ -21,8 +24,9 @@ export interface Runtime {
 export async function bootEdge(
   env: Record<string, string | undefined>,
   runtime: Runtime,
-): Promise<{ config: EdgeConfig; handler: EdgeHandler; state: EdgeState }> {
+): Promise<{ config: EdgeConfig; handler: EdgeHandler; state: EdgeState; log: Logger }> {
   const config = loadEdgeConfig(env);
+  const telemetry = edgeTelemetry();
   const control = connectControlPlane({
     baseUrl: config.RELAY_CONTROL_URL,
     edgeToken: config.RELAY_EDGE_TOKEN,
@@ -32,29 +36,43 @@ export async function bootEdge(
     control,
     edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
     leaseMs: config.RELAY_EDGE_LEASE_MS,
+    onKeyLookup: telemetry.keyLookedUp,
+  });
+  const temporal = temporalHttpStarter({
+    baseUrl: config.TEMPORAL_HTTP_ADDRESS,
+    namespace: config.TEMPORAL_NAMESPACE,
+    apiKey: config.TEMPORAL_API_KEY,
+    fetch: runtime.fetch,
+    onStart: telemetry.temporalStarted,
   });
   await state.start();
-  const handler = createEdge({
+  const relay = createEdge({
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     fetch: runtime.fetch,
     targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
     resolveHost: runtime.resolveHost,
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
-    temporal: temporalHttpStarter({
-      baseUrl: config.TEMPORAL_HTTP_ADDRESS,
-      namespace: config.TEMPORAL_NAMESPACE,
-      apiKey: config.TEMPORAL_API_KEY,
-      fetch: runtime.fetch,
-    }),
+    temporal,
     newRequestId: () => newId("req"),
     maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
     bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
     trustedProxies: config.RELAY_TRUSTED_PROXIES,
+    observe: telemetry.answered,
+    logError: (fields, message) => telemetry.log.error(fields, message),
   });
-  return { config, handler, state };
-}
-
-export function listening(runtime: string, host: string, port: number): string {
-  return JSON.stringify({ msg: "edge listening", runtime, url: `http://${host}:${port}` });
+  const ops = opsHandler({
+    checks: {
+      controlPlane: async () => {
+        if (!state.caughtUp()) throw new Error("not caught up with the control plane's changes");
+      },
+      temporal: () => temporal.ready(),
+    },
+    metrics: () => telemetry.registry.metrics(),
+    metricsContentType: telemetry.registry.contentType,
+    metricsToken: config.RELAY_METRICS_TOKEN,
+  });
+  const handler: EdgeHandler = async (request, conn) =>
+    (await ops(request, conn.remoteAddress)) ?? relay(request, conn);
+  return { config, handler, state, log: telemetry.log };
 }

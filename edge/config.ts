@@ -35,6 +35,8 @@ const schema = z.object({
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
+  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */

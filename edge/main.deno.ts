@@ -1,9 +1,9 @@
 /**
- * The edge on Deno: `deno run --allow-net --allow-env --allow-read edge/main.deno.ts`.
+ * The edge on Deno: `deno run --allow-net --allow-env --allow-read --allow-sys=hostname edge/main.deno.ts`.
  * Deno's own fetch and Web Crypto; Deno.serve aborts a request's signal when its caller leaves.
  */
 import type { ConnInfo, EdgeHandler } from "./app.ts";
-import { bootEdge, listening } from "./boot.ts";
+import { bootEdge } from "./boot.ts";
 
 /** The slice of Deno's API this file uses, so the project type-checks without Deno's types. */
 declare const Deno: {
@@ -25,13 +25,16 @@ async function resolveHost(hostname: string): Promise<string[]> {
   return answers.flat();
 }
 
-const { config, handler, state } = await bootEdge(Deno.env.toObject(), { fetch, resolveHost });
+const { config, handler, state, log } = await bootEdge(Deno.env.toObject(), { fetch, resolveHost });
 const serve: EdgeHandler = handler;
 const server = Deno.serve(
   {
     port: config.RELAY_EDGE_PORT,
     hostname: config.RELAY_EDGE_HOST,
-    onListen: () => console.log(listening("deno", config.RELAY_EDGE_HOST, config.RELAY_EDGE_PORT)),
+    onListen: () => {
+      const url = `http://${config.RELAY_EDGE_HOST}:${config.RELAY_EDGE_PORT}`;
+      log.info({ runtime: "deno", url }, "edge listening");
+    },
   },
   (request, info) => serve(request, { remoteAddress: info.remoteAddr.hostname } satisfies ConnInfo),
 );

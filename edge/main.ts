@@ -2,21 +2,22 @@
 import { lookup } from "node:dns/promises";
 import { Agent, fetch as undiciFetch } from "undici";
 import { serveNode, sha256 } from "./adapters/node.ts";
-import { bootEdge, listening } from "./boot.ts";
+import { bootEdge } from "./boot.ts";
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
 const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
   undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 
-const { config, handler, state } = await bootEdge(process.env, {
+const { config, handler, state, log } = await bootEdge(process.env, {
   fetch: pooledFetch,
   hashKey: sha256,
   resolveHost: async (hostname) =>
     (await lookup(hostname, { all: true })).map((answer) => answer.address),
 });
-const server = serveNode(handler);
+const server = serveNode(handler, (fields, message) => log.error(fields, message));
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
-  console.log(listening("node", config.RELAY_EDGE_HOST, config.RELAY_EDGE_PORT));
+  const url = `http://${config.RELAY_EDGE_HOST}:${config.RELAY_EDGE_PORT}`;
+  log.info({ runtime: "node", url }, "edge listening");
 });
 const shutdown = () => {
   state.stop();

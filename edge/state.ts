@@ -16,6 +16,8 @@ export interface EdgeStateOptions {
   maxKeys?: number;
   /** Monotonic milliseconds, for the lease. */
   monotonic?: () => number;
+  /** Told of each key verification: answered from the cache or not. */
+  onKeyLookup?: (cached: boolean) => void;
 }
 
 const RECONNECT_MS = 200;
@@ -46,7 +48,9 @@ export class EdgeState {
   async key(project: string, keyHash: Uint8Array): Promise<KeyRecord | null> {
     this.requireLease();
     const id = keyId(project, keyHash);
-    if (this.keys.has(id)) {
+    const hit = this.keys.has(id);
+    this.options.onKeyLookup?.(hit);
+    if (hit) {
       const cached = this.keys.get(id) ?? null;
       // Re-inserted, so the map's order is least recently used first.
       this.keys.delete(id);
@@ -101,8 +105,13 @@ export class EdgeState {
     this.abort.abort();
   }
 
+  /** Whether the lease is live: the edge has kept up with the control plane's changes. */
+  caughtUp(): boolean {
+    return this.monotonic() < this.leaseUntil;
+  }
+
   private requireLease(): void {
-    if (this.monotonic() >= this.leaseUntil) {
+    if (!this.caughtUp()) {
       throw new RelayError("unavailable", "this edge is catching up with the control plane; retry");
     }
   }

@@ -24,6 +24,8 @@ import {
  * repeat with the same body (tag) is deduplicated while one with another body is refused (422).
  */
 export interface WorkflowStarter {
+  /** Resolves when Temporal answers; for readiness. */
+  ready(): Promise<void>;
   startDelivery(input: DeliveryInput, bodyTag?: string): Promise<void>;
   /** Runs the sync workflow and answers its outcome (a repeat's: the first one's). */
   runSync(input: SyncInput, signal: AbortSignal, bodyTag?: string): Promise<SyncOutcome>;
@@ -36,6 +38,8 @@ export interface TemporalHttpOptions {
   namespace: string;
   apiKey?: string | undefined;
   fetch: typeof fetch;
+  /** Told how long each start took, by workflow type (a metric). */
+  onStart?: (workflowType: string, seconds: number) => void;
 }
 
 /** Room beyond the target's own timeout for the workflow task around it. */
@@ -47,7 +51,8 @@ interface CloseEvent {
 }
 
 export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStarter {
-  const workflows = `${options.baseUrl}/api/v1/namespaces/${encodeURIComponent(options.namespace)}/workflows`;
+  const namespaceUrl = `${options.baseUrl}/api/v1/namespaces/${encodeURIComponent(options.namespace)}`;
+  const workflows = `${namespaceUrl}/workflows`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const unavailable = () =>
@@ -60,6 +65,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     extra: Record<string, unknown> = {},
     bodyTag?: string,
   ): Promise<void> {
+    const started = performance.now();
     const response = await options
       .fetch(`${workflows}/${encodeURIComponent(workflowId)}`, {
         method: "POST",
@@ -88,6 +94,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       })
       .catch(() => null);
     await response?.body?.cancel();
+    options.onStart?.(workflowType, (performance.now() - started) / 1000);
     if (bodyTag && response?.status === 409) {
       throw new RelayError(
         "idempotency_key_reused",
@@ -98,6 +105,12 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   }
 
   return {
+    /** Temporal's HTTP API answers: the namespace can be read. */
+    async ready() {
+      const response = await options.fetch(namespaceUrl, { headers });
+      await response.body?.cancel();
+      if (!response.ok) throw new Error(`Temporal's HTTP API answered ${response.status}`);
+    },
     startDelivery: (input, bodyTag) =>
       start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag),
     recordStream: (record) =>

@@ -87,7 +87,9 @@ test("an async target that never answers times out per attempt and is retried", 
   ]);
   expect(answer.status).toBe(202);
   const log = await logOnceRetried(p, answer.json().requestId);
-  expect((log.attempts ?? []).filter((a) => a.targetName === "silent").length).toBeGreaterThanOrEqual(2);
+  expect(
+    (log.attempts ?? []).filter((a) => a.targetName === "silent").length,
+  ).toBeGreaterThanOrEqual(2);
   expect(log.attempts.find((a) => a.targetName === "healthy")?.statusCode).toBe(200);
 });
 

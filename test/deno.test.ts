@@ -23,6 +23,8 @@ const deno = new ManagedProcess(
       "--allow-net",
       "--allow-env",
       "--allow-read",
+      // pino and prom-client read the host name when loaded.
+      "--allow-sys=hostname",
     ],
     entry: "edge/main.deno.ts",
     readyLine: '"runtime":"deno"',

@@ -133,6 +133,13 @@ test("DELETE returns once live edges acknowledge; a cut-off edge fails closed, t
     expect(a.status).toBe(401);
     expect(a.json().error.code).toBe("key_revoked");
     expect(await callB(p.slug, p.key)).toEqual({ status: 503, code: "unavailable" });
+    // ...which its readiness says, so a load balancer can take it out meanwhile.
+    const ready = await request(`http://127.0.0.1:${edgeBPort}/readyz`);
+    expect(ready.statusCode).toBe(503);
+    expect(await ready.body.json()).toMatchObject({
+      status: "unavailable",
+      checks: { controlPlane: "not caught up with the control plane's changes", temporal: "ok" },
+    });
   } finally {
     proxy.restore();
   }

@@ -11,6 +11,11 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, expect, test } from "vitest";
 import {
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus,
+  HealthCheckResponseSchema,
+} from "../gen/grpc/health/v1/health_pb.ts";
+import {
   ServerReflectionRequestSchema,
   ServerReflectionResponseSchema,
 } from "../gen/grpc/reflection/v1/reflection_pb.ts";
@@ -69,6 +74,24 @@ test("gRPC errors carry the matching status code", async () => {
   expect(error.code).toBe(grpc.status.UNAUTHENTICATED);
 });
 
+test("grpc.health.v1 answers SERVING for the server and its services, NOT_FOUND for others", async () => {
+  const check = (service: string) =>
+    new Promise<{ status?: number; code?: number }>((resolve) =>
+      client.makeUnaryRequest(
+        "/grpc.health.v1.Health/Check",
+        serialize(HealthCheckRequestSchema),
+        deserialize(HealthCheckResponseSchema),
+        create(HealthCheckRequestSchema, { service }),
+        new grpc.Metadata(),
+        (error, value) => resolve(error ? { code: error.code } : { status: value?.status }),
+      ),
+    );
+  const serving = { status: HealthCheckResponse_ServingStatus.SERVING };
+  expect(await check("")).toEqual(serving);
+  expect(await check("relay.v1.KeyService")).toEqual(serving);
+  expect(await check("no.such.Service")).toEqual({ code: grpc.status.NOT_FOUND });
+});
+
 test("server reflection lists every service and serves their descriptors", async () => {
   const call = client.makeBidiStreamRequest(
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
@@ -105,6 +128,7 @@ test("server reflection lists every service and serves their descriptors", async
       "relay.v1.KeyService",
       "relay.v1.RequestLogService",
       "relay.v1.EdgeService",
+      "grpc.health.v1.Health",
       "grpc.reflection.v1.ServerReflection",
     ]),
   );

@@ -22,6 +22,7 @@ import {
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
+import type { AttemptOutcome } from "./observability.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
 export interface RetryPolicy {
@@ -43,6 +44,8 @@ export interface ActivityDeps {
   sealingKey: CryptoKey;
   /** How long a finished request stays in the log. */
   logRetentionMs: number;
+  /** Told of every finished attempt (the log and the metrics). */
+  observeAttempt: (attempt: AttemptOutcome) => void;
   /** Where deliveries may go; each target's addresses are checked before each attempt. */
   targetRules: TargetRules;
   resolveHost: ResolveHost;
@@ -78,6 +81,7 @@ export function createActivities({
   logRetentionMs,
   targetRules,
   resolveHost,
+  observeAttempt,
 }: ActivityDeps) {
   /** Idempotent: a retried or replayed open leaves the first row as it is. */
   async function openRequest(input: RequestRow): Promise<void> {
@@ -144,12 +148,22 @@ export function createActivities({
       project: string;
       keyMode: KeyMode;
       target: DeliveryTarget;
+      attempt: number;
       statusCode: number | null;
       latencyMs: number;
       error: string | null;
       billedBytes: number;
     },
   ): Promise<void> {
+    observeAttempt({
+      requestId: a.requestId,
+      target: a.target.name,
+      mode: a.target.deliveryMode,
+      attempt: a.attempt,
+      statusCode: a.statusCode,
+      latencyMs: a.latencyMs,
+      error: a.error,
+    });
     await sql`
       update attempts set status_code = ${a.statusCode}, latency_ms = ${a.latencyMs},
         error = ${a.error}
@@ -213,6 +227,7 @@ export function createActivities({
       project: call.project,
       keyMode: call.keyMode,
       target,
+      attempt,
       statusCode: answer?.status ?? null,
       latencyMs: Math.round(performance.now() - started),
       error,
@@ -304,6 +319,7 @@ export function createActivities({
       await endAttempt(attemptId, {
         ...request,
         target,
+        attempt: 1,
         statusCode,
         latencyMs,
         error,

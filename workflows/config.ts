@@ -17,6 +17,11 @@ const schema = z.object({
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  /** The worker's own listener: /healthz, /readyz and /metrics only. */
+  RELAY_WORKER_HOST: z.string().default("127.0.0.1"),
+  RELAY_WORKER_PORT: z.coerce.number().int().min(0).max(65535).default(8790),
+  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
+  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
   /** Seals auto-rotated successors (32 bytes, hex). */
   RELAY_ENCRYPTION_KEY: z
     .string()

@@ -1,18 +1,27 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
 import { lookup } from "node:dns/promises";
 import { fileURLToPath } from "node:url";
-import { NativeConnection, Worker } from "@temporalio/worker";
+import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
 import { Agent } from "undici";
 import { readClockOffset } from "../control/clock.ts";
-import { connect } from "../control/db/client.ts";
+import { connect, postgresAnswers } from "../control/db/client.ts";
+import { serveOps } from "../control/ops-http.ts";
+import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { createActivities } from "./activities.ts";
 import { connectTemporal, ensureSchedules } from "./client.ts";
 import { loadWorkerConfig } from "./config.ts";
+import { log, observeAttempt, registry } from "./observability.ts";
 
 const config = loadWorkerConfig(process.env);
+// The SDK's own warnings and errors go to the same JSON log.
+Runtime.install({
+  logger: new DefaultLogger("WARN", ({ level, message, meta }) =>
+    log[level === "ERROR" ? "error" : "warn"]({ sdk: true, ...meta }, message),
+  ),
+});
 const sql = connect(config.DATABASE_URL);
 const connection = await NativeConnection.connect({
   address: config.TEMPORAL_ADDRESS,
@@ -33,6 +42,7 @@ const worker = await Worker.create({
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
     targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
+    observeAttempt,
     resolveHost: async (hostname) =>
       (await lookup(hostname, { all: true })).map((answer) => answer.address),
     retryPolicy: {
@@ -44,7 +54,29 @@ const worker = await Worker.create({
     },
   }),
 });
-console.log(JSON.stringify({ msg: "worker polling", taskQueue: TASK_QUEUE }));
+const ops = serveOps(
+  opsHandler({
+    checks: {
+      postgres: () => postgresAnswers(sql),
+      temporal: async () => {
+        if (worker.getState() !== "RUNNING") throw new Error(`worker ${worker.getState()}`);
+      },
+    },
+    metrics: () => registry.metrics(),
+    metricsContentType: registry.contentType,
+    metricsToken: config.RELAY_METRICS_TOKEN,
+  }),
+)
+  .once("error", (err) => {
+    log.fatal(
+      { err, port: config.RELAY_WORKER_PORT },
+      "ops listener failed; set RELAY_WORKER_PORT",
+    );
+    process.exit(1);
+  })
+  .listen(config.RELAY_WORKER_PORT, config.RELAY_WORKER_HOST);
+log.info({ taskQueue: TASK_QUEUE, opsPort: config.RELAY_WORKER_PORT }, "worker polling");
 await worker.run();
+ops.close();
 await sql.end({ timeout: 5 });
 await connection.close();

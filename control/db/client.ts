@@ -16,3 +16,8 @@ export type Sql = ReturnType<typeof connect>;
 
 /** The pool or a transaction: what a query helper can run on. */
 export type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;
+
+/** Resolves when Postgres answers a trivial query; for readiness and health. */
+export async function postgresAnswers(sql: Sql): Promise<void> {
+  await sql`select 1`;
+}

@@ -13,10 +13,13 @@ export function sha256(plaintext: string): Uint8Array {
   return createHash("sha256").update(plaintext).digest();
 }
 
-export function serveNode(handler: EdgeHandler): Server {
+/** Where a failure the handler did not answer goes (a structured logger's `error`). */
+type LogError = (fields: Record<string, unknown>, message: string) => void;
+
+export function serveNode(handler: EdgeHandler, logError: LogError): Server {
   return createServer((req, res) => {
-    handle(handler, req, res).catch((cause: unknown) => {
-      console.error(cause);
+    handle(handler, req, res).catch((err: unknown) => {
+      logError({ err }, "unanswered failure");
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
       res.end('{"error":{"code":"internal","message":"internal error"}}');
     });

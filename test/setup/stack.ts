@@ -12,6 +12,8 @@ export interface StackInfo {
   controlUrl: string;
   edgeUrl: string;
   edgePort: number;
+  /** The worker's ops listener. */
+  workerUrl: string;
   databaseUrl: string;
   temporalAddress: string;
   temporalHttpAddress: string;
@@ -44,6 +46,7 @@ export async function setup(project: TestProject) {
     controlUrl: stack.controlUrl,
     edgeUrl: stack.edgeUrl,
     edgePort: ports.edge,
+    workerUrl: `http://127.0.0.1:${ports.worker}`,
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,

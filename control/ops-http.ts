@@ -1,0 +1,46 @@
+/**
+ * The ops handler (core/ops.ts) on node:http: the control plane answers it beside its REST
+ * routes, and the worker, which has no other HTTP to serve, listens for it alone.
+ */
+import { createServer, type Server } from "node:http";
+import type { OpsHandler } from "../core/ops.ts";
+
+/** What this needs of node:http's and connect-node's (HTTP/1 or HTTP/2) request and response. */
+interface NodeRequest {
+  method?: string | undefined;
+  url?: string | undefined;
+  headers: { authorization?: string | undefined };
+  socket: { remoteAddress?: string | undefined };
+}
+interface NodeResponse {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  end(body: string): unknown;
+}
+
+/** Answers a GET for an ops path; false when the request is not one (the caller's own). */
+export async function answerOps(
+  ops: OpsHandler,
+  req: NodeRequest,
+  res: NodeResponse,
+): Promise<boolean> {
+  if (req.method !== "GET") return false;
+  const request = new Request(`http://relay${req.url ?? "/"}`, {
+    headers: { authorization: req.headers.authorization ?? "" },
+  });
+  const answer = await ops(request, req.socket.remoteAddress ?? "");
+  if (!answer) return false;
+  res.writeHead(answer.status, Object.fromEntries(answer.headers));
+  res.end(await answer.text());
+  return true;
+}
+
+/** A listener that answers the ops paths and 404s everything else. */
+export function serveOps(ops: OpsHandler): Server {
+  return createServer((req, res) => {
+    void answerOps(ops, req, res).then((answered) => {
+      if (answered) return;
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end('{"error":{"code":"not_found","message":"only /healthz, /readyz and /metrics"}}');
+    });
+  });
+}

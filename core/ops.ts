@@ -1,0 +1,93 @@
+/**
+ * What every process answers for its operators, as one web-standard handler: `GET /healthz`
+ * (the process is alive), `GET /readyz` (its dependencies answer) and `GET /metrics`
+ * (Prometheus text). Metrics name endpoints and projects, so they are not for the public: they
+ * need the metrics token when one is set, and otherwise come only to loopback peers.
+ */
+import { type Cidr, cidrContains, parseCidr, parseIp } from "./ip.ts";
+import { hashSecret, timingSafeEqual } from "./secrets.ts";
+
+export interface OpsOptions {
+  /** Each dependency's check: resolves when it answers, throws (with why) when not. */
+  checks: Record<string, () => Promise<void>>;
+  metrics: () => Promise<string>;
+  metricsContentType: string;
+  /** When set, /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
+}
+
+const LOOPBACK = ["127.0.0.0/8", "::1/128"].map((c) => parseCidr(c) as Cidr);
+const CHECK_TIMEOUT_MS = 2000;
+
+export type OpsHandler = (request: Request, peer: string) => Promise<Response | null>;
+
+/** Answers the three ops paths; null for any other request, which is the process's own. */
+export function opsHandler(options: OpsOptions): OpsHandler {
+  // Compared as hashes, so neither the token's bytes nor its length show in the timing.
+  const tokenHash = options.metricsToken ? hashSecret(options.metricsToken) : null;
+  return async (request, peer) => {
+    if (request.method !== "GET") return null;
+    switch (new URL(request.url).pathname) {
+      case "/healthz":
+        return json(200, { status: "ok" });
+      case "/readyz":
+        return readiness(options.checks);
+      case "/metrics": {
+        if (!(await metricsAllowed(request, peer, tokenHash))) {
+          return json(403, { error: { code: "forbidden", message: "metrics need the token" } });
+        }
+        return new Response(await options.metrics(), {
+          headers: { "content-type": options.metricsContentType },
+        });
+      }
+      default:
+        return null;
+    }
+  };
+}
+
+async function metricsAllowed(
+  request: Request,
+  peer: string,
+  tokenHash: Promise<Uint8Array> | null,
+): Promise<boolean> {
+  if (!tokenHash) {
+    const ip = parseIp(peer);
+    return ip !== null && LOOPBACK.some((cidr) => cidrContains(cidr, ip));
+  }
+  const presented = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+  return presented !== undefined && timingSafeEqual(await hashSecret(presented), await tokenHash);
+}
+
+async function readiness(checks: OpsOptions["checks"]): Promise<Response> {
+  const results = await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await withTimeout(check(), CHECK_TIMEOUT_MS);
+        return [name, "ok"] as const;
+      } catch (cause) {
+        return [name, cause instanceof Error ? cause.message : String(cause)] as const;
+      }
+    }),
+  );
+  const ready = results.every(([, outcome]) => outcome === "ok");
+  return json(ready ? 200 : 503, {
+    status: ready ? "ready" : "unavailable",
+    checks: Object.fromEntries(results),
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}

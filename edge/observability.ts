@@ -1,0 +1,68 @@
+/**
+ * The edge's log (one JSON line per event, pino) and metrics (Prometheus text, prom-client).
+ * Both libraries run on Node and Deno alike. Labels name a project and endpoint only once the
+ * endpoint was found, so callers probing random hosts and paths cannot grow the series.
+ */
+import pino from "pino";
+import { Counter, Histogram, Registry } from "prom-client";
+import type { Answered } from "./app.ts";
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function edgeTelemetry() {
+  // `base` replaces pid and hostname, which Deno would need --allow-sys to read.
+  const log = pino({ base: { service: "edge" } });
+  const registry = new Registry();
+  const registers = [registry];
+  const requests = new Counter({
+    name: "relay_edge_requests_total",
+    help: "Inbound calls answered, by status, project and endpoint (empty until found)",
+    labelNames: ["status", "project", "endpoint"],
+    registers,
+  });
+  const duration = new Histogram({
+    name: "relay_edge_request_duration_seconds",
+    help: "Time to the answer's headers, by status class",
+    labelNames: ["status_class"],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const temporalStart = new Histogram({
+    name: "relay_edge_temporal_start_duration_seconds",
+    help: "Starting a workflow through Temporal's HTTP API, by workflow type",
+    labelNames: ["workflow"],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const keyLookups = new Counter({
+    name: "relay_edge_key_lookups_total",
+    help: "API key verifications by cache outcome (hit: answered with no control-plane call)",
+    labelNames: ["cache"],
+    registers,
+  });
+  return {
+    log,
+    registry,
+    answered(event: Answered): void {
+      const { project, endpoint } = event;
+      requests.inc({ status: event.status, project: project ?? "", endpoint: endpoint ?? "" });
+      duration.observe({ status_class: `${Math.floor(event.status / 100)}xx` }, event.seconds);
+      log.info(
+        {
+          requestId: event.requestId,
+          project,
+          endpoint,
+          status: event.status,
+          ms: event.seconds * 1000,
+        },
+        "answered",
+      );
+    },
+    temporalStarted(workflow: string, seconds: number): void {
+      temporalStart.observe({ workflow }, seconds);
+    },
+    keyLookedUp(cached: boolean): void {
+      keyLookups.inc({ cache: cached ? "hit" : "miss" });
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * The worker's log (one JSON line per event, pino) and metrics (Prometheus text, prom-client):
+ * every delivery attempt, by outcome, with its latency.
+ */
+import pino from "pino";
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { classifyStatus } from "../core/delivery.ts";
+
+export const log = pino({ base: { service: "worker" } });
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const attempts = new Counter({
+  name: "relay_worker_delivery_attempts_total",
+  help: "Delivery attempts by outcome: delivered, retry (the answer is worth another try), failed (it is not), unreachable (no answer)",
+  labelNames: ["outcome", "mode"],
+  registers: [registry],
+});
+const latency = new Histogram({
+  name: "relay_worker_delivery_attempt_duration_seconds",
+  help: "A delivery attempt, from the call to the target's answer",
+  labelNames: ["mode"],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 90],
+  registers: [registry],
+});
+
+export interface AttemptOutcome {
+  requestId: string;
+  target: string;
+  mode: string;
+  attempt: number;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+/** Logs and counts one finished attempt. */
+export function observeAttempt(a: AttemptOutcome): void {
+  const outcome = a.statusCode === null ? "unreachable" : classifyStatus(a.statusCode);
+  attempts.inc({ outcome, mode: a.mode });
+  latency.observe({ mode: a.mode }, a.latencyMs / 1000);
+  log.info({ ...a, outcome }, "attempt");
+}
