@@ -19,6 +19,8 @@ export interface StackInfo {
   temporalHttpAddress: string;
   adminToken: string;
   edgeToken: string;
+  /** For more instances of the control plane and worker beside the stack's (scale-out). */
+  encryptionKey: string;
   logFile: string;
 }
 
@@ -52,6 +54,7 @@ export async function setup(project: TestProject) {
     temporalHttpAddress: stack.temporal.httpAddress,
     adminToken: stack.secrets.adminToken,
     edgeToken: stack.secrets.edgeToken,
+    encryptionKey: stack.secrets.encryptionKey,
     logFile,
   });
 }
