@@ -45,6 +45,7 @@ import * as projects from "./api/projects.ts";
 import type { RequestView } from "./api/requests.ts";
 import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
+import * as signing from "./api/signing.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, type Caller } from "./auth.ts";
 import { postgresAnswers } from "./db/client.ts";
@@ -264,8 +265,13 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
       },
       async createEndpoint(req, h) {
         const input = endpointIn(req.endpoint);
-        const endpoint = await routing.createEndpoint(ctxOf(h), req.project, req.line, input);
-        return { endpoint: endpointOut(endpoint) };
+        const { signingSecret, ...endpoint } = await routing.createEndpoint(
+          ctxOf(h),
+          req.project,
+          req.line,
+          input,
+        );
+        return { endpoint: endpointOut(endpoint), signingSecret };
       },
       async updateEndpoint(req, h) {
         const input = endpointIn(req.endpoint);
@@ -281,6 +287,21 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
       async deleteEndpoint(req, h) {
         await routing.deleteEndpoint(ctxOf(h), req.project, req.line, req.path);
         return {};
+      },
+      async rotateSigningSecret(req, h) {
+        const rotated = await signing.rotateSigningSecret(
+          ctxOf(h),
+          req.project,
+          req.line,
+          req.path,
+          {
+            ...(req.overlapSeconds !== undefined && { overlapSeconds: req.overlapSeconds }),
+          },
+        );
+        return {
+          signingSecret: rotated.signingSecret,
+          previousExpiresAt: optionalTs(rotated.previousExpiresAt),
+        };
       },
     });
     router.service(KeyService, {
@@ -377,6 +398,10 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
           state: {
             project: projectOut(state.project),
             endpoints: state.endpoints.map(endpointOut),
+            signingSecrets: state.signingSecrets.map((e) => ({
+              ...e,
+              secrets: e.secrets.map((s) => ({ key: s.key, expiresAt: optionalTs(s.expiresAt) })),
+            })),
             defaultRateLimit: state.defaultRateLimit,
             liveCreditsExhausted: state.exhaustedPools.includes("live"),
             testCreditsExhausted: state.exhaustedPools.includes("test"),

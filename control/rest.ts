@@ -13,6 +13,7 @@ import * as keys from "./api/keys.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
+import * as signing from "./api/signing.ts";
 import { parseInput } from "./api/validation.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, requireAdmin } from "./auth.ts";
@@ -108,6 +109,12 @@ const routes: Route[] = [
     ({ ctx, params }) =>
       routing.deleteEndpoint(ctx, p(params).project, p(params).line, p(params).path),
     204,
+  ),
+  route(
+    "POST",
+    `${base}/lines/:line/endpoints/:path/signing-secret/rotate`,
+    ({ ctx, params, body }) =>
+      signing.rotateSigningSecret(ctx, p(params).project, p(params).line, p(params).path, body),
   ),
   route("GET", `${base}/keys`, ({ ctx, params }) =>
     keys.listKeys(ctx, p(params).project).then((list) => ({ keys: list })),

@@ -18,6 +18,16 @@ test("credentials, hop-by-hop headers and Relay's own namespace are never forwar
   });
 });
 
+test("a caller's own signature headers are not forwarded: Relay signs each delivery itself", () => {
+  const headers = new Headers({
+    "webhook-id": "msg_forged",
+    "webhook-timestamp": "1614265330",
+    "webhook-signature": "v1,forged",
+    "x-trace": "abc",
+  });
+  expect(forwardableHeaders(headers)).toEqual({ "x-trace": "abc" });
+});
+
 test("a target's framing, cookies and Relay-namespaced headers do not reach the caller", () => {
   const answer = new Headers({
     "content-type": "text/event-stream",

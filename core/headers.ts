@@ -3,7 +3,10 @@
 /** The connection's own headers (RFC 9110 7.6.1): they never cross a proxy either way. */
 const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"];
 
-/** Never forwarded to a target: credentials, the caller's framing, and hop-by-hop headers. */
+/**
+ * Never forwarded to a target: credentials, the caller's framing, hop-by-hop headers, and the
+ * signature headers Relay sets.
+ */
 const DROPPED_TO_TARGET = new Set([
   ...HOP_BY_HOP,
   "authorization",
@@ -12,6 +15,10 @@ const DROPPED_TO_TARGET = new Set([
   "host",
   "content-length",
   "expect",
+  // Relay signs each delivery itself; a caller's own would pass for Relay's.
+  "webhook-id",
+  "webhook-timestamp",
+  "webhook-signature",
 ]);
 
 /** Never passed back from a target: hop-by-hop headers, cookies, and encodings undone on the way. */

@@ -28,6 +28,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
         plan: "paid",
         defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
         exhaustedPools: [],
+        signingKeys: new Map(),
         endpoints: [
           {
             line: "v1",

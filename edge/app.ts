@@ -21,6 +21,7 @@ import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
+import { type SigningKey, webhookHeaders } from "../core/signing.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 import type { ProjectState } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
@@ -142,6 +143,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
           body,
           headers,
           idempotencyKey,
+          signingKeys: projectState.signingKeys.get(`${endpoint.line}/${endpoint.path}`) ?? [],
         });
       } catch (error) {
         if (!headers.has("ratelimit-limit")) rate(false);
@@ -164,6 +166,8 @@ interface Call {
   headers: Headers;
   /** The caller's Idempotency-Key, when it sent one. */
   idempotencyKey: string | null;
+  /** The endpoint's signing keys, for a stream the edge delivers itself. */
+  signingKeys: SigningKey[];
 }
 
 /** A well-formed Idempotency-Key, on an endpoint whose answer a repeat can be given again. */
@@ -309,6 +313,8 @@ async function proxyStream(
   }
   const forwarded = forwardableHeaders(call.request.headers);
   forwarded["accept-encoding"] = "identity";
+  const deliveryId = `${requestId}.${target.id}`;
+  const signature = await webhookHeaders(call.signingKeys, deliveryId, deps.state.now(), call.body);
   const answerTimeout = new AbortController();
   const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
   const upstream = await deps
@@ -318,8 +324,9 @@ async function proxyStream(
         ...forwarded,
         ...target.headers,
         "x-relay-request-id": requestId,
-        "x-relay-delivery-id": `${requestId}.${target.id}`,
+        "x-relay-delivery-id": deliveryId,
         "x-relay-attempt": "1",
+        ...signature,
       },
       body: call.body.byteLength > 0 ? call.body : null,
       signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),

@@ -4,6 +4,7 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
+import { importSigningKey, type SigningKey } from "../core/signing.ts";
 import {
   type EdgeKey,
   EdgeService,
@@ -16,6 +17,8 @@ export interface ProjectState {
   defaultRateLimit: RateLimit;
   /** Metered pools with no credits left. */
   exhaustedPools: KeyMode[];
+  /** Each endpoint's signing keys by `{line}/{path}`, for the streams the edge proxies. */
+  signingKeys: Map<string, SigningKey[]>;
 }
 
 export interface ChangeBatch {
@@ -62,7 +65,7 @@ export function connectControlPlane(options: {
     },
     async projectState(project) {
       const { state } = await client.getProjectState({ project });
-      return state ? stateFrom(state) : null;
+      return state ? await stateFrom(state) : null;
     },
     async *watch(edgeId, afterSequence, signal) {
       for await (const batch of client.watchChanges({ edgeId, afterSequence }, { signal })) {
@@ -103,8 +106,19 @@ function keyFrom(key: EdgeKey): KeyRecord {
   };
 }
 
-function stateFrom(state: ProjectStateMessage): ProjectState {
+async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
+  const signingKeys = new Map<string, SigningKey[]>();
+  for (const endpoint of state.signingSecrets) {
+    const keys = await Promise.all(
+      endpoint.secrets.map(async (secret) => ({
+        key: await importSigningKey(new Uint8Array(secret.key)),
+        expiresAt: secret.expiresAt ? timestampDate(secret.expiresAt) : null,
+      })),
+    );
+    signingKeys.set(`${endpoint.line}/${endpoint.path}`, keys);
+  }
   return {
+    signingKeys,
     plan: plans[(state.project?.plan ?? 1) - 1] ?? "free",
     exhaustedPools: keyModes.filter((mode) =>
       mode === "live" ? state.liveCreditsExhausted : state.testCreditsExhausted,

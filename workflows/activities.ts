@@ -7,6 +7,7 @@ import { loadBody } from "../control/api/bodies.ts";
 import { chargeDelivery } from "../control/api/credits.ts";
 import { type Pruned, pruneRequestLog } from "../control/api/retention.ts";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
+import { signingSecretsOfTarget } from "../control/api/signing.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
   classifyStatus,
@@ -21,6 +22,13 @@ import {
   TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
+import { open } from "../core/sealing.ts";
+import {
+  decodeSigningSecret,
+  importSigningKey,
+  type SigningKey,
+  webhookHeaders,
+} from "../core/signing.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
@@ -64,6 +72,9 @@ export interface DeliverInput {
 }
 
 type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "body">;
+
+/** Bounds the worker's cache of opened signing keys. */
+const MAX_OPENED_KEYS = 10_000;
 
 interface Answer {
   status: number;
@@ -178,6 +189,32 @@ export function createActivities({
     });
   }
 
+  /** Opened signing keys by secret id: a sealed secret never changes, so they stay valid. */
+  const openedKeys = new Map<string, Promise<CryptoKey>>();
+
+  /**
+   * The keys that sign for the target's endpoint now, read per attempt (a rotation shows at
+   * once, an overlap ends on time); none for a target whose endpoint is gone. The plaintext only
+   * passes through here, never into a workflow input, history or log.
+   */
+  async function signingKeysOf(targetId: string, at: Date): Promise<SigningKey[]> {
+    const sealed = await signingSecretsOfTarget(sql, targetId, at);
+    if (openedKeys.size > MAX_OPENED_KEYS) openedKeys.clear();
+    return Promise.all(
+      sealed.map(async (secret) => {
+        let key = openedKeys.get(secret.id);
+        if (!key) {
+          key = open(sealingKey, new Uint8Array(secret.sealedSecret), secret.id).then((plain) =>
+            importSigningKey(decodeSigningSecret(plain)),
+          );
+          key.catch(() => openedKeys.delete(secret.id));
+          openedKeys.set(secret.id, key);
+        }
+        return { key: await key, expiresAt: secret.expiresAt };
+      }),
+    );
+  }
+
   /**
    * One POST to a target, logged (and charged) as an attempt whatever comes of it. A target
    * whose name now resolves to a refused address is logged as refused and never called.
@@ -192,6 +229,15 @@ export function createActivities({
   }> {
     const { requestId, target, headers, attempt } = call;
     const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : call.body;
+    const deliveryId = `${requestId}.${target.id}`;
+    // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
+    const signedAt = await now();
+    const signature = await webhookHeaders(
+      await signingKeysOf(target.id, signedAt),
+      deliveryId,
+      signedAt,
+      body,
+    );
     const startedAt = new Date();
     const attemptId = await startAttempt({ requestId, target, attempt, startedAt });
     const started = performance.now();
@@ -207,8 +253,9 @@ export function createActivities({
             ...headers,
             ...target.headers,
             "x-relay-request-id": requestId,
-            "x-relay-delivery-id": `${requestId}.${target.id}`,
+            "x-relay-delivery-id": deliveryId,
             "x-relay-attempt": String(attempt),
+            ...signature,
           },
           body,
           signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),

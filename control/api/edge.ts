@@ -14,6 +14,7 @@ import type { Ctx } from "./context.ts";
 import { exhaustedPools } from "./credits.ts";
 import type { ProjectView } from "./projects.ts";
 import { loadEndpoints } from "./routing.ts";
+import { type EndpointSigningSecrets, projectSigningSecrets } from "./signing.ts";
 
 /** Plan defaults for endpoints without a rate limit of their own. */
 export const planRateLimits: Record<Plan, RateLimit> = {
@@ -26,6 +27,8 @@ export interface ProjectState {
   endpoints: Endpoint[];
   defaultRateLimit: RateLimit;
   exhaustedPools: KeyMode[];
+  /** The live signing secrets' bytes by endpoint: the edge signs the streams it proxies. */
+  signingSecrets: EndpointSigningSecrets[];
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -50,6 +53,7 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     endpoints: await loadEndpoints(ctx.sql, id),
     defaultRateLimit: planRateLimits[view.plan],
     exhaustedPools: await exhaustedPools(ctx.sql, id, view.plan),
+    signingSecrets: await projectSigningSecrets(ctx.sql, ctx.sealingKey, id, ctx.now()),
   };
 }
 

@@ -9,6 +9,7 @@ import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
 import type { Queryable, Sql } from "../db/client.ts";
 import { recordChange } from "./changes.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
+import { addSigningSecret } from "./signing.ts";
 import { parseInput } from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */
@@ -18,7 +19,7 @@ const segment = z
 
 /** Headers Relay sets itself or that belong to the connection, not to a target's config. */
 const RESERVED_HEADER =
-  /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*)$/i;
+  /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*|webhook-(id|timestamp|signature))$/i;
 
 const targetSchema = (rules: SavedTargetRules) =>
   z.strictObject({
@@ -36,7 +37,8 @@ const targetSchema = (rules: SavedTargetRules) =>
       )
       .default({})
       .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
-        message: "may not set Host, Content-*, hop-by-hop or X-Relay-* headers",
+        message:
+          "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
       }),
   });
 
@@ -137,11 +139,11 @@ export async function createEndpoint(
   slug: string,
   line: string,
   input: unknown,
-): Promise<Endpoint> {
+): Promise<Endpoint & { signingSecret: string }> {
   const access = await projectAccess(ctx, slug);
   const spec = parseInput(endpointSpecSchema(ctx.targetRules), input);
   await requireLine(ctx.sql, access.projectId, line);
-  await ctx.sql
+  const signingSecret = await ctx.sql
     .begin(async (tx) => {
       const endpointId = newId("ep");
       await tx`
@@ -149,10 +151,13 @@ export async function createEndpoint(
         values (${endpointId}, ${access.projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
           ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)})`;
       await insertTargets(tx, endpointId, spec.targets, new Map());
+      const secret = await addSigningSecret(tx, ctx.sealingKey, endpointId, ctx.now());
       await recordChange(tx, access.projectId, "routing");
+      return secret;
     })
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
-  return getEndpoint(ctx, slug, line, spec.path);
+  // The signing secret is in this answer only; no read shows it again.
+  return { ...(await getEndpoint(ctx, slug, line, spec.path)), signingSecret };
 }
 
 export async function updateEndpoint(

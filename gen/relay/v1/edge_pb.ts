@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsoBCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIQCg5Sb3V0aW5nQ2hhbmdlZCJpChRXYXRjaENoYW5nZXNSZXNwb25zZRIhCgdjaGFuZ2VzGAEgAygLMhAucmVsYXkudjEuQ2hhbmdlEhUKDWhlYWRfc2VxdWVuY2UYAiABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAMgASgDIkgKEUFja0NoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSEAoIbGVhc2VfbXMYAyABKAUiFAoSQWNrQ2hhbmdlc1Jlc3BvbnNlIkUKEFN0b3JlQm9keVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEgwKBGJvZHkYAyABKAwiJQoRU3RvcmVCb2R5UmVzcG9uc2USEAoIYm9keV9yZWYYASABKAkyjgMKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIj4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiEAoOUm91dGluZ0NoYW5nZWQiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJMo4DCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -103,6 +103,14 @@ export type ProjectState = Message<"relay.v1.ProjectState"> & {
    * @generated from field: bool test_credits_exhausted = 5;
    */
   testCreditsExhausted: boolean;
+
+  /**
+   * The secrets each endpoint's deliveries are signed with, for stream targets the edge calls
+   * itself. Only edges read this; members never see a secret after its one answer.
+   *
+   * @generated from field: repeated relay.v1.EndpointSigningSecrets signing_secrets = 6;
+   */
+  signingSecrets: EndpointSigningSecrets[];
 };
 
 /**
@@ -111,6 +119,59 @@ export type ProjectState = Message<"relay.v1.ProjectState"> & {
  */
 export const ProjectStateSchema: GenMessage<ProjectState> = /*@__PURE__*/
   messageDesc(file_relay_v1_edge, 1);
+
+/**
+ * @generated from message relay.v1.EndpointSigningSecrets
+ */
+export type EndpointSigningSecrets = Message<"relay.v1.EndpointSigningSecrets"> & {
+  /**
+   * @generated from field: string line = 1;
+   */
+  line: string;
+
+  /**
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * @generated from field: repeated relay.v1.SigningSecret secrets = 3;
+   */
+  secrets: SigningSecret[];
+};
+
+/**
+ * Describes the message relay.v1.EndpointSigningSecrets.
+ * Use `create(EndpointSigningSecretsSchema)` to create a new message.
+ */
+export const EndpointSigningSecretsSchema: GenMessage<EndpointSigningSecrets> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 2);
+
+/**
+ * @generated from message relay.v1.SigningSecret
+ */
+export type SigningSecret = Message<"relay.v1.SigningSecret"> & {
+  /**
+   * The secret's decoded bytes (the base64 after `whsec_`).
+   *
+   * @generated from field: bytes key = 1;
+   */
+  key: Uint8Array;
+
+  /**
+   * Past this the secret no longer signs; absent while it is the current one.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SigningSecret.
+ * Use `create(SigningSecretSchema)` to create a new message.
+ */
+export const SigningSecretSchema: GenMessage<SigningSecret> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 3);
 
 /**
  * @generated from message relay.v1.ResolveKeyRequest
@@ -132,7 +193,7 @@ export type ResolveKeyRequest = Message<"relay.v1.ResolveKeyRequest"> & {
  * Use `create(ResolveKeyRequestSchema)` to create a new message.
  */
 export const ResolveKeyRequestSchema: GenMessage<ResolveKeyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 2);
+  messageDesc(file_relay_v1_edge, 4);
 
 /**
  * @generated from message relay.v1.ResolveKeyResponse
@@ -151,7 +212,7 @@ export type ResolveKeyResponse = Message<"relay.v1.ResolveKeyResponse"> & {
  * Use `create(ResolveKeyResponseSchema)` to create a new message.
  */
 export const ResolveKeyResponseSchema: GenMessage<ResolveKeyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 3);
+  messageDesc(file_relay_v1_edge, 5);
 
 /**
  * @generated from message relay.v1.GetProjectStateRequest
@@ -168,7 +229,7 @@ export type GetProjectStateRequest = Message<"relay.v1.GetProjectStateRequest"> 
  * Use `create(GetProjectStateRequestSchema)` to create a new message.
  */
 export const GetProjectStateRequestSchema: GenMessage<GetProjectStateRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 4);
+  messageDesc(file_relay_v1_edge, 6);
 
 /**
  * @generated from message relay.v1.GetProjectStateResponse
@@ -185,7 +246,7 @@ export type GetProjectStateResponse = Message<"relay.v1.GetProjectStateResponse"
  * Use `create(GetProjectStateResponseSchema)` to create a new message.
  */
 export const GetProjectStateResponseSchema: GenMessage<GetProjectStateResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 5);
+  messageDesc(file_relay_v1_edge, 7);
 
 /**
  * @generated from message relay.v1.WatchChangesRequest
@@ -209,7 +270,7 @@ export type WatchChangesRequest = Message<"relay.v1.WatchChangesRequest"> & {
  * Use `create(WatchChangesRequestSchema)` to create a new message.
  */
 export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 6);
+  messageDesc(file_relay_v1_edge, 8);
 
 /**
  * @generated from message relay.v1.Change
@@ -250,7 +311,7 @@ export type Change = Message<"relay.v1.Change"> & {
  * Use `create(ChangeSchema)` to create a new message.
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 7);
+  messageDesc(file_relay_v1_edge, 9);
 
 /**
  * The project's routing changed; edges refetch its state.
@@ -265,7 +326,7 @@ export type RoutingChanged = Message<"relay.v1.RoutingChanged"> & {
  * Use `create(RoutingChangedSchema)` to create a new message.
  */
 export const RoutingChangedSchema: GenMessage<RoutingChanged> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 8);
+  messageDesc(file_relay_v1_edge, 10);
 
 /**
  * A batch of changes, or a heartbeat when `changes` is empty. Edges acknowledge each one; an
@@ -300,7 +361,7 @@ export type WatchChangesResponse = Message<"relay.v1.WatchChangesResponse"> & {
  * Use `create(WatchChangesResponseSchema)` to create a new message.
  */
 export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 9);
+  messageDesc(file_relay_v1_edge, 11);
 
 /**
  * @generated from message relay.v1.AckChangesRequest
@@ -330,7 +391,7 @@ export type AckChangesRequest = Message<"relay.v1.AckChangesRequest"> & {
  * Use `create(AckChangesRequestSchema)` to create a new message.
  */
 export const AckChangesRequestSchema: GenMessage<AckChangesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 10);
+  messageDesc(file_relay_v1_edge, 12);
 
 /**
  * @generated from message relay.v1.AckChangesResponse
@@ -343,7 +404,7 @@ export type AckChangesResponse = Message<"relay.v1.AckChangesResponse"> & {
  * Use `create(AckChangesResponseSchema)` to create a new message.
  */
 export const AckChangesResponseSchema: GenMessage<AckChangesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 11);
+  messageDesc(file_relay_v1_edge, 13);
 
 /**
  * @generated from message relay.v1.StoreBodyRequest
@@ -370,7 +431,7 @@ export type StoreBodyRequest = Message<"relay.v1.StoreBodyRequest"> & {
  * Use `create(StoreBodyRequestSchema)` to create a new message.
  */
 export const StoreBodyRequestSchema: GenMessage<StoreBodyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 12);
+  messageDesc(file_relay_v1_edge, 14);
 
 /**
  * @generated from message relay.v1.StoreBodyResponse
@@ -387,7 +448,7 @@ export type StoreBodyResponse = Message<"relay.v1.StoreBodyResponse"> & {
  * Use `create(StoreBodyResponseSchema)` to create a new message.
  */
 export const StoreBodyResponseSchema: GenMessage<StoreBodyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 13);
+  messageDesc(file_relay_v1_edge, 15);
 
 /**
  * What edges ask the control plane. Callers authenticate with the edge token.
