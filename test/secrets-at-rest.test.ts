@@ -1,8 +1,8 @@
 /**
  * No plaintext secret reaches a log line or a Postgres row. A full scenario handles every kind
  * (member tokens, live and test keys, a rotated key, an auto-rotated successor revealed once, a
- * wrong key, the admin and edge tokens), then the whole stack log and every row of every table
- * are searched for each. (Debian's pg_dump 15 refuses the embedded PostgreSQL 18, so the rows
+ * wrong key, the admin and edge tokens, endpoint signing secrets new and rotated), then the whole
+ * stack log and every row of every table are searched for each. (Debian's pg_dump 15 refuses the embedded PostgreSQL 18, so the rows
  * are read with SQL: the same data a dump holds.)
  */
 import { readFile } from "node:fs/promises";
@@ -43,11 +43,14 @@ async function fullScenario(): Promise<Record<string, string>> {
     ["sync", [{ name: "s", targetUrl: sink.url, deliveryMode: "sync" }]],
     ["stream", [{ name: "t", targetUrl: streamUrl, deliveryMode: "stream" }]],
   ] as const) {
-    const created = await api(seen.editorToken, "POST", `${base}/lines/v1/endpoints`, {
-      path,
-      targets,
-    });
+    const created = await api<{ signingSecret: string }>(
+      seen.editorToken,
+      "POST",
+      `${base}/lines/v1/endpoints`,
+      { path, targets },
+    );
     expect(created.status).toBe(201);
+    seen[`signingSecret.${path}`] = created.body.signingSecret;
   }
   const ctx = { base, ownerToken: p.ownerToken };
   seen.liveKey = await mintKey(ctx, "live");
@@ -73,6 +76,14 @@ async function fullScenario(): Promise<Record<string, string>> {
   );
   expect(revealed.status).toBe(200);
   seen.revealedSuccessor = revealed.body.plaintext;
+  const rotatedSecret = await api<{ signingSecret: string }>(
+    seen.editorToken,
+    "POST",
+    `${base}/lines/v1/endpoints/async/signing-secret/rotate`,
+    {},
+  );
+  expect(rotatedSecret.status).toBe(201);
+  seen.rotatedSigningSecret = rotatedSecret.body.signingSecret;
   seen.wrongKey = `rk_live_${"x".repeat(43)}`;
 
   for (const key of [seen.liveKey, seen.testKey, seen.rotatedKey, seen.revealedSuccessor]) {
