@@ -2,8 +2,8 @@
  * No plaintext secret reaches a log line or a Postgres row. A full scenario handles every kind
  * (member tokens, live and test keys, a rotated key, an auto-rotated successor revealed once, a
  * wrong key, the admin and edge tokens, endpoint signing secrets new and rotated), then the whole
- * stack log and every row of every table are searched for each. (Debian's pg_dump 15 refuses the embedded PostgreSQL 18, so the rows
- * are read with SQL: the same data a dump holds.)
+ * stack log and every row of every table are searched for each. (Debian's pg_dump 15 refuses the
+ * embedded PostgreSQL 18, so the rows are read with SQL: the same data a dump holds.)
  */
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
