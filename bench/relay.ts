@@ -4,7 +4,9 @@
  *     `proxy_pass` to the same target (added latency p50/p99, throughput; stream time to first
  *     byte and per-chunk lag);
  * (b) async 202s per second against the raw @temporalio/client start rate on the same server;
- * (c) the edge's memory over a sustained load.
+ * (c) the edge's memory over a sustained load;
+ * (d) the async hot path while /metrics is scraped every 100 ms, against the same load before
+ *     and after without scrapes (A-B-A, so the spread of A shows the noise).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -103,6 +105,15 @@ try {
   });
   const rssAfter = await rssKb(edgePid);
 
+  // (d) scrapes beside the hot path.
+  const asyncLoad = () =>
+    wrk(dir, `${stack.edgeUrl}/v1/async`, { connections: 16, seconds, host: edgeHost, auth });
+  const unscrapedBefore = await asyncLoad();
+  const scraper = scrapeEvery(`${stack.edgeUrl}/metrics`, 100);
+  const scraped = await asyncLoad();
+  const scrapes = await scraper.stop();
+  const unscrapedAfter = await asyncLoad();
+
   const report = {
     at: new Date(),
     seconds,
@@ -110,6 +121,7 @@ try {
     stream,
     async: { edgeAsync, rawStarts },
     memory: { memorySeconds, rssBefore, rssAfter, sustained },
+    scrape: { unscrapedBefore, scraped, unscrapedAfter, scrapes },
   };
   printReport(report);
   await mkdir("bench/results", { recursive: true });
@@ -272,6 +284,27 @@ async function rawStartRate(
   };
 }
 
+/** GETs `url` every `intervalMs` until stopped; answers how many scrapes succeeded. */
+function scrapeEvery(url: string, intervalMs: number) {
+  let running = true;
+  let scrapes = 0;
+  const loop = (async () => {
+    while (running) {
+      const response = await request(url);
+      await response.body.text();
+      if (response.statusCode === 200) scrapes++;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return scrapes;
+    },
+  };
+}
+
 async function rssKb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -285,6 +318,12 @@ function printReport(r: {
     rawStarts: { startsPerSecond: number; p50Ms: number; p99Ms: number };
   };
   memory: { memorySeconds: number; rssBefore: number; rssAfter: number; sustained: WrkResult };
+  scrape: {
+    unscrapedBefore: WrkResult;
+    scraped: WrkResult;
+    unscrapedAfter: WrkResult;
+    scrapes: number;
+  };
 }) {
   const f = (n: number) => n.toFixed(2);
   const base = r.sync.direct?.latency as WrkResult;
@@ -332,5 +371,27 @@ function printReport(r: {
   );
   console.log(
     `RSS ${Math.round(rssBefore / 1024)} MiB -> ${Math.round(rssAfter / 1024)} MiB (${f(((rssAfter - rssBefore) / rssBefore) * 100)}%)`,
+  );
+  const { unscrapedBefore: a1, scraped, unscrapedAfter: a2, scrapes } = r.scrape;
+  const baseline = {
+    requestsPerSecond: (a1.requestsPerSecond + a2.requestsPerSecond) / 2,
+    p99Ms: (a1.p99Ms + a2.p99Ms) / 2,
+  };
+  console.log(
+    `\n(d) async hot path, 16 connections, with ${scrapes} /metrics scrapes (every 100 ms)\n`,
+  );
+  console.log("| run | req/s | p50 ms | p99 ms |");
+  console.log("|---|---|---|---|");
+  for (const [name, run] of [
+    ["no scrapes (before)", a1],
+    ["scraped", scraped],
+    ["no scrapes (after)", a2],
+  ] as const) {
+    console.log(
+      `| ${name} | ${Math.round(run.requestsPerSecond)} | ${f(run.p50Ms)} | ${f(run.p99Ms)} |`,
+    );
+  }
+  console.log(
+    `| scraped vs mean of the others | ${f(scraped.requestsPerSecond / baseline.requestsPerSecond)}x | | ${f(scraped.p99Ms / baseline.p99Ms)}x p99 |`,
   );
 }
