@@ -14,6 +14,10 @@ const schema = z.object({
   RELAY_DEV_CLOCK: envFlag,
   /** The inbound domain (`host[:port]`): the relay itself, which no target may point at. */
   RELAY_EDGE_DOMAIN: z.string().min(1).default("localhost:8787"),
+  /** The scheme callers use for the edge domain; the panel's example requests show it. */
+  RELAY_EDGE_SCHEME: z.enum(["http", "https"]).default("http"),
+  /** The Temporal UI the panel links each request's workflow to. */
+  RELAY_TEMPORAL_UI_URL: z.url().default("http://127.0.0.1:8233"),
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),

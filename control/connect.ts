@@ -36,6 +36,7 @@ import * as bodies from "./api/bodies.ts";
 import type { Ctx } from "./api/context.ts";
 import type { PoolUsage, Usage } from "./api/credits.ts";
 import * as credits from "./api/credits.ts";
+import * as deliveries from "./api/deliveries.ts";
 import * as edge from "./api/edge.ts";
 import * as failures from "./api/failures.ts";
 import type { KeyView } from "./api/keys.ts";
@@ -207,7 +208,21 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         };
       },
       async getProject(req, h) {
-        return { project: projectOut(await projects.getProject(ctxOf(h), req.project)) };
+        const { inboundUrl, workflowsUrl, ...project } = await projects.getProject(
+          ctxOf(h),
+          req.project,
+        );
+        return { project: projectOut(project), inboundUrl, workflowsUrl };
+      },
+      async listProjects(_req, h) {
+        const memberships = await projects.listProjects(ctxOf(h));
+        return {
+          projects: memberships.map((m) => ({
+            project: projectOut(m.project),
+            role: toEnum(roles, m.role),
+            memberName: m.memberName,
+          })),
+        };
       },
     });
     router.service(MemberService, {
@@ -338,6 +353,12 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
           amount: Number(req.amount),
         });
         return { usage: usageOut(usage) };
+      },
+      async getDeliveryHistory(req, h) {
+        const hours = await deliveries.deliveryHistory(ctxOf(h), req.project, {
+          hours: req.hours,
+        });
+        return { hours: hours.map((entry) => ({ ...entry, hour: ts(entry.hour) })) };
       },
     });
     router.service(FailureQueueService, {

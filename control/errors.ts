@@ -1,6 +1,7 @@
 /** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type ErrorCode, RelayError } from "../core/errors.ts";
+import { ErrorInfoSchema } from "../gen/relay/v1/errors_pb.ts";
 import { log } from "./observability.ts";
 
 const connectCodes: Partial<Record<ErrorCode, Code>> = {
@@ -31,9 +32,15 @@ export function toConnectError(cause: unknown): ConnectError {
   if (cause instanceof ConnectError) return cause;
   const error = RelayError.from(cause);
   if (error.code === "internal") log.error({ err: cause }, "internal error");
-  return new ConnectError(error.message, connectCodes[error.code] ?? Code.Internal, {
-    [ERROR_CODE_HEADER]: error.code,
-  });
+  // The same code and per-field details as the REST body, as a typed error detail, so a client
+  // (the panel) can show each message next to its field.
+  const info = { desc: ErrorInfoSchema, value: { code: error.code, details: error.details ?? [] } };
+  return new ConnectError(
+    error.message,
+    connectCodes[error.code] ?? Code.Internal,
+    { [ERROR_CODE_HEADER]: error.code },
+    [info],
+  );
 }
 
 /** REST: the status and the JSON body of DESIGN.md. */

@@ -35,6 +35,10 @@ const server = createControlServer({
       relayDomain: config.RELAY_EDGE_DOMAIN,
     },
     temporal: temporalClient,
+    links: {
+      edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
+      workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
+    },
   },
   credentials: await credentialsFrom(config),
   notifier,

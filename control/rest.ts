@@ -8,6 +8,7 @@ import { RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
+import * as deliveries from "./api/deliveries.ts";
 import * as failures from "./api/failures.ts";
 import * as keys from "./api/keys.ts";
 import * as projects from "./api/projects.ts";
@@ -60,6 +61,9 @@ function route(
 const base = "/projects/:project";
 const routes: Route[] = [
   route("POST", "/projects", ({ ctx, body }) => projects.createProject(ctx, body)),
+  route("GET", "/projects", ({ ctx }) =>
+    projects.listProjects(ctx).then((memberships) => ({ projects: memberships })),
+  ),
   route("GET", base, ({ ctx, params }) => projects.getProject(ctx, p(params).project)),
   route("GET", `${base}/members`, ({ ctx, params }) =>
     projects.listMembers(ctx, p(params).project).then((members) => ({ members })),
@@ -139,6 +143,9 @@ const routes: Route[] = [
     200,
   ),
   route("GET", `${base}/usage`, ({ ctx, params }) => credits.getUsage(ctx, p(params).project)),
+  route("GET", `${base}/usage/deliveries`, ({ ctx, params, query }) =>
+    deliveries.deliveryHistory(ctx, p(params).project, query).then((hours) => ({ hours })),
+  ),
   route(
     "POST",
     `${base}/credits`,

@@ -17,6 +17,15 @@ export interface Deps {
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */
   temporal: () => Promise<Client>;
+  /** Where people reach this deployment; the panel links to these. */
+  links: DeploymentLinks;
+}
+
+export interface DeploymentLinks {
+  /** "{scheme}://{edge domain}": a project's calls go to its slug under this host. */
+  edgeBaseUrl: URL;
+  /** The Temporal UI's workflow list for the relay's namespace. */
+  workflowsUrl: string;
 }
 
 export interface Ctx extends Deps {

@@ -69,12 +69,51 @@ export async function createProject(ctx: Ctx, input: unknown) {
     .catch(conflictOnDuplicate(`a project '${slug}' already exists`));
 }
 
-export async function getProject(ctx: Ctx, slug: string): Promise<ProjectView> {
+/** A project with where it is reached: the panel builds example requests and links from these. */
+export interface ProjectDetail extends ProjectView {
+  /** "{scheme}://{slug}.{edge domain}"; an endpoint is "{inboundUrl}/{line}/{endpoint}". */
+  inboundUrl: string;
+  /** The Temporal UI's workflow list; a request's workflow is "{workflowsUrl}/{requestId}". */
+  workflowsUrl: string;
+}
+
+export async function getProject(ctx: Ctx, slug: string): Promise<ProjectDetail> {
   const access = await projectAccess(ctx, slug);
   const [project] = await ctx.sql<ProjectView[]>`
     select slug, name, plan, created_at from projects where id = ${access.projectId}`;
   if (!project) throw new RelayError("not_found", `no project '${slug}'`);
-  return project;
+  const edge = ctx.links.edgeBaseUrl;
+  return {
+    ...project,
+    inboundUrl: `${edge.protocol}//${project.slug}.${edge.host}`,
+    workflowsUrl: ctx.links.workflowsUrl,
+  };
+}
+
+export interface Membership {
+  project: ProjectView;
+  role: Role;
+  /** Empty for the admin token. */
+  memberName: string;
+}
+
+/** The projects the caller may manage: a member's own, or every project for the admin. */
+export async function listProjects(ctx: Ctx): Promise<Membership[]> {
+  const { caller } = ctx;
+  if (caller.kind === "anonymous") {
+    throw new RelayError("unauthenticated", "missing or invalid token");
+  }
+  if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
+  if (caller.kind === "admin") {
+    const all = await ctx.sql<ProjectView[]>`
+      select slug, name, plan, created_at from projects order by slug`;
+    return all.map((project) => ({ project, role: "owner", memberName: "" }));
+  }
+  const rows = await ctx.sql<(ProjectView & { role: Role; memberName: string })[]>`
+    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name
+    from members m join projects p on p.id = m.project_id
+    where m.id = ${caller.memberId}`;
+  return rows.map(({ role, memberName, ...project }) => ({ project, role, memberName }));
 }
 
 export async function addMember(ctx: Ctx, slug: string, input: unknown) {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/projects.proto.
  */
 export const file_relay_v1_projects: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoGTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKBlBvbGljeRIhChRkZWZhdWx0X2tleV90dGxfZGF5cxgBIAEoBUgAiAEBEh0KEG1heF9rZXlfdHRsX2RheXMYAiABKAVIAYgBARIsCiRlZGl0b3JzX21heV9jcmVhdGVfbm9uX2V4cGlyaW5nX2tleXMYAyABKAhCFwoVX2RlZmF1bHRfa2V5X3R0bF9kYXlzQhMKEV9tYXhfa2V5X3R0bF9kYXlzImQKFENyZWF0ZVByb2plY3RSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRwbGFuGAMgASgOMg4ucmVsYXkudjEuUGxhbhISCgpvd25lcl9uYW1lGAQgASgJInEKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIfCgVvd25lchgCIAEoCzIQLnJlbGF5LnYxLk1lbWJlchITCgtvd25lcl90b2tlbhgDIAEoCSIkChFHZXRQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjgKEkdldFByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdCJPChBBZGRNZW1iZXJSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRyb2xlGAMgASgOMg4ucmVsYXkudjEuUm9sZSJEChFBZGRNZW1iZXJSZXNwb25zZRIgCgZtZW1iZXIYASABKAsyEC5yZWxheS52MS5NZW1iZXISDQoFdG9rZW4YAiABKAkiJQoSTGlzdE1lbWJlcnNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiOAoTTGlzdE1lbWJlcnNSZXNwb25zZRIhCgdtZW1iZXJzGAEgAygLMhAucmVsYXkudjEuTWVtYmVyIjkKE1JlbW92ZU1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkiFgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2UiIwoQR2V0UG9saWN5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjUKEUdldFBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSJIChNVcGRhdGVQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIAoGcG9saWN5GAIgASgLMhAucmVsYXkudjEuUG9saWN5IjgKFFVwZGF0ZVBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSo6CgRQbGFuEhQKEFBMQU5fVU5TUEVDSUZJRUQQABINCglQTEFOX0ZSRUUQARINCglQTEFOX1BBSUQQAio9CgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIOCgpST0xFX09XTkVSEAESDwoLUk9MRV9FRElUT1IQAjKrAQoOUHJvamVjdFNlcnZpY2USUAoNQ3JlYXRlUHJvamVjdBIeLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlEkcKCkdldFByb2plY3QSGy5yZWxheS52MS5HZXRQcm9qZWN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFByb2plY3RSZXNwb25zZTLwAQoNTWVtYmVyU2VydmljZRJECglBZGRNZW1iZXISGi5yZWxheS52MS5BZGRNZW1iZXJSZXF1ZXN0GhsucmVsYXkudjEuQWRkTWVtYmVyUmVzcG9uc2USSgoLTGlzdE1lbWJlcnMSHC5yZWxheS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHS5yZWxheS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEk0KDFJlbW92ZU1lbWJlchIdLnJlbGF5LnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHi5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXNwb25zZTKkAQoNUG9saWN5U2VydmljZRJECglHZXRQb2xpY3kSGi5yZWxheS52MS5HZXRQb2xpY3lSZXF1ZXN0GhsucmVsYXkudjEuR2V0UG9saWN5UmVzcG9uc2USTQoMVXBkYXRlUG9saWN5Eh0ucmVsYXkudjEuVXBkYXRlUG9saWN5UmVxdWVzdBoeLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoGTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKBlBvbGljeRIhChRkZWZhdWx0X2tleV90dGxfZGF5cxgBIAEoBUgAiAEBEh0KEG1heF9rZXlfdHRsX2RheXMYAiABKAVIAYgBARIsCiRlZGl0b3JzX21heV9jcmVhdGVfbm9uX2V4cGlyaW5nX2tleXMYAyABKAhCFwoVX2RlZmF1bHRfa2V5X3R0bF9kYXlzQhMKEV9tYXhfa2V5X3R0bF9kYXlzImQKFENyZWF0ZVByb2plY3RSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRwbGFuGAMgASgOMg4ucmVsYXkudjEuUGxhbhISCgpvd25lcl9uYW1lGAQgASgJInEKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIfCgVvd25lchgCIAEoCzIQLnJlbGF5LnYxLk1lbWJlchITCgtvd25lcl90b2tlbhgDIAEoCSIkChFHZXRQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJImQKEkdldFByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBITCgtpbmJvdW5kX3VybBgCIAEoCRIVCg13b3JrZmxvd3NfdXJsGAMgASgJIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiagoRUHJvamVjdE1lbWJlcnNoaXASIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHAoEcm9sZRgCIAEoDjIOLnJlbGF5LnYxLlJvbGUSEwoLbWVtYmVyX25hbWUYAyABKAkiRQoUTGlzdFByb2plY3RzUmVzcG9uc2USLQoIcHJvamVjdHMYASADKAsyGy5yZWxheS52MS5Qcm9qZWN0TWVtYmVyc2hpcCJPChBBZGRNZW1iZXJSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRyb2xlGAMgASgOMg4ucmVsYXkudjEuUm9sZSJEChFBZGRNZW1iZXJSZXNwb25zZRIgCgZtZW1iZXIYASABKAsyEC5yZWxheS52MS5NZW1iZXISDQoFdG9rZW4YAiABKAkiJQoSTGlzdE1lbWJlcnNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiOAoTTGlzdE1lbWJlcnNSZXNwb25zZRIhCgdtZW1iZXJzGAEgAygLMhAucmVsYXkudjEuTWVtYmVyIjkKE1JlbW92ZU1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkiFgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2UiIwoQR2V0UG9saWN5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjUKEUdldFBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSJIChNVcGRhdGVQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIAoGcG9saWN5GAIgASgLMhAucmVsYXkudjEuUG9saWN5IjgKFFVwZGF0ZVBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSo6CgRQbGFuEhQKEFBMQU5fVU5TUEVDSUZJRUQQABINCglQTEFOX0ZSRUUQARINCglQTEFOX1BBSUQQAio9CgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIOCgpST0xFX09XTkVSEAESDwoLUk9MRV9FRElUT1IQAjL6AQoOUHJvamVjdFNlcnZpY2USUAoNQ3JlYXRlUHJvamVjdBIeLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlEkcKCkdldFByb2plY3QSGy5yZWxheS52MS5HZXRQcm9qZWN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFByb2plY3RSZXNwb25zZRJNCgxMaXN0UHJvamVjdHMSHS5yZWxheS52MS5MaXN0UHJvamVjdHNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdFByb2plY3RzUmVzcG9uc2Uy8AEKDU1lbWJlclNlcnZpY2USRAoJQWRkTWVtYmVyEhoucmVsYXkudjEuQWRkTWVtYmVyUmVxdWVzdBobLnJlbGF5LnYxLkFkZE1lbWJlclJlc3BvbnNlEkoKC0xpc3RNZW1iZXJzEhwucmVsYXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0ucmVsYXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJNCgxSZW1vdmVNZW1iZXISHS5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh4ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2UypAEKDVBvbGljeVNlcnZpY2USRAoJR2V0UG9saWN5EhoucmVsYXkudjEuR2V0UG9saWN5UmVxdWVzdBobLnJlbGF5LnYxLkdldFBvbGljeVJlc3BvbnNlEk0KDFVwZGF0ZVBvbGljeRIdLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlcXVlc3QaHi5yZWxheS52MS5VcGRhdGVQb2xpY3lSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Project
@@ -197,6 +197,22 @@ export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
    * @generated from field: relay.v1.Project project = 1;
    */
   project?: Project | undefined;
+
+  /**
+   * Where this deployment receives the project's calls, "{scheme}://{slug}.{edge domain}"; an
+   * endpoint's inbound URL is "{inbound_url}/{line}/{endpoint}".
+   *
+   * @generated from field: string inbound_url = 2;
+   */
+  inboundUrl: string;
+
+  /**
+   * The Temporal UI's list of workflows in the relay's namespace; a request's workflow is
+   * "{workflows_url}/{request_id}".
+   *
+   * @generated from field: string workflows_url = 3;
+   */
+  workflowsUrl: string;
 };
 
 /**
@@ -205,6 +221,67 @@ export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
  */
 export const GetProjectResponseSchema: GenMessage<GetProjectResponse> = /*@__PURE__*/
   messageDesc(file_relay_v1_projects, 6);
+
+/**
+ * @generated from message relay.v1.ListProjectsRequest
+ */
+export type ListProjectsRequest = Message<"relay.v1.ListProjectsRequest"> & {
+};
+
+/**
+ * Describes the message relay.v1.ListProjectsRequest.
+ * Use `create(ListProjectsRequestSchema)` to create a new message.
+ */
+export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 7);
+
+/**
+ * @generated from message relay.v1.ProjectMembership
+ */
+export type ProjectMembership = Message<"relay.v1.ProjectMembership"> & {
+  /**
+   * @generated from field: relay.v1.Project project = 1;
+   */
+  project?: Project | undefined;
+
+  /**
+   * The admin token acts as an owner of every project.
+   *
+   * @generated from field: relay.v1.Role role = 2;
+   */
+  role: Role;
+
+  /**
+   * The member's name; empty for the admin token.
+   *
+   * @generated from field: string member_name = 3;
+   */
+  memberName: string;
+};
+
+/**
+ * Describes the message relay.v1.ProjectMembership.
+ * Use `create(ProjectMembershipSchema)` to create a new message.
+ */
+export const ProjectMembershipSchema: GenMessage<ProjectMembership> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 8);
+
+/**
+ * @generated from message relay.v1.ListProjectsResponse
+ */
+export type ListProjectsResponse = Message<"relay.v1.ListProjectsResponse"> & {
+  /**
+   * @generated from field: repeated relay.v1.ProjectMembership projects = 1;
+   */
+  projects: ProjectMembership[];
+};
+
+/**
+ * Describes the message relay.v1.ListProjectsResponse.
+ * Use `create(ListProjectsResponseSchema)` to create a new message.
+ */
+export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 9);
 
 /**
  * @generated from message relay.v1.AddMemberRequest
@@ -231,7 +308,7 @@ export type AddMemberRequest = Message<"relay.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 7);
+  messageDesc(file_relay_v1_projects, 10);
 
 /**
  * @generated from message relay.v1.AddMemberResponse
@@ -255,7 +332,7 @@ export type AddMemberResponse = Message<"relay.v1.AddMemberResponse"> & {
  * Use `create(AddMemberResponseSchema)` to create a new message.
  */
 export const AddMemberResponseSchema: GenMessage<AddMemberResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 8);
+  messageDesc(file_relay_v1_projects, 11);
 
 /**
  * @generated from message relay.v1.ListMembersRequest
@@ -272,7 +349,7 @@ export type ListMembersRequest = Message<"relay.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 9);
+  messageDesc(file_relay_v1_projects, 12);
 
 /**
  * @generated from message relay.v1.ListMembersResponse
@@ -289,7 +366,7 @@ export type ListMembersResponse = Message<"relay.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 10);
+  messageDesc(file_relay_v1_projects, 13);
 
 /**
  * @generated from message relay.v1.RemoveMemberRequest
@@ -311,7 +388,7 @@ export type RemoveMemberRequest = Message<"relay.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 11);
+  messageDesc(file_relay_v1_projects, 14);
 
 /**
  * @generated from message relay.v1.RemoveMemberResponse
@@ -324,7 +401,7 @@ export type RemoveMemberResponse = Message<"relay.v1.RemoveMemberResponse"> & {
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 12);
+  messageDesc(file_relay_v1_projects, 15);
 
 /**
  * @generated from message relay.v1.GetPolicyRequest
@@ -341,7 +418,7 @@ export type GetPolicyRequest = Message<"relay.v1.GetPolicyRequest"> & {
  * Use `create(GetPolicyRequestSchema)` to create a new message.
  */
 export const GetPolicyRequestSchema: GenMessage<GetPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 13);
+  messageDesc(file_relay_v1_projects, 16);
 
 /**
  * @generated from message relay.v1.GetPolicyResponse
@@ -358,7 +435,7 @@ export type GetPolicyResponse = Message<"relay.v1.GetPolicyResponse"> & {
  * Use `create(GetPolicyResponseSchema)` to create a new message.
  */
 export const GetPolicyResponseSchema: GenMessage<GetPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 14);
+  messageDesc(file_relay_v1_projects, 17);
 
 /**
  * @generated from message relay.v1.UpdatePolicyRequest
@@ -380,7 +457,7 @@ export type UpdatePolicyRequest = Message<"relay.v1.UpdatePolicyRequest"> & {
  * Use `create(UpdatePolicyRequestSchema)` to create a new message.
  */
 export const UpdatePolicyRequestSchema: GenMessage<UpdatePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 15);
+  messageDesc(file_relay_v1_projects, 18);
 
 /**
  * @generated from message relay.v1.UpdatePolicyResponse
@@ -397,7 +474,7 @@ export type UpdatePolicyResponse = Message<"relay.v1.UpdatePolicyResponse"> & {
  * Use `create(UpdatePolicyResponseSchema)` to create a new message.
  */
 export const UpdatePolicyResponseSchema: GenMessage<UpdatePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 16);
+  messageDesc(file_relay_v1_projects, 19);
 
 /**
  * @generated from enum relay.v1.Plan
@@ -475,6 +552,17 @@ export const ProjectService: GenService<{
     methodKind: "unary";
     input: typeof GetProjectRequestSchema;
     output: typeof GetProjectResponseSchema;
+  },
+  /**
+   * The projects the caller may manage, with the caller's role in each: a member token's own
+   * project, or every project for the admin token. The panel signs in with it.
+   *
+   * @generated from rpc relay.v1.ProjectService.ListProjects
+   */
+  listProjects: {
+    methodKind: "unary";
+    input: typeof ListProjectsRequestSchema;
+    output: typeof ListProjectsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_projects, 0);

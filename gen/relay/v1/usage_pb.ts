@@ -4,13 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file relay/v1/usage.proto.
  */
 export const file_relay_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("ChRyZWxheS92MS91c2FnZS5wcm90bxIIcmVsYXkudjEiPwoJUG9vbFVzYWdlEgwKBHVzZWQYASABKAMSFgoJcmVtYWluaW5nGAIgASgDSACIAQFCDAoKX3JlbWFpbmluZyIiCg9HZXRVc2FnZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJmChBHZXRVc2FnZVJlc3BvbnNlEgwKBHBsYW4YASABKAkSIQoEbGl2ZRgCIAEoCzITLnJlbGF5LnYxLlBvb2xVc2FnZRIhCgR0ZXN0GAMgASgLMhMucmVsYXkudjEuUG9vbFVzYWdlIlIKEUFkZENyZWRpdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSHAoEcG9vbBgCIAEoDjIOLnJlbGF5LnYxLlBvb2wSDgoGYW1vdW50GAMgASgDIj8KEkFkZENyZWRpdHNSZXNwb25zZRIpCgV1c2FnZRgBIAEoCzIaLnJlbGF5LnYxLkdldFVzYWdlUmVzcG9uc2UqOgoEUG9vbBIUChBQT09MX1VOU1BFQ0lGSUVEEAASDQoJUE9PTF9MSVZFEAESDQoJUE9PTF9URVNUEAIymgEKDFVzYWdlU2VydmljZRJBCghHZXRVc2FnZRIZLnJlbGF5LnYxLkdldFVzYWdlUmVxdWVzdBoaLnJlbGF5LnYxLkdldFVzYWdlUmVzcG9uc2USRwoKQWRkQ3JlZGl0cxIbLnJlbGF5LnYxLkFkZENyZWRpdHNSZXF1ZXN0GhwucmVsYXkudjEuQWRkQ3JlZGl0c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChRyZWxheS92MS91c2FnZS5wcm90bxIIcmVsYXkudjEiPwoJUG9vbFVzYWdlEgwKBHVzZWQYASABKAMSFgoJcmVtYWluaW5nGAIgASgDSACIAQFCDAoKX3JlbWFpbmluZyIiCg9HZXRVc2FnZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJmChBHZXRVc2FnZVJlc3BvbnNlEgwKBHBsYW4YASABKAkSIQoEbGl2ZRgCIAEoCzITLnJlbGF5LnYxLlBvb2xVc2FnZRIhCgR0ZXN0GAMgASgLMhMucmVsYXkudjEuUG9vbFVzYWdlIlIKEUFkZENyZWRpdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSHAoEcG9vbBgCIAEoDjIOLnJlbGF5LnYxLlBvb2wSDgoGYW1vdW50GAMgASgDIj8KEkFkZENyZWRpdHNSZXNwb25zZRIpCgV1c2FnZRgBIAEoCzIaLnJlbGF5LnYxLkdldFVzYWdlUmVzcG9uc2UiSgoZR2V0RGVsaXZlcnlIaXN0b3J5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKBWhvdXJzGAIgASgFSACIAQFCCAoGX2hvdXJzImQKDERlbGl2ZXJ5SG91chIoCgRob3VyGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkZWxpdmVyZWQYAiABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAMgASgFIkMKGkdldERlbGl2ZXJ5SGlzdG9yeVJlc3BvbnNlEiUKBWhvdXJzGAEgAygLMhYucmVsYXkudjEuRGVsaXZlcnlIb3VyKjoKBFBvb2wSFAoQUE9PTF9VTlNQRUNJRklFRBAAEg0KCVBPT0xfTElWRRABEg0KCVBPT0xfVEVTVBACMvsBCgxVc2FnZVNlcnZpY2USQQoIR2V0VXNhZ2USGS5yZWxheS52MS5HZXRVc2FnZVJlcXVlc3QaGi5yZWxheS52MS5HZXRVc2FnZVJlc3BvbnNlEkcKCkFkZENyZWRpdHMSGy5yZWxheS52MS5BZGRDcmVkaXRzUmVxdWVzdBocLnJlbGF5LnYxLkFkZENyZWRpdHNSZXNwb25zZRJfChJHZXREZWxpdmVyeUhpc3RvcnkSIy5yZWxheS52MS5HZXREZWxpdmVyeUhpc3RvcnlSZXF1ZXN0GiQucmVsYXkudjEuR2V0RGVsaXZlcnlIaXN0b3J5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.PoolUsage
@@ -125,6 +127,82 @@ export const AddCreditsResponseSchema: GenMessage<AddCreditsResponse> = /*@__PUR
   messageDesc(file_relay_v1_usage, 4);
 
 /**
+ * @generated from message relay.v1.GetDeliveryHistoryRequest
+ */
+export type GetDeliveryHistoryRequest = Message<"relay.v1.GetDeliveryHistoryRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * 1 to 168; 24 when absent.
+   *
+   * @generated from field: optional int32 hours = 2;
+   */
+  hours?: number | undefined;
+};
+
+/**
+ * Describes the message relay.v1.GetDeliveryHistoryRequest.
+ * Use `create(GetDeliveryHistoryRequestSchema)` to create a new message.
+ */
+export const GetDeliveryHistoryRequestSchema: GenMessage<GetDeliveryHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_usage, 5);
+
+/**
+ * @generated from message relay.v1.DeliveryHour
+ */
+export type DeliveryHour = Message<"relay.v1.DeliveryHour"> & {
+  /**
+   * The hour's start (UTC).
+   *
+   * @generated from field: google.protobuf.Timestamp hour = 1;
+   */
+  hour?: Timestamp | undefined;
+
+  /**
+   * Deliveries whose target answered 2xx in this hour.
+   *
+   * @generated from field: int32 delivered = 2;
+   */
+  delivered: number;
+
+  /**
+   * Attempts that ended in this hour without a 2xx answer (refused, unreachable, timed out).
+   *
+   * @generated from field: int32 failed_attempts = 3;
+   */
+  failedAttempts: number;
+};
+
+/**
+ * Describes the message relay.v1.DeliveryHour.
+ * Use `create(DeliveryHourSchema)` to create a new message.
+ */
+export const DeliveryHourSchema: GenMessage<DeliveryHour> = /*@__PURE__*/
+  messageDesc(file_relay_v1_usage, 6);
+
+/**
+ * @generated from message relay.v1.GetDeliveryHistoryResponse
+ */
+export type GetDeliveryHistoryResponse = Message<"relay.v1.GetDeliveryHistoryResponse"> & {
+  /**
+   * Oldest first, one entry per hour, the current hour last.
+   *
+   * @generated from field: repeated relay.v1.DeliveryHour hours = 1;
+   */
+  hours: DeliveryHour[];
+};
+
+/**
+ * Describes the message relay.v1.GetDeliveryHistoryResponse.
+ * Use `create(GetDeliveryHistoryResponseSchema)` to create a new message.
+ */
+export const GetDeliveryHistoryResponseSchema: GenMessage<GetDeliveryHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_usage, 7);
+
+/**
  * @generated from enum relay.v1.Pool
  */
 export enum Pool {
@@ -173,6 +251,16 @@ export const UsageService: GenService<{
     methodKind: "unary";
     input: typeof AddCreditsRequestSchema;
     output: typeof AddCreditsResponseSchema;
+  },
+  /**
+   * Deliveries per hour over the last hours, counted from the attempt log.
+   *
+   * @generated from rpc relay.v1.UsageService.GetDeliveryHistory
+   */
+  getDeliveryHistory: {
+    methodKind: "unary";
+    input: typeof GetDeliveryHistoryRequestSchema;
+    output: typeof GetDeliveryHistoryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_usage, 0);
