@@ -1,0 +1,159 @@
+/**
+ * One endpoint: its inbound URL and a copyable example request, its settings (edited in place)
+ * and deletion. Also the page that creates an endpoint.
+ */
+import { useMutation, useQuery } from "@connectrpc/connect-query";
+import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
+import { DeliveryMode, type Endpoint, EndpointService } from "../../../gen/relay/v1/routing_pb.ts";
+import { problemOf } from "../errors.ts";
+import { curlExample, keyPlaceholder, sampleFor } from "../example.ts";
+import { deliveryModeNames, formatTime } from "../model.ts";
+import { projectPath, useInvalidate, useProject } from "../project.ts";
+import { Link, navigate, useLocation } from "../router.tsx";
+import { ConfirmButton, CopyButton, FormError, Loaded } from "../ui.tsx";
+import { EndpointForm } from "./endpoint-form.tsx";
+
+export function NewEndpointPage() {
+  const { project } = useProject();
+  const line = useLocation().search.get("line") ?? "";
+  const invalidate = useInvalidate(EndpointService);
+  const create = useMutation(EndpointService.method.createEndpoint, {
+    onSuccess: async ({ endpoint }) => {
+      await invalidate();
+      if (endpoint) navigate(projectPath(project, "endpoints", endpoint.line, endpoint.path));
+    },
+  });
+  if (!line) {
+    return (
+      <p>
+        Choose the line for the new endpoint on the{" "}
+        <Link to={projectPath(project, "endpoints")}>endpoints page</Link>.
+      </p>
+    );
+  }
+  return (
+    <>
+      <p>
+        In line <code>{line}</code>.
+      </p>
+      <EndpointForm
+        saving={create.isPending}
+        problem={create.error ? problemOf(create.error) : null}
+        onSave={(spec) => create.mutate({ project, line, endpoint: spec })}
+        submitLabel="Create endpoint"
+      />
+    </>
+  );
+}
+
+export function EndpointPage({ line, path }: { line: string; path: string }) {
+  const { project, token } = useProject();
+  const endpoint = useQuery(EndpointService.method.getEndpoint, { project, line, path });
+  const invalidate = useInvalidate(EndpointService);
+  const update = useMutation(EndpointService.method.updateEndpoint, {
+    onSuccess: async ({ endpoint }) => {
+      await invalidate();
+      if (endpoint && endpoint.path !== path) {
+        navigate(projectPath(project, "endpoints", endpoint.line, endpoint.path), {
+          replace: true,
+        });
+      }
+    },
+  });
+  const remove = useMutation(EndpointService.method.deleteEndpoint, {
+    onSuccess: async () => {
+      await invalidate();
+      navigate(projectPath(project, "endpoints"));
+    },
+  });
+  return (
+    <Loaded query={endpoint} token={token}>
+      {({ endpoint }) =>
+        endpoint && (
+          <>
+            <p className="muted">
+              Version {endpoint.version}, changed {formatTime(endpoint.updatedAt)}.
+            </p>
+            <ExampleRequest endpoint={endpoint} />
+            <section className="card" aria-labelledby="settings">
+              <h2 id="settings">Settings</h2>
+              {update.isSuccess && (
+                <p role="status" className="saved">
+                  Saved.
+                </p>
+              )}
+              <EndpointForm
+                key={endpoint.version}
+                endpoint={endpoint}
+                saving={update.isPending}
+                problem={update.error ? problemOf(update.error) : null}
+                onSave={(spec) => update.mutate({ project, line, path, endpoint: spec })}
+                submitLabel="Save changes"
+              />
+            </section>
+            <section className="card" aria-labelledby="danger">
+              <h2 id="danger">Delete</h2>
+              <p>Calls to this endpoint will be answered 404 at once; its request log stays.</p>
+              <ConfirmButton
+                label="Delete endpoint"
+                question={`Delete ${line}/${path}?`}
+                confirmLabel="Yes, delete it"
+                onConfirm={() => remove.mutate({ project, line, path })}
+              />
+              <FormError problem={remove.error ? problemOf(remove.error) : null} />
+            </section>
+          </>
+        )
+      }
+    </Loaded>
+  );
+}
+
+/** The endpoint's real inbound URL in a curl command whose body satisfies its schema. */
+function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
+  const { project, token } = useProject();
+  const details = useQuery(ProjectService.method.getProject, { project });
+  const stream = endpoint.targets.some((t) => t.deliveryMode === DeliveryMode.STREAM);
+  const sync = endpoint.targets.some((t) => t.deliveryMode === DeliveryMode.SYNC);
+  return (
+    <section className="card" aria-labelledby="example">
+      <h2 id="example">Example request</h2>
+      <Loaded query={details} token={token}>
+        {({ inboundUrl }) => {
+          const url = `${inboundUrl}/${endpoint.line}/${endpoint.path}`;
+          const curl = curlExample(url, sampleFor(endpoint.schema), stream);
+          return (
+            <>
+              <p>
+                Inbound URL: <code data-testid="inbound-url">{url}</code>
+              </p>
+              <pre className="code" data-testid="example-curl">
+                {curl}
+              </pre>
+              <CopyButton text={curl} label="Copy example request" />
+              <p className="hint">
+                Replace <code>{keyPlaceholder}</code> with an API key of this project (see{" "}
+                <Link to={projectPath(project, "keys")}>API keys</Link>).{" "}
+                {stream
+                  ? "The stream target's answer arrives as it is sent (curl -N prints it unbuffered)."
+                  : sync
+                    ? "The sync target's answer comes back as the call's answer."
+                    : 'The answer is 202 {"status":"queued","requestId":…}; follow it in the request log.'}
+              </p>
+            </>
+          );
+        }}
+      </Loaded>
+      <h3>Targets</h3>
+      <ul>
+        {endpoint.targets.map((t) => (
+          <li key={t.id}>
+            <strong>{t.name}</strong> ({deliveryModeNames[t.deliveryMode]}
+            {t.deliveryMode !== DeliveryMode.ASYNC && `, ${t.timeoutSeconds ?? 30} s timeout`}):{" "}
+            <code>{t.targetUrl}</code>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

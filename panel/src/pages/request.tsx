@@ -1,0 +1,157 @@
+/**
+ * One request: its status and, per target, every attempt on a timeline (when it started, what
+ * the target answered, how long it took, the error), a link to its workflow in the Temporal UI,
+ * and a replay when it failed.
+ */
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { useMutation, useQuery } from "@connectrpc/connect-query";
+import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
+import {
+  type Attempt,
+  FailureQueueService,
+  RequestLogService,
+  RequestStatus,
+} from "../../../gen/relay/v1/requests_pb.ts";
+import { problemOf } from "../errors.ts";
+import { finished, formatTime, requestStatusNames } from "../model.ts";
+import { useInvalidate, useProject } from "../project.ts";
+import { FormError, Loaded, StatusBadge } from "../ui.tsx";
+import { refreshMs } from "./requests.tsx";
+
+export function RequestPage({ requestId }: { requestId: string }) {
+  const { project, token } = useProject();
+  const request = useQuery(
+    RequestLogService.method.getRequest,
+    { project, requestId },
+    // Follow it while it is still moving; a finished request changes only by a replay.
+    {
+      refetchInterval: (q) =>
+        q.state.data?.request && finished(q.state.data.request.status) ? false : refreshMs,
+    },
+  );
+  const details = useQuery(ProjectService.method.getProject, { project });
+  const invalidate = useInvalidate(RequestLogService, FailureQueueService);
+  const replay = useMutation(FailureQueueService.method.replayRequest, {
+    onSuccess: () => invalidate(),
+  });
+  return (
+    <Loaded query={request} token={token}>
+      {({ request }) => {
+        if (!request) return null;
+        const byTarget = Map.groupBy(request.attempts, (a) => a.targetName);
+        const canReplay =
+          request.status === RequestStatus.FAILED ||
+          request.status === RequestStatus.PARTIALLY_FAILED;
+        return (
+          <>
+            <dl className="facts">
+              <dt>Request id</dt>
+              <dd>
+                <code>{request.requestId}</code>
+              </dd>
+              <dt>Status</dt>
+              <dd data-testid="request-status">
+                <StatusBadge status={requestStatusNames[request.status]} />
+              </dd>
+              <dt>Endpoint</dt>
+              <dd>
+                {request.line}/{request.endpoint}
+              </dd>
+              <dt>Received</dt>
+              <dd>{formatTime(request.receivedAt)}</dd>
+              <dt>Body</dt>
+              <dd>{request.bodyBytes.toString()} bytes</dd>
+              <dt>Workflow</dt>
+              <dd>
+                {details.data ? (
+                  <a
+                    href={`${details.data.workflowsUrl}/${encodeURIComponent(request.requestId)}`}
+                    target="_blank"
+                    rel="noreferrer"
+                  >
+                    Open in the Temporal UI
+                  </a>
+                ) : (
+                  "…"
+                )}
+              </dd>
+            </dl>
+            {canReplay && (
+              <p>
+                <button
+                  type="button"
+                  disabled={replay.isPending}
+                  onClick={() => replay.mutate({ project, requestId })}
+                >
+                  Replay failed targets
+                </button>
+              </p>
+            )}
+            {replay.isSuccess && (
+              <p role="status" className="saved">
+                Replay started: the failed targets get new attempts below.
+              </p>
+            )}
+            <FormError problem={replay.error ? problemOf(replay.error) : null} />
+            <h2>Attempts</h2>
+            {byTarget.size === 0 && <p>No attempt yet.</p>}
+            {[...byTarget].map(([target, attempts]) => (
+              <section key={target} className="card" aria-label={`Target ${target}`}>
+                <h3>{target}</h3>
+                <Timeline attempts={attempts} />
+              </section>
+            ))}
+          </>
+        );
+      }}
+    </Loaded>
+  );
+}
+
+function outcome(a: Attempt): "delivered" | "failed" | "in flight" {
+  if (a.statusCode !== undefined && a.statusCode >= 200 && a.statusCode < 300) return "delivered";
+  if (a.latencyMs === undefined && a.error === undefined) return "in flight";
+  return "failed";
+}
+
+/**
+ * Attempts in order, each a step with its gap from the first, its answer and its latency. A
+ * replay starts a new series, numbered from 1 again.
+ */
+function Timeline({ attempts }: { attempts: Attempt[] }) {
+  const first = attempts[0]?.startedAt ? timestampMs(attempts[0].startedAt) : 0;
+  const slowest = Math.max(1, ...attempts.map((a) => a.latencyMs ?? 0));
+  return (
+    <ol className="timeline">
+      {attempts.map((a, i) => {
+        const state = outcome(a);
+        const replayed = i > 0 && a.attempt <= (attempts[i - 1]?.attempt ?? 0);
+        const offset = a.startedAt ? (timestampMs(a.startedAt) - first) / 1000 : 0;
+        return (
+          <li
+            key={`${i}-${a.attempt}`}
+            className={`step step-${state.replace(" ", "-")}`}
+            data-outcome={state}
+          >
+            <span className="step-title">
+              {replayed ? "Replay, attempt" : "Attempt"} {a.attempt} · {formatTime(a.startedAt)}
+              {i > 0 && <span className="muted"> (+{offset.toFixed(1)} s)</span>}
+            </span>
+            <span className="step-answer">
+              {a.statusCode !== undefined ? `HTTP ${a.statusCode}` : "no answer"} · {state}
+              {a.latencyMs !== undefined && ` · ${a.latencyMs} ms`}
+            </span>
+            {a.latencyMs !== undefined && (
+              <span
+                className="latency"
+                aria-hidden="true"
+                style={{ width: `${Math.max(4, (a.latencyMs / slowest) * 320)}px` }}
+              />
+            )}
+            {a.error && <span className="step-error">{a.error}</span>}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
