@@ -10,16 +10,25 @@ import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ControlApp } from "./app.ts";
 import { relayInterceptor, relayRoutes } from "./connect.ts";
+import { panelHandler } from "./panel.ts";
 import { restHandler } from "./rest.ts";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
 export function createControlServer(app: ControlApp): Server {
-  const handler = connectNodeAdapter({
+  const api = connectNodeAdapter({
     routes: relayRoutes(app),
     interceptors: [relayInterceptor(app)],
     fallback: restHandler(app),
   });
+  const panel = panelHandler();
+  // The browser panel's pages first: none of its paths is an API path.
+  const handler: typeof api = (req, res) => {
+    panel(req, res).then(
+      (answered) => answered || api(req, res),
+      () => api(req, res),
+    );
+  };
   const http1 = createHttp1Server(handler);
   const http2 = createHttp2Server(handler);
   const server = createNetServer((socket: Socket) => {

@@ -4,6 +4,7 @@
  * `npm start` and the tests both run it.
  */
 import { mkdir } from "node:fs/promises";
+import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
 import { embeddedPostgresUrl } from "./postgres.ts";
 import { logFile, ManagedProcess } from "./processes.ts";
@@ -81,6 +82,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   };
   try {
     const secrets = await loadOrCreateSecrets(dir);
+    // The control plane serves the panel's files, so they exist before it starts.
+    await buildPanel();
     const external = options.external ?? {};
     const output = options.output === "inherit" ? "inherit" : logFile(options.output);
     // Found (or built) first: a missing CLI should fail before anything else starts.
@@ -138,6 +141,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_WORKER_PORT: String(ports.worker),
       RELAY_DEMO_PORT: String(ports.demo),
       RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
+      ...(temporal.uiUrl && { RELAY_TEMPORAL_UI_URL: temporal.uiUrl }),
       // The demo receiver and test targets listen on loopback.
       RELAY_ALLOW_PRIVATE_TARGETS: "1",
       ...options.env,

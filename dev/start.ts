@@ -98,6 +98,7 @@ async function main(env: z.infer<typeof envSchema>) {
     "",
     "Relay is running.",
     `  Edge (inbound):   http://{project}.localhost:${env.RELAY_EDGE_PORT}/{line}/{endpoint}`,
+    `  Panel:            ${stack.controlUrl}/  (sign in with a member token)`,
     `  Control plane:    ${stack.controlUrl}  (REST, Connect, gRPC, gRPC-Web)`,
     `  Temporal UI:      ${stack.temporal.uiUrl ?? "(external Temporal)"}`,
     `  Admin token:      in ${env.RELAY_DATA_DIR}/secrets.json`,
