@@ -4,14 +4,15 @@
  * panel's sources, the generated clients or the locked dependencies changed since the last build.
  */
 import { createHash } from "node:crypto";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const panelRoot = join(root, "panel");
 export const panelDist = join(panelRoot, "dist");
-const stamp = join(panelDist, ".sources");
+/** Inside the build: the hash of the sources it was built from. */
+const stampName = ".sources";
 
 /** Everything the bundle is made from. */
 const sources = ["panel/index.html", "panel/src", "gen/relay", "package-lock.json", "dev/panel.ts"];
@@ -38,21 +39,26 @@ async function sourceHash(): Promise<string> {
 /** Builds panel/dist unless it was built from these very sources; says which it did. */
 export async function buildPanel(): Promise<"built" | "up to date"> {
   const wanted = await sourceHash();
-  const built = await readFile(stamp, "utf8").catch(() => "");
+  const built = await readFile(join(panelDist, stampName), "utf8").catch(() => "");
   if (built === wanted) return "up to date";
   // Imported here: a stack whose panel is current never loads Vite.
   const [{ build }, { default: react }] = await Promise.all([
     import("vite"),
     import("@vitejs/plugin-react"),
   ]);
+  // Built beside and swapped in whole, so two stacks starting at once (a test run beside
+  // `npm start`) never serve or stamp each other's half-written files.
+  const outDir = `${panelDist}.${process.pid}`;
   await build({
     configFile: false,
     root: panelRoot,
     logLevel: "warn",
     plugins: [react()],
-    build: { outDir: panelDist, emptyOutDir: true, chunkSizeWarningLimit: 1024 },
+    build: { outDir, emptyOutDir: true, chunkSizeWarningLimit: 1024 },
   });
-  await writeFile(stamp, wanted);
+  await writeFile(join(outDir, stampName), wanted);
+  await rm(panelDist, { recursive: true, force: true });
+  await rename(outDir, panelDist).catch(() => rm(outDir, { recursive: true, force: true }));
   return "built";
 }
 
