@@ -17,6 +17,8 @@ export interface StackInfo {
   databaseUrl: string;
   temporalAddress: string;
   temporalHttpAddress: string;
+  /** The Temporal dev server's UI, which the panel links requests to. */
+  temporalUiUrl: string | null;
   adminToken: string;
   edgeToken: string;
   /** For more instances of the control plane and worker beside the stack's (scale-out). */
@@ -52,6 +54,7 @@ export async function setup(project: TestProject) {
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,
+    temporalUiUrl: stack.temporal.uiUrl,
     adminToken: stack.secrets.adminToken,
     edgeToken: stack.secrets.edgeToken,
     encryptionKey: stack.secrets.encryptionKey,

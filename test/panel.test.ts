@@ -1,0 +1,315 @@
+/**
+ * The browser panel, in Debian's Chromium driven by playwright-core, against the real stack:
+ * everything a member does here goes through the page, and what the page says is checked
+ * against what the relay and the targets saw. `RELAY_SCREENSHOTS=1` also writes the main pages
+ * to docs/ (the README shows them).
+ */
+import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { promisify } from "node:util";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import {
+  api,
+  eventually,
+  newProject,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
+
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  // Playwright starts the browser with a new, empty profile directory of its own.
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    chromiumSandbox: false,
+    args: [
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+
+afterAll(async () => {
+  for (const context of contexts) await context.close();
+  await browser?.close();
+  await Promise.all(closers.map((close) => close()));
+});
+
+/** A fresh browser profile's page that may use the clipboard, as a member's would. */
+async function newPage(): Promise<Page> {
+  const context = await browser.newContext({
+    baseURL: stack().controlUrl,
+    permissions: ["clipboard-read", "clipboard-write"],
+    viewport: { width: 1280, height: 900 },
+  });
+  contexts.push(context);
+  return context.newPage();
+}
+
+async function screenshot(page: Page, name: string) {
+  if (!process.env.RELAY_SCREENSHOTS) return;
+  await mkdir("docs", { recursive: true });
+  await page.screenshot({ path: `docs/${name}.png`, fullPage: true });
+}
+
+async function signIn(page: Page, token: string) {
+  await page.goto("/");
+  await page.getByLabel("Member token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** A section of the project, from the navigation every project page has. */
+function openSection(page: Page, name: string) {
+  return page.getByRole("navigation", { name: "Project" }).getByRole("link", { name }).click();
+}
+
+const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText());
+
+/** Every form control on the page has a label a screen reader announces with it. */
+async function expectEveryControlLabelled(page: Page) {
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => (el as HTMLInputElement).labels?.length === 0)
+      .map((el) => el.outerHTML),
+  );
+  expect(unlabelled).toEqual([]);
+}
+
+test("an owner creates an endpoint, mints a key once, and the copied example is delivered", async () => {
+  const target = await targetServer();
+  closers.push(target.close);
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  await page.getByLabel("Line key").fill("v1");
+  await page.getByRole("button", { name: "Add line" }).click();
+  await page.getByRole("link", { name: "New endpoint in v1" }).click();
+  await expectEveryControlLabelled(page);
+  await page.getByLabel("Endpoint path").fill("orders");
+  await page.getByLabel("Name", { exact: true }).fill("billing");
+  await page.getByLabel("Target URL").fill(target.url);
+  await page.getByLabel("JSON Schema").fill(
+    JSON.stringify({
+      type: "object",
+      required: ["orderId", "amount", "email"],
+      properties: {
+        orderId: { type: "string", minLength: 10 },
+        amount: { type: "integer", minimum: 5 },
+        email: { type: "string", format: "email" },
+      },
+      additionalProperties: false,
+    }),
+  );
+  await page.getByRole("button", { name: "Create endpoint" }).click();
+  await page.waitForURL(`**/panel/${slug}/endpoints/v1/orders`);
+
+  const inbound = `http://${slug}.localhost:${stack().edgePort}/v1/orders`;
+  expect(await page.getByTestId("inbound-url").textContent()).toBe(inbound);
+  await page.getByRole("button", { name: "Copy example request" }).click();
+  await page.getByText("Copied.").waitFor();
+  const example = await clipboard(page);
+  expect(example).toBe(await page.getByTestId("example-curl").textContent());
+  expect(example).toContain("Authorization: Bearer <API_KEY>");
+  await screenshot(page, "panel-endpoint");
+
+  await openSection(page, "API keys");
+  await page.getByLabel("Name").fill("backend");
+  await page.getByRole("button", { name: "Mint key" }).click();
+  const shown = page.getByTestId("plaintext");
+  const plaintext = (await shown.textContent()) ?? "";
+  expect(plaintext).toMatch(/^rk_live_/);
+  await page.getByText("It is shown only this once").waitFor();
+  await page.getByRole("button", { name: "Copy key" }).click();
+  await page.getByText("Copied.").waitFor();
+  expect(await clipboard(page)).toBe(plaintext);
+  await screenshot(page, "panel-keys");
+  await page.getByRole("button", { name: "I have copied it" }).click();
+  await page.reload();
+  await page.getByRole("row", { name: /backend/ }).waitFor();
+  expect(await page.content()).not.toContain(plaintext);
+
+  // The member pastes the example into a shell with the key filled in.
+  const { stdout } = await promisify(execFile)("sh", [
+    "-c",
+    example.replace("<API_KEY>", plaintext),
+  ]);
+  const answer = JSON.parse(stdout) as { status: string; requestId: string };
+  expect(answer.status).toBe("queued");
+  await eventually(async () => target.received.length === 1);
+  const sent = JSON.parse(target.received[0]?.body ?? "") as Record<string, unknown>;
+  expect(Object.keys(sent).sort()).toEqual(["amount", "email", "orderId"]);
+
+  await openSection(page, "Request log");
+  await page
+    .locator(`[data-request-id="${answer.requestId}"][data-status="delivered"]`)
+    .waitFor({ timeout: 30_000 });
+  await expectEveryControlLabelled(page);
+  await screenshot(page, "panel-requests");
+
+  await page.getByRole("link", { name: answer.requestId }).click();
+  await page.locator('[data-outcome="delivered"]').getByText("HTTP 200").waitFor();
+  const workflowLink = page.getByRole("link", { name: "Open in the Temporal UI" });
+  expect(await workflowLink.getAttribute("href")).toBe(
+    `${stack().temporalUiUrl}/namespaces/default/workflows/${answer.requestId}`,
+  );
+
+  await openSection(page, "Usage");
+  await page.getByTestId("live-used").getByText("1", { exact: true }).waitFor();
+  await page.getByRole("img", { name: /^1 deliveries in the last 24 hours/ }).waitFor();
+  await screenshot(page, "panel-usage");
+}, 120_000);
+
+test("a delivery the target refuses shows in the failure queue, and a replay delivers it", async () => {
+  const state = { healed: false };
+  const target = await targetServer(() => ({ status: state.healed ? 200 : 400 }));
+  closers.push(target.close);
+  const p = await projectWithEndpoint([{ name: "picky", targetUrl: target.url }]);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":1}' })).json();
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+
+  await openSection(page, "Failure queue");
+  await page.locator(`[data-request-id="${requestId}"][data-status="failed"]`).waitFor();
+  await page.getByRole("link", { name: requestId }).click();
+  await page.locator('[data-outcome="failed"]').getByText("HTTP 400").waitFor();
+
+  state.healed = true;
+  await page.getByRole("button", { name: "Replay failed targets" }).click();
+  await page.getByTestId("request-status").getByText("delivered").waitFor({ timeout: 30_000 });
+  const steps = await page
+    .locator("[data-outcome]")
+    .evaluateAll((items) => items.map((item) => item.getAttribute("data-outcome")));
+  expect(steps).toEqual(["failed", "delivered"]);
+  expect(target.received).toHaveLength(2);
+  await screenshot(page, "panel-request");
+
+  // A second failure, replayed from the queue with "Replay all".
+  state.healed = false;
+  const second = (await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":2}' })).json();
+  await openSection(page, "Failure queue");
+  await page.locator(`[data-request-id="${second.requestId}"]`).waitFor({ timeout: 30_000 });
+  await screenshot(page, "panel-failures");
+  state.healed = true;
+  await page.getByRole("button", { name: "Replay all" }).click();
+  await page.getByRole("button", { name: "Yes, replay all" }).click();
+  await page.getByText("Replaying 1 request.").waitFor();
+  await page.getByText("No requests match.").waitFor({ timeout: 30_000 });
+}, 120_000);
+
+test("the API's refusals appear next to the fields they concern", async () => {
+  const { slug, ownerToken } = await newProject();
+  await api(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
+  const page = await newPage();
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  await page.goto(`/panel/${slug}/endpoints/new?line=v1`);
+
+  await page.getByLabel("Endpoint path").fill("orders");
+  await page.getByLabel("Name", { exact: true }).fill("billing");
+  await page.getByLabel("Target URL").fill("ftp://billing.example.com/hook");
+  await page.getByLabel("IP allowlist").fill("203.0.113.0/24\n10.0.0.0/99");
+  await page.getByLabel("JSON Schema").fill('{"type": "nonsense"}');
+  await page.getByRole("button", { name: "Create endpoint" }).click();
+
+  const targetUrl = page.getByLabel("Target URL");
+  await page.getByText("Not saved: see the messages next to the fields.").waitFor();
+  expect(await targetUrl.getAttribute("aria-invalid")).toBe("true");
+  expect(await describedBy(page, "Target URL")).toMatch(/http/i);
+  expect(await describedBy(page, "IP allowlist")).toContain("line 2: must be an IPv4 or IPv6 CIDR");
+  expect(await describedBy(page, "JSON Schema")).toContain("not a usable JSON Schema");
+  await screenshot(page, "panel-endpoint-errors");
+
+  // What the browser can tell by itself is said before anything is sent.
+  await page.getByLabel("JSON Schema").fill("{ not json");
+  expect(await page.getByText("Not yet a schema: not valid JSON").count()).toBe(1);
+
+  await page.goto(`/panel/${slug}/keys`);
+  await page.getByLabel("Name").fill("forever");
+  await page.getByLabel("Lifetime (days)").fill("5000");
+  await page.getByRole("button", { name: "Mint key" }).click();
+  await page.getByLabel("Lifetime (days)").and(page.locator('[aria-invalid="true"]')).waitFor();
+  expect(await describedBy(page, "Lifetime (days)")).toMatch(/3650/);
+}, 120_000);
+
+/** The text a screen reader reads after a control's label: its hint and its error. */
+function describedBy(page: Page, label: string) {
+  return page.getByLabel(label, { exact: true }).evaluate((control) =>
+    (control.getAttribute("aria-describedby") ?? "")
+      .split(" ")
+      .map((id) => document.getElementById(id)?.textContent ?? "")
+      .join(" "),
+  );
+}
+
+test("an editor sees the key policy read-only; an owner saves it", async () => {
+  const { slug, ownerToken } = await newProject();
+  const added = await api<{ token: string; member: { id: string } }>(
+    ownerToken,
+    "POST",
+    `/projects/${slug}/members`,
+    { name: "erin", role: "editor" },
+  );
+  const editor = await newPage();
+  await signIn(editor, added.body.token);
+  await editor.waitForURL(`**/panel/${slug}`);
+  await openSection(editor, "Key policy");
+  await editor.getByText("Only owners can change the key policy.").waitFor();
+  expect(await editor.getByLabel("Default lifetime (days)").isDisabled()).toBe(true);
+  expect(await editor.getByLabel("Editors may create keys that never expire").isDisabled()).toBe(
+    true,
+  );
+  expect(await editor.getByRole("button", { name: "Save policy" }).count()).toBe(0);
+  await screenshot(editor, "panel-policy-editor");
+
+  const owner = await newPage();
+  await signIn(owner, ownerToken);
+  await owner.waitForURL(`**/panel/${slug}`);
+  await owner.goto(`/panel/${slug}/policy`);
+  await owner.getByLabel("Longest lifetime editors may choose (days)").fill("30");
+  await owner.getByRole("button", { name: "Save policy" }).click();
+  await owner.getByText("Saved.").waitFor();
+  const policy = await api(ownerToken, "GET", `/projects/${slug}/policy`);
+  expect(policy.body).toMatchObject({ maxKeyTtlDays: 30 });
+
+  // The editor's token is removed: the editor's next page says so instead of going blank.
+  await api(ownerToken, "DELETE", `/projects/${slug}/members/${added.body.member.id}`);
+  await openSection(editor, "API keys");
+  await editor.getByText("Your token is no longer accepted").waitFor();
+  await editor.getByRole("button", { name: "Forget this token and sign in again" }).click();
+  await editor.getByLabel("Member token").waitFor();
+}, 120_000);
+
+test("a wrong token and a lost control plane each get a clear message", async () => {
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+  await signIn(page, "rmt_not-a-real-token");
+  await page.getByText("This token was not accepted").waitFor();
+  expect(await page.getByLabel("Member token").getAttribute("aria-invalid")).toBe("true");
+  await screenshot(page, "panel-sign-in");
+
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  // The network drops every call to the control plane's API.
+  await page.route("**/relay.v1.*/**", (route) => route.abort("connectionrefused"));
+  await openSection(page, "Request log");
+  await page
+    .getByRole("heading", { name: "The control plane cannot be reached" })
+    .waitFor({ timeout: 30_000 });
+  await page.unroute("**/relay.v1.*/**");
+  await page.getByRole("button", { name: "Try again" }).click();
+  await page.getByText("No requests match.").waitFor();
+}, 120_000);
