@@ -129,7 +129,7 @@ function Timeline({ attempts }: { attempts: Attempt[] }) {
         const offset = a.startedAt ? (timestampMs(a.startedAt) - first) / 1000 : 0;
         return (
           <li
-            key={`${i}-${a.attempt}`}
+            key={`${offset}-${a.attempt}`}
             className={`step step-${state.replace(" ", "-")}`}
             data-outcome={state}
           >
