@@ -313,3 +313,85 @@ test("a wrong token and a lost control plane each get a clear message", async ()
   await page.getByRole("button", { name: "Try again" }).click();
   await page.getByText("No requests match.").waitFor();
 }, 120_000);
+
+/**
+ * Presses Tab until the focused element is the one named `name` (by its label, its text or its
+ * aria-label), as a keyboard user moves through the page; fails when it is not reachable.
+ */
+async function tabTo(page: Page, name: string) {
+  for (let presses = 0; presses < 60; presses++) {
+    await page.keyboard.press("Tab");
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement as HTMLInputElement | null;
+      if (!el) return "";
+      const label = el.labels?.[0]?.textContent;
+      return (label ?? el.getAttribute("aria-label") ?? el.textContent ?? "").trim();
+    });
+    if (focused === name) return;
+  }
+  throw new Error(`"${name}" cannot be reached with Tab`);
+}
+
+test("a member signs in, mints and revokes a key with the keyboard alone", async () => {
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+  await page.goto("/");
+  await tabTo(page, "Member token");
+  await page.keyboard.type(ownerToken);
+  await page.keyboard.press("Enter");
+  await page.waitForURL(`**/panel/${slug}`);
+
+  await tabTo(page, "API keys");
+  await page.keyboard.press("Enter");
+  await tabTo(page, "Name");
+  await page.keyboard.type("by-keyboard");
+  await page.keyboard.press("Enter");
+  // The one showing of the plaintext takes the focus, so it is read out at once.
+  await page.getByTestId("plaintext").waitFor();
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-labelledby"))).toBe(
+    "plaintext-heading",
+  );
+  await tabTo(page, "I have copied it");
+  await page.keyboard.press("Enter");
+
+  await tabTo(page, "Revoke by-keyboard");
+  await page.keyboard.press("Enter");
+  // The confirming button has the focus: one more Enter revokes.
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Yes, revoke");
+  await page.keyboard.press("Enter");
+  await page
+    .getByRole("row", { name: /by-keyboard/ })
+    .getByText("revoked")
+    .waitFor();
+}, 120_000);
+
+test("an auto-rotated successor is revealed once", async () => {
+  const { slug, ownerToken } = await newProject();
+  const minted = await api<{ key: { id: string } }>(ownerToken, "POST", `/projects/${slug}/keys`, {
+    name: "expiring",
+    mode: "live",
+    ttlDays: 3,
+  });
+  // The daily rotation, run now: a key 3 days from expiry gets a successor.
+  await api(stack().adminToken, "POST", "/admin/rotation/run");
+  const page = await newPage();
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  await openSection(page, "API keys");
+
+  await page.getByRole("button", { name: "Reveal the successor of expiring" }).click();
+  await page.getByRole("heading", { name: /Revealed successor/ }).waitFor();
+  const plaintext = (await page.getByTestId("plaintext").textContent()) ?? "";
+  expect(plaintext).toMatch(/^rk_live_/);
+  const keys = await api<{ keys: { id: string; predecessorId: string | null }[] }>(
+    ownerToken,
+    "GET",
+    `/projects/${slug}/keys`,
+  );
+  expect(keys.body.keys.some((k) => k.predecessorId === minted.body.key.id)).toBe(true);
+
+  await page.getByRole("button", { name: "I have copied it" }).click();
+  await page.getByRole("button", { name: "Reveal the successor of expiring" }).click();
+  await page.getByText("this successor was already revealed").waitFor();
+  expect(await page.content()).not.toContain(plaintext);
+}, 120_000);
