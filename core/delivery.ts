@@ -34,6 +34,13 @@ export interface DeliveryInput {
 /** Temporal warns at 256 KiB per payload and refuses 2 MB; larger bodies go by reference. */
 export const INLINE_BODY_BYTES = 256 * 1024;
 
+/**
+ * A delivery attempt heartbeats this often while it waits on its target, and Temporal counts it
+ * lost after three missed beats, so an attempt whose worker died is retried within seconds
+ * rather than after its whole timeout.
+ */
+export const ATTEMPT_HEARTBEAT_MS = 5000;
+
 /** The failure type of an answer not worth retrying; the delivery retry policy names it. */
 export const TARGET_REJECTED = "TargetRejected";
 

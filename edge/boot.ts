@@ -44,6 +44,7 @@ export async function bootEdge(
     apiKey: config.TEMPORAL_API_KEY,
     fetch: runtime.fetch,
     onStart: telemetry.temporalStarted,
+    logError: (fields, message) => telemetry.log.error(fields, message),
   });
   await state.start();
   const relay = createEdge({

@@ -38,6 +38,8 @@ export interface TemporalHttpOptions {
   namespace: string;
   apiKey?: string | undefined;
   fetch: typeof fetch;
+  /** Where calls Temporal failed go (a structured logger's `error`). */
+  logError?: (fields: Record<string, unknown>, message: string) => void;
   /** Told how long each start took, by workflow type (a metric). */
   onStart?: (workflowType: string, seconds: number) => void;
 }
@@ -55,8 +57,15 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   const workflows = `${namespaceUrl}/workflows`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-  const unavailable = () =>
-    new RelayError("unavailable", "the request could not be queued; try again");
+  /** Temporal did not take a call: logged with its answer, and the caller gets 503. */
+  async function unavailable(call: string, answer: Response | Error): Promise<RelayError> {
+    const why =
+      answer instanceof Error
+        ? `${answer.name}: ${answer.message}`
+        : `${answer.status} ${(await answer.text().catch(() => "")).slice(0, 300)}`;
+    options.logError?.({ call, why }, "Temporal's HTTP API failed a call");
+    return new RelayError("unavailable", "the request could not be queued; try again");
+  }
 
   async function start(
     workflowId: string,
@@ -92,16 +101,19 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           ...extra,
         }),
       })
-      .catch(() => null);
-    await response?.body?.cancel();
+      .catch((error: unknown) => error as Error);
     options.onStart?.(workflowType, (performance.now() - started) / 1000);
-    if (bodyTag && response?.status === 409) {
-      throw new RelayError(
-        "idempotency_key_reused",
-        "this Idempotency-Key was already used with a different body",
-      );
+    if (response instanceof Error || !response.ok) {
+      if (bodyTag && !(response instanceof Error) && response.status === 409) {
+        await response.body?.cancel();
+        throw new RelayError(
+          "idempotency_key_reused",
+          "this Idempotency-Key was already used with a different body",
+        );
+      }
+      throw await unavailable(`start ${workflowType}`, response);
     }
-    if (!response?.ok) throw unavailable();
+    await response.body?.cancel();
   }
 
   return {
@@ -129,10 +141,13 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`;
       const deadline = Date.now() + budget * 1000;
       while (Date.now() < deadline) {
-        const response = await options.fetch(closed, { headers, signal }).catch(() => null);
-        if (!response?.ok) {
-          await response?.body?.cancel();
-          throw unavailable();
+        const response = await options
+          .fetch(closed, { headers, signal })
+          .catch((error: unknown) => error as Error);
+        // A caller that hung up is no failure of Temporal's: nothing to log.
+        if (signal.aborted) throw new RelayError("unavailable", "the caller left");
+        if (response instanceof Error || !response.ok) {
+          throw await unavailable("wait for a sync result", response);
         }
         const page = (await response.json()) as { history?: { events?: CloseEvent[] } };
         const event = page.history?.events?.[0];

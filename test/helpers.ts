@@ -173,11 +173,12 @@ export async function eventually<T>(
 export async function finishedLog<T extends { status: string } = RequestLog>(
   p: { base: string; ownerToken: string },
   requestId: string,
+  timeoutMs?: number,
 ): Promise<T> {
   return eventually(async () => {
     const log = await api<T>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
     return log.status === 200 && !["queued", "delivering"].includes(log.body.status) && log.body;
-  });
+  }, timeoutMs);
 }
 
 export interface RequestLog {

@@ -10,6 +10,7 @@ import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import { signingSecretsOfTarget } from "../control/api/signing.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
+  ATTEMPT_HEARTBEAT_MS,
   classifyStatus,
   type DeliveryInput,
   type DeliveryTarget,
@@ -290,12 +291,13 @@ export function createActivities({
 
     /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
     async deliver(input: DeliverInput): Promise<number> {
-      const { attempt } = Context.current().info;
+      const context = Context.current();
+      const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
       const { answer, error, refused } = await postToTarget({
         ...input,
-        attempt,
+        attempt: context.info.attempt,
         readAnswer: false,
-      });
+      }).finally(() => clearInterval(beating));
       if (refused) {
         throw ApplicationFailure.create({
           message: `${error}`,

@@ -17,6 +17,8 @@ const schema = z.object({
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  /** How long a stopping worker lets its attempts in flight finish. */
+  RELAY_WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(8000),
   /** The worker's own listener: /healthz, /readyz and /metrics only. */
   RELAY_WORKER_HOST: z.string().default("127.0.0.1"),
   RELAY_WORKER_PORT: z.coerce.number().int().min(0).max(65535).default(8790),

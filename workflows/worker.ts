@@ -34,6 +34,12 @@ const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: TASK_QUEUE,
+  // On SIGTERM, attempts in flight get this long to finish; past it they are cancelled and
+  // reported failed, so another worker retries them at once rather than after their timeout.
+  shutdownGraceTime: config.RELAY_WORKER_SHUTDOWN_GRACE_MS,
+  // A workflow's next task waits for the worker that ran its last one this long (then any
+  // worker takes it): short, so a stopped worker delays its workflows by seconds, not tens.
+  stickyQueueScheduleToStartTimeout: "3 seconds",
   workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
   activities: createActivities({
     sql,

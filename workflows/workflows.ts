@@ -14,6 +14,7 @@ import {
 } from "@temporalio/workflow";
 import type { Pruned } from "../control/api/retention.ts";
 import {
+  ATTEMPT_HEARTBEAT_MS,
   type DeliveryInput,
   type StreamRecord,
   type SyncInput,
@@ -25,11 +26,16 @@ import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import type { Activities, RetryPolicy } from "./activities.ts";
 
-const { openRequest, settleRequest, rotateExpiringKeys, pruneExpiredRequests } =
-  proxyActivities<Activities>({
-    startToCloseTimeout: "1 minute",
-    retry: { maximumInterval: "1 minute" },
-  });
+/** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
+const { openRequest, settleRequest } = proxyActivities<Activities>({
+  startToCloseTimeout: "10 seconds",
+  retry: { maximumInterval: "1 minute" },
+});
+
+const { rotateExpiringKeys, pruneExpiredRequests } = proxyActivities<Activities>({
+  startToCloseTimeout: "1 minute",
+  retry: { maximumInterval: "1 minute" },
+});
 
 /** The worker's configured retry policy, read once per run (a local activity, so replay-safe). */
 const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: "5 seconds" });
@@ -40,8 +46,9 @@ const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: 
  */
 function deliveryActivities(policy: RetryPolicy) {
   return proxyActivities<Activities>({
-    // An attempt lost with its worker is retried once this passes.
+    // An attempt lost with its worker is retried once its heartbeat stops, or this passes.
     startToCloseTimeout: policy.attemptTimeoutMs,
+    heartbeatTimeout: 3 * ATTEMPT_HEARTBEAT_MS,
     scheduleToCloseTimeout: policy.windowMs,
     retry: {
       initialInterval: policy.initialIntervalMs,
