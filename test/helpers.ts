@@ -1,7 +1,8 @@
 /** What the integration tests share: the stack's addresses, API calls, and real target servers. */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { Webhook } from "standardwebhooks";
 import { request } from "undici";
-import { inject } from "vitest";
+import { inject, vi } from "vitest";
 
 export const stack = () => inject("stack");
 
@@ -184,4 +185,22 @@ export async function finishedLog<T extends { status: string } = RequestLog>(
 export interface RequestLog {
   status: string;
   attempts: { targetName: string; statusCode: number | null; error: string | null }[];
+}
+
+/**
+ * Whether a Standard Webhooks verifier (the `standardwebhooks` package) accepts `received` with
+ * `secret`. Relay stamps deliveries with the stack's clock, which the shared dev clock may have
+ * moved ahead of real time, so the library's five-minute window is judged at the stack's time.
+ */
+export async function verifiesSignature(secret: string, received: Received): Promise<boolean> {
+  const clock = await api(stack().adminToken, "POST", "/admin/clock", { advanceSeconds: 0 });
+  vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + (clock.body.offsetMs as number) });
+  try {
+    new Webhook(secret).verify(received.body, received.headers as Record<string, string>);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    vi.useRealTimers();
+  }
 }

@@ -17,6 +17,7 @@ import {
   relay,
   stack,
   targetServer,
+  verifiesSignature,
 } from "./helpers.ts";
 
 let browser: Browser;
@@ -114,7 +115,12 @@ test("an owner creates an endpoint, mints a key once, and the copied example is 
     }),
   );
   await page.getByRole("button", { name: "Create endpoint" }).click();
+  // The signing secret exists only in the create answer: shown once before moving on.
+  const signingSecret = (await page.getByTestId("signing-secret").textContent()) ?? "";
+  expect(signingSecret).toMatch(/^whsec_/);
+  await page.getByRole("button", { name: "I have copied it: go to the endpoint" }).click();
   await page.waitForURL(`**/panel/${slug}/endpoints/v1/orders`);
+  expect(await page.content()).not.toContain(signingSecret);
 
   const inbound = `http://${slug}.localhost:${stack().edgePort}/v1/orders`;
   expect(await page.getByTestId("inbound-url").textContent()).toBe(inbound);
@@ -149,8 +155,11 @@ test("an owner creates an endpoint, mints a key once, and the copied example is 
   const answer = JSON.parse(stdout) as { status: string; requestId: string };
   expect(answer.status).toBe("queued");
   await eventually(async () => target.received.length === 1);
-  const sent = JSON.parse(target.received[0]?.body ?? "") as Record<string, unknown>;
+  const delivered = target.received[0];
+  const sent = JSON.parse(delivered?.body ?? "") as Record<string, unknown>;
   expect(Object.keys(sent).sort()).toEqual(["amount", "email", "orderId"]);
+  // Signed with the secret the panel showed, as a Standard Webhooks verifier checks it.
+  expect(delivered && (await verifiesSignature(signingSecret, delivered))).toBe(true);
 
   await openSection(page, "Request log");
   await page

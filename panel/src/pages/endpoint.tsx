@@ -1,8 +1,10 @@
 /**
- * One endpoint: its inbound URL and a copyable example request, its settings (edited in place)
- * and deletion. Also the page that creates an endpoint.
+ * One endpoint: its inbound URL and a copyable example request, its signing secret (shown once
+ * at creation and at each rotation), its settings (edited in place) and deletion. Also the page
+ * that creates an endpoint.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
+import { useEffect, useRef, useState } from "react";
 import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
 import { DeliveryMode, type Endpoint, EndpointService } from "../../../gen/relay/v1/routing_pb.ts";
 import { problemOf } from "../errors.ts";
@@ -17,12 +19,19 @@ export function NewEndpointPage() {
   const { project } = useProject();
   const line = useLocation().search.get("line") ?? "";
   const invalidate = useInvalidate(EndpointService);
-  const create = useMutation(EndpointService.method.createEndpoint, {
-    onSuccess: async ({ endpoint }) => {
-      await invalidate();
-      if (endpoint) navigate(projectPath(project, "endpoints", endpoint.line, endpoint.path));
-    },
-  });
+  const create = useMutation(EndpointService.method.createEndpoint, { onSuccess: invalidate });
+  const created = create.data?.endpoint;
+  if (created) {
+    // The signing secret exists only in this answer, so it is shown before moving on.
+    return (
+      <SigningSecret
+        secret={create.data?.signingSecret ?? ""}
+        heading={`Endpoint ${created.line}/${created.path} created: its signing secret`}
+        onDone={() => navigate(projectPath(project, "endpoints", created.line, created.path))}
+        doneLabel="I have copied it: go to the endpoint"
+      />
+    );
+  }
   if (!line) {
     return (
       <p>
@@ -91,6 +100,7 @@ export function EndpointPage({ line, path }: { line: string; path: string }) {
                 submitLabel="Save changes"
               />
             </section>
+            <RotateSigningSecret line={line} path={path} />
             <section className="card" aria-labelledby="danger">
               <h2 id="danger">Delete</h2>
               <p>Calls to this endpoint will be answered 404 at once; its request log stays.</p>
@@ -154,6 +164,72 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
           </li>
         ))}
       </ul>
+    </section>
+  );
+}
+
+/**
+ * A signing secret's one showing, focused so it is read out and can be copied at once. Targets
+ * verify deliveries with it (any Standard Webhooks library); Relay keeps it only sealed.
+ */
+function SigningSecret(props: {
+  secret: string;
+  heading: string;
+  onDone: () => void;
+  doneLabel: string;
+}) {
+  const box = useRef<HTMLElement>(null);
+  useEffect(() => box.current?.focus(), []);
+  return (
+    <section className="plaintext" ref={box} tabIndex={-1} aria-labelledby="secret-heading">
+      <h2 id="secret-heading">{props.heading}</h2>
+      <p className="warning">
+        Copy this secret now and give it to the target: it is shown only this once. Deliveries carry
+        webhook-id, webhook-timestamp and webhook-signature headers signed with it.
+      </p>
+      <p>
+        <code data-testid="signing-secret">{props.secret}</code>
+      </p>
+      <CopyButton text={props.secret} label="Copy secret" />{" "}
+      <button type="button" onClick={props.onDone}>
+        {props.doneLabel}
+      </button>
+    </section>
+  );
+}
+
+/** A new signing secret; the previous one keeps signing beside it for 24 hours. */
+function RotateSigningSecret({ line, path }: { line: string; path: string }) {
+  const { project } = useProject();
+  const rotate = useMutation(EndpointService.method.rotateSigningSecret);
+  const [shown, setShown] = useState(false);
+  return (
+    <section className="card" aria-labelledby="signing">
+      <h2 id="signing">Signing secret</h2>
+      {rotate.data && shown ? (
+        <SigningSecret
+          secret={rotate.data.signingSecret}
+          heading="The new signing secret"
+          onDone={() => setShown(false)}
+          doneLabel="I have copied it"
+        />
+      ) : (
+        <>
+          <p>
+            Rotating makes a new secret; the current one keeps signing beside it for 24 hours, so
+            targets can switch over without missing a delivery.
+          </p>
+          <ConfirmButton
+            label="Rotate signing secret"
+            question={`Make a new signing secret for ${line}/${path}?`}
+            confirmLabel="Yes, rotate it"
+            onConfirm={() =>
+              rotate.mutate({ project, line, path }, { onSuccess: () => setShown(true) })
+            }
+          />
+        </>
+      )}
+      <FormError problem={rotate.error ? problemOf(rotate.error) : null} />
     </section>
   );
 }
