@@ -41,8 +41,10 @@ export function panelHandler(dist = defaultDist) {
       // The panel routes in the browser; every one of its URLs loads the same page.
       file = "index.html";
     } else if (path.startsWith("/assets/") || path === "/favicon.svg") {
-      file = normalize(decodeURIComponent(path)).replace(/^\/+/, "");
-      if (file.startsWith("..")) return false;
+      // Normalized from the root, so no `..` can leave panel/dist; a malformed escape is no file.
+      const decoded = safeDecode(path);
+      if (decoded === null) return false;
+      file = normalize(decoded).replace(/^\/+/, "");
     } else {
       return false;
     }
@@ -66,4 +68,12 @@ export function panelHandler(dist = defaultDist) {
     res.end(body);
     return true;
   };
+}
+
+function safeDecode(path: string): string | null {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return null;
+  }
 }
