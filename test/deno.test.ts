@@ -8,7 +8,14 @@ import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
-import { eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  eventually,
+  projectWithEndpoint,
+  relay,
+  stack,
+  stackLog,
+  targetServer,
+} from "./helpers.ts";
 
 const [port = 0] = await freePorts(1);
 const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
@@ -36,7 +43,7 @@ const deno = new ManagedProcess(
       RELAY_ALLOW_PRIVATE_TARGETS: "1",
     },
   },
-  "inherit",
+  stackLog(),
 );
 const sink = await targetServer();
 let streamClosedAt = 0;

@@ -8,7 +8,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
-import { api, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { api, projectWithEndpoint, relay, stack, stackLog, targetServer } from "./helpers.ts";
 
 const LEASE_MS = 1500;
 
@@ -60,7 +60,7 @@ const edgeB = new ManagedProcess(
       TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
     },
   },
-  "inherit",
+  stackLog(),
 );
 
 beforeAll(() => edgeB.start());

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { Webhook } from "standardwebhooks";
 import { request } from "undici";
 import { inject, vi } from "vitest";
+import { logFile } from "../dev/processes.ts";
 
 export const stack = () => inject("stack");
 
@@ -204,3 +205,9 @@ export async function verifiesSignature(secret: string, received: Received): Pro
     vi.useRealTimers();
   }
 }
+
+/**
+ * Where processes a test starts beside the stack write: the stack's own log, so a failure's
+ * output is in one place and the secrets-at-rest scan reads it too.
+ */
+export const stackLog = () => logFile(stack().logFile);

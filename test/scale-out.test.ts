@@ -9,7 +9,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
-import { finishedLog, projectWithEndpoint, stack } from "./helpers.ts";
+import { finishedLog, projectWithEndpoint, stack, stackLog } from "./helpers.ts";
 
 const REQUESTS = 60;
 const [controlPort = 0, workerPort = 0, edgePort = 0] = await freePorts(3);
@@ -32,7 +32,7 @@ const second = {
       readyLine: "control plane listening",
       env: { ...shared(), RELAY_CONTROL_PORT: String(controlPort) },
     },
-    "inherit",
+    stackLog(),
   ),
   worker: new ManagedProcess(
     {
@@ -41,7 +41,7 @@ const second = {
       readyLine: "worker polling",
       env: { ...shared(), RELAY_WORKER_PORT: String(workerPort) },
     },
-    "inherit",
+    stackLog(),
   ),
   edge: new ManagedProcess(
     {
@@ -54,7 +54,7 @@ const second = {
         RELAY_CONTROL_URL: `http://127.0.0.1:${controlPort}`,
       },
     },
-    "inherit",
+    stackLog(),
   ),
 };
 const edges = () => [stack().edgePort, edgePort];

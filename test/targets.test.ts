@@ -7,7 +7,15 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
-import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  finishedLog,
+  projectWithEndpoint,
+  relay,
+  stack,
+  stackLog,
+  targetServer,
+} from "./helpers.ts";
 
 const [strictControlPort = 0, strictEdgePort = 0] = await freePorts(2);
 const strictControlUrl = `http://127.0.0.1:${strictControlPort}`;
@@ -30,7 +38,7 @@ const strictControl = new ManagedProcess(
       RELAY_EDGE_DOMAIN: "relay.example.com",
     },
   },
-  "inherit",
+  stackLog(),
 );
 const strictEdgeProcess = new ManagedProcess(
   {
@@ -45,7 +53,7 @@ const strictEdgeProcess = new ManagedProcess(
       TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
     },
   },
-  "inherit",
+  stackLog(),
 );
 
 beforeAll(() => Promise.all([strictControl.start(), strictEdgeProcess.start()]));
