@@ -44,6 +44,32 @@ export function Field({
   );
 }
 
+/** A key lifetime in whole days, 1 to 3650; empty means what the hint says. */
+export function DaysField(props: {
+  label: string;
+  hint: string;
+  error: string | undefined;
+  name: string;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field label={props.label} hint={props.hint} error={props.error}>
+      {(control) => (
+        <input
+          {...control}
+          name={props.name}
+          type="number"
+          min={1}
+          max={3650}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 /**
  * A form's outcome when a call failed, read out at once: the API's message, or, when it named
  * fields, a pointer to the messages next to them.

@@ -8,7 +8,15 @@ import { type ApiKey, KeyMode, KeyService, KeyStatus } from "../../../gen/relay/
 import { fieldError, problemOf } from "../errors.ts";
 import { formatTime, keyModeNames, keyStatusNames } from "../model.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { ConfirmButton, CopyButton, Field, FormError, Loaded, StatusBadge } from "../ui.tsx";
+import {
+  ConfirmButton,
+  CopyButton,
+  DaysField,
+  Field,
+  FormError,
+  Loaded,
+  StatusBadge,
+} from "../ui.tsx";
 
 interface Revealed {
   key: ApiKey;
@@ -196,7 +204,7 @@ function MintForm({
             </select>
           )}
         </Field>
-        <Field
+        <DaysField
           label="Lifetime (days)"
           hint="1 to 3650; empty: the policy's default."
           error={
@@ -204,19 +212,10 @@ function MintForm({
             fieldError(problem, "ttlDays") ??
             (problem?.code === "policy_violation" ? problem.message : undefined)
           }
-        >
-          {(control) => (
-            <input
-              {...control}
-              name="ttlDays"
-              type="number"
-              min={1}
-              max={3650}
-              value={ttlDays}
-              onChange={(e) => setTtlDays(e.target.value)}
-            />
-          )}
-        </Field>
+          name="ttlDays"
+          value={ttlDays}
+          onChange={setTtlDays}
+        />
       </div>
       <FormError problem={problem?.code === "policy_violation" ? null : problem} />
       <button type="submit" disabled={mint.isPending}>

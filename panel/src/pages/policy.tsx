@@ -4,7 +4,7 @@ import { type FormEvent, useState } from "react";
 import { type Policy, PolicyService } from "../../../gen/relay/v1/projects_pb.ts";
 import { fieldError, problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { Field, FormError, Loaded } from "../ui.tsx";
+import { DaysField, FormError, Loaded } from "../ui.tsx";
 
 export function PolicyPage() {
   const { project, token } = useProject();
@@ -69,40 +69,22 @@ function PolicyForm({ policy }: { policy: Policy | undefined }) {
       </p>
       <fieldset disabled={readOnly}>
         <legend>Key lifetimes</legend>
-        <Field
+        <DaysField
           label="Default lifetime (days)"
           hint="For a key minted without one; empty: such keys never expire."
           error={local.defaultKeyTtlDays ?? fieldError(problem, "defaultKeyTtlDays")}
-        >
-          {(control) => (
-            <input
-              {...control}
-              name="defaultKeyTtlDays"
-              type="number"
-              min={1}
-              max={3650}
-              value={defaultTtl}
-              onChange={(e) => setDefaultTtl(e.target.value)}
-            />
-          )}
-        </Field>
-        <Field
+          name="defaultKeyTtlDays"
+          value={defaultTtl}
+          onChange={setDefaultTtl}
+        />
+        <DaysField
           label="Longest lifetime editors may choose (days)"
           hint="Owners are not capped; empty: no cap."
           error={local.maxKeyTtlDays ?? fieldError(problem, "maxKeyTtlDays")}
-        >
-          {(control) => (
-            <input
-              {...control}
-              name="maxKeyTtlDays"
-              type="number"
-              min={1}
-              max={3650}
-              value={maxTtl}
-              onChange={(e) => setMaxTtl(e.target.value)}
-            />
-          )}
-        </Field>
+          name="maxKeyTtlDays"
+          value={maxTtl}
+          onChange={setMaxTtl}
+        />
         <div className="checkbox">
           <input
             id="non-expiring"
