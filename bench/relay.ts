@@ -5,8 +5,8 @@
  *     byte and per-chunk lag);
  * (b) async 202s per second against the raw @temporalio/client start rate on the same server;
  * (c) the edge's memory over a sustained load;
- * (d) the async hot path while /metrics is scraped every 100 ms, against the same load before
- *     and after without scrapes (A-B-A, so the spread of A shows the noise).
+ * (d) the async hot path while /metrics is scraped every second and every 100 ms, against the
+ *     same load before and after without scrapes (the spread of those two shows the noise).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -108,10 +108,13 @@ try {
   // (d) scrapes beside the hot path.
   const asyncLoad = () =>
     wrk(dir, `${stack.edgeUrl}/v1/async`, { connections: 16, seconds, host: edgeHost, auth });
+  const scrapedEvery = async (intervalMs: number) => {
+    const scraper = scrapeEvery(`${stack.edgeUrl}/metrics`, intervalMs);
+    const load = await asyncLoad();
+    return { intervalMs, load, scrapes: await scraper.stop() };
+  };
   const unscrapedBefore = await asyncLoad();
-  const scraper = scrapeEvery(`${stack.edgeUrl}/metrics`, 100);
-  const scraped = await asyncLoad();
-  const scrapes = await scraper.stop();
+  const scraped = [await scrapedEvery(1000), await scrapedEvery(100)];
   const unscrapedAfter = await asyncLoad();
 
   const report = {
@@ -121,7 +124,7 @@ try {
     stream,
     async: { edgeAsync, rawStarts },
     memory: { memorySeconds, rssBefore, rssAfter, sustained },
-    scrape: { unscrapedBefore, scraped, unscrapedAfter, scrapes },
+    scrape: { unscrapedBefore, scraped, unscrapedAfter },
   };
   printReport(report);
   await mkdir("bench/results", { recursive: true });
@@ -320,9 +323,8 @@ function printReport(r: {
   memory: { memorySeconds: number; rssBefore: number; rssAfter: number; sustained: WrkResult };
   scrape: {
     unscrapedBefore: WrkResult;
-    scraped: WrkResult;
+    scraped: { intervalMs: number; load: WrkResult; scrapes: number }[];
     unscrapedAfter: WrkResult;
-    scrapes: number;
   };
 }) {
   const f = (n: number) => n.toFixed(2);
@@ -372,26 +374,21 @@ function printReport(r: {
   console.log(
     `RSS ${Math.round(rssBefore / 1024)} MiB -> ${Math.round(rssAfter / 1024)} MiB (${f(((rssAfter - rssBefore) / rssBefore) * 100)}%)`,
   );
-  const { unscrapedBefore: a1, scraped, unscrapedAfter: a2, scrapes } = r.scrape;
+  const { unscrapedBefore: a1, scraped, unscrapedAfter: a2 } = r.scrape;
   const baseline = {
     requestsPerSecond: (a1.requestsPerSecond + a2.requestsPerSecond) / 2,
     p99Ms: (a1.p99Ms + a2.p99Ms) / 2,
   };
+  console.log("\n(d) async hot path, 16 connections, while /metrics is scraped\n");
   console.log(
-    `\n(d) async hot path, 16 connections, with ${scrapes} /metrics scrapes (every 100 ms)\n`,
+    "| run | scrapes | req/s | p50 ms | p99 ms | req/s vs no scrapes | p99 vs no scrapes |",
   );
-  console.log("| run | req/s | p50 ms | p99 ms |");
-  console.log("|---|---|---|---|");
-  for (const [name, run] of [
-    ["no scrapes (before)", a1],
-    ["scraped", scraped],
-    ["no scrapes (after)", a2],
-  ] as const) {
+  console.log("|---|---|---|---|---|---|---|");
+  const row = (name: string, run: WrkResult, scrapes: number) =>
     console.log(
-      `| ${name} | ${Math.round(run.requestsPerSecond)} | ${f(run.p50Ms)} | ${f(run.p99Ms)} |`,
+      `| ${name} | ${scrapes} | ${Math.round(run.requestsPerSecond)} | ${f(run.p50Ms)} | ${f(run.p99Ms)} | ${f(run.requestsPerSecond / baseline.requestsPerSecond)}x | ${f(run.p99Ms / baseline.p99Ms)}x |`,
     );
-  }
-  console.log(
-    `| scraped vs mean of the others | ${f(scraped.requestsPerSecond / baseline.requestsPerSecond)}x | | ${f(scraped.p99Ms / baseline.p99Ms)}x p99 |`,
-  );
+  row("no scrapes (before)", a1, 0);
+  for (const { intervalMs, load, scrapes } of scraped) row(`every ${intervalMs} ms`, load, scrapes);
+  row("no scrapes (after)", a2, 0);
 }
