@@ -59,6 +59,9 @@ export interface EdgeDeps {
 
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
 
+/** The status logged and counted for a call whose caller hung up before its answer. */
+export const CALLER_LEFT = 499;
+
 /** One inbound call, answered. The endpoint is named only once it was found. */
 export interface Answered {
   status: number;
@@ -82,7 +85,8 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     const response = await answer(request, conn, found);
     deps.observe?.({
       ...found,
-      status: response.status,
+      // A caller gone before its answer is nginx's 499, not the 5xx nobody received.
+      status: request.signal.aborted ? CALLER_LEFT : response.status,
       requestId: response.headers.get("x-relay-request-id"),
       seconds: (performance.now() - started) / 1000,
     });

@@ -2,9 +2,17 @@
  * What operators get from every process: /healthz, /readyz and Prometheus /metrics, scraped
  * here from loopback after real traffic.
  */
+import { createServer } from "node:http";
 import { request } from "undici";
 import { afterAll, expect, test } from "vitest";
-import { finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  eventually,
+  finishedLog,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 const sink = await targetServer();
 afterAll(() => sink.close());
@@ -71,4 +79,27 @@ test("after traffic, each process's /metrics shows it: requests, deliveries, lat
     /relay_control_calls_total\{protocol="rpc",route="relay.v1.EdgeService\/ResolveKey",status="OK"\} \d+/,
   );
   expect(control).toContain("process_resident_memory_bytes");
+});
+
+test("a caller that hangs up before its answer is counted as 499, not as the 5xx it never got", async () => {
+  const slow = createServer((req, res) => {
+    req.resume();
+    setTimeout(() => res.end("{}"), 2000);
+  });
+  await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+  const port = (slow.address() as { port: number }).port;
+  const p = await projectWithEndpoint([
+    { name: "slow", targetUrl: `http://127.0.0.1:${port}/in`, deliveryMode: "sync" },
+  ]);
+  await expect(
+    request(`${stack().edgeUrl}/v1/hook`, {
+      method: "POST",
+      headers: { host: `${p.slug}.localhost`, authorization: `Bearer ${p.key}` },
+      body: "{}",
+      signal: AbortSignal.timeout(300),
+    }),
+  ).rejects.toThrow();
+  const counted = `relay_edge_requests_total{status="499",project="${p.slug}",endpoint="v1/hook"} 1`;
+  await eventually(async () => (await get(`${stack().edgeUrl}/metrics`)).text.includes(counted));
+  await new Promise((resolve) => slow.close(resolve));
 });
