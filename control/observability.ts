@@ -3,13 +3,10 @@
  * prom-client), one of each per process. Calls are labelled by route pattern or RPC, never by
  * raw path, so the series stay bounded.
  */
-import pino from "pino";
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, Histogram } from "prom-client";
+import { processTelemetry } from "./ops-http.ts";
 
-export const log = pino({ base: { service: "control" } });
-
-export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+export const { log, registry } = processTelemetry("control");
 
 const calls = new Counter({
   name: "relay_control_calls_total",

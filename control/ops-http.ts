@@ -1,8 +1,11 @@
 /**
  * The ops handler (core/ops.ts) on node:http: the control plane answers it beside its REST
- * routes, and the worker, which has no other HTTP to serve, listens for it alone.
+ * routes, and the worker, which has no other HTTP to serve, listens for it alone. Also the log
+ * and registry both processes start from.
  */
 import { createServer, type Server } from "node:http";
+import pino from "pino";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import type { OpsHandler } from "../core/ops.ts";
 
 /** What this needs of node:http's and connect-node's (HTTP/1 or HTTP/2) request and response. */
@@ -43,4 +46,14 @@ export function serveOps(ops: OpsHandler): Server {
       res.end('{"error":{"code":"not_found","message":"only /healthz, /readyz and /metrics"}}');
     });
   });
+}
+
+/**
+ * A Node process's log (one JSON line per event) and metrics registry, with Node's own process
+ * metrics in it. `service` names the process in every log line.
+ */
+export function processTelemetry(service: string) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return { log: pino({ base: { service } }), registry };
 }

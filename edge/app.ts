@@ -117,8 +117,9 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         if (key.successorUsable) headers.set("x-relay-key-successor-available", "true");
       }
       const { endpoint, projectState } = await findEndpoint(deps, project, url.pathname);
+      const endpointName = `${endpoint.line}/${endpoint.path}`;
       found.project = project;
-      found.endpoint = `${endpoint.line}/${endpoint.path}`;
+      found.endpoint = endpointName;
       const compiled = runtime.compile(project, endpoint);
       const limit = endpoint.rateLimit ?? projectState.defaultRateLimit;
       const rate = (consume: boolean) => {
@@ -147,7 +148,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
           body,
           headers,
           idempotencyKey,
-          signingKeys: projectState.signingKeys.get(`${endpoint.line}/${endpoint.path}`) ?? [],
+          signingKeys: projectState.signingKeys.get(endpointName) ?? [],
         });
       } catch (error) {
         if (!headers.has("ratelimit-limit")) rate(false);

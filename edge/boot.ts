@@ -24,7 +24,13 @@ export interface Runtime {
 export async function bootEdge(
   env: Record<string, string | undefined>,
   runtime: Runtime,
-): Promise<{ config: EdgeConfig; handler: EdgeHandler; state: EdgeState; log: Logger }> {
+): Promise<{
+  config: EdgeConfig;
+  handler: EdgeHandler;
+  state: EdgeState;
+  log: Logger;
+  logError: EdgeDeps["logError"];
+}> {
   const config = loadEdgeConfig(env);
   const telemetry = edgeTelemetry();
   const control = connectControlPlane({
@@ -44,7 +50,7 @@ export async function bootEdge(
     apiKey: config.TEMPORAL_API_KEY,
     fetch: runtime.fetch,
     onStart: telemetry.temporalStarted,
-    logError: (fields, message) => telemetry.log.error(fields, message),
+    logError: telemetry.logError,
   });
   await state.start();
   const relay = createEdge({
@@ -60,7 +66,7 @@ export async function bootEdge(
     bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
     trustedProxies: config.RELAY_TRUSTED_PROXIES,
     observe: telemetry.answered,
-    logError: (fields, message) => telemetry.log.error(fields, message),
+    logError: telemetry.logError,
   });
   const ops = opsHandler({
     checks: {
@@ -75,5 +81,5 @@ export async function bootEdge(
   });
   const handler: EdgeHandler = async (request, conn) =>
     (await ops(request, conn.remoteAddress)) ?? relay(request, conn);
-  return { config, handler, state, log: telemetry.log };
+  return { config, handler, state, log: telemetry.log, logError: telemetry.logError };
 }

@@ -8,13 +8,13 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
 const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
   undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 
-const { config, handler, state, log } = await bootEdge(process.env, {
+const { config, handler, state, log, logError } = await bootEdge(process.env, {
   fetch: pooledFetch,
   hashKey: sha256,
   resolveHost: async (hostname) =>
     (await lookup(hostname, { all: true })).map((answer) => answer.address),
 });
-const server = serveNode(handler, (fields, message) => log.error(fields, message));
+const server = serveNode(handler, logError);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
   const url = `http://${config.RELAY_EDGE_HOST}:${config.RELAY_EDGE_PORT}`;
   log.info({ runtime: "node", url }, "edge listening");

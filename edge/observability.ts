@@ -43,6 +43,10 @@ export function edgeTelemetry() {
   return {
     log,
     registry,
+    /** Failures of Relay's own, for the handler and the runtime adapters. */
+    logError(fields: Record<string, unknown>, message: string): void {
+      log.error(fields, message);
+    },
     answered(event: Answered): void {
       const { project, endpoint } = event;
       requests.inc({ status: event.status, project: project ?? "", endpoint: endpoint ?? "" });

@@ -67,9 +67,10 @@ describe("the billing rule", () => {
       tried.add(headers["x-relay-delivery-id"]);
       return { status: first ? 503 : 200 };
     });
-    // Sends one 70 000-byte event, then drops the connection mid-stream.
+    // Announces 300 000 bytes (5 credits' worth), sends one 70 000-byte event (2), then drops
+    // the connection: only what was delivered is billed.
     const server = createServer((_, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.writeHead(200, { "content-type": "text/event-stream", "content-length": "300000" });
       res.write(`data: ${"x".repeat(70_000)}\n\n`, () => res.socket?.destroy());
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

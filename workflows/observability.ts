@@ -2,14 +2,11 @@
  * The worker's log (one JSON line per event, pino) and metrics (Prometheus text, prom-client):
  * every delivery attempt, by outcome, with its latency.
  */
-import pino from "pino";
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, Histogram } from "prom-client";
+import { processTelemetry } from "../control/ops-http.ts";
 import { classifyStatus } from "../core/delivery.ts";
 
-export const log = pino({ base: { service: "worker" } });
-
-export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+export const { log, registry } = processTelemetry("worker");
 
 const attempts = new Counter({
   name: "relay_worker_delivery_attempts_total",

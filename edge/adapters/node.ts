@@ -6,17 +6,15 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import type { EdgeHandler } from "../app.ts";
+import type { EdgeDeps, EdgeHandler } from "../app.ts";
 
 /** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
 export function sha256(plaintext: string): Uint8Array {
   return createHash("sha256").update(plaintext).digest();
 }
 
-/** Where a failure the handler did not answer goes (a structured logger's `error`). */
-type LogError = (fields: Record<string, unknown>, message: string) => void;
-
-export function serveNode(handler: EdgeHandler, logError: LogError): Server {
+/** `logError` gets a failure the handler did not answer. */
+export function serveNode(handler: EdgeHandler, logError: EdgeDeps["logError"]): Server {
   return createServer((req, res) => {
     handle(handler, req, res).catch((err: unknown) => {
       logError({ err }, "unanswered failure");
