@@ -21,6 +21,14 @@ const schema = z.object({
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
+  /** The edges' inbound body cap: the largest body an edge stores here (StoreBody). */
+  RELAY_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 1024 * 1024),
+  /** A connection must send its first request's head within this, or it is closed. */
+  RELAY_CONTROL_HEAD_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
   RELAY_METRICS_TOKEN: z.string().min(1).optional(),
   TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),

@@ -186,7 +186,21 @@ const pageOut = (page: { requests: RequestView[]; nextCursor: string }) => ({
   nextCursor: page.nextCursor,
 });
 
-export function relayRoutes({ deps, notifier, clock }: ControlApp) {
+/**
+ * The largest request message each service reads, checked before a body is decompressed past
+ * it (connect-node inflates with zlib's `maxOutputLength`), so a small compressed body cannot
+ * grow into a large one before the call is authenticated.
+ */
+export interface MessageLimits {
+  managementBytes: number;
+  /** StoreBody carries an inbound body: the edge's RELAY_MAX_BODY_BYTES, plus its envelope. */
+  edgeBytes: number;
+}
+
+/** Room for StoreBody's other fields beside the body. */
+const ENVELOPE_BYTES = 64 * 1024;
+
+export function relayRoutes({ deps, notifier, clock }: ControlApp, limits: MessageLimits) {
   const ctxOf = (handler: HandlerContext): Ctx => ({
     ...deps,
     caller: handler.values.get(callerKey),
@@ -384,52 +398,58 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp) {
         };
       },
     });
-    router.service(EdgeService, {
-      async resolveKey(req, h) {
-        const key = await edge.resolveKey(ctxOf(h), req.project, req.keyHash);
-        return { key: key ? edgeKeyOut(key) : undefined };
-      },
-      async *watchChanges(req, h) {
-        for await (const batch of edge.changes(ctxOf(h), notifier, req.afterSequence, h.signal)) {
-          yield {
-            headSequence: batch.headSequence,
-            clockOffsetMs: BigInt(clock.offsetMs()),
-            changes: batch.changes.map((change) => ({
-              sequence: change.sequence,
-              project: change.project,
-              change:
-                change.kind === "key"
-                  ? { case: "keyChanged" as const, value: edgeKeyOut(change.key) }
-                  : { case: "routingChanged" as const, value: {} },
-            })),
+    router.service(
+      EdgeService,
+      {
+        async resolveKey(req, h) {
+          const key = await edge.resolveKey(ctxOf(h), req.project, req.keyHash);
+          return { key: key ? edgeKeyOut(key) : undefined };
+        },
+        async *watchChanges(req, h) {
+          for await (const batch of edge.changes(ctxOf(h), notifier, req.afterSequence, h.signal)) {
+            yield {
+              headSequence: batch.headSequence,
+              clockOffsetMs: BigInt(clock.offsetMs()),
+              changes: batch.changes.map((change) => ({
+                sequence: change.sequence,
+                project: change.project,
+                change:
+                  change.kind === "key"
+                    ? { case: "keyChanged" as const, value: edgeKeyOut(change.key) }
+                    : { case: "routingChanged" as const, value: {} },
+              })),
+            };
+          }
+        },
+        async storeBody(req, h) {
+          return {
+            bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body),
           };
-        }
+        },
+        async ackChanges(req, h) {
+          await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
+          return {};
+        },
+        async getProjectState(req, h) {
+          const state = await edge.projectState(ctxOf(h), req.project);
+          if (!state) return {};
+          return {
+            state: {
+              project: projectOut(state.project),
+              endpoints: state.endpoints.map(endpointOut),
+              signingSecrets: state.signingSecrets.map((e) => ({
+                ...e,
+                secrets: e.secrets.map((s) => ({ key: s.key, expiresAt: optionalTs(s.expiresAt) })),
+              })),
+              defaultRateLimit: state.defaultRateLimit,
+              liveCreditsExhausted: state.exhaustedPools.includes("live"),
+              testCreditsExhausted: state.exhaustedPools.includes("test"),
+            },
+          };
+        },
       },
-      async storeBody(req, h) {
-        return { bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body) };
-      },
-      async ackChanges(req, h) {
-        await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
-        return {};
-      },
-      async getProjectState(req, h) {
-        const state = await edge.projectState(ctxOf(h), req.project);
-        if (!state) return {};
-        return {
-          state: {
-            project: projectOut(state.project),
-            endpoints: state.endpoints.map(endpointOut),
-            signingSecrets: state.signingSecrets.map((e) => ({
-              ...e,
-              secrets: e.secrets.map((s) => ({ key: s.key, expiresAt: optionalTs(s.expiresAt) })),
-            })),
-            defaultRateLimit: state.defaultRateLimit,
-            liveCreditsExhausted: state.exhaustedPools.includes("live"),
-            testCreditsExhausted: state.exhaustedPools.includes("test"),
-          },
-        };
-      },
-    });
+      { readMaxBytes: limits.edgeBytes + ENVELOPE_BYTES },
+    );
     router.service(
       Health,
       healthService(relayServices, () => postgresAnswers(deps.sql)),

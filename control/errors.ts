@@ -1,8 +1,11 @@
 /** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
 import { Code, ConnectError } from "@connectrpc/connect";
+import postgres from "postgres";
 import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { ErrorInfoSchema } from "../gen/relay/v1/errors_pb.ts";
 import { log } from "./observability.ts";
+
+const { PostgresError } = postgres;
 
 const connectCodes: Partial<Record<ErrorCode, Code>> = {
   bad_request: Code.InvalidArgument,
@@ -28,9 +31,21 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
 /** The Relay error code travels in this header, so Connect clients can branch on it too. */
 export const ERROR_CODE_HEADER = "relay-error-code";
 
+/**
+ * Postgres refuses some values the API's own checks let through (a NUL inside a string, which
+ * text cannot hold): its data exceptions, SQLSTATE class 22, are the caller's input, so a 400.
+ * Anything else unknown stays `internal`.
+ */
+function relayErrorOf(cause: unknown): RelayError {
+  if (cause instanceof PostgresError && cause.code.startsWith("22")) {
+    return new RelayError("bad_request", "a value in this request cannot be stored");
+  }
+  return RelayError.from(cause);
+}
+
 export function toConnectError(cause: unknown): ConnectError {
   if (cause instanceof ConnectError) return cause;
-  const error = RelayError.from(cause);
+  const error = relayErrorOf(cause);
   if (error.code === "internal") log.error({ err: cause }, "internal error");
   // The same code and per-field details as the REST body, as a typed error detail, so a client
   // (the panel) can show each message next to its field.
@@ -45,7 +60,7 @@ export function toConnectError(cause: unknown): ConnectError {
 
 /** REST: the status and the JSON body of DESIGN.md. */
 export function toHttpError(cause: unknown): { status: number; body: string } {
-  const error = RelayError.from(cause);
+  const error = relayErrorOf(cause);
   if (error.code === "internal") log.error({ err: cause }, "internal error");
   return { status: error.status, body: JSON.stringify(error.toBody()) };
 }

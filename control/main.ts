@@ -10,7 +10,7 @@ import { loadControlConfig } from "./config.ts";
 import { connect } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { log } from "./observability.ts";
-import { createControlServer } from "./server.ts";
+import { createControlServer, defaultServerLimits } from "./server.ts";
 
 const config = loadControlConfig(process.env);
 const sql = connect(config.DATABASE_URL);
@@ -24,29 +24,36 @@ const temporalClient = () => {
   temporal ??= connectTemporal(config);
   return temporal;
 };
-const server = createControlServer({
-  deps: {
-    sql,
-    now: clock.now,
-    sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
-    initialCredits: config.RELAY_INITIAL_CREDITS,
-    targetRules: {
-      allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
-      relayDomain: config.RELAY_EDGE_DOMAIN,
+const server = createControlServer(
+  {
+    deps: {
+      sql,
+      now: clock.now,
+      sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+      initialCredits: config.RELAY_INITIAL_CREDITS,
+      targetRules: {
+        allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+        relayDomain: config.RELAY_EDGE_DOMAIN,
+      },
+      temporal: temporalClient,
+      links: {
+        edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
+        workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
+      },
     },
-    temporal: temporalClient,
-    links: {
-      edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
-      workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
-    },
+    credentials: await credentialsFrom(config),
+    notifier,
+    clock,
+    devClock: config.RELAY_DEV_CLOCK,
+    metricsToken: config.RELAY_METRICS_TOKEN,
+    runRotation: async () => runScheduledNow<number>(await temporalClient(), ROTATION_WORKFLOW),
   },
-  credentials: await credentialsFrom(config),
-  notifier,
-  clock,
-  devClock: config.RELAY_DEV_CLOCK,
-  metricsToken: config.RELAY_METRICS_TOKEN,
-  runRotation: async () => runScheduledNow<number>(await temporalClient(), ROTATION_WORKFLOW),
-});
+  {
+    ...defaultServerLimits,
+    headTimeoutMs: config.RELAY_CONTROL_HEAD_TIMEOUT_MS,
+    edgeBytes: config.RELAY_MAX_BODY_BYTES,
+  },
+);
 server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
   const url = `http://${config.RELAY_CONTROL_HOST}:${config.RELAY_CONTROL_PORT}`;
   log.info({ url }, "control plane listening");

@@ -45,8 +45,6 @@ interface Route {
   handle: (call: Call) => Promise<unknown>;
 }
 
-const MAX_BODY_BYTES = 1024 * 1024;
-
 /** `/projects/:project/keys` → a RegExp with named groups. */
 function route(
   method: string,
@@ -204,12 +202,27 @@ function devOnly(app: ControlApp, ctx: Ctx): void {
   requireAdmin(ctx.caller);
 }
 
-/** Route parameters, URL-decoded; a route only runs when its groups matched. */
+/** Route parameters (see `decodeParam`); a route only runs when its groups matched. */
 function p(params: Record<string, string>) {
   return params as Record<"project" | "line" | "path" | "requestId" | "keyId" | "memberId", string>;
 }
 
-export function restHandler(app: ControlApp) {
+/**
+ * A path segment or query value, URL-decoded. A malformed escape or a control character (NUL,
+ * which Postgres cannot store in text) is the caller's mistake: 400 before any lookup.
+ */
+function decodeParam(name: string, raw: string, decode: (raw: string) => string): string {
+  let value: string;
+  try {
+    value = decode(raw);
+  } catch {
+    throw new RelayError("bad_request", `${name}: malformed percent-encoding`);
+  }
+  if (/\p{Cc}/u.test(value)) throw new RelayError("bad_request", `${name}: control character`);
+  return value;
+}
+
+export function restHandler(app: ControlApp, maxBodyBytes: number) {
   const { deps, credentials } = app;
   const ops = opsHandler({
     checks: { postgres: () => postgresAnswers(deps.sql) },
@@ -218,13 +231,14 @@ export function restHandler(app: ControlApp) {
     metricsToken: app.metricsToken,
   });
   return async function handleRest(req: Request, res: Response): Promise<void> {
-    if (await answerOps(ops, req, res)) return;
     const started = performance.now();
     let status = 200;
     let body: string | undefined;
     let routeName = "unmatched";
     try {
-      const url = new URL(req.url ?? "/", "http://control");
+      const url = URL.parse(req.url ?? "/", "http://control");
+      if (!url) throw new RelayError("bad_request", "malformed request target");
+      if (await answerOps(ops, req, res)) return;
       const matches = routes
         .map((r) => ({ r, match: r.pattern.exec(url.pathname) }))
         .filter((m) => m.match !== null);
@@ -236,14 +250,23 @@ export function restHandler(app: ControlApp) {
       routeName = found.r.name;
       const caller = await authenticate(deps.sql, credentials, req.headers.authorization);
       const params = Object.fromEntries(
-        Object.entries(found.match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]),
+        Object.entries(found.match.groups ?? {}).map(([k, v]) => [
+          k,
+          decodeParam(k, v, decodeURIComponent),
+        ]),
+      );
+      const query = Object.fromEntries(
+        [...url.searchParams].map(([k, v]) => [k, decodeParam(k, v, String)]),
       );
       const result = await found.r.handle({
         app,
         ctx: { ...deps, caller },
         params,
-        body: req.method === "GET" || req.method === "DELETE" ? undefined : await readJson(req),
-        query: Object.fromEntries(url.searchParams),
+        body:
+          req.method === "GET" || req.method === "DELETE"
+            ? undefined
+            : await readJson(req, maxBodyBytes),
+        query,
       });
       status = found.r.status;
       body = status === 204 ? undefined : JSON.stringify(result);
@@ -256,12 +279,22 @@ export function restHandler(app: ControlApp) {
   };
 }
 
-async function readJson(req: Request): Promise<unknown> {
+/**
+ * The body as JSON, at most `maxBytes` of it. Bodies are never decompressed: a compressed one is
+ * refused before it is read, as is one whose announced length is over the limit.
+ */
+async function readJson(req: Request, maxBytes: number): Promise<unknown> {
+  const encoding = req.headers["content-encoding"];
+  if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+    throw new RelayError("unsupported_media_type", "send the body uncompressed");
+  }
+  const tooLarge = () => new RelayError("payload_too_large", `body over ${maxBytes} bytes`);
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new RelayError("payload_too_large", "body over 1 MiB");
+    if (size > maxBytes) throw tooLarge();
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString("utf8");

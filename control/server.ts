@@ -1,7 +1,9 @@
 /**
  * One listener for Connect, gRPC, gRPC-Web and REST. Cleartext gRPC needs HTTP/2 (h2c) while
  * browsers and curl speak HTTP/1.1, so each connection is handed to the HTTP/2 or the HTTP/1
- * server by its first bytes: HTTP/2 opens with the "PRI * HTTP/2.0" preface.
+ * server by its first bytes: HTTP/2 opens with the "PRI * HTTP/2.0" preface. A connection that
+ * says nothing, or too little, is closed: it must send its first request (HTTP/2) or its request
+ * head (HTTP/1) within `headTimeoutMs`.
  */
 import { createServer as createHttp1Server } from "node:http";
 import { createServer as createHttp2Server } from "node:http2";
@@ -9,17 +11,31 @@ import { createServer as createNetServer, type Server, type Socket } from "node:
 import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ControlApp } from "./app.ts";
-import { relayInterceptor, relayRoutes } from "./connect.ts";
+import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect.ts";
 import { panelHandler } from "./panel.ts";
 import { restHandler } from "./rest.ts";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
+/** An HTTP/1 request's body must have arrived within this (node:http's default is 5 minutes). */
+const REQUEST_TIMEOUT_MS = 60_000;
 
-export function createControlServer(app: ControlApp): Server {
+export interface ServerLimits extends MessageLimits {
+  /** How long a new connection may take to send its first request's head. */
+  headTimeoutMs: number;
+}
+
+export const defaultServerLimits: ServerLimits = {
+  headTimeoutMs: 10_000,
+  managementBytes: 1024 * 1024,
+  edgeBytes: 5 * 1024 * 1024,
+};
+
+export function createControlServer(app: ControlApp, limits = defaultServerLimits): Server {
   const api = connectNodeAdapter({
-    routes: relayRoutes(app),
+    routes: relayRoutes(app, limits),
     interceptors: [relayInterceptor(app)],
-    fallback: restHandler(app),
+    fallback: restHandler(app, limits.managementBytes),
+    readMaxBytes: limits.managementBytes,
   });
   const panel = panelHandler();
   // The browser panel's pages first: none of its paths is an API path.
@@ -29,15 +45,35 @@ export function createControlServer(app: ControlApp): Server {
       () => api(req, res),
     );
   };
-  const http1 = createHttp1Server(handler);
+  const http1 = createHttp1Server(
+    {
+      headersTimeout: limits.headTimeoutMs,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1000, limits.headTimeoutMs),
+    },
+    handler,
+  );
+  // Node enforces those timeouts on the connections it tracks, and starts tracking when the
+  // server listens; this one never listens (it is handed connections), so start it here.
+  http1.emit("listening");
   const http2 = createHttp2Server(handler);
   const server = createNetServer((socket: Socket) => {
+    const silent = () => socket.destroy();
+    socket.setTimeout(limits.headTimeoutMs, silent);
     socket.once("data", (first: Buffer) => {
       socket.pause();
       const length = Math.min(first.length, HTTP2_PREFACE.length);
       if (first.subarray(0, length).equals(HTTP2_PREFACE.subarray(0, length))) {
+        // The session is created, and announced, synchronously within `emit("connection")`;
+        // once it carries a request the connection has proven itself, and may idle (a gRPC
+        // channel does, and a call may wait silently for a revoke's leases).
+        http2.once("session", (session) =>
+          session.once("stream", () => socket.setTimeout(0).off("timeout", silent)),
+        );
         http2.emit("connection", replaying(socket, first));
       } else {
+        // From here on, node:http's own head, request and keep-alive timeouts apply.
+        socket.setTimeout(0).off("timeout", silent);
         socket.unshift(first);
         http1.emit("connection", socket);
         socket.resume();
