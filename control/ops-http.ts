@@ -6,13 +6,13 @@
 import { createServer, type Server } from "node:http";
 import pino from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
-import type { OpsHandler } from "../core/ops.ts";
+import { type OpsHandler, PROXY_HEADERS } from "../core/ops.ts";
 
 /** What this needs of node:http's and connect-node's (HTTP/1 or HTTP/2) request and response. */
 interface NodeRequest {
   method?: string | undefined;
   url?: string | undefined;
-  headers: { authorization?: string | undefined };
+  headers: Record<string, string | string[] | undefined>;
   socket: { remoteAddress?: string | undefined };
 }
 interface NodeResponse {
@@ -27,9 +27,13 @@ export async function answerOps(
   res: NodeResponse,
 ): Promise<boolean> {
   if (req.method !== "GET") return false;
-  const request = new Request(`http://relay${req.url ?? "/"}`, {
-    headers: { authorization: req.headers.authorization ?? "" },
-  });
+  // The headers the ops handler reads: the token, and whether a proxy passed the request on.
+  const headers = new Headers();
+  for (const name of ["authorization", ...PROXY_HEADERS]) {
+    const value = req.headers[name];
+    if (value !== undefined) headers.set(name, String(value));
+  }
+  const request = new Request(`http://relay${req.url ?? "/"}`, { headers });
   const answer = await ops(request, req.socket.remoteAddress ?? "");
   if (!answer) return false;
   res.writeHead(answer.status, Object.fromEntries(answer.headers));

@@ -52,6 +52,18 @@ describe("metrics", () => {
     expect((await ops(get("/metrics"), "203.0.113.7"))?.status).toBe(403);
   });
 
+  test.each([
+    ["x-forwarded-for", "203.0.113.7"],
+    ["forwarded", "for=203.0.113.7"],
+    ["x-real-ip", "203.0.113.7"],
+  ])(
+    "without a token, a loopback peer passing on a request (%s) is refused",
+    async (name, value) => {
+      const ops = opsHandler({ checks: {}, metrics, metricsContentType: "" });
+      expect((await ops(get("/metrics", { [name]: value }), "127.0.0.1"))?.status).toBe(403);
+    },
+  );
+
   test("with a token, every peer needs it", async () => {
     const ops = opsHandler({ checks: {}, metrics, metricsContentType: "", metricsToken: "s3cret" });
     expect((await ops(get("/metrics"), "127.0.0.1"))?.status).toBe(403);

@@ -2,7 +2,8 @@
  * What every process answers for its operators, as one web-standard handler: `GET /healthz`
  * (the process is alive), `GET /readyz` (its dependencies answer) and `GET /metrics`
  * (Prometheus text). Metrics name endpoints and projects, so they are not for the public: they
- * need the metrics token when one is set, and otherwise come only to loopback peers.
+ * need the metrics token when one is set, and otherwise come only to loopback peers that are not
+ * a proxy passing a request on.
  */
 import { type Cidr, cidrContains, parseCidr, parseIp } from "./ip.ts";
 import { hashSecret, timingSafeEqual } from "./secrets.ts";
@@ -17,6 +18,8 @@ export interface OpsOptions {
 }
 
 const LOOPBACK = ["127.0.0.0/8", "::1/128"].map((c) => parseCidr(c) as Cidr);
+/** What a reverse proxy adds to the requests it passes on (nginx, Caddy, Traefik, Envoy...). */
+export const PROXY_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"];
 const CHECK_TIMEOUT_MS = 2000;
 
 export type OpsHandler = (request: Request, peer: string) => Promise<Response | null>;
@@ -52,6 +55,8 @@ async function metricsAllowed(
   tokenHash: Promise<Uint8Array> | null,
 ): Promise<boolean> {
   if (!tokenHash) {
+    // A same-host proxy connects from loopback on behalf of anyone: its requests are not local.
+    if (PROXY_HEADERS.some((name) => request.headers.has(name))) return false;
     const ip = parseIp(peer);
     return ip !== null && LOOPBACK.some((cidr) => cidrContains(cidr, ip));
   }

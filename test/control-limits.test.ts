@@ -1,7 +1,8 @@
 /**
  * The control plane against anonymous and malformed input: bodies are read only up to a limit
  * and never inflated past it (issue 12, item 6), a malformed path is a 400 and never reaches
- * Postgres (item 17), and a connection that says nothing is closed (item 18).
+ * Postgres (item 17), a connection that says nothing is closed (item 18), and metrics are not
+ * served to whoever a same-host proxy passes on (item 19).
  */
 import { connect as connectHttp2 } from "node:http2";
 import { connect as connectTcp } from "node:net";
@@ -167,3 +168,16 @@ test("a connection that sends nothing, or half a request head, is closed (10 s d
   // The HTTP/2 server's SETTINGS, then the close.
   expect(preface.length).toBeGreaterThan(0);
 }, 30_000);
+
+test("metrics without a token are refused to a loopback peer that is a proxy passing a request on", async () => {
+  for (const base of [stack().controlUrl, stack().edgeUrl]) {
+    const direct = await request(`${base}/metrics`);
+    await direct.body.dump();
+    expect(direct.statusCode).toBe(200);
+    const proxied = await request(`${base}/metrics`, {
+      headers: { "x-forwarded-for": "203.0.113.7" },
+    });
+    expect(proxied.statusCode).toBe(403);
+    expect(await proxied.body.json()).toMatchObject({ error: { code: "forbidden" } });
+  }
+});
