@@ -249,7 +249,7 @@ async function rawStartRate(
     keyMode: "live",
     receivedAt: new Date().toISOString(),
     headers: { "content-type": "application/json" },
-    body: '{"bench":true}',
+    bodyBase64: btoa('{"bench":true}'),
     bodyBytes: 14,
     targets: [
       {

@@ -25,11 +25,12 @@ test("free-tier live traffic is unmetered; test traffic and paid plans are", () 
 });
 
 describe("StreamMeter", () => {
-  const bytes = (...chunks: string[]) => {
-    const meter = new StreamMeter();
+  const billed = (contentType: string | null, chunks: string[]) => {
+    const meter = new StreamMeter(contentType);
     for (const chunk of chunks) meter.add(new TextEncoder().encode(chunk));
     return meter.finish();
   };
+  const bytes = (...chunks: string[]) => billed("text/event-stream", chunks);
 
   test("counts events, not heartbeats", () => {
     expect(bytes("data: one\n\n: heartbeat\n\ndata: two\n\n")).toBe(
@@ -45,5 +46,12 @@ describe("StreamMeter", () => {
 
   test("a plain chunked (non-SSE) body is counted whole", () => {
     expect(bytes('{"a":', "1}")).toBe(7);
+  });
+
+  test("only an event stream has heartbeats: `:` lines of any other body are billed", () => {
+    const lines = [":".repeat(99), "\n\n", "x\n"];
+    expect(billed("application/octet-stream", lines)).toBe(103);
+    expect(billed(null, lines)).toBe(103);
+    expect(billed("text/event-stream; charset=utf-8", lines)).toBe(2);
   });
 });

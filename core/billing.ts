@@ -18,14 +18,21 @@ export function isMetered(plan: Plan, pool: KeyMode): boolean {
 /**
  * Counts what a stream delivered to its caller, less SSE heartbeats (a comment line, `:` first,
  * and the blank line ending it), across chunk boundaries: feed it every chunk, then `finish`.
+ * Only an event stream has heartbeats; any other body is counted whole, `:` lines included.
  */
 export class StreamMeter {
   bytes = 0;
+  private readonly eventStream: boolean;
   /** The current line's bytes so far, and whether it is a comment or blank. */
   private lineBytes = 0;
   private lineIsComment: boolean | null = null;
   private lineIsBlank = true;
   private previousWasComment = false;
+
+  /** `contentType`: the stream's Content-Type, which says whether it is an event stream. */
+  constructor(contentType: string | null) {
+    this.eventStream = /^text\/event-stream\s*(;|$)/i.test(contentType ?? "");
+  }
 
   add(chunk: Uint8Array): void {
     for (const byte of chunk) {
@@ -43,7 +50,8 @@ export class StreamMeter {
   }
 
   private endLine(): void {
-    const heartbeat = this.lineIsComment || (this.lineIsBlank && this.previousWasComment);
+    const heartbeat =
+      this.eventStream && (this.lineIsComment || (this.lineIsBlank && this.previousWasComment));
     if (!heartbeat) this.bytes += this.lineBytes;
     this.previousWasComment = this.lineIsComment === true;
     this.lineBytes = 0;

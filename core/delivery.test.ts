@@ -1,5 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { classifyStatus, retryAfterMs } from "./delivery.ts";
+import {
+  bodyTravelsInline,
+  classifyStatus,
+  decodeBody,
+  encodeBody,
+  INLINE_BODY_BYTES,
+  nextRetryDelayMs,
+  retryAfterMs,
+} from "./delivery.ts";
 
 describe("classifyStatus", () => {
   test.each([
@@ -29,5 +37,41 @@ describe("retryAfterMs", () => {
     expect(retryAfterMs(null, now)).toBeNull();
     expect(retryAfterMs("soon", now)).toBeNull();
     expect(retryAfterMs("Wed, 31 Dec 2025 00:00:00 GMT", now)).toBe(0);
+  });
+});
+
+describe("nextRetryDelayMs", () => {
+  const backoff = { initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 };
+  test("Retry-After: 0 or 1 never comes sooner than the backoff's own wait, which keeps growing", () => {
+    expect([1, 2, 3, 4].map((attempt) => nextRetryDelayMs(0, attempt, backoff))).toEqual([
+      1000, 2000, 4000, 8000,
+    ]);
+    expect(nextRetryDelayMs(1000, 5, backoff)).toBe(16_000);
+    expect(nextRetryDelayMs(null, 20, backoff)).toBe(60_000);
+  });
+  test("a longer Retry-After postpones the attempt", () => {
+    expect(nextRetryDelayMs(30_000, 2, backoff)).toBe(30_000);
+  });
+});
+
+describe("bodies in workflow inputs", () => {
+  test("any bytes survive the trip, not only UTF-8", () => {
+    const bytes = new Uint8Array([0xff, 0xfe, 0x00, 0x80, 0x41]);
+    expect(decodeBody(encodeBody(bytes))).toEqual(bytes);
+    const large = Uint8Array.from({ length: 100_000 }, (_, i) => (i * 7) % 256);
+    expect(decodeBody(encodeBody(large))).toEqual(large);
+  });
+  test("is standard base64, padding included", () => {
+    for (let length = 0; length < 7; length++) {
+      const bytes = Uint8Array.from({ length }, (_, i) => 250 - i * 40);
+      expect(encodeBody(bytes)).toBe(btoa(String.fromCharCode(...bytes)));
+      expect(decodeBody(encodeBody(bytes))).toEqual(bytes);
+    }
+  });
+  test("a body copied into many activities goes by reference before the copies pass 1 MiB", () => {
+    expect(bodyTravelsInline(1024, 50)).toBe(true);
+    expect(bodyTravelsInline(INLINE_BODY_BYTES, 1)).toBe(true);
+    expect(bodyTravelsInline(INLINE_BODY_BYTES, 16)).toBe(false);
+    expect(bodyTravelsInline(INLINE_BODY_BYTES + 1, 0)).toBe(false);
   });
 });

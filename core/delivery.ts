@@ -22,9 +22,9 @@ export interface DeliveryInput {
   receivedAt: string;
   /** Caller headers safe to pass on (never Authorization). */
   headers: Record<string, string>;
-  /** The body itself, or "" when it travels by reference (`bodyRef`). */
-  body: string;
-  /** Set for bodies over INLINE_BODY_BYTES, stored in Postgres (a claim check). */
+  /** The body's exact bytes in base64, or "" when it travels by reference (`bodyRef`). */
+  bodyBase64: string;
+  /** Set for a body too large to travel inline (`bodyTravelsInline`), stored in Postgres. */
   bodyRef?: string;
   /** The body's size in bytes as received. */
   bodyBytes: number;
@@ -33,6 +33,78 @@ export interface DeliveryInput {
 
 /** Temporal warns at 256 KiB per payload and refuses 2 MB; larger bodies go by reference. */
 export const INLINE_BODY_BYTES = 256 * 1024;
+
+/**
+ * How much inline body one workflow may carry in all: its input holds the body once and each
+ * of its delivery activities' inputs once more, and Temporal refuses a workflow task whose
+ * commands pass 4 MB (a body of 256 KiB to 16 targets would).
+ */
+export const INLINE_BODIES_BUDGET = 1024 * 1024;
+
+/**
+ * Whether a body of `bodyBytes` travels inside a workflow that delivers it to `asyncTargets`
+ * targets (a sync call is one more copy at most); otherwise it waits in Postgres by reference.
+ */
+export function bodyTravelsInline(bodyBytes: number, asyncTargets: number): boolean {
+  const encoded = Math.ceil(bodyBytes / 3) * 4;
+  const copies = 1 + Math.max(1, asyncTargets);
+  return bodyBytes <= INLINE_BODY_BYTES && encoded * copies <= INLINE_BODIES_BUDGET;
+}
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64_CODES = new TextEncoder().encode(BASE64);
+const BASE64_VALUES = new Uint8Array(128);
+for (const [value, code] of BASE64_CODES.entries()) BASE64_VALUES[code] = value;
+
+/**
+ * A body's bytes as they travel inline: base64, so any bytes arrive exactly as sent. By table,
+ * since btoa over a byte-per-char string costs tens of milliseconds for a 256 KiB body.
+ */
+export function encodeBody(bytes: Uint8Array): string {
+  const out = new Uint8Array(Math.ceil(bytes.length / 3) * 4);
+  let o = 0;
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n =
+      ((bytes[i] as number) << 16) | ((bytes[i + 1] as number) << 8) | (bytes[i + 2] as number);
+    out[o++] = BASE64_CODES[n >> 18] as number;
+    out[o++] = BASE64_CODES[(n >> 12) & 63] as number;
+    out[o++] = BASE64_CODES[(n >> 6) & 63] as number;
+    out[o++] = BASE64_CODES[n & 63] as number;
+  }
+  const rest = bytes.length - i;
+  if (rest > 0) {
+    const n = ((bytes[i] as number) << 16) | (rest === 2 ? (bytes[i + 1] as number) << 8 : 0);
+    out[o++] = BASE64_CODES[n >> 18] as number;
+    out[o++] = BASE64_CODES[(n >> 12) & 63] as number;
+    out[o++] = rest === 2 ? (BASE64_CODES[(n >> 6) & 63] as number) : 0x3d;
+    out[o++] = 0x3d; // '='
+  }
+  return new TextDecoder().decode(out);
+}
+
+export function decodeBody(base64: string): Uint8Array<ArrayBuffer> {
+  const codes = new TextEncoder().encode(base64);
+  let end = codes.length;
+  while (end > 0 && codes[end - 1] === 0x3d) end--;
+  const out = new Uint8Array(Math.floor((end * 3) / 4));
+  const value = (i: number) => BASE64_VALUES[codes[i] as number] as number;
+  let o = 0;
+  let i = 0;
+  for (; i + 3 < end; i += 4) {
+    const n = (value(i) << 18) | (value(i + 1) << 12) | (value(i + 2) << 6) | value(i + 3);
+    out[o++] = n >> 16;
+    out[o++] = (n >> 8) & 0xff;
+    out[o++] = n & 0xff;
+  }
+  // The last 2 or 3 characters hold 1 or 2 bytes.
+  if (end - i >= 2) {
+    const n = (value(i) << 18) | (value(i + 1) << 12) | (end - i === 3 ? value(i + 2) << 6 : 0);
+    out[o++] = n >> 16;
+    if (end - i === 3) out[o++] = (n >> 8) & 0xff;
+  }
+  return out;
+}
 
 /**
  * A delivery attempt heartbeats this often while it waits on its target, and Temporal counts it
@@ -53,6 +125,31 @@ export function classifyStatus(status: number): AttemptOutcome {
   if (status >= 200 && status < 300) return "delivered";
   if (RETRYABLE_STATUSES.has(status) || status >= 500) return "retry";
   return "failed";
+}
+
+/** How deliveries back off between attempts (Temporal's retry policy). */
+export interface Backoff {
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+}
+
+/** The policy's own wait after failed attempt `attempt` (1 for the first), as Temporal computes it. */
+export function backoffMs(attempt: number, backoff: Backoff): number {
+  const grown = backoff.initialIntervalMs * backoff.backoffCoefficient ** (attempt - 1);
+  return Math.min(grown, backoff.maximumIntervalMs);
+}
+
+/**
+ * The wait before the next attempt: a target's Retry-After may postpone it, never hasten it
+ * past the backoff's own, so `Retry-After: 0` cannot turn the backoff into a tight loop.
+ */
+export function nextRetryDelayMs(
+  retryAfter: number | null,
+  attempt: number,
+  backoff: Backoff,
+): number {
+  return Math.max(retryAfter ?? 0, backoffMs(attempt, backoff));
 }
 
 /** `Retry-After` as seconds or an HTTP date, in milliseconds from `now`; null when absent or bad. */
@@ -88,7 +185,7 @@ export interface SyncInput extends Omit<DeliveryInput, "targets"> {
 }
 
 /** A finished stream, as the edge reports it for the request log and billing. */
-export interface StreamRecord extends Omit<SyncInput, "headers" | "body"> {
+export interface StreamRecord extends Omit<SyncInput, "headers" | "bodyBase64"> {
   /** Null when the target was never reached. */
   statusCode: number | null;
   latencyMs: number;

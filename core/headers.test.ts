@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { forwardableHeaders, safeResponseHeaders } from "./headers.ts";
+import { forwardableHeaders, layeredHeaders, safeResponseHeaders } from "./headers.ts";
 
 test("credentials, hop-by-hop headers and Relay's own namespace are never forwarded", () => {
   const headers = new Headers({
@@ -41,5 +41,15 @@ test("a target's framing, cookies and Relay-namespaced headers do not reach the 
   expect(Object.fromEntries(safeResponseHeaders(answer))).toEqual({
     "content-type": "text/event-stream",
     "x-order": "A-7",
+  });
+});
+
+test("a target's configured header wins over the caller's whatever the case of either", () => {
+  const caller = forwardableHeaders(new Headers({ "X-Api-Key": "caller", "x-trace": "abc" }));
+  const headers = layeredHeaders(caller, { "X-API-KEY": "configured" }, { "x-relay-attempt": "1" });
+  expect(Object.fromEntries(headers)).toEqual({
+    "x-api-key": "configured",
+    "x-trace": "abc",
+    "x-relay-attempt": "1",
   });
 });

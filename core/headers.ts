@@ -46,6 +46,19 @@ export function forwardableHeaders(headers: Headers): Record<string, string> {
   return forwarded;
 }
 
+/**
+ * The headers of a call to a target, layer over layer (the caller's forwardable ones, the
+ * target's configured ones, Relay's own): a later layer's header replaces an earlier one of the
+ * same name whatever its case, so a caller cannot add its value to a configured one.
+ */
+export function layeredHeaders(...layers: Record<string, string>[]): Headers {
+  const headers = new Headers();
+  for (const layer of layers) {
+    for (const [name, value] of Object.entries(layer)) headers.set(name, value);
+  }
+  return headers;
+}
+
 /** A target's answer headers that are safe to hand the caller. */
 export function safeResponseHeaders(headers: Headers): Headers {
   const safe = new Headers();

@@ -65,8 +65,8 @@ export function addressProblem(address: string, rules: TargetRules): string | nu
   return kind ? `${address} is a ${kind} address` : null;
 }
 
-/** The URL's host as an IP address when it is a literal, else null (a name to resolve). */
-function literalAddress(hostname: string): string | null {
+/** A URL's or a socket's host as an IP address when it is a literal (`[::1]` or `::1`), else null. */
+export function literalAddress(hostname: string): string | null {
   const bare = hostname.replace(/^\[|\]$/g, "");
   return parseIp(bare) ? bare : null;
 }
@@ -120,6 +120,18 @@ export async function deliveryAddressProblem(
   const { hostname } = new URL(targetUrl);
   const literal = literalAddress(hostname);
   const addresses = literal ? [literal] : await resolve(hostname).catch(() => []);
+  return answersProblem(hostname, addresses, rules);
+}
+
+/**
+ * Why a connection to `hostname` may not use these addresses (its DNS answers, or its literal),
+ * or null. Runtimes call it where they connect, so what is checked is what is reached.
+ */
+export function answersProblem(
+  hostname: string,
+  addresses: string[],
+  rules: TargetRules,
+): string | null {
   for (const address of addresses) {
     const problem = addressProblem(address, rules);
     if (problem) return `target ${hostname} refused: ${problem}`;

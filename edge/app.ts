@@ -5,15 +5,15 @@
  * method 405, key 401, line and endpoint 404, IP allowlist 403, body size 413, payload 415/422,
  * rate limit 429, credits 402, then delivery.
  */
-import { StreamMeter } from "../core/billing.ts";
 import {
+  bodyTravelsInline,
   type DeliveryInput,
-  INLINE_BODY_BYTES,
-  type StreamRecord,
+  decodeBody,
+  encodeBody,
   type SyncOutcome,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
-import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
+import { forwardableHeaders } from "../core/headers.ts";
 import { idempotencyKeyProblem, idempotent } from "../core/idempotency.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { type KeyState, keyState } from "../core/keys.ts";
@@ -21,11 +21,12 @@ import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret } from "../core/secrets.ts";
-import { type SigningKey, webhookHeaders } from "../core/signing.ts";
-import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
+import type { SigningKey } from "../core/signing.ts";
+import type { ResolveHost, TargetRules } from "../core/targets.ts";
 import type { ProjectState } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
 import type { EdgeState } from "./state.ts";
+import { answerHeaders, proxyStream } from "./stream.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
 export interface ConnInfo {
@@ -40,7 +41,7 @@ export interface EdgeDeps {
   temporal: WorkflowStarter;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
-  /** Reaches stream targets; adapters pass a pooled one. */
+  /** Reaches stream targets: pooled, and connecting only to addresses `targetRules` allow. */
   fetch: typeof fetch;
   /** Where stream targets may be reached; their addresses are checked before each call. */
   targetRules: TargetRules;
@@ -218,7 +219,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   // Workflows carry a large body by reference; a stream target gets it straight from the edge.
   const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
   const bodyRef =
-    throughTemporal && call.body.byteLength > INLINE_BODY_BYTES
+    throughTemporal && !bodyTravelsInline(call.body.byteLength, async.length)
       ? // A repeat with another body must not overwrite the first one's: its copy is tagged.
         await deps
           .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
@@ -235,7 +236,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   }
   if (answering.deliveryMode === "stream") {
     await queued;
-    const { headers: __, body: ___, ...record } = request;
+    const { headers: __, bodyBase64: ___, ...record } = request;
     return proxyStream(deps, call, { ...record, target: answering, ownsStatus: !queued });
   }
   const [, outcome] = await Promise.all([
@@ -254,7 +255,7 @@ function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: stri
   switch (outcome.kind) {
     case "answered": {
       const headers = answerHeaders(new Headers(outcome.headers), relayHeaders, requestId);
-      const body = Uint8Array.from(atob(outcome.bodyBase64), (c) => c.charCodeAt(0));
+      const body = decodeBody(outcome.bodyBase64);
       const empty = outcome.status === 204 || outcome.status === 304;
       return new Response(empty ? null : body, { status: outcome.status, headers });
     }
@@ -281,127 +282,11 @@ function deliveryInput(
     keyMode: call.key.mode,
     receivedAt: deps.state.now().toISOString(),
     headers: forwardableHeaders(call.request.headers),
-    body: bodyRef ? "" : new TextDecoder().decode(call.body),
+    bodyBase64: bodyRef ? "" : encodeBody(call.body),
     ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
     targets: [],
   };
-}
-
-/**
- * A stream target, proxied: the target's answer flows back chunk by chunk as it is produced.
- * Upstream is asked for `identity` (fetch would otherwise offer gzip), so nothing compresses and
- * so holds back the chunks; the caller hanging up aborts the upstream call through the signal.
- * The target's timeout bounds the wait for its answer to start, not the stream's length.
- */
-async function proxyStream(
-  deps: EdgeDeps,
-  call: Call,
-  stream: Omit<StreamRecord, "statusCode" | "latencyMs" | "bytes" | "error">,
-): Promise<Response> {
-  const { requestId, target } = stream;
-  const started = performance.now();
-  const record = (statusCode: number | null, bytes: number, error: string | null) => {
-    const latencyMs = Math.round(performance.now() - started);
-    deps.temporal
-      .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
-      .catch((err: unknown) => deps.logError({ err, requestId }, "stream record lost"));
-  };
-  const refusal = await deliveryAddressProblem(
-    target.targetUrl,
-    deps.targetRules,
-    deps.resolveHost,
-  );
-  if (refusal) {
-    record(null, 0, refusal);
-    throw new RelayError("target_unreachable", "the stream target's address is refused");
-  }
-  const forwarded = forwardableHeaders(call.request.headers);
-  forwarded["accept-encoding"] = "identity";
-  const deliveryId = `${requestId}.${target.id}`;
-  const signature = await webhookHeaders(call.signingKeys, deliveryId, deps.state.now(), call.body);
-  const answerTimeout = new AbortController();
-  const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
-  const upstream = await deps
-    .fetch(target.targetUrl, {
-      method: "POST",
-      headers: {
-        ...forwarded,
-        ...target.headers,
-        "x-relay-request-id": requestId,
-        "x-relay-delivery-id": deliveryId,
-        "x-relay-attempt": "1",
-        ...signature,
-      },
-      body: call.body.byteLength > 0 ? call.body : null,
-      signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),
-    })
-    .catch(() => null)
-    .finally(() => clearTimeout(timer));
-  if (!upstream && answerTimeout.signal.aborted) {
-    record(null, 0, "the stream target did not answer in time");
-    throw new RelayError("target_timeout", "the stream target did not answer in time");
-  }
-  if (!upstream) {
-    record(null, 0, "the stream target could not be reached");
-    throw new RelayError("target_unreachable", "the stream target could not be reached");
-  }
-  const headers = answerHeaders(upstream.headers, call.headers, requestId);
-  const body = metered(upstream.body, (bytes, cut) =>
-    record(upstream.status, bytes, cut ? "the stream was cut short" : null),
-  );
-  return new Response(body, { status: upstream.status, headers });
-}
-
-/**
- * The target's body passed on as it is, counted on the way (heartbeats excluded); `onEnd` runs
- * once, when it ends or is cut short (the caller hung up, the target failed).
- */
-function metered(
-  body: ReadableStream<Uint8Array> | null,
-  onEnd: (bytes: number, cut: boolean) => void,
-): ReadableStream<Uint8Array> | null {
-  const meter = new StreamMeter();
-  let ended = false;
-  const end = (cut: boolean) => {
-    if (ended) return;
-    ended = true;
-    onEnd(meter.finish(), cut);
-  };
-  if (!body) {
-    end(false);
-    return null;
-  }
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          end(false);
-          return;
-        }
-        meter.add(value);
-        controller.enqueue(value);
-      } catch (error) {
-        controller.error(error);
-        end(true);
-      }
-    },
-    async cancel(reason) {
-      end(true);
-      await reader.cancel(reason).catch(() => {});
-    },
-  });
-}
-
-/** A target's safe answer headers, plus Relay's own (key status, rate limit, request id). */
-function answerHeaders(fromTarget: Headers, relayHeaders: Headers, requestId: string): Headers {
-  const headers = safeResponseHeaders(fromTarget);
-  for (const [name, value] of relayHeaders) headers.set(name, value);
-  headers.set("x-relay-request-id", requestId);
-  return headers;
 }
 
 /** The project is the first label of the Host header: `{project}.{domain}`. */

@@ -5,6 +5,7 @@
  */
 import type { Logger } from "pino";
 import { opsHandler } from "../core/ops.ts";
+import type { TargetRules } from "../core/targets.ts";
 import { newId } from "../core/secrets.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
@@ -14,11 +15,13 @@ import { EdgeState } from "./state.ts";
 import { temporalHttpStarter } from "./temporal.ts";
 
 export interface Runtime {
-  /** Used for targets, the control plane and Temporal's HTTP API. */
+  /** Used for the control plane and Temporal's HTTP API. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
   /** The runtime's DNS: stream targets' addresses are checked before each call. */
   resolveHost: EdgeDeps["resolveHost"];
+  /** A fetch for stream targets that connects only to addresses `rules` allow. */
+  targetFetch: (rules: TargetRules) => typeof fetch;
 }
 
 export async function bootEdge(
@@ -53,11 +56,12 @@ export async function bootEdge(
     logError: telemetry.logError,
   });
   await state.start();
+  const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
   const relay = createEdge({
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
-    fetch: runtime.fetch,
-    targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
+    fetch: runtime.targetFetch(targetRules),
+    targetRules,
     resolveHost: runtime.resolveHost,
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal,

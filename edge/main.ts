@@ -1,7 +1,7 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash. */
 import { lookup } from "node:dns/promises";
 import { Agent, fetch as undiciFetch } from "undici";
-import { serveNode, sha256 } from "./adapters/node.ts";
+import { serveNode, sha256, targetDispatcher } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
@@ -13,6 +13,14 @@ const { config, handler, state, log, logError } = await bootEdge(process.env, {
   hashKey: sha256,
   resolveHost: async (hostname) =>
     (await lookup(hostname, { all: true })).map((answer) => answer.address),
+  targetFetch: (rules) => {
+    const targets = targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 });
+    return ((input: string | URL | Request, init?: RequestInit) =>
+      undiciFetch(input as string, {
+        ...(init as object),
+        dispatcher: targets,
+      })) as unknown as typeof fetch;
+  },
 });
 const server = serveNode(handler, logError);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {

@@ -11,10 +11,13 @@ import { signingSecretsOfTarget } from "../control/api/signing.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
+  type Backoff,
   classifyStatus,
   type DeliveryInput,
   type DeliveryTarget,
+  decodeBody,
   MAX_SYNC_ANSWER_BYTES,
+  nextRetryDelayMs,
   retryAfterMs,
   type StreamRecord,
   type SyncInput,
@@ -30,14 +33,12 @@ import {
   type SigningKey,
   webhookHeaders,
 } from "../core/signing.ts";
+import { deliveryId, targetRequest } from "../core/target-request.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
-export interface RetryPolicy {
-  initialIntervalMs: number;
-  backoffCoefficient: number;
-  maximumIntervalMs: number;
+export interface RetryPolicy extends Backoff {
   /** How long a delivery is retried in all. */
   windowMs: number;
   /** How long one attempt may take before Temporal counts it lost (a worker died). */
@@ -47,6 +48,7 @@ export interface RetryPolicy {
 export interface ActivityDeps {
   sql: Sql;
   retryPolicy: RetryPolicy;
+  /** Reaches targets: connects only to addresses `targetRules` allow, checked as it connects. */
   fetch: typeof fetch;
   /** Real time plus the dev clock's offset, read from Postgres. */
   now: () => Promise<Date>;
@@ -67,12 +69,12 @@ export interface DeliverInput {
   keyMode: KeyMode;
   target: DeliveryTarget;
   headers: Record<string, string>;
-  body: string;
-  /** A large body waits in Postgres under this reference. */
+  /** The body's bytes in base64; "" when it waits in Postgres under `bodyRef`. */
+  bodyBase64: string;
   bodyRef?: string | undefined;
 }
 
-type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "body">;
+type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64">;
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -217,8 +219,9 @@ export function createActivities({
   }
 
   /**
-   * One POST to a target, logged (and charged) as an attempt whatever comes of it. A target
-   * whose name now resolves to a refused address is logged as refused and never called.
+   * One POST to a target, logged (and charged, by the body's bytes) as an attempt whatever
+   * comes of it. A target whose name now resolves to a refused address is logged as refused
+   * and never called; a redirect is its answer, not followed.
    */
   async function postToTarget(
     call: DeliverInput & { attempt: number; readAnswer: boolean },
@@ -229,13 +232,12 @@ export function createActivities({
     refused: boolean;
   }> {
     const { requestId, target, headers, attempt } = call;
-    const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : call.body;
-    const deliveryId = `${requestId}.${target.id}`;
+    const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : decodeBody(call.bodyBase64);
     // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
     const signedAt = await now();
     const signature = await webhookHeaders(
       await signingKeysOf(target.id, signedAt),
-      deliveryId,
+      deliveryId(requestId, target),
       signedAt,
       body,
     );
@@ -248,26 +250,25 @@ export function createActivities({
     let error: string | null = refusal;
     if (!refusal) {
       try {
-        const response = await fetch(target.targetUrl, {
-          method: "POST",
-          headers: {
-            ...headers,
-            ...target.headers,
-            "x-relay-request-id": requestId,
-            "x-relay-delivery-id": deliveryId,
-            "x-relay-attempt": String(attempt),
-            ...signature,
-          },
-          body,
-          signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
-        });
+        const response = await fetch(
+          target.targetUrl,
+          targetRequest({
+            requestId,
+            target,
+            attempt,
+            callerHeaders: headers,
+            signature,
+            body,
+            signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
+          }),
+        );
         const answerBody = call.readAnswer
           ? await readCapped(response, MAX_SYNC_ANSWER_BYTES)
           : null;
         if (!call.readAnswer) await response.body?.cancel();
         answer = { status: response.status, headers: response.headers, body: answerBody };
       } catch (cause) {
-        error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+        error = describeFailure(cause);
       }
     }
     await endAttempt(attemptId, {
@@ -279,7 +280,7 @@ export function createActivities({
       statusCode: answer?.status ?? null,
       latencyMs: Math.round(performance.now() - started),
       error,
-      billedBytes: Buffer.byteLength(body),
+      billedBytes: body.byteLength,
     });
     return { answer, error, timedOut: timeout.aborted, refused: refusal !== null };
   }
@@ -317,11 +318,11 @@ export function createActivities({
           nonRetryable: true,
         });
       }
-      const delay = retryAfterMs(answer.headers.get("retry-after"), new Date());
+      const retryAfter = retryAfterMs(answer.headers.get("retry-after"), new Date());
       throw ApplicationFailure.create({
         message: `target answered ${answer.status}`,
         type: "TargetRetry",
-        ...(delay !== null && { nextRetryDelay: delay }),
+        nextRetryDelay: nextRetryDelayMs(retryAfter, context.info.attempt, retryPolicy),
       });
     },
 
@@ -330,7 +331,7 @@ export function createActivities({
      * One local activity, so the caller waits for one workflow task and no more.
      */
     async relaySyncCall(input: SyncInput): Promise<SyncOutcome> {
-      const { target, headers, body, ownsStatus, ...request } = input;
+      const { target, headers, bodyBase64, ownsStatus, ...request } = input;
       await openRequest(request);
       const { answer, error, timedOut } = await postToTarget({
         requestId: request.requestId,
@@ -338,7 +339,7 @@ export function createActivities({
         keyMode: request.keyMode,
         target,
         headers,
-        body,
+        bodyBase64,
         bodyRef: request.bodyRef,
         attempt: 1,
         readAnswer: true,
@@ -388,6 +389,17 @@ export function createActivities({
       return pruneRequestLog(sql, await now(), logRetentionMs);
     },
   };
+}
+
+/**
+ * A failed call in the log: fetch's own error and what caused it (a refused or unreachable
+ * address says so only in its cause).
+ */
+function describeFailure(failure: unknown): string {
+  if (!(failure instanceof Error)) return String(failure);
+  const { cause } = failure;
+  const described = `${failure.name}: ${failure.message}`;
+  return cause instanceof Error ? `${described} (${cause.message})` : described;
 }
 
 /** The whole body, or null past `limit` bytes. */

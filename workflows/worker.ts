@@ -2,12 +2,12 @@
 import { lookup } from "node:dns/promises";
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
-import { Agent } from "undici";
 import { readClockOffset } from "../control/clock.ts";
 import { connect, postgresAnswers } from "../control/db/client.ts";
 import { serveOps } from "../control/ops-http.ts";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
+import { targetDispatcher } from "../edge/adapters/node.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { createActivities } from "./activities.ts";
@@ -28,8 +28,9 @@ const connection = await NativeConnection.connect({
   ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY, tls: true }),
 });
 await ensureSchedules(await connectTemporal(config));
-// Keep-alive connections to targets; undici's fetch with a dispatcher of our own.
-const dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
+// Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
+const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
 const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
@@ -47,7 +48,7 @@ const worker = await Worker.create({
     now: async () => new Date(Date.now() + (await readClockOffset(sql))),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
-    targetRules: { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS },
+    targetRules,
     observeAttempt,
     resolveHost: async (hostname) =>
       (await lookup(hostname, { all: true })).map((answer) => answer.address),

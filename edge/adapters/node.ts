@@ -1,16 +1,63 @@
 /**
  * Serves the edge handler with node:http. The caller hanging up aborts the Request's signal,
- * and response bodies are written chunk by chunk as they arrive.
+ * and response bodies are written chunk by chunk as they arrive. Also the dispatcher that
+ * reaches targets, for the edge and the worker alike.
  */
 
 import { createHash } from "node:crypto";
+import { type LookupAddress, lookup } from "node:dns";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { LookupFunction } from "node:net";
 import { Readable } from "node:stream";
+import { Agent, buildConnector } from "undici";
+import { answersProblem, literalAddress, type TargetRules } from "../../core/targets.ts";
 import type { EdgeDeps, EdgeHandler } from "../app.ts";
 
 /** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
 export function sha256(plaintext: string): Uint8Array {
   return createHash("sha256").update(plaintext).digest();
+}
+
+/**
+ * A dispatcher for calls to targets that connects only to addresses `rules` allow, checked
+ * where it connects: the URL's literal address, or every DNS answer of its name (one refused
+ * answer refuses the name), and the socket then dials those very answers. With no second
+ * lookup, a name that answers differently after the check (DNS rebinding) reaches nothing
+ * unchecked.
+ */
+export function targetDispatcher(rules: TargetRules, options: Agent.Options = {}): Agent {
+  const connect = buildConnector({ lookup: checkedLookup(rules) });
+  return new Agent({
+    ...options,
+    connect(target, callback) {
+      const literal = literalAddress(target.hostname);
+      const problem = literal && answersProblem(target.hostname, [literal], rules);
+      if (problem) callback(refused(problem), null);
+      else connect(target, callback);
+    },
+  });
+}
+
+/** `dns.lookup` that fails, as a refused connection, when any answer is refused. */
+function checkedLookup(rules: TargetRules): LookupFunction {
+  return (hostname, options, callback) => {
+    lookup(hostname, { ...options, all: true }, (error, answers: LookupAddress[]) => {
+      if (error) return callback(error, "");
+      const problem = answersProblem(
+        hostname,
+        answers.map((answer) => answer.address),
+        rules,
+      );
+      if (problem) return callback(refused(problem), "");
+      if (options.all) return callback(null, answers);
+      const [first] = answers as [LookupAddress];
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+function refused(problem: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(problem), { code: "ERR_TARGET_REFUSED" });
 }
 
 /** `logError` gets a failure the handler did not answer. */
@@ -55,8 +102,30 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
     res.end();
     return;
   }
-  for await (const chunk of response.body) {
-    if (!res.write(chunk)) await new Promise((resolve) => res.once("drain", resolve));
+  const reader = response.body.getReader();
+  for (;;) {
+    // A body that fails midway (a stream its target cut) cuts the caller's connection: ending
+    // the answer cleanly would pass a truncated one for a whole one.
+    const read = await reader.read().catch(() => null);
+    if (!read) return res.destroy();
+    if (read.done) break;
+    if (!res.write(read.value)) await drainedOrClosed(res);
+    // The caller left: stop reading, and let the body know (a stream's upstream call ends).
+    if (res.destroyed) return reader.cancel();
   }
   res.end();
+}
+
+/** Resolves once `res` can take more, or once it closed (then 'drain' never comes). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
 }

@@ -1,0 +1,44 @@
+/**
+ * One call to a target, as the worker (async, sync) and the edge (stream) both make it: the
+ * same headers in the same precedence, the exact body bytes, and no redirect followed.
+ */
+import type { DeliveryTarget } from "./delivery.ts";
+import { layeredHeaders } from "./headers.ts";
+
+export interface TargetCall {
+  requestId: string;
+  target: DeliveryTarget;
+  /** 1 for the first try. */
+  attempt: number;
+  /** The caller's forwardable headers (`forwardableHeaders`). */
+  callerHeaders: Record<string, string>;
+  /** The `webhook-*` headers signing this body. */
+  signature: Record<string, string>;
+  body: Uint8Array<ArrayBuffer>;
+  signal: AbortSignal;
+}
+
+/** Names one target's delivery of a request; it is also the signed `webhook-id`. */
+export function deliveryId(requestId: string, target: Pick<DeliveryTarget, "id">): string {
+  return `${requestId}.${target.id}`;
+}
+
+/**
+ * The fetch init of a call. A redirect is the target's answer, never followed: its Location was
+ * never checked against the target rules, so following it could reach any internal address.
+ * Caller headers come first, the target's configured ones replace them, Relay's own come last.
+ */
+export function targetRequest(call: TargetCall): RequestInit {
+  return {
+    method: "POST",
+    headers: layeredHeaders(call.callerHeaders, call.target.headers, {
+      "x-relay-request-id": call.requestId,
+      "x-relay-delivery-id": deliveryId(call.requestId, call.target),
+      "x-relay-attempt": String(call.attempt),
+      ...call.signature,
+    }),
+    body: call.body,
+    redirect: "manual",
+    signal: call.signal,
+  };
+}

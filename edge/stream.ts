@@ -1,0 +1,146 @@
+/**
+ * Stream targets, proxied by the edge itself: the target's answer flows back chunk by chunk as
+ * it is produced, metered for billing, and a target that cuts its stream cuts the caller's.
+ */
+import { StreamMeter } from "../core/billing.ts";
+import type { StreamRecord } from "../core/delivery.ts";
+import { RelayError } from "../core/errors.ts";
+import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
+import { type SigningKey, webhookHeaders } from "../core/signing.ts";
+import { deliveryId, targetRequest } from "../core/target-request.ts";
+import { deliveryAddressProblem } from "../core/targets.ts";
+import type { EdgeDeps } from "./app.ts";
+
+export interface StreamCall {
+  /** The caller's request: its headers to forward, its signal to follow. */
+  request: Request;
+  body: Uint8Array<ArrayBuffer>;
+  /** Relay's own answer headers (key status, rate limit, request id). */
+  headers: Headers;
+  /** The endpoint's signing keys. */
+  signingKeys: SigningKey[];
+}
+
+/**
+ * Upstream is asked for `identity` (fetch would otherwise offer gzip), so nothing compresses and
+ * so holds back the chunks; the caller hanging up aborts the upstream call through the signal.
+ * The target's timeout bounds the wait for its answer to start, not the stream's length.
+ */
+export async function proxyStream(
+  deps: EdgeDeps,
+  call: StreamCall,
+  stream: Omit<StreamRecord, "statusCode" | "latencyMs" | "bytes" | "error">,
+): Promise<Response> {
+  const { requestId, target } = stream;
+  const started = performance.now();
+  const record = (statusCode: number | null, bytes: number, error: string | null) => {
+    const latencyMs = Math.round(performance.now() - started);
+    deps.temporal
+      .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
+      .catch((err: unknown) => deps.logError({ err, requestId }, "stream record lost"));
+  };
+  const refusal = await deliveryAddressProblem(
+    target.targetUrl,
+    deps.targetRules,
+    deps.resolveHost,
+  );
+  if (refusal) {
+    record(null, 0, refusal);
+    throw new RelayError("target_unreachable", "the stream target's address is refused");
+  }
+  const callerHeaders = forwardableHeaders(call.request.headers);
+  callerHeaders["accept-encoding"] = "identity";
+  const signature = await webhookHeaders(
+    call.signingKeys,
+    deliveryId(requestId, target),
+    deps.state.now(),
+    call.body,
+  );
+  const answerTimeout = new AbortController();
+  const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
+  const upstream = await deps
+    .fetch(
+      target.targetUrl,
+      targetRequest({
+        requestId,
+        target,
+        attempt: 1,
+        callerHeaders,
+        signature,
+        body: call.body,
+        signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),
+      }),
+    )
+    .catch(() => null)
+    .finally(() => clearTimeout(timer));
+  if (!upstream && answerTimeout.signal.aborted) {
+    record(null, 0, "the stream target did not answer in time");
+    throw new RelayError("target_timeout", "the stream target did not answer in time");
+  }
+  if (!upstream) {
+    record(null, 0, "the stream target could not be reached");
+    throw new RelayError("target_unreachable", "the stream target could not be reached");
+  }
+  const headers = answerHeaders(upstream.headers, call.headers, requestId);
+  const meter = new StreamMeter(upstream.headers.get("content-type"));
+  const body = metered(upstream.body, meter, (cut) =>
+    record(upstream.status, meter.finish(), cut ? "the stream was cut short" : null),
+  );
+  return new Response(body, { status: upstream.status, headers });
+}
+
+/**
+ * The target's body passed on as it is, counted on the way; `onEnd` runs once, when it ends or
+ * is cut short (the caller hung up, the target failed). A target's failure errors the stream,
+ * so the caller's connection is cut too rather than ended as if the answer were whole.
+ */
+function metered(
+  body: ReadableStream<Uint8Array> | null,
+  meter: StreamMeter,
+  onEnd: (cut: boolean) => void,
+): ReadableStream<Uint8Array> | null {
+  let ended = false;
+  const end = (cut: boolean) => {
+    if (ended) return;
+    ended = true;
+    onEnd(cut);
+  };
+  if (!body) {
+    end(false);
+    return null;
+  }
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          end(false);
+          return;
+        }
+        meter.add(value);
+        controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+        end(true);
+      }
+    },
+    async cancel(reason) {
+      end(true);
+      await reader.cancel(reason).catch(() => {});
+    },
+  });
+}
+
+/** A target's safe answer headers, plus Relay's own (key status, rate limit, request id). */
+export function answerHeaders(
+  fromTarget: Headers,
+  relayHeaders: Headers,
+  requestId: string,
+): Headers {
+  const headers = safeResponseHeaders(fromTarget);
+  for (const [name, value] of relayHeaders) headers.set(name, value);
+  headers.set("x-relay-request-id", requestId);
+  return headers;
+}
