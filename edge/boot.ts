@@ -9,7 +9,7 @@ import type { TargetRules } from "../core/targets.ts";
 import { newId } from "../core/secrets.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
-import { connectControlPlane } from "./control.ts";
+import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
 import { EdgeState } from "./state.ts";
 import { temporalHttpStarter } from "./temporal.ts";
@@ -42,7 +42,7 @@ export async function bootEdge(
     fetch: runtime.fetch,
   });
   const state = new EdgeState({
-    control,
+    control: watchdog(control, config.RELAY_EDGE_WATCH_IDLE_MS),
     edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
     leaseMs: config.RELAY_EDGE_LEASE_MS,
     onKeyLookup: telemetry.keyLookedUp,

@@ -14,6 +14,11 @@ const schema = z.object({
     .default(5 * 1024 * 1024),
   /** How long the edge serves from cache without the control plane's change stream. */
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  /**
+   * A change stream silent this long is a dead connection: dropped and followed again. The
+   * control plane sends a batch at least every second.
+   */
+  RELAY_EDGE_WATCH_IDLE_MS: z.coerce.number().int().min(1500).default(3000),
   /** Names this edge in the control plane's leases; random per process unless set. */
   RELAY_EDGE_ID: z.string().min(1).optional(),
   /** Comma-separated CIDRs of proxies whose X-Forwarded-For is believed. */

@@ -95,6 +95,45 @@ export function connectControlPlane(options: {
   };
 }
 
+/**
+ * The change stream and its acks, given up when they stay silent for `idleMs`. The control plane
+ * sends a batch at least every second (a heartbeat when nothing changed), so a silent stream is a
+ * dead connection (a peer gone without a FIN, a stalled proxy) that TCP alone would notice only
+ * after minutes; the caller reconnects as after any lost stream, and serves from cache meanwhile.
+ */
+export function watchdog(control: ControlPlane, idleMs: number): ControlPlane {
+  return {
+    ...control,
+    async *watch(edgeId, afterSequence, signal) {
+      const abandoned = new AbortController();
+      const batches = control
+        .watch(edgeId, afterSequence, AbortSignal.any([signal, abandoned.signal]))
+        [Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          const next = await withinIdle(batches.next(), idleMs, "the change stream");
+          if (next.done) return;
+          yield next.value;
+        }
+      } finally {
+        abandoned.abort();
+        // Not awaited: a stream that ignores the abort must not hold up the reconnect.
+        batches.return?.().catch(() => {});
+      }
+    },
+    ack: (edgeId, sequence, leaseMs) =>
+      withinIdle(control.ack(edgeId, sequence, leaseMs), idleMs, "an ack"),
+  };
+}
+
+function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const silence = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} was silent for ${idleMs} ms`)), idleMs);
+  });
+  return Promise.race([promise, silence]).finally(() => clearTimeout(timer));
+}
+
 function keyFrom(key: EdgeKey): KeyRecord {
   return {
     id: key.id,

@@ -1,0 +1,64 @@
+import { expect, test, vi } from "vitest";
+import { type ChangeBatch, type ControlPlane, watchdog } from "./control.ts";
+import { EdgeState } from "./state.ts";
+
+const batch = (headSequence: bigint): ChangeBatch => ({
+  changes: [],
+  headSequence,
+  clockOffsetMs: 0,
+});
+const never = <T>() => new Promise<T>(() => {});
+
+/**
+ * A control plane whose every change stream sends one batch and then goes silent, as over a
+ * connection whose peer vanished without closing it: it ignores the abort, like a dead socket.
+ */
+function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
+  let streams = 0;
+  let acks = 0;
+  const control: ControlPlane = {
+    resolveKey: async () => null,
+    projectState: async () => null,
+    async *watch() {
+      streams++;
+      yield batch(BigInt(streams));
+      await never();
+    },
+    ack: async () => {
+      acks++;
+      if (options.ackHangs && acks > 1) await never();
+    },
+    storeBody: async () => "",
+  };
+  return { control, streams: () => streams };
+}
+
+test("a change stream silent for the watchdog's period is dropped and followed again", async () => {
+  const plane = silentAfterOneBatch();
+  const state = new EdgeState({
+    control: watchdog(plane.control, 100),
+    edgeId: "t",
+    leaseMs: 60_000,
+  });
+  await state.start();
+  try {
+    await vi.waitFor(() => expect(plane.streams()).toBeGreaterThanOrEqual(3), { timeout: 2000 });
+  } finally {
+    state.stop();
+  }
+});
+
+test("an ack that never returns is given up too, and the stream followed again", async () => {
+  const plane = silentAfterOneBatch({ ackHangs: true });
+  const state = new EdgeState({
+    control: watchdog(plane.control, 100),
+    edgeId: "t",
+    leaseMs: 60_000,
+  });
+  await state.start();
+  try {
+    await vi.waitFor(() => expect(plane.streams()).toBeGreaterThanOrEqual(3), { timeout: 2000 });
+  } finally {
+    state.stop();
+  }
+});
