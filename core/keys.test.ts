@@ -24,6 +24,15 @@ describe("keyState on an injected clock", () => {
     }
   });
 
+  test("a revocation holds whatever the clock says: a clock behind revokedAt still refuses", () => {
+    // An edge whose clock runs a minute behind the control plane's sees revokedAt in its future.
+    const revokedAt = at(-GRACE_MS);
+    expect(keyState({ expiresAt, revokedAt }, new Date(revokedAt.getTime() - 60_000))).toBe(
+      "revoked",
+    );
+    expect(keyAccepts({ expiresAt: null, revokedAt }, new Date(0))).toBe(false);
+  });
+
   test("calls are accepted while active or in grace, refused after", () => {
     expect(keyAccepts({ expiresAt, revokedAt: null }, at(GRACE_MS - 1))).toBe(true);
     expect(keyAccepts({ expiresAt, revokedAt: null }, at(GRACE_MS))).toBe(false);

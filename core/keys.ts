@@ -6,7 +6,9 @@ export const GRACE_MS = 24 * 60 * 60 * 1000;
 export type KeyState = "active" | "expired_grace" | "expired" | "revoked";
 
 export function keyState(key: Pick<KeyRecord, "expiresAt" | "revokedAt">, now: Date): KeyState {
-  if (key.revokedAt && key.revokedAt.getTime() <= now.getTime()) return "revoked";
+  // Revocation is a fact the control plane recorded, not a time: a clock running behind the one
+  // that set revokedAt (an edge's, say) must not see the key alive.
+  if (key.revokedAt) return "revoked";
   if (!key.expiresAt) return "active";
   const sinceExpiry = now.getTime() - key.expiresAt.getTime();
   if (sinceExpiry < 0) return "active";
