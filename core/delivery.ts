@@ -24,6 +24,11 @@ export interface DeliveryInput {
   headers: Record<string, string>;
   /** The body's exact bytes in base64, or "" when it travels by reference (`bodyRef`). */
   bodyBase64: string;
+  /**
+   * Inputs queued before bodies travelled in base64 (still retrying, or replayed from history)
+   * carry the body as text here instead.
+   */
+  body?: string;
   /** Set for a body too large to travel inline (`bodyTravelsInline`), stored in Postgres. */
   bodyRef?: string;
   /** The body's size in bytes as received. */

@@ -6,7 +6,9 @@ import { answersProblem, literalAddress, type TargetRules } from "../core/target
 import type { ConnInfo, EdgeHandler } from "./app.ts";
 import { bootEdge } from "./boot.ts";
 
-interface HttpClient {
+interface Conn {
+  readable: ReadableStream<Uint8Array>;
+  writable: WritableStream<Uint8Array>;
   close(): void;
 }
 
@@ -14,8 +16,12 @@ interface HttpClient {
 declare const Deno: {
   env: { toObject(): Record<string, string> };
   createHttpClient(options: {
-    proxy: { transport: "tcp"; hostname: string; port: number };
-  }): HttpClient;
+    proxy: { transport: "tcp"; hostname: string; port: number } | { url: string };
+  }): unknown;
+  listen(options: { hostname: string; port: number }): AsyncIterable<Conn> & {
+    addr: { port: number };
+  };
+  connect(options: { hostname: string; port: number }): Promise<Conn>;
   resolveDns(name: string, type: "A" | "AAAA"): Promise<string[]>;
   serve(
     options: { port: number; hostname: string; onListen?: () => void },
@@ -33,43 +39,85 @@ async function resolveHost(hostname: string): Promise<string[]> {
   return answers.flat();
 }
 
-/** Bounds the clients kept per checked address (each holds its keep-alive connections). */
-const MAX_PINNED_CLIENTS = 1024;
-
 /**
- * Reaches targets only at checked addresses: resolves the URL's name, refuses it when any answer
- * is refused, and connects to the first answer through a client pinned to it (a `tcp` transport),
- * so Deno makes no lookup of its own that could answer differently. TLS still names the URL's
- * host. A dev stack that allows every address keeps Deno's own resolution (and its hosts file).
+ * Reaches targets only at checked addresses. Deno's fetch has no hook into its connections, so
+ * they all go through a gate in this process: a `tcp` transport hands it plain requests and an
+ * https target is a CONNECT tunnel through it. The gate reads which host a connection is for,
+ * resolves it, refuses it when any answer is refused, and dials the checked answer itself; TLS
+ * still runs end to end with the target's name. A dev stack that allows every address keeps
+ * Deno's own resolution (and its hosts file).
  */
 function targetFetch(rules: TargetRules): typeof fetch {
   if (rules.allowPrivate) return fetch;
-  const clients = new Map<string, HttpClient>();
-  const pinnedTo = (hostname: string, port: number): HttpClient => {
-    const key = `${hostname} ${port}`;
-    let client = clients.get(key);
-    if (!client) {
-      if (clients.size >= MAX_PINNED_CLIENTS) {
-        const [oldest] = clients;
-        oldest?.[1].close();
-        if (oldest) clients.delete(oldest[0]);
-      }
-      client = Deno.createHttpClient({ proxy: { transport: "tcp", hostname, port } });
-      clients.set(key, client);
+  const gate = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  void (async () => {
+    for await (const conn of gate) {
+      // A refused or unreachable target: the connection closes and the fetch fails unreachable.
+      passThrough(conn, rules).catch(() => conn.close());
     }
-    return client;
-  };
-  return async (input, init) => {
+  })();
+  const { port } = gate.addr;
+  const plain = Deno.createHttpClient({ proxy: { transport: "tcp", hostname: "127.0.0.1", port } });
+  const tunnelled = Deno.createHttpClient({ proxy: { url: `http://127.0.0.1:${port}` } });
+  return (input, init) => {
     const url = new URL(input instanceof Request ? input.url : input);
-    const literal = literalAddress(url.hostname);
-    const addresses = literal ? [literal] : await resolveHost(url.hostname);
-    const problem = answersProblem(url.hostname, addresses, rules);
-    if (problem) throw new TypeError(problem);
-    const [address] = addresses;
-    if (!address) throw new TypeError(`target ${url.hostname} does not resolve`);
-    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-    return fetch(input, { ...init, client: pinnedTo(address, port) } as RequestInit);
+    const client = url.protocol === "https:" ? tunnelled : plain;
+    return fetch(input, { ...init, client } as RequestInit);
   };
+}
+
+const HEAD_END = new Uint8Array([13, 10, 13, 10]);
+const MAX_HEAD_BYTES = 64 * 1024;
+
+/** One connection through the gate: its head names the target, the rest passes through. */
+async function passThrough(conn: Conn, rules: TargetRules): Promise<void> {
+  const reader = conn.readable.getReader();
+  let buffered = new Uint8Array(0);
+  let headEnd = -1;
+  while (headEnd < 0) {
+    const { done, value } = await reader.read();
+    if (done || buffered.length > MAX_HEAD_BYTES) throw new Error("no request head");
+    const joined = new Uint8Array(buffered.length + value.length);
+    joined.set(buffered);
+    joined.set(value, buffered.length);
+    buffered = joined;
+    headEnd = indexOf(buffered, HEAD_END);
+  }
+  const head = new TextDecoder().decode(buffered.subarray(0, headEnd));
+  const tunnel = /^CONNECT (\S+) HTTP\/1\.[01]\r\n/i.exec(head);
+  const authority = tunnel?.[1] ?? /\r\nhost: *([^\r\n]+)/i.exec(head)?.[1];
+  const url = new URL(`${tunnel ? "https" : "http"}://${authority}`);
+  const literal = literalAddress(url.hostname);
+  const addresses = literal ? [literal] : await resolveHost(url.hostname);
+  const [address] = addresses;
+  if (!address || answersProblem(url.hostname, addresses, rules)) throw new Error("refused");
+  const upstream = await Deno.connect({
+    hostname: address,
+    port: Number(url.port || (tunnel ? 443 : 80)),
+  });
+  const toUpstream = upstream.writable.getWriter();
+  if (tunnel) {
+    const toCaller = conn.writable.getWriter();
+    await toCaller.write(new TextEncoder().encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
+    toCaller.releaseLock();
+    await toUpstream.write(buffered.subarray(headEnd + HEAD_END.length));
+  } else {
+    await toUpstream.write(buffered);
+  }
+  toUpstream.releaseLock();
+  reader.releaseLock();
+  await Promise.all([
+    conn.readable.pipeTo(upstream.writable),
+    upstream.readable.pipeTo(conn.writable),
+  ]).catch(() => {});
+}
+
+function indexOf(bytes: Uint8Array, pattern: Uint8Array): number {
+  search: for (let at = 0; at + pattern.length <= bytes.length; at++) {
+    for (let i = 0; i < pattern.length; i++) if (bytes[at + i] !== pattern[i]) continue search;
+    return at;
+  }
+  return -1;
 }
 
 const { config, handler, state, log } = await bootEdge(Deno.env.toObject(), {

@@ -4,8 +4,11 @@
  * by its target cut for the caller too.
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { afterAll, describe, expect, test } from "vitest";
+import type { DeliveryInput } from "../core/delivery.ts";
+import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import {
   api,
   eventually,
@@ -138,6 +141,43 @@ describe("bodies arrive byte for byte and are billed by their real size", () => 
       `${p.base}/usage`,
     );
     expect(usage.body.pools.live.used).toBe(1);
+  });
+
+  test("a delivery queued before bodies travelled in base64 still delivers its text", async () => {
+    const target = await rawTarget();
+    const p = await projectWithEndpoint([{ name: "hook", targetUrl: target.url }]);
+    const connection = await Connection.connect({ address: stack().temporalAddress });
+    const requestId = `req_legacy${Date.now()}`;
+    // The input as edges before base64 queued it: the body as text, no bodyBase64.
+    const legacy = {
+      requestId,
+      project: p.slug,
+      line: "v1",
+      endpoint: "hook",
+      keyMode: "live",
+      receivedAt: new Date().toISOString(),
+      headers: { "content-type": "application/json" },
+      body: '{"queued":"before"}',
+      bodyBytes: 19,
+      targets: [
+        {
+          id: "legacy",
+          name: "hook",
+          targetUrl: target.url,
+          deliveryMode: "async",
+          timeoutSeconds: 5,
+          headers: {},
+        },
+      ],
+    } as Omit<DeliveryInput, "bodyBase64">;
+    await new Client({ connection }).workflow.start(DELIVERY_WORKFLOW, {
+      taskQueue: TASK_QUEUE,
+      workflowId: requestId,
+      args: [legacy],
+    });
+    await connection.close();
+    await eventually(async () => target.seen.length === 1);
+    expect(target.seen[0]?.body.toString()).toBe('{"queued":"before"}');
   });
 });
 

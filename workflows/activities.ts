@@ -71,10 +71,12 @@ export interface DeliverInput {
   headers: Record<string, string>;
   /** The body's bytes in base64; "" when it waits in Postgres under `bodyRef`. */
   bodyBase64: string;
+  /** An input queued before bodies travelled in base64 carries its body as text. */
+  body?: string;
   bodyRef?: string | undefined;
 }
 
-type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64">;
+type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -232,7 +234,11 @@ export function createActivities({
     refused: boolean;
   }> {
     const { requestId, target, headers, attempt } = call;
-    const body = call.bodyRef ? await loadBody(sql, call.bodyRef) : decodeBody(call.bodyBase64);
+    const body = call.bodyRef
+      ? await loadBody(sql, call.bodyRef)
+      : call.body !== undefined
+        ? new TextEncoder().encode(call.body)
+        : decodeBody(call.bodyBase64);
     // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
     const signedAt = await now();
     const signature = await webhookHeaders(

@@ -63,7 +63,7 @@ const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
 /** Also runs a replay: the same input with only the targets that failed. */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
-  const { targets, headers, bodyBase64, ...request } = input;
+  const { targets, headers, bodyBase64, body, ...request } = input;
   const { deliver } = deliveryActivities(await retryPolicy());
   await openRequest(request);
   setStatus("delivering");
@@ -78,6 +78,7 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
           target,
           headers,
           bodyBase64,
+          ...(body !== undefined && { body }),
           bodyRef: input.bodyRef,
         }),
       ),
