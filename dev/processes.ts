@@ -1,6 +1,10 @@
-/** Relay's own processes (control plane, worker, edge, demo receiver) as managed children. */
+/**
+ * Relay's own processes (control plane, worker, edge, demo receiver) as managed children, and
+ * their supervision: a child that exits on its own is restarted, with backoff.
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -33,16 +37,51 @@ export interface ProcessSpec {
   command?: string[];
 }
 
+/**
+ * How a supervised process is restarted: after `firstDelayMs`, doubling with each crash still
+ * within `windowMs` up to `maxDelayMs`; the `maxCrashes`th crash within the window gives up.
+ */
+export interface RestartPolicy {
+  firstDelayMs: number;
+  maxDelayMs: number;
+  maxCrashes: number;
+  windowMs: number;
+}
+
+export const defaultRestartPolicy: RestartPolicy = {
+  firstDelayMs: 1000,
+  maxDelayMs: 30_000,
+  maxCrashes: 5,
+  windowMs: 60_000,
+};
+
+export interface Supervision extends RestartPolicy {
+  /** Told, with a sentence saying why, when the process crashed too often to restart again. */
+  onGiveUp(reason: string): void;
+}
+
 export class ManagedProcess {
   child: ChildProcess | null = null;
+  private supervision: Supervision | null = null;
+  /** When each crash within the policy's window happened. */
+  private crashes: number[] = [];
+  /** Stopped or killed on purpose: its exit is no crash. */
+  private stopping = false;
+  private servedOnce = false;
 
   constructor(
     readonly spec: ProcessSpec,
     private readonly output: WriteStream | "inherit",
   ) {}
 
+  /** From now on, an exit nobody asked for (a crash, `kill -9`) restarts the process. */
+  supervise(supervision: Supervision): void {
+    this.supervision = supervision;
+  }
+
   /** Starts the process and resolves once it printed its ready line. */
   async start(timeoutMs = 60_000): Promise<void> {
+    this.stopping = false;
     const child = adopt(
       spawn(...commandLine(this.spec), {
         cwd: ROOT,
@@ -59,11 +98,11 @@ export class ManagedProcess {
         .filter(Boolean)
         .map((line) => `${prefix}${line}\n`)
         .join("");
-      if (this.output === "inherit") process.stdout.write(text);
-      else this.output.write(text);
+      this.print(text);
     };
     child.stdout?.on("data", write);
     child.stderr?.on("data", write);
+    child.once("exit", (code, signal) => this.exited(child, code, signal));
     await new Promise<void>((resolve, reject) => {
       let seen = "";
       const timer = setTimeout(
@@ -84,15 +123,69 @@ export class ManagedProcess {
         reject(new Error(`${this.spec.name} exited with ${code} before it was ready`));
       });
     });
+    this.servedOnce = true;
   }
 
-  /** SIGKILL: the process gets no chance to finish what it was doing. */
+  /** SIGKILL: the process gets no chance to finish what it was doing. Not restarted. */
   kill(): void {
+    this.stopping = true;
     this.child?.kill("SIGKILL");
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.child) await stopChild(this.child);
+  }
+
+  private print(text: string): void {
+    if (this.output === "inherit") process.stdout.write(text);
+    else this.output.write(text);
+  }
+
+  private say(line: string): void {
+    this.print(`[supervisor] ${line}\n`);
+  }
+
+  /**
+   * A supervised process that exited on its own after it had served: restart it after the
+   * backoff, or give up when it crashed too often. A first start that fails is its starter's
+   * to report, and a child already replaced (killed, then started again) is no concern.
+   */
+  private exited(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    const supervision = this.supervision;
+    if (!supervision || this.stopping || !this.servedOnce || child !== this.child) return;
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((at) => now - at < supervision.windowMs), now];
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    const count = this.crashes.length;
+    const window = `${supervision.windowMs / 1000} s`;
+    if (count >= supervision.maxCrashes) {
+      const reason = `${this.spec.name} ${how}: ${count} crashes within ${window}, giving up`;
+      this.say(reason);
+      supervision.onGiveUp(reason);
+      return;
+    }
+    const delay = Math.min(supervision.firstDelayMs * 2 ** (count - 1), supervision.maxDelayMs);
+    this.say(
+      `${this.spec.name} (pid ${child.pid}) ${how}; restarting in ${delay} ms (crash ${count} of ${supervision.maxCrashes} allowed within ${window})`,
+    );
+    void this.restartAfter(delay, child);
+  }
+
+  private async restartAfter(delayMs: number, crashed: ChildProcess): Promise<void> {
+    await sleep(delayMs);
+    // Stopped, or started again by someone else, in the meantime.
+    if (this.stopping || this.child !== crashed) return;
+    try {
+      await this.start();
+      this.say(`${this.spec.name} restarted (pid ${this.child?.pid})`);
+    } catch (error) {
+      if (this.stopping) return;
+      // An exit before the ready line already counted as the next crash; a start that hangs
+      // is made one.
+      this.say(`${this.spec.name} did not restart: ${(error as Error).message}`);
+      this.child?.kill("SIGKILL");
+    }
   }
 }
 

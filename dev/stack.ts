@@ -7,7 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
 import { embeddedPostgresUrl } from "./postgres.ts";
-import { logFile, ManagedProcess } from "./processes.ts";
+import { defaultRestartPolicy, logFile, ManagedProcess, type RestartPolicy } from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
 import { findTemporalCli, startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
 
@@ -58,6 +58,11 @@ export interface StackOptions {
     temporalAddress?: string | undefined;
     temporalHttpAddress?: string | undefined;
   };
+  /**
+   * Restart Postgres and Relay's processes when one exits on its own (npm start does). After
+   * too many crashes the stack stops and `onGiveUp` is told why.
+   */
+  supervise?: { onGiveUp(reason: string): void } & Partial<RestartPolicy>;
 }
 
 export interface Stack {
@@ -80,6 +85,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch((e) => console.error(e));
   };
+  const supervised = (managed: ManagedProcess) => {
+    if (options.supervise) {
+      const { onGiveUp, ...policy } = options.supervise;
+      managed.supervise({
+        ...defaultRestartPolicy,
+        ...policy,
+        onGiveUp: (reason) => void stop().then(() => onGiveUp(reason)),
+      });
+    }
+    return managed;
+  };
   try {
     const secrets = await loadOrCreateSecrets(dir);
     // The control plane serves the panel's files, so they exist before it starts.
@@ -97,14 +113,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       : { kind: "dev" as const, cli: await findTemporalCli() };
     let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
-      const pg = new ManagedProcess(
-        {
-          name: "postgres",
-          entry: "dev/postgres-server.ts",
-          env: { RELAY_POSTGRES_DIR: dir, RELAY_POSTGRES_PORT: String(ports.postgres) },
-          readyLine: "postgres ready",
-        },
-        output,
+      const pg = supervised(
+        new ManagedProcess(
+          {
+            name: "postgres",
+            entry: "dev/postgres-server.ts",
+            env: { RELAY_POSTGRES_DIR: dir, RELAY_POSTGRES_PORT: String(ports.postgres) },
+            readyLine: "postgres ready",
+          },
+          output,
+        ),
       );
       stops.push(() => pg.stop());
       await pg.start(120_000);
@@ -147,7 +165,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...options.env,
     };
     const process = (name: string, entry: string, readyLine: string) =>
-      new ManagedProcess({ name, entry, env: shared, readyLine }, output);
+      supervised(new ManagedProcess({ name, entry, env: shared, readyLine }, output));
     const processes = {
       demo: process("demo", "dev/demo-receiver.ts", "demo receiver listening"),
       control: process("control", "control/main.ts", "control plane listening"),

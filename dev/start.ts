@@ -86,6 +86,13 @@ async function main(env: z.infer<typeof envSchema>) {
       temporalAddress: env.TEMPORAL_ADDRESS,
       temporalHttpAddress: env.TEMPORAL_HTTP_ADDRESS,
     },
+    // A crashed process comes back (the supervisor says so); one that keeps crashing stops all.
+    supervise: {
+      onGiveUp: (reason) => {
+        console.error(`Relay stopped: ${reason}. Its log lines above say why.`);
+        process.exit(1);
+      },
+    },
   });
 
   const seed = await seedDemo({

@@ -13,6 +13,7 @@ import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
 import { EdgeState } from "./state.ts";
 import { temporalHttpStarter } from "./temporal.ts";
+import { taskQueueHealth } from "./workers.ts";
 
 export interface Runtime {
   /** Used for the control plane and Temporal's HTTP API. */
@@ -72,12 +73,24 @@ export async function bootEdge(
     observe: telemetry.answered,
     logError: telemetry.logError,
   });
+  const workers = taskQueueHealth({
+    baseUrl: config.TEMPORAL_HTTP_ADDRESS,
+    namespace: config.TEMPORAL_NAMESPACE,
+    apiKey: config.TEMPORAL_API_KEY,
+    fetch: runtime.fetch,
+  });
+  telemetry.watchTaskQueue(workers);
   const ops = opsHandler({
     checks: {
       controlPlane: async () => {
         if (!state.caughtUp()) throw new Error("not caught up with the control plane's changes");
       },
       temporal: () => temporal.ready(),
+      // Calls still queue while no worker runs; readiness says so (README: Operations).
+      worker: async () => {
+        const { problem } = await workers();
+        if (problem) throw new Error(problem);
+      },
     },
     metrics: () => telemetry.registry.metrics(),
     metricsContentType: telemetry.registry.contentType,

@@ -4,7 +4,8 @@
  * endpoint was found, so callers probing random hosts and paths cannot grow the series.
  */
 import pino from "pino";
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { TaskQueueHealth } from "../core/task-queue.ts";
 import type { Answered } from "./app.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -67,6 +68,40 @@ export function edgeTelemetry() {
     },
     keyLookedUp(cached: boolean): void {
       keyLookups.inc({ cache: cached ? "hit" : "miss" });
+    },
+    /** Gauges of whether a worker takes Relay's tasks, read from `health` at each scrape. */
+    watchTaskQueue(health: () => Promise<TaskQueueHealth>): void {
+      // One read serves the three gauges; a failed read leaves the last values standing.
+      const read = () => health().catch(() => null);
+      new Gauge({
+        name: "relay_edge_task_queue_pollers",
+        help: "Workers that polled Relay's task queue in the last 70 s, by task type",
+        labelNames: ["type"],
+        registers,
+        async collect() {
+          const status = await read();
+          if (!status) return;
+          for (const [type, count] of Object.entries(status.pollers)) this.set({ type }, count);
+        },
+      });
+      new Gauge({
+        name: "relay_edge_task_queue_backlog_age_seconds",
+        help: "How long the oldest task in Relay's task queue has waited for a worker",
+        registers,
+        async collect() {
+          const status = await read();
+          if (status) this.set(status.backlogAgeSeconds);
+        },
+      });
+      new Gauge({
+        name: "relay_edge_task_queue_worker_missing",
+        help: "1 while no worker takes Relay's tasks (the reason is in /readyz), else 0",
+        registers,
+        async collect() {
+          const status = await read();
+          if (status) this.set(status.problem ? 1 : 0);
+        },
+      });
     },
   };
 }
