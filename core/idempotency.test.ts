@@ -2,16 +2,27 @@ import { expect, test } from "vitest";
 import { idempotencyKeyProblem, idempotent } from "./idempotency.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
-const call = { project: "acme", line: "v1", endpoint: "orders", key: "order-1" };
+const call = {
+  project: "acme",
+  line: "v1",
+  endpoint: "orders",
+  apiKeyId: "key_live1",
+  key: "order-1",
+};
 
-test("the request id follows the project, endpoint and key; the tag follows the body", async () => {
+test("the request id follows the project, endpoint, API key and key; the tag follows the body", async () => {
   const first = await idempotent(call, bytes("{}"));
   expect(first.requestId).toMatch(/^req_[A-Za-z0-9_-]{24}$/);
   expect(await idempotent(call, bytes("{}"))).toEqual(first);
   const otherBody = await idempotent(call, bytes('{"a":1}'));
   expect(otherBody.requestId).toBe(first.requestId);
   expect(otherBody.bodyTag).not.toBe(first.bodyTag);
-  for (const change of [{ project: "acme2" }, { endpoint: "refunds" }, { key: "order-2" }]) {
+  for (const change of [
+    { project: "acme2" },
+    { endpoint: "refunds" },
+    { apiKeyId: "key_test1" },
+    { key: "order-2" },
+  ]) {
     expect((await idempotent({ ...call, ...change }, bytes("{}"))).requestId).not.toBe(
       first.requestId,
     );

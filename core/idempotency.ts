@@ -1,10 +1,10 @@
 /**
- * Idempotency-Key. A repeat of a call (same project, endpoint and key) answers the first call's
- * answer and queues nothing, with no store of Relay's own: the request id is derived from the key,
- * so a repeat starts the same workflow id, and the start's own request id carries the body's
- * hash. Temporal deduplicates a start whose request id it has seen (same body) and refuses
- * another one for the same workflow id (a different body), for as long as it keeps the first
- * workflow: while it runs and for the namespace's retention after.
+ * Idempotency-Key. A repeat of a call (same project, endpoint, API key and Idempotency-Key)
+ * answers the first call's answer and queues nothing, with no store of Relay's own: the request id
+ * is derived from them, so a repeat starts the same workflow id, and the start's own request id
+ * carries the body's hash. Temporal deduplicates a start whose request id it has seen (same body)
+ * and refuses another one for the same workflow id (a different body), for as long as it keeps
+ * the first workflow: while it runs and for the namespace's retention after.
  */
 import { base64url } from "./secrets.ts";
 
@@ -34,11 +34,18 @@ async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
 }
 
 export async function idempotent(
-  call: { project: string; line: string; endpoint: string; key: string },
+  call: {
+    project: string;
+    line: string;
+    endpoint: string;
+    /** The caller's API key: each key (so each mode) has keys of its own, as at Stripe. */
+    apiKeyId: string;
+    key: string;
+  },
   body: Uint8Array<ArrayBuffer>,
 ): Promise<Idempotent> {
   // Length-prefixed parts, so no two different calls can join into the same bytes.
-  const scope = [call.project, call.line, call.endpoint, call.key]
+  const scope = [call.project, call.line, call.endpoint, call.apiKeyId, call.key]
     .map((part) => `${part.length}:${part}`)
     .join("");
   const id = await sha256(new TextEncoder().encode(scope));

@@ -206,6 +206,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
             project: call.project,
             line: endpoint.line,
             endpoint: endpoint.path,
+            apiKeyId: call.key.id,
             key: call.idempotencyKey,
           },
           call.body,

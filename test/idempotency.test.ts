@@ -3,7 +3,7 @@
  * conflict policy does the deduplication.
  */
 import { afterAll, expect, test } from "vitest";
-import { api, finishedLog, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { api, finishedLog, mintKey, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterAll(() => Promise.all(closers.map((close) => close())));
@@ -90,4 +90,20 @@ test("an Idempotency-Key on a stream endpoint is 400: a stream cannot be answere
   const answer = await relay(p.slug, "/v1/hook", { key: p.key, ...withKey("s", "{}") });
   expect(answer.status).toBe(400);
   expect(sink.received).toHaveLength(0);
+});
+
+test("the same Idempotency-Key from three API keys (two live, one test) is three calls, each delivered", async () => {
+  const sink = await target();
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const otherLive = await mintKey(p, "live");
+  const testKey = await mintKey(p, "test");
+  const ids: string[] = [];
+  for (const key of [p.key, otherLive, testKey]) {
+    const answer = await relay(p.slug, "/v1/hook", { key, ...withKey("order-1", '{"n":1}') });
+    expect(answer.status).toBe(202);
+    ids.push(answer.json().requestId);
+  }
+  expect(new Set(ids).size).toBe(3);
+  for (const id of ids) expect((await finishedLog(p, id)).status).toBe("delivered");
+  expect(sink.received.map((r) => r.headers["x-relay-request-id"]).sort()).toEqual(ids.sort());
 });
