@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import { RelayError } from "./errors.ts";
 import type { Policy } from "./model.ts";
 import {
+  autoRotationLifetimeDays,
   DAY_MS,
   expiryFor,
   keyLifetimeDays,
@@ -84,4 +85,10 @@ test("lifetimeDays rounds up to whole days", () => {
   expect(lifetimeDays(created, new Date(created.getTime() + 30 * DAY_MS))).toBe(30);
   expect(lifetimeDays(created, new Date(created.getTime() + 30 * DAY_MS + 1))).toBe(31);
   expect(lifetimeDays(created, null)).toBeNull();
+});
+
+test("an auto-rotated successor keeps the lifetime within the cap, whoever minted the key", () => {
+  expect(autoRotationLifetimeDays(strict, 365)).toBe(90);
+  expect(autoRotationLifetimeDays(strict, 60)).toBe(60);
+  expect(autoRotationLifetimeDays(open, 365)).toBe(365);
 });

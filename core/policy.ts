@@ -45,7 +45,23 @@ export function rotationLifetimeDays(
   if (predecessorDays === null) {
     return policy.editorsMayCreateNonExpiringKeys ? null : (policy.defaultKeyTtlDays ?? cap ?? 365);
   }
-  return cap !== null && predecessorDays > cap ? cap : predecessorDays;
+  return withinCap(policy, predecessorDays);
+}
+
+/**
+ * An auto-rotated successor keeps its predecessor's lifetime, clamped to the cap: the daily
+ * rotation acts for no member, so an owner's freedom from the cap is not passed on to it. (Only
+ * expiring keys are rotated; a key that never expires has nothing to clamp.)
+ */
+export function autoRotationLifetimeDays(
+  policy: Policy,
+  predecessorDays: number | null,
+): number | null {
+  return predecessorDays === null ? null : withinCap(policy, predecessorDays);
+}
+
+function withinCap(policy: Policy, days: number): number {
+  return policy.maxKeyTtlDays !== null && days > policy.maxKeyTtlDays ? policy.maxKeyTtlDays : days;
 }
 
 /** A key's lifetime in whole days, rounded up, from its creation to its expiry. */

@@ -290,3 +290,20 @@ describe("bad input: a 4xx with the error body, nothing written", () => {
     expect((await api(ownerToken, "POST", "/admin/rotation/run")).status).toBe(403);
   });
 });
+
+test("an auto-rotated successor's lifetime is clamped to the policy's maximum", async () => {
+  const p = await setup();
+  await api(p.ownerToken, "PUT", `${p.base}/policy`, {
+    defaultKeyTtlDays: 30,
+    maxKeyTtlDays: 30,
+    editorsMayCreateNonExpiringKeys: false,
+  });
+  // Owners ignore the cap when they mint; the rotation acts for no one and keeps to it.
+  const long = await p.mint({ ttlDays: 40 });
+  await advanceClock(34 * DAY);
+  await runRotation();
+  const listed = await api<{ keys: Key[] }>(p.ownerToken, "GET", p.keys);
+  const successor = listed.body.keys.find((k) => k.predecessorId === long.key.id);
+  const now = Date.parse((await admin("/admin/clock", { advanceSeconds: 0 })).body.now as string);
+  expect(Date.parse(successor?.expiresAt ?? "")).toBeLessThanOrEqual(now + 30 * DAY * 1000);
+});

@@ -1,9 +1,10 @@
 /**
  * The daily auto-rotation: every active key within 7 days of its expiry and without a successor
- * gets one, its plaintext sealed until its one reveal. Idempotent: a second run the same day
- * finds the successors the first one made.
+ * gets one, its plaintext sealed until its one reveal, its lifetime within the project's cap.
+ * Idempotent: a second run the same day finds the successors the first one made.
  */
-import { DAY_MS, lifetimeDays } from "../../core/policy.ts";
+import type { Policy } from "../../core/model.ts";
+import { autoRotationLifetimeDays, DAY_MS, lifetimeDays } from "../../core/policy.ts";
 import { seal } from "../../core/sealing.ts";
 import type { Sql } from "../db/client.ts";
 import { insertKey } from "./keys.ts";
@@ -25,23 +26,26 @@ export async function rotateExpiringKeys(
     const made = await sql.begin(async (tx) => {
       // Locked and checked again: a concurrent run may have rotated it meanwhile.
       const [key] = await tx<
-        {
+        (Policy & {
           projectId: string;
           name: string;
           mode: "live" | "test";
           createdAt: Date;
           expiresAt: Date;
-        }[]
+        })[]
       >`
-        select project_id, name, mode, created_at, expires_at from api_keys k
-        where id = ${id} and not exists (select 1 from api_keys s where s.predecessor_id = k.id)
-        for update`;
+        select k.project_id, k.name, k.mode, k.created_at, k.expires_at,
+          p.default_key_ttl_days, p.max_key_ttl_days, p.editors_may_create_non_expiring_keys
+        from api_keys k join projects p on p.id = k.project_id
+        where k.id = ${id}
+          and not exists (select 1 from api_keys s where s.predecessor_id = k.id)
+        for update of k`;
       if (!key) return false;
       await insertKey(tx, now, {
         projectId: key.projectId,
         name: key.name,
         mode: key.mode,
-        lifetime: lifetimeDays(key.createdAt, key.expiresAt),
+        lifetime: autoRotationLifetimeDays(key, lifetimeDays(key.createdAt, key.expiresAt)),
         predecessorId: id,
         seal: (successorId, plaintext) => seal(sealingKey, plaintext, successorId),
       });
