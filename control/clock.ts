@@ -1,7 +1,7 @@
 /**
  * The control plane's clock. Real time, plus an offset that only `RELAY_DEV_CLOCK=1` lets the
  * admin move (POST /admin/clock), so tests and demos can cross expiry and grace boundaries.
- * The offset lives in Postgres, so the worker's rotation runs on the same clock.
+ * The offset lives in Postgres, so a worker with RELAY_DEV_CLOCK=1 runs on the same clock.
  */
 import { recordChange, waitForEdges } from "./api/changes.ts";
 import type { Sql } from "./db/client.ts";
@@ -12,6 +12,10 @@ export interface Clock {
   advance(seconds: number): Promise<number>;
 }
 
+/**
+ * Without `enabled` the stored offset is never read: a data directory once used with
+ * RELAY_DEV_CLOCK=1 must not put a production process days ahead.
+ */
 export async function devClock(sql: Sql, enabled: boolean): Promise<Clock> {
   let offset = enabled ? await readClockOffset(sql) : 0;
   return {
@@ -32,7 +36,16 @@ export async function devClock(sql: Sql, enabled: boolean): Promise<Clock> {
   };
 }
 
-export async function readClockOffset(sql: Sql): Promise<number> {
+/**
+ * The worker's clock: it reads the offset on every use, since the control plane moves it; without
+ * `enabled`, real time.
+ */
+export function workerClock(sql: Sql, enabled: boolean): () => Promise<Date> {
+  if (!enabled) return async () => new Date();
+  return async () => new Date(Date.now() + (await readClockOffset(sql)));
+}
+
+async function readClockOffset(sql: Sql): Promise<number> {
   const [row] = await sql<{ offsetMs: string }[]>`select offset_ms from dev_clock`;
   return Number(row?.offsetMs ?? 0);
 }

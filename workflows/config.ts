@@ -17,6 +17,8 @@ const schema = z.object({
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  /** "1": deliveries and rotations run on the control plane's dev clock; else on real time. */
+  RELAY_DEV_CLOCK: envFlag,
   /** How long a stopping worker lets its attempts in flight finish. */
   RELAY_WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(8000),
   /** The worker's own listener: /healthz, /readyz and /metrics only. */

@@ -2,7 +2,7 @@
 import { lookup } from "node:dns/promises";
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
-import { readClockOffset } from "../control/clock.ts";
+import { workerClock } from "../control/clock.ts";
 import { connect, postgresAnswers } from "../control/db/client.ts";
 import { serveOps } from "../control/ops-http.ts";
 import { opsHandler } from "../core/ops.ts";
@@ -45,7 +45,7 @@ const worker = await Worker.create({
   activities: createActivities({
     sql,
     fetch: (input, init) => fetch(input, { ...init, dispatcher } as RequestInit),
-    now: async () => new Date(Date.now() + (await readClockOffset(sql))),
+    now: workerClock(sql, config.RELAY_DEV_CLOCK),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
     targetRules,
