@@ -86,6 +86,9 @@ export interface Charge {
   bytes: number;
 }
 
+/** The first key of the advisory locks that serialize each pool's charges (any constant). */
+const POOL_LOCK = 7_243_003;
+
 /**
  * Charges a delivery once (a retry finds its charge there already); nothing for free-tier live
  * traffic. The charge that empties a pool tells the edges.
@@ -101,6 +104,12 @@ export async function chargeDelivery(sql: Sql, charge: Charge): Promise<void> {
       on conflict (request_id, target_id) do nothing
       returning project_id`;
     if (!charged) return;
+    // The pool's charges take turns from here to commit, so each sums every charge before it:
+    // under READ COMMITTED two concurrent charges would each miss the other's, and the one that
+    // empties the pool could see credits left and never tell the edges.
+    await tx`
+      select pg_advisory_xact_lock(
+        ${POOL_LOCK}::int, hashtext(${charged.projectId} || ${charge.pool}))`;
     const [balance] = await tx<{ balance: string }[]>`
       select coalesce(sum(amount), 0) as balance from credit_ledger
       where project_id = ${charged.projectId} and pool = ${charge.pool}`;

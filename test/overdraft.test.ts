@@ -1,0 +1,122 @@
+/**
+ * Concurrent charges and the empty pool: the charge that takes a pool to zero or below must be
+ * seen, whatever the interleaving, so the edges refuse what comes after (402) and the pool is
+ * overdrawn only by the calls already in flight when it emptied.
+ */
+import { afterAll, expect, test } from "vitest";
+import { chargeDelivery } from "../control/api/credits.ts";
+import { connect } from "../control/db/client.ts";
+import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
+import {
+  api,
+  finishedLog,
+  newProject,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
+
+const BURST = 20;
+const ROUNDS = 2;
+const sink = await targetServer();
+const sql = connect(stack().databaseUrl, { max: BURST + 2 });
+afterAll(async () => {
+  await sink.close();
+  await sql.end();
+});
+
+const remaining = async (p: { base: string; ownerToken: string }) =>
+  (await api<{ pools: { live: { remaining: number } } }>(p.ownerToken, "GET", `${p.base}/usage`))
+    .body.pools.live.remaining;
+
+/** Lets the edge apply the change a finished charge recorded (it arrives within milliseconds). */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
+
+/** Spends a project's live pool down to `left` of RELAY_INITIAL_CREDITS (100 in tests). */
+const spendDownTo = (slug: string, left: number) =>
+  chargeDelivery(sql, {
+    project: slug,
+    pool: "live",
+    requestId: `req_setup_${slug}`,
+    targetId: "t",
+    bytes: (100 - left) * CREDIT_UNIT_BYTES,
+  });
+
+test(`a pool of 2 and bursts of ${BURST} concurrent calls: overdrawn by the burst at most, then 402`, async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  await spendDownTo(p.slug, 2);
+  expect(await remaining(p)).toBe(2);
+
+  const burst = () =>
+    Promise.all(
+      Array.from({ length: BURST }, (_, n) =>
+        relay(p.slug, "/v1/hook", { key: p.key, body: JSON.stringify({ n }) }),
+      ),
+    );
+  for (let round = 0; round < ROUNDS; round++) {
+    await settle();
+    const first = await burst();
+    const accepted = first.filter((a) => a.status === 202);
+    await Promise.all(accepted.map((answer) => finishedLog(p, answer.json().requestId)));
+    const left = await remaining(p);
+    // Every accepted call was in flight while the pool still had credits.
+    expect(left).toBe(2 - accepted.length);
+    expect(left).toBeLessThanOrEqual(0);
+
+    await settle();
+    const after = await burst();
+    expect(after.map((a) => a.status)).toEqual(Array(BURST).fill(402));
+    expect(await remaining(p)).toBe(left);
+
+    // Back to 2 for the next round.
+    const topUp = await api(stack().adminToken, "POST", `${p.base}/credits`, {
+      pool: "live",
+      amount: 2 - left,
+    });
+    expect(topUp.status).toBe(200);
+  }
+});
+
+test(`${BURST} charges at once on a pool of 2: the one that empties it tells the edges, once`, async () => {
+  const p = await newProject("paid");
+  await spendDownTo(p.slug, 2);
+  expect(await remaining({ base: `/projects/${p.slug}`, ownerToken: p.ownerToken })).toBe(2);
+  const [head] = await sql<{ head: string }[]>`select max(sequence) as head from changes`;
+
+  // The ledger is held until every charge waits at its insert, so they all go at once.
+  let release = () => {};
+  const held = sql.begin(async (tx) => {
+    await tx`lock table credit_ledger in share mode`;
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
+  });
+  const charges = Array.from({ length: BURST }, (_, n) =>
+    chargeDelivery(sql, {
+      project: p.slug,
+      pool: "live",
+      requestId: `req_${p.slug}_${n}`,
+      targetId: "t",
+      bytes: 1,
+    }),
+  );
+  for (;;) {
+    const [waiting] = await sql<{ count: number }[]>`
+      select count(*)::int as count from pg_locks
+      where not granted and relation = 'credit_ledger'::regclass`;
+    if ((waiting?.count ?? 0) >= BURST) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  release();
+  await held;
+  await Promise.all(charges);
+
+  expect(await remaining({ base: `/projects/${p.slug}`, ownerToken: p.ownerToken })).toBe(
+    2 - BURST,
+  );
+  const [told] = await sql<{ count: number }[]>`
+    select count(*)::int as count from changes
+    where project = ${p.slug} and kind = 'routing' and sequence > ${head?.head ?? 0}`;
+  expect(told?.count).toBe(1);
+});
