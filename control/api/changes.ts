@@ -3,6 +3,10 @@
  * routing) adds a row in the same transaction; edges stream the rows, acknowledge them, and hold
  * a lease while they do. A revocation returns once every edge with a live lease has acknowledged
  * it, or its lease has run out (and the edge has failed closed).
+ *
+ * The feed is gap-free: rows become visible in sequence order (see recordChange), so a reader
+ * that has seen sequence n has seen everything below it. Old rows are pruned; an edge that comes
+ * back with a cursor from before the prune gets the whole state again instead.
  */
 import type { KeyRecord } from "../../core/model.ts";
 import type { Queryable, Sql } from "../db/client.ts";
@@ -10,16 +14,30 @@ import type { Queryable, Sql } from "../db/client.ts";
 const CHANNEL = "relay_changes";
 const HEARTBEAT_MS = 1000;
 const BATCH = 500;
+/** The advisory lock that orders the feed's writers (any constant). */
+const FEED_LOCK = 7_243_002;
+/** How long changes and lapsed leases are kept; an edge away longer resyncs. */
+export const CHANGE_RETENTION_MS = 24 * 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 export type ChangeKind = "key" | "routing" | "clock";
 
-/** Adds a change in the caller's transaction; NOTIFY wakes the streams once it commits. */
+/**
+ * Adds a change in the caller's transaction; NOTIFY wakes the streams once it commits.
+ *
+ * Writers take turns from their first change to their commit (a transaction-scoped lock), so
+ * sequence order is commit order. Without it a transaction could take n, another take n + 1 and
+ * commit first; a reader would see n + 1, move its cursor past n, and never send n (a
+ * revocation lost, and DELETE's wait satisfied by the later ack). Call it as the transaction's
+ * last writes: the lock is held until commit, so nothing after it may wait on another writer.
+ */
 export async function recordChange(
   tx: Queryable,
   projectId: string,
   kind: ChangeKind,
   keyHash: Uint8Array | null = null,
 ): Promise<bigint> {
+  await tx`select pg_advisory_xact_lock(${FEED_LOCK})`;
   const [row] = await tx<{ sequence: string }[]>`
     insert into changes (project, kind, key_hash)
     values (coalesce((select slug from projects where id = ${projectId}), ''), ${kind}, ${keyHash})
@@ -36,13 +54,22 @@ export interface ChangeBatch {
   headSequence: bigint;
 }
 
-/** Wakes every open stream of this process when any process records a change. */
+/**
+ * Wakes every open stream of this process when any process records a change, and prunes the
+ * feed hourly (every control plane does; the prunes are idempotent).
+ */
 export function changeNotifier(sql: Sql) {
   const waiters = new Set<() => void>();
   const listening = sql.listen(CHANNEL, () => {
     for (const wake of waiters) wake();
     waiters.clear();
   });
+  const pruning = setInterval(() => {
+    pruneChanges(sql, CHANGE_RETENTION_MS).catch(() => {
+      // The next hour's prune takes what this one left.
+    });
+  }, PRUNE_EVERY_MS);
+  pruning.unref();
   return {
     ready: listening,
     /** Resolves at the next change or after `ms`, whichever is first. */
@@ -66,7 +93,8 @@ export type ChangeNotifier = ReturnType<typeof changeNotifier>;
 
 /**
  * Batches of changes after `after` (-1: from the current head), then a heartbeat whenever
- * nothing happens for a second. Key changes carry the key's state as it is now.
+ * nothing happens for a second. Key changes carry the key's state as it is now. A cursor from
+ * before the last prune first gets a resync: every project and every key, as they are now.
  */
 export async function* watchChanges(
   sql: Sql,
@@ -75,13 +103,7 @@ export async function* watchChanges(
   now: () => Date,
   signal: AbortSignal,
 ): AsyncGenerator<ChangeBatch> {
-  let cursor = after;
-  if (cursor < 0n) {
-    const [head] = await sql<
-      { head: string }[]
-    >`select coalesce(max(sequence), 0) as head from changes`;
-    cursor = BigInt(head?.head ?? 0);
-  }
+  let cursor = after < 0n ? await headSequence(sql) : after;
   while (!signal.aborted) {
     const woken = notifier.next(HEARTBEAT_MS, signal);
     const rows = await sql<
@@ -89,6 +111,14 @@ export async function* watchChanges(
     >`
       select sequence, project, kind, key_hash from changes
       where sequence > ${cursor.toString()} order by sequence limit ${BATCH}`;
+    // Checked after the read: rows pruned before it show here (rows are only ever deleted, and
+    // none can appear below the cursor), so a batch is never sent over a hole.
+    if (await prunedPast(sql, cursor)) {
+      const resync = await wholeState(sql, now());
+      cursor = resync.headSequence;
+      yield resync;
+      continue;
+    }
     if (rows.length > 0) {
       const hashes = rows.flatMap((r) => (r.keyHash ? [r.keyHash] : []));
       const keys = await keysByHash(sql, hashes, now());
@@ -109,20 +139,86 @@ export async function* watchChanges(
   }
 }
 
+async function headSequence(sql: Sql): Promise<bigint> {
+  const [head] = await sql<{ head: string }[]>`
+    select coalesce(max(sequence), 0) as head from changes`;
+  return BigInt(head?.head ?? 0);
+}
+
+/**
+ * Whether changes after `cursor` were pruned. Pruning keeps the newest row, so the oldest row
+ * left marks how far it went. (A sequence number taken by a transaction that rolled back can
+ * leave a gap that looks like a prune: a needless resync, never a missed change.)
+ */
+async function prunedPast(sql: Sql, cursor: bigint): Promise<boolean> {
+  const [oldest] = await sql<{ sequence: string | null }[]>`
+    select min(sequence) as sequence from changes`;
+  return oldest?.sequence != null && cursor < BigInt(oldest.sequence) - 1n;
+}
+
+/**
+ * Every project's routing and every key, in one batch, for an edge whose cursor was pruned: its
+ * cache may hold anything, and it serves from it again as soon as it acknowledges a batch, so
+ * the whole state comes at once. The head is read first, so the state is at least that new.
+ */
+async function wholeState(sql: Sql, now: Date): Promise<ChangeBatch> {
+  const head = await headSequence(sql);
+  const projects = await sql<{ slug: string }[]>`select slug from projects`;
+  const keys = await edgeKeys(sql, now, null);
+  return {
+    changes: [
+      ...projects.map((p) => ({ sequence: head, project: p.slug, kind: "routing" as const })),
+      ...[...keys.values()].map((key) => ({
+        sequence: head,
+        project: key.project,
+        kind: "key" as const,
+        key,
+      })),
+    ],
+    headSequence: head,
+  };
+}
+
 /** The edge-facing view of keys, shared by ResolveKey and the change feed. */
-export async function keysByHash(sql: Sql, hashes: Uint8Array[], now: Date) {
+export function keysByHash(sql: Sql, hashes: Uint8Array[], now: Date) {
+  return edgeKeys(sql, now, hashes);
+}
+
+/** Keys by hex hash: those with these hashes, or every key (null). */
+async function edgeKeys(sql: Sql, now: Date, hashes: Uint8Array[] | null) {
   const byHash = new Map<string, KeyRecord & { keyHash: Uint8Array }>();
-  if (hashes.length === 0) return byHash;
+  if (hashes?.length === 0) return byHash;
   const rows = await sql<(KeyRecord & { keyHash: Buffer })[]>`
     select k.id, p.slug as project, k.mode, k.expires_at, k.revoked_at, k.key_hash,
       exists (select 1 from api_keys s where s.predecessor_id = k.id and s.revoked_at is null
         and (s.expires_at is null or s.expires_at > ${now})) as successor_usable
     from api_keys k join projects p on p.id = k.project_id
-    where k.key_hash in ${sql(hashes.map((h) => Buffer.from(h)))}`;
+    ${hashes ? sql`where k.key_hash in ${sql(hashes.map((h) => Buffer.from(h)))}` : sql``}`;
   for (const row of rows) {
     byHash.set(row.keyHash.toString("hex"), { ...row, keyHash: new Uint8Array(row.keyHash) });
   }
   return byHash;
+}
+
+/**
+ * Deletes changes older than `retentionMs` below every live lease's acknowledged sequence, and
+ * leases that ran out longer ago. The newest change stays (it marks how far the prune went), and
+ * so does each live edge's last acknowledged one, so no live edge's cursor looks pruned.
+ */
+export async function pruneChanges(
+  sql: Sql,
+  retentionMs: number,
+): Promise<{ changes: number; leases: number }> {
+  const changes = await sql`
+    delete from changes
+    where created_at < now() - ${retentionMs} * interval '1 millisecond'
+      and sequence < least(
+        (select max(sequence) from changes),
+        (select min(acked_sequence) from edge_leases where lease_expires_at > now()))`;
+  const leases = await sql`
+    delete from edge_leases
+    where lease_expires_at < now() - ${retentionMs} * interval '1 millisecond'`;
+  return { changes: changes.count, leases: leases.count };
 }
 
 /** The longest lease an edge may claim, and so the longest a revocation can wait. */
