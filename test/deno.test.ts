@@ -129,6 +129,30 @@ test("stream under Deno: chunks arrive as produced; hanging up aborts the target
   expect(streamClosedAt - hungUpAt).toBeLessThan(2000);
 });
 
+test("a stream its target cuts is cut for the caller under Deno too", async () => {
+  const cutting = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write("data: one\n\n", () => setTimeout(() => res.socket?.destroy(), 100));
+  });
+  await new Promise<void>((resolve) => cutting.listen(0, "127.0.0.1", resolve));
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: urlOf(cutting), deliveryMode: "stream" },
+  ]);
+  const response = await request(`${denoEdge.edgeUrl}/v1/hook`, {
+    method: "POST",
+    headers: { host: `${p.slug}.localhost`, authorization: `Bearer ${p.key}` },
+  });
+  expect(response.statusCode).toBe(200);
+  const received: string[] = [];
+  const read = (async () => {
+    for await (const chunk of response.body) received.push(chunk.toString());
+  })();
+  await expect(read).rejects.toThrow();
+  expect(received.join("")).toBe("data: one\n\n");
+  cutting.close();
+});
+
 test("refusals under Deno are the same bytes as under Node", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
   const node = await relay(p.slug, "/v1/hook", { key: "wrong" });
