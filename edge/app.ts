@@ -229,6 +229,7 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
           })
       : undefined;
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
+  const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
   const queued =
     async.length > 0 ? deps.temporal.startDelivery({ ...request, targets: async }, bodyTag) : null;
   if (!answering) {
@@ -242,13 +243,22 @@ async function deliver(deps: EdgeDeps, call: Call): Promise<Response> {
   }
   const [, outcome] = await Promise.all([
     queued,
-    deps.temporal.runSync(
-      { ...request, target: answering, ownsStatus: !queued },
-      call.request.signal,
-      bodyTag,
-    ),
+    deps.temporal
+      .runSync({ ...request, target: answering, ownsStatus: !queued }, call.request.signal, bodyTag)
+      .finally(() => syncSlot?.release()),
   ]);
   return syncAnswer(outcome, call.headers, requestId);
+}
+
+/**
+ * One of the project's sync slots on this edge (WorkflowStarter.claimSync). None free is a 503
+ * with Retry-After, answered before anything is queued.
+ */
+function claimSyncSlot(deps: EdgeDeps, call: Call): { release(): void } {
+  const slot = deps.temporal.claimSync(call.project);
+  if (slot) return slot;
+  call.headers.set("retry-after", "1");
+  throw new RelayError("unavailable", "this project has too many sync calls in flight; retry");
 }
 
 /** The sync target's own status, body and safe headers; or why there is none. */

@@ -5,8 +5,8 @@
  */
 import type { Logger } from "pino";
 import { opsHandler } from "../core/ops.ts";
-import type { TargetRules } from "../core/targets.ts";
 import { newId } from "../core/secrets.ts";
+import type { TargetRules } from "../core/targets.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
@@ -21,6 +21,11 @@ export interface Runtime {
   hashKey?: EdgeDeps["hashKey"];
   /** The runtime's DNS: stream targets' addresses are checked before each call. */
   resolveHost: EdgeDeps["resolveHost"];
+  /**
+   * A fetch on a connection pool of its own, at most `connections` to a host (no cap when
+   * unset). Without it `fetch` serves: Deno's pools per host without a cap.
+   */
+  pooledFetch?: (connections?: number) => typeof fetch;
   /** A fetch for stream targets that connects only to addresses `rules` allow. */
   targetFetch: (rules: TargetRules) => typeof fetch;
 }
@@ -48,11 +53,14 @@ export async function bootEdge(
     leaseMs: config.RELAY_EDGE_LEASE_MS,
     onKeyLookup: telemetry.keyLookedUp,
   });
+  const ownPool = runtime.pooledFetch ?? (() => runtime.fetch);
   const temporal = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
-    fetch: runtime.fetch,
+    fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
+    syncWaitFetch: ownPool(),
+    maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
   });

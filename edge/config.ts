@@ -12,6 +12,10 @@ const schema = z.object({
     .int()
     .min(1)
     .default(5 * 1024 * 1024),
+  /** Sync calls one project may have in flight on this edge; over it, 503 with Retry-After. */
+  RELAY_SYNC_MAX_PER_PROJECT: z.coerce.number().int().min(1).default(100),
+  /** Connections to Temporal's HTTP API for starts (Node); sync long polls have their own. */
+  RELAY_TEMPORAL_CONNECTIONS: z.coerce.number().int().min(1).default(128),
   /** How long the edge serves from cache without the control plane's change stream. */
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /**

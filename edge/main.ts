@@ -4,12 +4,16 @@ import { Agent, fetch as undiciFetch } from "undici";
 import { serveNode, sha256, targetDispatcher } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
-const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 128 });
-const pooledFetch = ((input: string | URL | Request, init?: RequestInit) =>
-  undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+/** A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset. */
+function pooledFetch(connections?: number): typeof fetch {
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: connections ?? null });
+  return ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+}
 
 const { config, handler, state, log, logError } = await bootEdge(process.env, {
-  fetch: pooledFetch,
+  fetch: pooledFetch(128),
+  pooledFetch,
   hashKey: sha256,
   resolveHost: async (hostname) =>
     (await lookup(hostname, { all: true })).map((answer) => answer.address),

@@ -1,7 +1,10 @@
 /**
  * Starts Relay's workflows through Temporal's HTTP API with plain `fetch`, so the edge runs on
  * any web-standard runtime (grpc-js under Deno's Node layer is not reliable), and waits for a
- * sync workflow's result by long-polling its close event.
+ * sync workflow's result by long-polling its close event. Those long polls hold a connection
+ * each for as long as the target takes, so they go through a fetch of their own (another pool)
+ * and each project may have only so many at once on an edge: however slow one tenant's sync
+ * target, every other call still gets a connection for its start.
  */
 import {
   answeringWorkflowId,
@@ -27,6 +30,11 @@ export interface WorkflowStarter {
   /** Resolves when Temporal answers; for readiness. */
   ready(): Promise<void>;
   startDelivery(input: DeliveryInput, bodyTag?: string): Promise<void>;
+  /**
+   * One of the project's sync slots on this edge, held until `release`; null when all are
+   * taken. Taken before anything is queued, so a refused call queues none of its targets.
+   */
+  claimSync(project: string): { release(): void } | null;
   /** Runs the sync workflow and answers its outcome (a repeat's: the first one's). */
   runSync(input: SyncInput, signal: AbortSignal, bodyTag?: string): Promise<SyncOutcome>;
   /** Hands a finished stream to the worker for the request log and billing. */
@@ -38,6 +46,10 @@ export interface TemporalHttpOptions {
   namespace: string;
   apiKey?: string | undefined;
   fetch: typeof fetch;
+  /** For the long polls on sync results: a pool apart from `fetch`'s (Node), or the same. */
+  syncWaitFetch: typeof fetch;
+  /** Sync calls one project may have in flight on this edge. */
+  maxSyncPerProject: number;
   /** Where calls Temporal failed go (a structured logger's `error`). */
   logError?: (fields: Record<string, unknown>, message: string) => void;
   /** Told how long each start took, by workflow type (a metric). */
@@ -57,6 +69,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   const workflows = `${namespaceUrl}/workflows`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  const syncInFlight = new Map<string, number>();
   /** Temporal did not take a call: logged with its answer, and the caller gets 503. */
   async function unavailable(call: string, answer: Response | Error): Promise<RelayError> {
     const why =
@@ -123,6 +136,18 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       await response.body?.cancel();
       if (!response.ok) throw new Error(`Temporal's HTTP API answered ${response.status}`);
     },
+    claimSync(project) {
+      const held = syncInFlight.get(project) ?? 0;
+      if (held >= options.maxSyncPerProject) return null;
+      syncInFlight.set(project, held + 1);
+      return {
+        release() {
+          const left = (syncInFlight.get(project) ?? 1) - 1;
+          if (left === 0) syncInFlight.delete(project);
+          else syncInFlight.set(project, left);
+        },
+      };
+    },
     startDelivery: (input, bodyTag) =>
       start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag),
     recordStream: (record) =>
@@ -142,7 +167,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       const deadline = Date.now() + budget * 1000;
       while (Date.now() < deadline) {
         const response = await options
-          .fetch(closed, { headers, signal })
+          .syncWaitFetch(closed, { headers, signal })
           .catch((error: unknown) => error as Error);
         // A caller that hung up is no failure of Temporal's: nothing to log.
         if (signal.aborted) throw new RelayError("unavailable", "the caller left");
