@@ -53,7 +53,7 @@ function targetFetch(rules: TargetRules): typeof fetch {
   void (async () => {
     for await (const conn of gate) {
       // A refused or unreachable target: the connection closes and the fetch fails unreachable.
-      passThrough(conn, rules).catch(() => conn.close());
+      passThrough(conn, rules).catch(() => closeQuietly(conn));
     }
   })();
   const { port } = gate.addr;
@@ -96,13 +96,18 @@ async function passThrough(conn: Conn, rules: TargetRules): Promise<void> {
     port: Number(url.port || (tunnel ? 443 : 80)),
   });
   const toUpstream = upstream.writable.getWriter();
-  if (tunnel) {
-    const toCaller = conn.writable.getWriter();
-    await toCaller.write(new TextEncoder().encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
-    toCaller.releaseLock();
-    await toUpstream.write(buffered.subarray(headEnd + HEAD_END.length));
-  } else {
-    await toUpstream.write(buffered);
+  try {
+    if (tunnel) {
+      const toCaller = conn.writable.getWriter();
+      await toCaller.write(new TextEncoder().encode("HTTP/1.1 200 Connection Established\r\n\r\n"));
+      toCaller.releaseLock();
+      await toUpstream.write(buffered.subarray(headEnd + HEAD_END.length));
+    } else {
+      await toUpstream.write(buffered);
+    }
+  } catch (error) {
+    closeQuietly(upstream);
+    throw error;
   }
   toUpstream.releaseLock();
   reader.releaseLock();
@@ -110,6 +115,15 @@ async function passThrough(conn: Conn, rules: TargetRules): Promise<void> {
     conn.readable.pipeTo(upstream.writable),
     upstream.readable.pipeTo(conn.writable),
   ]).catch(() => {});
+}
+
+/** Closes a connection that may already be closed. */
+function closeQuietly(conn: Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
 }
 
 function indexOf(bytes: Uint8Array, pattern: Uint8Array): number {
