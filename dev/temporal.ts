@@ -9,6 +9,7 @@ import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { searchAttributes } from "../core/temporal.ts";
 import { adopt, StartError, stopChild, waitFor } from "./processes.ts";
+import { type DynamicConfig, devServerFlags, temporalDynamicConfig } from "./temporal-config.ts";
 
 const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";
 
@@ -83,10 +84,18 @@ export interface RunningTemporal {
   stop(): Promise<void>;
 }
 
+export interface DevServerOptions {
+  /** Relay's tuned values unless given (the bench passes Temporal's defaults to compare). */
+  dynamicConfig?: DynamicConfig;
+  /** Serves the server's Prometheus metrics on this port (the bench reads them). */
+  metricsPort?: number;
+}
+
 export async function startTemporalDevServer(
   cli: string,
   dir: string,
   ports: TemporalPorts,
+  options: DevServerOptions = {},
 ): Promise<RunningTemporal> {
   await mkdir(dir, { recursive: true });
   const args = [
@@ -104,11 +113,8 @@ export async function startTemporalDevServer(
     String(ports.ui),
     "--log-level",
     "warn",
-    // The dev server's SQLite store runs on one connection; WAL keeps readers off writers.
-    "--sqlite-pragma",
-    "journal_mode=wal",
-    "--sqlite-pragma",
-    "synchronous=normal",
+    ...devServerFlags(options.dynamicConfig ?? temporalDynamicConfig),
+    ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
     ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
   ];
   const child = adopt(spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] }));
