@@ -15,6 +15,11 @@ import { freeStackPorts, startStack } from "../dev/stack.ts";
 import { sha256 } from "../edge/adapters/node.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import { EdgeState } from "../edge/state.ts";
+import { quick, runBench } from "./harness.ts";
+
+/** Calls per in-process measurement, and per control-plane RPC measurement. */
+const calls = quick ? 5_000 : 50_000;
+const rpcCalls = quick ? 300 : 3_000;
 
 interface Result {
   name: string;
@@ -45,13 +50,17 @@ async function measure(name: string, calls: number, run: () => Promise<unknown>)
   };
 }
 
-const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
-const stack = await startStack({
-  dir,
-  ports: await freeStackPorts(),
-  output: join(dir, "stack.log"),
-});
-try {
+await runBench(async (cleanup) => {
+  const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  // Stopped even when the bench is interrupted while the stack is still starting.
+  const starting = startStack({
+    dir,
+    ports: await freeStackPorts(),
+    output: join(dir, "stack.log"),
+  });
+  cleanup.add(async () => (await starting.catch(() => null))?.stop());
+  const stack = await starting;
   const call = async (token: string, path: string, body: unknown) => {
     const response = await fetch(`${stack.controlUrl}${path}`, {
       method: "POST",
@@ -81,12 +90,14 @@ try {
   const hash = await hashSecret(key);
 
   const results = [
-    await measure("baseline: SHA-256 of the key (node:crypto)", 50_000, async () => sha256(key)),
-    await measure("cached: hash + edge cache (Node adapter)", 50_000, () =>
+    await measure("baseline: SHA-256 of the key (node:crypto)", calls, async () => sha256(key)),
+    await measure("cached: hash + edge cache (Node adapter)", calls, () =>
       state.key("bench", sha256(key)),
     ),
-    await measure("Web Crypto digest alone (the core's default)", 50_000, () => hashSecret(key)),
-    await measure("uncached: ResolveKey RPC", 3_000, () => controlPlane.resolveKey("bench", hash)),
+    await measure("Web Crypto digest alone (the core's default)", calls, () => hashSecret(key)),
+    await measure("uncached: ResolveKey RPC", rpcCalls, () =>
+      controlPlane.resolveKey("bench", hash),
+    ),
   ];
   state.stop();
 
@@ -105,7 +116,4 @@ try {
     JSON.stringify({ at: new Date(), results }, null, 2),
   );
   console.log("\nwrote bench/results/key-verification.json");
-} finally {
-  await stack.stop();
-  await rm(dir, { recursive: true, force: true });
-}
+});

@@ -8,8 +8,10 @@
  * (d) the async hot path while /metrics is scraped every second and every 100 ms, against the
  *     same load before and after without scrapes (the spread of those two shows the noise).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
+ * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,39 +20,50 @@ import { request } from "undici";
 import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
-import { logFile, ManagedProcess, waitFor } from "../dev/processes.ts";
+import { logFile, ManagedProcess, stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { type Cleanup, quick, requireTools, runBench } from "./harness.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
-const seconds = Number(process.env.BENCH_SECONDS ?? 8);
-const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? 60);
-const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? 30);
+const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 2 : 8));
+const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 4 : 60));
+const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
+/** Connections for throughput, sustained load and concurrent starts. */
+const connections = quick ? 4 : 16;
 const wallClock = () => performance.timeOrigin + performance.now();
 const percentile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 };
 
-const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
-const stack = await startStack({
-  dir,
-  ports: await freeStackPorts(),
-  output: join(dir, "stack.log"),
-});
-const [targetPort = 0, nginxPort = 0] = await freePorts(2);
-const target = new ManagedProcess(
-  {
-    name: "target",
-    entry: "bench/target.ts",
-    readyLine: "bench target listening",
-    env: { BENCH_TARGET_PORT: String(targetPort) },
-  },
-  logFile(join(dir, "target.log")),
-);
-let nginx: ChildProcess | undefined;
-try {
+await runBench(async (cleanup) => {
+  await requireTools([
+    { command: "nginx", debianPackage: "nginx" },
+    { command: "wrk", debianPackage: "wrk" },
+  ]);
+  const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  // Stopped even when the bench is interrupted while the stack is still starting.
+  const starting = startStack({
+    dir,
+    ports: await freeStackPorts(),
+    output: join(dir, "stack.log"),
+  });
+  cleanup.add(async () => (await starting.catch(() => null))?.stop());
+  const stack = await starting;
+  const [targetPort = 0, nginxPort = 0] = await freePorts(2);
+  const target = new ManagedProcess(
+    {
+      name: "target",
+      entry: "bench/target.ts",
+      readyLine: "bench target listening",
+      env: { BENCH_TARGET_PORT: String(targetPort) },
+    },
+    logFile(join(dir, "target.log")),
+  );
+  cleanup.add(() => target.stop());
   await target.start();
-  nginx = await startNginx(dir, nginxPort, targetPort);
+  await startNginx(cleanup, dir, nginxPort, targetPort);
   const { slug, key } = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
   const edgeHost = `${slug}.localhost`;
   const auth = `Bearer ${key}`;
@@ -67,7 +80,7 @@ try {
     const options = { seconds, ...(host && { host, auth }) };
     sync[name] = {
       latency: await wrk(dir, url, { ...options, connections: 1 }),
-      throughput: await wrk(dir, url, { ...options, connections: 16 }),
+      throughput: await wrk(dir, url, { ...options, connections }),
     };
   }
 
@@ -86,19 +99,30 @@ try {
 
   // (b) async 202s against raw starts of the same workflow on the same server.
   const edgeAsync = await wrk(dir, `${stack.edgeUrl}/v1/async`, {
-    connections: 16,
+    connections,
     seconds,
     host: edgeHost,
     auth,
   });
-  const rawStarts = await rawStartRate(stack.temporal.address, slug, targetPort, 16, seconds);
+  const rawStarts = await rawStartRate(
+    stack.temporal.address,
+    slug,
+    targetPort,
+    connections,
+    seconds,
+  );
 
   // (c) the edge's memory over a sustained async load.
   const edgePid = stack.processes.edge.child?.pid as number;
-  await wrk(dir, `${stack.edgeUrl}/v1/async`, { connections: 8, seconds: 5, host: edgeHost, auth });
+  await wrk(dir, `${stack.edgeUrl}/v1/async`, {
+    connections: connections / 2,
+    seconds: quick ? 1 : 5,
+    host: edgeHost,
+    auth,
+  });
   const rssBefore = await rssKb(edgePid);
   const sustained = await wrk(dir, `${stack.edgeUrl}/v1/async`, {
-    connections: 8,
+    connections: connections / 2,
     seconds: memorySeconds,
     host: edgeHost,
     auth,
@@ -107,7 +131,7 @@ try {
 
   // (d) scrapes beside the hot path.
   const asyncLoad = () =>
-    wrk(dir, `${stack.edgeUrl}/v1/async`, { connections: 16, seconds, host: edgeHost, auth });
+    wrk(dir, `${stack.edgeUrl}/v1/async`, { connections, seconds, host: edgeHost, auth });
   const scrapedEvery = async (intervalMs: number) => {
     const scraper = scrapeEvery(`${stack.edgeUrl}/metrics`, intervalMs);
     const load = await asyncLoad();
@@ -130,14 +154,14 @@ try {
   await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/relay.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/relay.json");
-} finally {
-  nginx?.kill("SIGTERM");
-  await target.stop();
-  await stack.stop();
-  await rm(dir, { recursive: true, force: true });
-}
+});
 
-async function startNginx(dir: string, port: number, upstreamPort: number): Promise<ChildProcess> {
+async function startNginx(
+  cleanup: Cleanup,
+  dir: string,
+  port: number,
+  upstreamPort: number,
+): Promise<void> {
   const conf = join(dir, "nginx.conf");
   await mkdir(join(dir, "nginx-logs"), { recursive: true });
   await writeFile(
@@ -163,9 +187,17 @@ http {
 }
 `,
   );
-  const child = spawn("nginx", ["-p", dir, "-c", conf, "-g", "daemon off;"], { stdio: "ignore" });
-  await waitFor(async () => !(await portFree(port)), 10_000);
-  return child;
+  const child: ChildProcess = spawn("nginx", ["-p", dir, "-c", conf, "-g", "daemon off;"], {
+    stdio: "ignore",
+  });
+  // A spawn that fails (no binary, no permission) is an error to report, not an uncaught event.
+  await once(child, "spawn");
+  cleanup.add(() => stopChild(child));
+  await waitFor(async () => {
+    if (child.exitCode !== null)
+      throw new Error(`nginx exited (${child.exitCode}); see ${dir}/nginx-logs`);
+    return !(await portFree(port));
+  }, 10_000);
 }
 
 async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
@@ -329,8 +361,10 @@ function printReport(r: {
 }) {
   const f = (n: number) => n.toFixed(2);
   const base = r.sync.direct?.latency as WrkResult;
-  console.log("\n(a) sync, 1 connection for latency, 16 for throughput (wrk)\n");
-  console.log("| path | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s (c16) | errors |");
+  console.log(`\n(a) sync, 1 connection for latency, ${connections} for throughput (wrk)\n`);
+  console.log(
+    `| path | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s (c${connections}) | errors |`,
+  );
   console.log("|---|---|---|---|---|---|---|");
   for (const [name, { latency, throughput }] of Object.entries(r.sync)) {
     console.log(
@@ -355,7 +389,7 @@ function printReport(r: {
     );
   }
   const { edgeAsync, rawStarts } = r.async;
-  console.log("\n(b) async, 16 connections / 16 concurrent starts\n");
+  console.log(`\n(b) async, ${connections} connections / ${connections} concurrent starts\n`);
   console.log("| path | per second | p50 ms | p99 ms |");
   console.log("|---|---|---|---|");
   console.log(
@@ -379,7 +413,7 @@ function printReport(r: {
     requestsPerSecond: (a1.requestsPerSecond + a2.requestsPerSecond) / 2,
     p99Ms: (a1.p99Ms + a2.p99Ms) / 2,
   };
-  console.log("\n(d) async hot path, 16 connections, while /metrics is scraped\n");
+  console.log(`\n(d) async hot path, ${connections} connections, while /metrics is scraped\n`);
   console.log(
     "| run | scrapes | req/s | p50 ms | p99 ms | req/s vs no scrapes | p99 vs no scrapes |",
   );

@@ -1,0 +1,27 @@
+/**
+ * Bare workflows for the Temporal ceiling probe (bench/temporal-ceiling.ts), one per shape: they
+ * do nothing but the round trips their shape costs Temporal, so their rate is the server's.
+ */
+import { proxyActivities, proxyLocalActivities } from "@temporalio/workflow";
+import type * as activities from "./ceiling-activities.ts";
+
+const { noop } = proxyActivities<typeof activities>({ startToCloseTimeout: "10 seconds" });
+const local = proxyLocalActivities<typeof activities>({ startToCloseTimeout: "10 seconds" });
+
+export async function noActivity(): Promise<void> {}
+
+export async function oneLocalActivity(): Promise<void> {
+  await local.noop();
+}
+
+export async function oneActivity(): Promise<void> {
+  await noop();
+}
+
+/** The shape of `deliverRequest` today: a local activity, then three activities in turn. */
+export async function localAndThreeActivities(): Promise<void> {
+  await local.noop();
+  await noop();
+  await noop();
+  await noop();
+}

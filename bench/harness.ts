@@ -1,0 +1,86 @@
+/**
+ * What every bench shares: the tools it needs, checked before anything starts; everything it
+ * started, stopped however it ends (an error, Ctrl-C, SIGTERM); and BENCH_QUICK=1, short runs
+ * with fewer connections for a developer's loop.
+ */
+import { access, constants } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+
+export const quick = process.env.BENCH_QUICK === "1";
+
+/** A failure the user can fix: printed as its message alone. */
+class BenchError extends Error {}
+
+export interface Tool {
+  command: string;
+  /** The Debian package that installs it. */
+  debianPackage: string;
+}
+
+async function onPath(command: string): Promise<boolean> {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const found = await access(join(dir, command), constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (found) return true;
+  }
+  return false;
+}
+
+/** Fails, naming the packages to install, when any of `tools` is not on PATH. */
+export async function requireTools(tools: Tool[]): Promise<void> {
+  const missing: Tool[] = [];
+  for (const tool of tools) if (!(await onPath(tool.command))) missing.push(tool);
+  if (missing.length === 0) return;
+  const packages = [...new Set(missing.map((tool) => tool.debianPackage))].join(" ");
+  throw new BenchError(
+    [
+      `The bench needs ${missing.map((tool) => `\`${tool.command}\``).join(" and ")} on PATH. On Debian or Ubuntu:`,
+      `  apt-get install -y ${packages}`,
+    ].join("\n"),
+  );
+}
+
+export interface Cleanup {
+  /** Runs `stop` when the bench ends, last added first. */
+  add(stop: () => Promise<void>): void;
+}
+
+/**
+ * Runs `main`, then stops what it registered, also on SIGINT/SIGTERM and uncaught errors. The
+ * process exits non-zero when the bench failed or was interrupted.
+ */
+export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promise<void> {
+  const stops: (() => Promise<void>)[] = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = () => {
+    stopping ??= (async () => {
+      for (const stop of stops.reverse()) await stop().catch((error) => console.error(error));
+    })();
+    return stopping;
+  };
+  const fail = (error: unknown) => {
+    console.error(error instanceof BenchError ? error.message : error);
+    process.exitCode = 1;
+  };
+  const exitAfterStopping = (code: number) => () => {
+    process.exitCode = code;
+    console.error("\nbench interrupted; stopping what it started...");
+    void stopAll().then(() => process.exit(code));
+  };
+  process.once("SIGINT", exitAfterStopping(130));
+  process.once("SIGTERM", exitAfterStopping(143));
+  process.once("uncaughtException", (error) => {
+    fail(error);
+    void stopAll().then(() => process.exit(1));
+  });
+  try {
+    await main({ add: (stop) => stops.push(stop) });
+  } catch (error) {
+    fail(error);
+  } finally {
+    await stopAll();
+  }
+}
