@@ -8,6 +8,13 @@ export type JsonValue =
   | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 
+/** A project's slug is a DNS label: the first label of its inbound host. */
+export const PROJECT_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export function isProjectSlug(value: string): boolean {
+  return PROJECT_SLUG.test(value);
+}
+
 export const plans = ["free", "paid"] as const;
 export type Plan = (typeof plans)[number];
 

@@ -17,10 +17,10 @@ import { forwardableHeaders } from "../core/headers.ts";
 import { idempotencyKeyProblem, idempotent } from "../core/idempotency.ts";
 import { type Cidr, cidrContains, clientAddress } from "../core/ip.ts";
 import { type KeyState, keyState } from "../core/keys.ts";
-import type { Endpoint, KeyRecord } from "../core/model.ts";
+import { type Endpoint, isProjectSlug, type KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
-import { hashSecret } from "../core/secrets.ts";
+import { hashSecret, isWellFormedApiKey } from "../core/secrets.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { ResolveHost, TargetRules } from "../core/targets.ts";
 import type { ProjectState } from "./control.ts";
@@ -107,11 +107,17 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       }
       const url = new URL(request.url);
       const project = projectOf(request.headers.get("host") ?? url.host);
+      const source = clientAddress(
+        conn.remoteAddress,
+        request.headers.get("x-forwarded-for"),
+        trustedProxies,
+      );
       const { key, state } = await authenticate(
         deps,
         hashKey,
         project,
         request.headers.get("authorization"),
+        source ? sourceOf(source) : conn.remoteAddress,
       );
       if (state === "expired_grace") {
         headers.set("x-relay-key-status", "expired_grace");
@@ -121,7 +127,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
       const endpointName = `${endpoint.line}/${endpoint.path}`;
       found.project = project;
       found.endpoint = endpointName;
-      const compiled = runtime.compile(project, endpoint);
+      const compiled = runtime.compile(endpoint);
       const limit = endpoint.rateLimit ?? projectState.defaultRateLimit;
       const rate = (consume: boolean) => {
         const decision = runtime.rate(project, endpoint, limit, Date.now(), consume);
@@ -158,6 +164,13 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     } catch (cause) {
       const error = RelayError.from(cause);
       if (error.code === "internal") deps.logError({ err: cause }, "internal error");
+      // Too many unknown keys from one source, or lookups in flight: worth a retry shortly.
+      if (
+        (error.code === "rate_limited" || error.code === "unavailable") &&
+        !headers.has("retry-after")
+      ) {
+        headers.set("retry-after", "1");
+      }
       return json(error.status, error.toBody(), headers);
     }
   }
@@ -300,29 +313,54 @@ function deliveryInput(
   };
 }
 
-/** The project is the first label of the Host header: `{project}.{domain}`. */
+/**
+ * The project is the first label of the Host header: `{project}.{domain}`. A Host that is not a
+ * host (a port of 99999, `%00`, a path) or names no project (an IP address) is a bad request;
+ * a first label that cannot be a slug is an unknown project, refused by `authenticate`.
+ */
 function projectOf(host: string): string {
-  const hostname = host.replace(/:\d+$/, "").toLowerCase();
+  const bad = new RelayError("bad_request", "the Host header is not a valid host");
+  const [, name = "", port] = /^([^:]+|\[[^\]]*\])(?::(\d{1,5}))?$/.exec(host) ?? [];
+  if (!name || Number(port ?? 0) > 65_535) throw bad;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${name}`).hostname;
+  } catch {
+    throw bad;
+  }
+  // The URL parser rewrites what is not a plain name (escapes, IPv4 shorthands, Unicode).
+  if (hostname !== name.toLowerCase()) throw bad;
+  if (hostname.startsWith("[") || /^[\d.]+$/.test(hostname)) {
+    throw new RelayError("bad_request", "the Host header must name a project: {project}.{domain}");
+  }
   return hostname.split(".")[0] ?? "";
 }
 
+/** Who a key lookup is counted against: an IPv4 address, or an IPv6 /64 (one subscriber's). */
+function sourceOf(address: { version: 4 | 6; value: bigint }): string {
+  return address.version === 4 ? `4:${address.value}` : `6:${address.value >> 64n}`;
+}
+
 /**
- * Every failure answers the same 401 after the same work: a missing, malformed or unknown key,
- * a key of another project, and an unknown project are indistinguishable to the caller.
+ * Every failure answers the same 401: a missing, malformed or unknown key, a key of another
+ * project, and an unknown project are indistinguishable to the caller. A well-formed key for a
+ * well-formed project always costs one hash and one lookup, found or not; a key or project that
+ * cannot exist is refused before either, so it fills no cache and reaches no control plane.
  */
 async function authenticate(
   deps: EdgeDeps,
   hashKey: NonNullable<EdgeDeps["hashKey"]>,
   project: string,
   authorization: string | null,
+  source: string,
 ): Promise<{ key: KeyRecord; state: KeyState }> {
   // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
   const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
-  const key = await deps.state.key(project, await hashKey(presented));
+  const wrongKey = new RelayError("invalid_or_missing_key", "missing or invalid API key");
+  if (!isWellFormedApiKey(presented) || !isProjectSlug(project)) throw wrongKey;
+  const key = await deps.state.key(project, await hashKey(presented), source);
   const state = key ? keyState(key, deps.state.now()) : null;
-  if (!key || state === null) {
-    throw new RelayError("invalid_or_missing_key", "missing or invalid API key");
-  }
+  if (!key || state === null) throw wrongKey;
   if (state === "revoked") throw new RelayError("key_revoked", "this API key was revoked");
   if (state === "expired") throw new RelayError("key_expired", "this API key has expired");
   return { key, state };
@@ -390,7 +428,7 @@ function checkPayload(
       throw new RelayError("unsupported_media_type", "the body is not valid JSON");
     }
   }
-  const problems = validate?.(payload) ?? [];
+  const problems = validate?.(payload, body.byteLength) ?? [];
   if (problems.length > 0) {
     throw new RelayError(
       "validation_failed",

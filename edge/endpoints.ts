@@ -1,6 +1,6 @@
 /**
- * What the edge derives from an endpoint's config, once per endpoint version: its compiled
- * payload validator and parsed allowlist, and its rate-limit bucket (per edge instance).
+ * What the edge derives from an endpoint's config: its compiled payload validator and parsed
+ * allowlist, and its rate-limit bucket (per edge instance).
  */
 import { type Cidr, parseCidr } from "../core/ip.ts";
 import type { Endpoint, RateLimit } from "../core/model.ts";
@@ -8,26 +8,32 @@ import { type Bucket, type RateDecision, takeToken } from "../core/rate-limit.ts
 import { compileSchema, type PayloadValidator } from "../core/schema.ts";
 
 export interface CompiledEndpoint {
-  version: number;
   validate: PayloadValidator | null;
   allowlist: Cidr[];
 }
 
 export class EndpointRuntime {
-  private readonly compiled = new Map<string, CompiledEndpoint>();
+  /**
+   * By the endpoint's own object: the project state is fetched again after every routing change,
+   * so an edited, or deleted and recreated, endpoint is a new object (a version number restarts
+   * at 1 when an endpoint is recreated), and the old one's compilation goes with it.
+   */
+  private readonly compiled = new WeakMap<Endpoint, CompiledEndpoint>();
   private readonly buckets = new Map<string, Bucket>();
 
-  /** Compiled at most once per endpoint version; a new version replaces the old. */
-  compile(project: string, endpoint: Endpoint): CompiledEndpoint {
-    const id = endpointId(project, endpoint);
-    const cached = this.compiled.get(id);
-    if (cached?.version === endpoint.version) return cached;
+  /** `maxBuckets`: kept at most; the least recently used go first (a dropped one starts full). */
+  constructor(private readonly maxBuckets = 100_000) {}
+
+  compile(endpoint: Endpoint): CompiledEndpoint {
+    const cached = this.compiled.get(endpoint);
+    if (cached) return cached;
     const fresh: CompiledEndpoint = {
-      version: endpoint.version,
-      validate: endpoint.schema ? compileSchema(endpoint.schema) : null,
+      validate: endpoint.schema
+        ? unenforceableOr(() => compileSchema(endpoint.schema ?? {}))
+        : null,
       allowlist: endpoint.ipAllowlist.flatMap((text) => parseCidr(text) ?? []),
     };
-    this.compiled.set(id, fresh);
+    this.compiled.set(endpoint, fresh);
     return fresh;
   }
 
@@ -39,13 +45,32 @@ export class EndpointRuntime {
     nowMs: number,
     consume: boolean,
   ): RateDecision {
-    const id = endpointId(project, endpoint);
+    const id = `${project}/${endpoint.line}/${endpoint.path}`;
     const decision = takeToken(this.buckets.get(id), limit, nowMs);
-    if (consume) this.buckets.set(id, decision.bucket);
-    return consume ? decision : { ...decision, remaining: Math.floor(decision.bucket.tokens + 1) };
+    if (!consume) return { ...decision, remaining: Math.floor(decision.bucket.tokens + 1) };
+    // Re-inserted, so the map's order is least recently used first.
+    this.buckets.delete(id);
+    this.buckets.set(id, decision.bucket);
+    if (this.buckets.size > this.maxBuckets) {
+      this.buckets.delete(this.buckets.keys().next().value as string);
+    }
+    return decision;
   }
 }
 
-function endpointId(project: string, endpoint: Endpoint): string {
-  return `${project}/${endpoint.line}/${endpoint.path}`;
+/**
+ * A schema saved before a bound it breaks (an RE2-incompatible pattern, say) cannot be
+ * enforced; its endpoint refuses payloads, saying so, rather than failing every call with a 500.
+ */
+function unenforceableOr(compile: () => PayloadValidator): PayloadValidator {
+  try {
+    return compile();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const detail = {
+      path: "/",
+      message: `the endpoint's schema cannot be enforced (${reason.slice(0, 150)}); its owner must save it again`,
+    };
+    return () => [detail];
+  }
 }

@@ -85,3 +85,54 @@ test("a control plane that cannot answer a miss is 503 unavailable, not 500", as
   await expect(state.key("acme", hash(3))).rejects.toMatchObject({ code: "unavailable" });
   state.stop();
 });
+
+test("one source's misses are capped; its cached keys and other sources still pass", async () => {
+  const plane = scripted();
+  let now = 0;
+  const state = new EdgeState({
+    control: plane.control,
+    edgeId: "t",
+    leaseMs: 60_000,
+    monotonic: () => now,
+    missesPerSource: { requestsPerSecond: 1, burst: 2 },
+  });
+  const ready = state.start();
+  await plane.send([]);
+  await ready;
+  const miss = (byte: number, source: string) => {
+    const found = state.key("acme", hash(byte), source);
+    plane.answer(null);
+    return found;
+  };
+  await miss(10, "flood");
+  await miss(11, "flood");
+  await expect(state.key("acme", hash(12), "flood")).rejects.toMatchObject({
+    code: "rate_limited",
+  });
+  expect(plane.lookups()).toBe(2); // the refused miss never reached the control plane
+  await miss(13, "someone else");
+  expect(await state.key("acme", hash(10), "flood")).toBeNull(); // cached: no budget needed
+  now += 1000; // one miss earned back
+  await miss(14, "flood");
+  expect(plane.lookups()).toBe(4);
+  state.stop();
+});
+
+test("lookups in flight are capped, so misses cannot crowd out the lease's acks", async () => {
+  const plane = scripted();
+  const state = new EdgeState({
+    control: plane.control,
+    edgeId: "t",
+    leaseMs: 60_000,
+    maxLookupsInFlight: 1,
+  });
+  const ready = state.start();
+  await plane.send([]);
+  await ready;
+  const first = state.key("acme", hash(20), "a");
+  await expect(state.key("acme", hash(21), "b")).rejects.toMatchObject({ code: "unavailable" });
+  plane.answer(null);
+  await first;
+  expect(plane.lookups()).toBe(1);
+  state.stop();
+});

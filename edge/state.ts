@@ -5,7 +5,8 @@
  * longer than RELAY_EDGE_LEASE_MS) it fails closed until it has caught up again.
  */
 import { RelayError } from "../core/errors.ts";
-import type { KeyRecord } from "../core/model.ts";
+import type { KeyRecord, RateLimit } from "../core/model.ts";
+import { type Bucket, takeToken } from "../core/rate-limit.ts";
 import type { ChangeBatch, ControlPlane, ProjectState } from "./control.ts";
 
 export interface EdgeStateOptions {
@@ -18,7 +19,14 @@ export interface EdgeStateOptions {
   monotonic?: () => number;
   /** Told of each key verification: answered from the cache or not. */
   onKeyLookup?: (cached: boolean) => void;
+  /** Cache misses each source may cause; past it, its misses are refused (429) until refilled. */
+  missesPerSource?: RateLimit;
+  /** Control-plane lookups in flight at most, so misses never crowd out the lease's acks. */
+  maxLookupsInFlight?: number;
 }
+
+/** Sources whose miss budget is tracked, at most; a dropped one starts with a full budget. */
+const MAX_SOURCES = 10_000;
 
 const RECONNECT_MS = 200;
 
@@ -36,6 +44,8 @@ export class EdgeState {
   private readonly abort = new AbortController();
   private readonly monotonic: () => number;
   private readonly maxKeys: number;
+  /** Each source's miss budget, least recently used first. */
+  private readonly missBudgets = new Map<string, Bucket>();
 
   constructor(private readonly options: EdgeStateOptions) {
     this.monotonic = options.monotonic ?? (() => performance.now());
@@ -45,7 +55,12 @@ export class EdgeState {
   /** The control plane's clock (real time, plus the dev clock's offset when enabled). */
   now = (): Date => new Date(Date.now() + this.clockOffsetMs);
 
-  async key(project: string, keyHash: Uint8Array): Promise<KeyRecord | null> {
+  /** `source`: who asks (an address), charged for a miss. */
+  async key(
+    project: string,
+    keyHash: Uint8Array,
+    source = "unattributed",
+  ): Promise<KeyRecord | null> {
     this.requireLease();
     const id = keyId(project, keyHash);
     const hit = this.keys.has(id);
@@ -57,12 +72,33 @@ export class EdgeState {
       this.keys.set(id, cached);
       return cached;
     }
+    this.chargeMiss(source);
     const key = await this.lookup(id, () => this.options.control.resolveKey(project, keyHash));
     if (key.fresh) {
       this.keys.set(id, key.value);
       if (this.keys.size > this.maxKeys) this.keys.delete(this.keys.keys().next().value as string);
     }
     return key.value;
+  }
+
+  /** Random keys from one source cost it, not the control plane nor other callers. */
+  private chargeMiss(source: string): void {
+    const limit = this.options.missesPerSource ?? { requestsPerSecond: 20, burst: 200 };
+    const decision = takeToken(this.missBudgets.get(source), limit, this.monotonic());
+    this.missBudgets.delete(source);
+    this.missBudgets.set(source, decision.bucket);
+    if (this.missBudgets.size > MAX_SOURCES) {
+      this.missBudgets.delete(this.missBudgets.keys().next().value as string);
+    }
+    if (!decision.allowed) {
+      throw new RelayError(
+        "rate_limited",
+        "too many unknown API keys from this address; retry later",
+      );
+    }
+    if (this.inflight >= (this.options.maxLookupsInFlight ?? 32)) {
+      throw new RelayError("unavailable", "this edge is busy looking up keys; retry");
+    }
   }
 
   async project(slug: string): Promise<ProjectState | null> {

@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { type LookupAddress, lookup } from "node:dns";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { LookupFunction } from "node:net";
-import { Readable } from "node:stream";
 import { Agent, buildConnector } from "undici";
+import { RelayError } from "../../core/errors.ts";
 import { answersProblem, literalAddress, type TargetRules } from "../../core/targets.ts";
 import type { EdgeDeps, EdgeHandler } from "../app.ts";
 
@@ -76,27 +76,23 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
   res.once("close", () => {
     if (!res.writableFinished) abort.abort();
   });
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
-  }
-  const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, {
-    method: req.method ?? "GET",
-    headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
-    signal: abort.signal,
-    // @ts-expect-error: Node's fetch needs `duplex` for a streamed body; lib.dom lacks it.
-    duplex: "half",
-  });
-  const response = await handler(request, { remoteAddress: req.socket.remoteAddress ?? "" });
+  const request = toRequest(req, abort.signal);
+  const response =
+    request instanceof RelayError
+      ? refusal(request)
+      : await handler(request, { remoteAddress: req.socket.remoteAddress ?? "" });
   const out: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     out[name] = name === "set-cookie" ? response.headers.getSetCookie() : value;
   });
   // Answered before the body was read (413, 401...): the socket holds unread bytes, so it
-  // cannot carry another request.
-  if (!req.complete) out.connection = "close";
+  // cannot carry another request. They are read first, within bounds: a caller that writes its
+  // whole body before reading (Node's http.request, Python's http.client) would otherwise meet
+  // a reset, never the answer (nginx's lingering close does the same).
+  if (!req.complete) {
+    out.connection = "close";
+    await drain(req);
+  }
   res.writeHead(response.status, out);
   if (!response.body) {
     res.end();
@@ -127,5 +123,107 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
     };
     res.on("drain", done);
     res.on("close", done);
+  });
+}
+
+/**
+ * The Request the handler sees. Only an origin-form target (`/path`) is relayed: the project
+ * comes from the Host header, which the handler checks; an absolute-form or `*` target, or a
+ * method fetch refuses to carry (CONNECT, TRACE), is refused here.
+ */
+function toRequest(req: IncomingMessage, signal: AbortSignal): Request | RelayError {
+  const target = req.url ?? "/";
+  if (!target.startsWith("/")) {
+    return new RelayError(
+      "bad_request",
+      "the request target must be a path, such as /line/endpoint",
+    );
+  }
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
+  }
+  const method = req.method ?? "GET";
+  const hasBody = method !== "GET" && method !== "HEAD";
+  try {
+    // The URL's host is a placeholder: a Host header may be anything, and the handler reads it.
+    return new Request(`http://edge.invalid${target}`, {
+      method,
+      headers,
+      body: hasBody ? bodyOf(req) : null,
+      signal,
+      // @ts-expect-error: Node's fetch needs `duplex` for a streamed body; lib.dom lacks it.
+      duplex: "half",
+    });
+  } catch {
+    return new RelayError("method_not_allowed", "only POST is relayed");
+  }
+}
+
+function refusal(error: RelayError): Response {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (error.code === "method_not_allowed") headers.allow = "POST";
+  return new Response(JSON.stringify(error.toBody()), { status: error.status, headers });
+}
+
+/**
+ * The body as a web stream. Cancelling it (a 413, or an answer before the body) stops it without
+ * destroying the socket, which `drain` then empties so the caller can read the answer.
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let over = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on("data", (chunk: Buffer) => {
+        if (over) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.once("end", () => {
+        if (over) return;
+        over = true;
+        controller.close();
+      });
+      req.once("close", () => {
+        if (over) return;
+        over = true;
+        controller.error(new Error("the caller hung up"));
+      });
+      req.pause();
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      over = true;
+      req.pause();
+    },
+  });
+}
+
+/** What `drain` reads of an unread body at most, in bytes and in time, before closing anyway. */
+const DRAIN_BYTES = 64 * 1024 * 1024;
+const DRAIN_MS = 5_000;
+
+/** Reads and drops the rest of the body, within DRAIN_BYTES and DRAIN_MS. */
+function drain(req: IncomingMessage): Promise<void> {
+  return new Promise((done) => {
+    let read = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      req.off("data", count);
+      done();
+    };
+    const count = (chunk: Buffer) => {
+      read += chunk.byteLength;
+      if (read > DRAIN_BYTES) finish();
+    };
+    const timer = setTimeout(finish, DRAIN_MS);
+    // Nothing reads the body stream any more: its listener would only buffer what is dropped.
+    req.removeAllListeners("data");
+    req.on("data", count);
+    req.once("end", finish);
+    req.once("close", finish);
+    req.resume();
   });
 }

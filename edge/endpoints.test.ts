@@ -1,0 +1,32 @@
+import { expect, test } from "vitest";
+import type { Endpoint } from "../core/model.ts";
+import { EndpointRuntime } from "./endpoints.ts";
+
+const endpoint = (path: string, ipAllowlist: string[] = []): Endpoint => ({
+  line: "v1",
+  path,
+  targets: [],
+  ipAllowlist,
+  schema: null,
+  rateLimit: null,
+  version: 1,
+  updatedAt: new Date(0),
+});
+
+test("a recreated endpoint (its version back at 1) is compiled from its own config", () => {
+  const runtime = new EndpointRuntime();
+  const before = endpoint("z");
+  expect(runtime.compile(before).allowlist).toEqual([]);
+  expect(runtime.compile(before)).toBe(runtime.compile(before)); // once per endpoint
+  expect(runtime.compile(endpoint("z", ["203.0.113.0/24"])).allowlist).toHaveLength(1);
+});
+
+test("rate buckets are bounded: the least recently used is dropped and starts full", () => {
+  const runtime = new EndpointRuntime(2);
+  const limit = { requestsPerSecond: 0.001, burst: 1 };
+  const take = (path: string) => runtime.rate("acme", endpoint(path), limit, 0, true).allowed;
+  expect([take("a"), take("a")]).toEqual([true, false]);
+  expect([take("b"), take("c")]).toEqual([true, true]); // "a" was least recently used
+  expect(take("a")).toBe(true);
+  expect(take("c")).toBe(false); // still held
+});
