@@ -222,11 +222,11 @@ export function relayRoutes({ deps, notifier, clock }: ControlApp, limits: Messa
         };
       },
       async getProject(req, h) {
-        const { inboundUrl, workflowsUrl, ...project } = await projects.getProject(
+        const { inboundUrl, workflowsUrl, deliveryWarning, ...project } = await projects.getProject(
           ctxOf(h),
           req.project,
         );
-        return { project: projectOut(project), inboundUrl, workflowsUrl };
+        return { project: projectOut(project), inboundUrl, workflowsUrl, deliveryWarning };
       },
       async listProjects(_req, h) {
         const memberships = await projects.listProjects(ctxOf(h));

@@ -4,6 +4,7 @@ import { importSealingKey } from "../core/sealing.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { connectTemporal, runScheduledNow } from "../workflows/client.ts";
 import { changeNotifier } from "./api/changes.ts";
+import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
 import { devClock } from "./clock.ts";
 import { loadControlConfig } from "./config.ts";
@@ -36,6 +37,7 @@ const server = createControlServer(
         relayDomain: config.RELAY_EDGE_DOMAIN,
       },
       temporal: temporalClient,
+      taskQueue: taskQueueHealth(temporalClient),
       links: {
         edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
         workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,

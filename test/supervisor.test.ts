@@ -7,6 +7,7 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chromium } from "playwright-core";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { portFree } from "../dev/ports.ts";
@@ -122,7 +123,7 @@ test("kill -9 of the worker: a log line, a restart, and the call accepted meanwh
   expect(logged.status).toBe(200);
 }, 60_000);
 
-test("while no worker takes tasks, the edge's /readyz names the worker and a gauge says so", async () => {
+test("while no worker takes tasks, the edge's /readyz names the worker, a gauge says so, and the panel shows a banner", async () => {
   const p = await project();
   expect((await edgeOps("/readyz")).status).toBe(200);
   expect((await edgeOps("/metrics")).text).toContain("relay_edge_task_queue_worker_missing 0");
@@ -141,10 +142,35 @@ test("while no worker takes tasks, the edge's /readyz names the worker and a gau
     const metrics = (await edgeOps("/metrics")).text;
     expect(metrics).toContain("relay_edge_task_queue_worker_missing 1");
     expect(metrics).toMatch(/relay_edge_task_queue_backlog_age_seconds (1\d|[2-9]\d)/);
+
+    // The panel says it on every project page, from GetProject's delivery_warning.
+    const detail = await api(p.owner, "GET", p.base, undefined, stack.controlUrl);
+    expect(detail.body.deliveryWarning).toMatch(/tasks waited \d+ s with no worker polling/);
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      chromiumSandbox: false,
+      args: ["--disable-gpu", "--no-first-run"],
+    });
+    try {
+      const page = await browser.newPage({ baseURL: stack.controlUrl });
+      await page.goto("/");
+      await page.getByLabel("Member token").fill(p.owner);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      const banner = page.getByRole("alert", { name: "Deliveries are waiting" });
+      await banner.waitFor();
+      expect(await banner.textContent()).toContain("no worker is taking them");
+    } finally {
+      await browser.close();
+    }
   } finally {
     await stack.processes.worker.start();
   }
   await eventually(async () => (await edgeOps("/readyz")).status === 200);
+  await eventually(async () => {
+    const detail = await api(p.owner, "GET", p.base, undefined, stack.controlUrl);
+    return detail.body.deliveryWarning === "";
+  });
   await eventually(async () => sink.received.some((r) => r.body === '{"queued":true}'));
 }, 60_000);
 

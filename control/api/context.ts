@@ -3,6 +3,7 @@ import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { Plan, Role } from "../../core/model.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
+import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Caller } from "../auth.ts";
 import type { Sql } from "../db/client.ts";
 
@@ -17,6 +18,8 @@ export interface Deps {
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */
   temporal: () => Promise<Client>;
+  /** Whether a worker takes Relay's tasks (cached a few seconds). */
+  taskQueue: () => Promise<TaskQueueHealth>;
   /** Where people reach this deployment; the panel links to these. */
   links: DeploymentLinks;
 }

@@ -75,6 +75,8 @@ export interface ProjectDetail extends ProjectView {
   inboundUrl: string;
   /** The Temporal UI's workflow list; a request's workflow is "{workflowsUrl}/{requestId}". */
   workflowsUrl: string;
+  /** Why queued deliveries are not being taken (no worker); empty while they are. */
+  deliveryWarning: string;
 }
 
 export async function getProject(ctx: Ctx, slug: string): Promise<ProjectDetail> {
@@ -83,10 +85,13 @@ export async function getProject(ctx: Ctx, slug: string): Promise<ProjectDetail>
     select slug, name, plan, created_at from projects where id = ${access.projectId}`;
   if (!project) throw new RelayError("not_found", `no project '${slug}'`);
   const edge = ctx.links.edgeBaseUrl;
+  // Temporal not answering is no reason to fail the page; its own pages say so.
+  const queue = await ctx.taskQueue().catch(() => null);
   return {
     ...project,
     inboundUrl: `${edge.protocol}//${project.slug}.${edge.host}`,
     workflowsUrl: ctx.links.workflowsUrl,
+    deliveryWarning: queue?.problem && queue.backlogCount > 0 ? queue.problem : "",
   };
 }
 

@@ -1,7 +1,8 @@
 /** The panel's frame: providers, the signed-in projects, the navigation and the routes. */
-import { TransportProvider } from "@connectrpc/connect-query";
+import { TransportProvider, useQuery } from "@connectrpc/connect-query";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { type ReactNode, useEffect, useRef } from "react";
+import { ProjectService } from "../../gen/relay/v1/projects_pb.ts";
 import { retryable } from "./errors.ts";
 import { EndpointPage, NewEndpointPage } from "./pages/endpoint.tsx";
 import { EndpointsPage } from "./pages/endpoints.tsx";
@@ -93,6 +94,7 @@ function Routes() {
               memberships={memberships}
               current={membership}
             >
+              <DeliveryWarning project={membership.project} />
               {page(params)}
             </Frame>
           </TransportProvider>
@@ -104,6 +106,23 @@ function Routes() {
     <Frame title="Not found" memberships={memberships} current={membership}>
       <p>There is no such page. Pick one from the navigation.</p>
     </Frame>
+  );
+}
+
+/** While deliveries wait with no worker to take them: every project page says so. */
+function DeliveryWarning({ project }: { project: string }) {
+  const details = useQuery(
+    ProjectService.method.getProject,
+    { project },
+    { refetchInterval: 10_000 },
+  );
+  const warning = details.data?.deliveryWarning;
+  if (!warning) return null;
+  return (
+    <section className="notice notice-failed" role="alert" aria-label="Deliveries are waiting">
+      <strong>Deliveries are waiting: no worker is taking them.</strong> Calls are still accepted
+      and will be delivered once a worker runs. ({warning})
+    </section>
   );
 }
 
