@@ -40,10 +40,18 @@ export function createControlServer(app: ControlApp, limits = defaultServerLimit
   const panel = panelHandler();
   // The browser panel's pages first: none of its paths is an API path.
   const handler: typeof api = (req, res) => {
-    panel(req, res).then(
-      (answered) => answered || api(req, res),
-      () => api(req, res),
-    );
+    panel(req, res)
+      .then(
+        (answered) => answered || api(req, res),
+        () => api(req, res),
+      )
+      // connect-node parses the URL before anything can refuse it, and throws on a Host it
+      // cannot parse (an empty one): unhandled, that ended the process.
+      .catch(() => {
+        if (res.headersSent) return void res.destroy();
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end('{"error":{"code":"bad_request","message":"malformed request"}}');
+      });
   };
   const http1 = createHttp1Server(
     {
