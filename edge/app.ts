@@ -490,6 +490,16 @@ function setRateHeaders(headers: Headers, decision: RateDecision): void {
   headers.set("ratelimit-reset", String(decision.resetSeconds));
 }
 
+/** What a request target other than a path gets (`*`, `http://host/path`), from any adapter. */
+export const NOT_A_PATH = "the request target must be a path, such as /line/endpoint";
+
+/** The error body for a request an adapter refuses before the handler sees it. */
+export function errorAnswer(error: RelayError): Response {
+  const headers = new Headers();
+  if (error.code === "method_not_allowed") headers.set("allow", "POST");
+  return json(error.status, error.toBody(), headers);
+}
+
 function json(status: number, body: unknown, headers: Headers): Response {
   headers.set("content-type", "application/json");
   return new Response(JSON.stringify(body), { status, headers });

@@ -2,8 +2,9 @@
  * The edge on Deno: `deno run --allow-net --allow-env --allow-read --allow-sys=hostname edge/main.deno.ts`.
  * Deno's own fetch and Web Crypto; Deno.serve aborts a request's signal when its caller leaves.
  */
+import { RelayError } from "../core/errors.ts";
 import { answersProblem, literalAddress, type TargetRules } from "../core/targets.ts";
-import type { ConnInfo, EdgeHandler } from "./app.ts";
+import { type ConnInfo, type EdgeHandler, errorAnswer, NOT_A_PATH } from "./app.ts";
 import { bootEdge } from "./boot.ts";
 
 interface Conn {
@@ -140,6 +141,16 @@ const { config, handler, state, log } = await bootEdge(Deno.env.toObject(), {
   targetFetch,
 });
 const serve: EdgeHandler = handler;
+/**
+ * Deno builds an origin-form request's URL from the Host header as sent, and an absolute-form
+ * one's from its target, which would name another host than the Host the handler routes by.
+ * The Node adapter refuses every target but a path; so does this (Deno refuses `*` itself).
+ */
+function absoluteForm(request: Request): boolean {
+  const host = request.headers.get("host");
+  return host !== null && !request.url.startsWith(`http://${host}/`);
+}
+
 const server = Deno.serve(
   {
     port: config.RELAY_EDGE_PORT,
@@ -149,7 +160,10 @@ const server = Deno.serve(
       log.info({ runtime: "deno", url }, "edge listening");
     },
   },
-  (request, info) => serve(request, { remoteAddress: info.remoteAddr.hostname } satisfies ConnInfo),
+  (request, info) =>
+    absoluteForm(request)
+      ? Promise.resolve(errorAnswer(new RelayError("bad_request", NOT_A_PATH)))
+      : serve(request, { remoteAddress: info.remoteAddr.hostname } satisfies ConnInfo),
 );
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.addSignalListener(signal, () => {

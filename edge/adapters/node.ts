@@ -11,7 +11,7 @@ import type { LookupFunction } from "node:net";
 import { Agent, buildConnector } from "undici";
 import { RelayError } from "../../core/errors.ts";
 import { answersProblem, literalAddress, type TargetRules } from "../../core/targets.ts";
-import type { EdgeDeps, EdgeHandler } from "../app.ts";
+import { type EdgeDeps, type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
 
 /** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
 export function sha256(plaintext: string): Uint8Array {
@@ -79,7 +79,7 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
   const request = toRequest(req, abort.signal);
   const response =
     request instanceof RelayError
-      ? refusal(request)
+      ? errorAnswer(request)
       : await handler(request, { remoteAddress: req.socket.remoteAddress ?? "" });
   const out: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
@@ -134,10 +134,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request | RelayError {
   const target = req.url ?? "/";
   if (!target.startsWith("/")) {
-    return new RelayError(
-      "bad_request",
-      "the request target must be a path, such as /line/endpoint",
-    );
+    return new RelayError("bad_request", NOT_A_PATH);
   }
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -158,12 +155,6 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): Request | RelayEr
   } catch {
     return new RelayError("method_not_allowed", "only POST is relayed");
   }
-}
-
-function refusal(error: RelayError): Response {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (error.code === "method_not_allowed") headers.allow = "POST";
-  return new Response(JSON.stringify(error.toBody()), { status: error.status, headers });
 }
 
 /**
@@ -201,24 +192,32 @@ function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
   });
 }
 
-/** What `drain` reads of an unread body at most, in bytes and in time, before closing anyway. */
+/**
+ * What `drain` reads of an unread body at most, in bytes and in time, and how long it waits for
+ * the next bytes: a caller still writing keeps them coming; a stalled one (a 408) is not waited on.
+ */
 const DRAIN_BYTES = 64 * 1024 * 1024;
 const DRAIN_MS = 5_000;
+const DRAIN_IDLE_MS = 250;
 
-/** Reads and drops the rest of the body, within DRAIN_BYTES and DRAIN_MS. */
+/** Reads and drops the rest of the body, within DRAIN_BYTES, DRAIN_MS and DRAIN_IDLE_MS. */
 function drain(req: IncomingMessage): Promise<void> {
   return new Promise((done) => {
     let read = 0;
     const finish = () => {
-      clearTimeout(timer);
+      clearTimeout(total);
+      clearTimeout(idle);
       req.off("data", count);
       done();
     };
+    const total = setTimeout(finish, DRAIN_MS);
+    let idle = setTimeout(finish, DRAIN_IDLE_MS);
     const count = (chunk: Buffer) => {
       read += chunk.byteLength;
-      if (read > DRAIN_BYTES) finish();
+      if (read > DRAIN_BYTES) return finish();
+      clearTimeout(idle);
+      idle = setTimeout(finish, DRAIN_IDLE_MS);
     };
-    const timer = setTimeout(finish, DRAIN_MS);
     // Nothing reads the body stream any more: its listener would only buffer what is dropped.
     req.removeAllListeners("data");
     req.on("data", count);
