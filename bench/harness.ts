@@ -44,7 +44,7 @@ export async function requireTools(tools: Tool[]): Promise<void> {
 }
 
 export interface Cleanup {
-  /** Runs `stop` when the bench ends, last added first. */
+  /** Runs `stop` when the bench ends, last added first; after an interruption, throws. */
   add(stop: () => Promise<void>): void;
 }
 
@@ -57,15 +57,22 @@ export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promi
   let stopping: Promise<void> | undefined;
   const stopAll = () => {
     stopping ??= (async () => {
-      for (const stop of stops.reverse()) await stop().catch((error) => console.error(error));
+      // Last added first, including what is added while stopping (see `add`).
+      for (let stop = stops.pop(); stop; stop = stops.pop()) {
+        await stop().catch((error) => console.error(error));
+      }
     })();
     return stopping;
   };
+  let interrupted = false;
   const fail = (error: unknown) => {
+    // Once interrupted, what fails as its processes stop under it is no news.
+    if (interrupted) return;
     console.error(error instanceof BenchError ? error.message : error);
     process.exitCode = 1;
   };
   const exitAfterStopping = (code: number) => () => {
+    interrupted = true;
     process.exitCode = code;
     console.error("\nbench interrupted; stopping what it started...");
     void stopAll().then(() => process.exit(code));
@@ -77,7 +84,13 @@ export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promi
     void stopAll().then(() => process.exit(1));
   });
   try {
-    await main({ add: (stop) => stops.push(stop) });
+    await main({
+      add: (stop) => {
+        stops.push(stop);
+        // Interrupted: whatever comes next would start something only to stop it; main ends here.
+        if (interrupted) throw new BenchError("interrupted");
+      },
+    });
   } catch (error) {
     fail(error);
   } finally {
