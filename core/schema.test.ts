@@ -16,6 +16,10 @@ test("patterns run on RE2: a catastrophic pattern is answered, not backtracked",
   expect(check(schema, { s: "aaaa" })).toEqual([]);
   // JavaScript's escapes still work.
   expect(check({ pattern: "^\\u00e9\\d{2}$" }, "é42")).toEqual([]);
+  // Each pattern keeps its own meaning beside others.
+  const two = { properties: { a: { pattern: "^a+$" }, b: { pattern: "^b+$" } } };
+  expect(check(two, { a: "aa", b: "bb" })).toEqual([]);
+  expect(check(two, { a: "bb", b: "aa" })).toHaveLength(2);
   expect(check({ patternProperties: { "^x-": { type: "string" } } }, { "x-a": 1 })).toEqual([
     { path: "/x-a", message: "must be string" },
   ]);
@@ -42,6 +46,11 @@ test("each schema compiles alone: the same $id twice, no $ref into another schem
   expect(check(a, { b: 1 })).toEqual([{ path: "/", message: "must have required property 'a'" }]);
   expect(check(b, { a: 1 })).toEqual([{ path: "/", message: "must have required property 'b'" }]);
   expect(schemaProblem({ $ref: "https://example.com/order" })).not.toBeNull();
+  // Even the meta-schema's own $id neither clashes nor disturbs the schemas compiled after it.
+  expect(
+    schemaProblem({ $id: "http://json-schema.org/draft-07/schema#", type: "string" }),
+  ).toBeNull();
+  expect(check(a, {})).toEqual([{ path: "/", message: "must have required property 'a'" }]);
 });
 
 test("a failing 5 MiB array gets a bounded list of short details", () => {

@@ -4,7 +4,7 @@
  * compile; the edge compiles it once per endpoint and reuses it for every call.
  *
  * A schema is a tenant's input that runs on the edge beside every other tenant, so its cost is
- * bounded: each schema gets its own Ajv (no `$id` or `$ref` reaches another tenant's), patterns
+ * bounded: each schema compiles alone (no `$id` or `$ref` reaches another tenant's), patterns
  * run on RE2 (linear time, no backreferences or lookaround) within a budget per payload,
  * `uniqueItems` is linear, the schema's size and its `$ref` expansion are capped, and a 422
  * carries a bounded list of details.
@@ -39,16 +39,16 @@ type KeywordValidate = ((unique: boolean, items: JsonValue[]) => boolean) & {
 
 class PatternBudgetSpent extends Error {}
 
-/** Spent by every pattern test of one validation; reset before each. */
-class PatternBudget {
-  left = PATTERN_BUDGET;
+/** Spent by every pattern test of one validation, reset before each (validation is synchronous). */
+const budget = {
+  left: PATTERN_BUDGET,
   spend(units: number): void {
     this.left -= units;
     if (this.left < 0) throw new PatternBudgetSpent();
-  }
-}
+  },
+};
 
-function linearRegExp(budget: PatternBudget): RegExpEngine {
+function linearRegExp(): RegExpEngine {
   // Ajv asks for "u"; RE2 matches by code point anyway, and JSON Schema patterns carry no flags.
   const engine = (pattern: string) => {
     const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
@@ -58,14 +58,22 @@ function linearRegExp(budget: PatternBudget): RegExpEngine {
         budget.spend(text.length * size);
         return re.test(text);
       },
+      // Ajv keeps one compiled pattern per distinct `toString()`, as it would a RegExp's.
+      toString: () => `/${pattern}/`,
     };
   };
   return Object.assign(engine, { code: "re2js" });
 }
 
-function newAjv(budget: PatternBudget, allErrors: boolean): Ajv {
-  // Not strict: customers' schemas carry annotations (examples, titles) Ajv does not know.
-  const ajv = new Ajv({ allErrors, strict: false, code: { regExp: linearRegExp(budget) } });
+function newAjv(allErrors: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors,
+    // Not strict: customers' schemas carry annotations (examples, titles) Ajv does not know.
+    strict: false,
+    // A compiled schema is not kept by its $id for others to reach (see compileAlone).
+    addUsedSchema: false,
+    code: { regExp: linearRegExp() },
+  });
   addFormats.default(ajv);
   // Ajv's own compares every pair of object items: quadratic in a 5 MiB array.
   ajv.removeKeyword("uniqueItems");
@@ -113,14 +121,34 @@ function canonical(value: JsonValue): string {
 }
 
 /**
+ * Two shared instances (one stops at the first error), so Ajv's meta-schema is compiled once,
+ * not per endpoint: that is most of a small schema's compile time.
+ */
+const firstErrorAjv = newAjv(false);
+const allErrorsAjv = newAjv(true);
+
+/**
+ * Compiled as if alone in its instance. Its root `$id` is dropped: with only local `$ref`s
+ * allowed it changes no meaning, and so the schema registers no name that another tenant's
+ * could clash with (a 500) or `$ref` into. Nothing of it stays behind in the instance.
+ */
+function compileAlone(ajv: Ajv, schema: JsonObject): ValidateFunction {
+  const { $id: _, ...own } = schema;
+  try {
+    return ajv.compile(own);
+  } finally {
+    ajv.removeSchema(own);
+  }
+}
+
+/**
  * Throws with the reason when the schema is refused: invalid, too large, with a pattern RE2
  * cannot run, or with `$ref`s that expand too far.
  */
 export function compileSchema(schema: JsonObject): PayloadValidator {
   const problem = shapeProblem(schema);
   if (problem) throw new Error(problem);
-  const budget = new PatternBudget();
-  const firstError: ValidateFunction = newAjv(budget, false).compile(schema);
+  const firstError = compileAlone(firstErrorAjv, schema);
   // Every error of a small payload, compiled on its first failure; a large one gets the first.
   let allErrors: ValidateFunction | undefined;
   const run = (validate: ValidateFunction, payload: unknown): ErrorObject[] | "too_costly" => {
@@ -135,7 +163,7 @@ export function compileSchema(schema: JsonObject): PayloadValidator {
   return (payload, payloadBytes = Number.POSITIVE_INFINITY) => {
     let errors = run(firstError, payload);
     if (errors !== "too_costly" && errors.length > 0 && payloadBytes <= ALL_ERRORS_MAX_BYTES) {
-      allErrors ??= newAjv(budget, true).compile(schema);
+      allErrors ??= compileAlone(allErrorsAjv, schema);
       errors = run(allErrors, payload);
     }
     if (errors === "too_costly") {
