@@ -4,7 +4,7 @@
  * with its request, whether every process of the stack is still alive, and the edge's p99 for a
  * well-formed async caller alone and then during the fuzz. Exits 1 on a 500 or a process exit.
  *
- * FUZZ_REQUESTS (10000), FUZZ_CONCURRENCY (8), FUZZ_SECONDS (bound on the fuzz, 300),
+ * FUZZ_REQUESTS (10000), FUZZ_CONCURRENCY (2), FUZZ_SECONDS (bound on the fuzz, 420),
  * FUZZ_SEED (random, printed), FUZZ_BASELINE_CALLS (400). The well-formed caller runs in a
  * process of its own, so the fuzz's own work does not delay its timings.
  */
@@ -88,8 +88,8 @@ const percentile = (values: number[], q: number) => {
 
 async function main() {
   const count = Number(process.env.FUZZ_REQUESTS ?? 10_000);
-  const concurrency = Number(process.env.FUZZ_CONCURRENCY ?? 8);
-  const seconds = Number(process.env.FUZZ_SECONDS ?? 300);
+  const concurrency = Number(process.env.FUZZ_CONCURRENCY ?? 2);
+  const seconds = Number(process.env.FUZZ_SECONDS ?? 420);
   const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const baselineCalls = Number(process.env.FUZZ_BASELINE_CALLS ?? 400);
 
