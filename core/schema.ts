@@ -4,7 +4,7 @@
  * compile; the edge compiles it once per endpoint and reuses it for every call.
  *
  * A schema is a tenant's input that runs on the edge beside every other tenant, so its cost is
- * bounded: each schema compiles alone (no `$id` or `$ref` reaches another tenant's), patterns
+ * bounded: each schema gets its own Ajv (no `$id` or `$ref` reaches another tenant's), patterns
  * run on RE2 (linear time, no backreferences or lookaround) within a budget per payload,
  * `uniqueItems` is linear, the schema's size and its `$ref` expansion are capped, and a 422
  * carries a bounded list of details.
@@ -58,7 +58,7 @@ function linearRegExp(): RegExpEngine {
         budget.spend(text.length * size);
         return re.test(text);
       },
-      // Ajv keeps one compiled pattern per distinct `toString()`, as it would a RegExp's.
+      // Ajv keeps one compiled pattern per distinct `toString()`, as for a RegExp.
       toString: () => `/${pattern}/`,
     };
   };
@@ -70,8 +70,8 @@ function newAjv(allErrors: boolean): Ajv {
     allErrors,
     // Not strict: customers' schemas carry annotations (examples, titles) Ajv does not know.
     strict: false,
-    // A compiled schema is not kept by its $id for others to reach (see compileAlone).
-    addUsedSchema: false,
+    // Checked against the meta-schema by metaAjv, once.
+    validateSchema: false,
     code: { regExp: linearRegExp() },
   });
   addFormats.default(ajv);
@@ -121,24 +121,18 @@ function canonical(value: JsonValue): string {
 }
 
 /**
- * Two shared instances (one stops at the first error), so Ajv's meta-schema is compiled once,
- * not per endpoint: that is most of a small schema's compile time.
+ * The draft-07 meta-schema, compiled once: compiling it is most of what a fresh Ajv's first
+ * schema costs, and each schema gets a fresh Ajv (which keeps every pattern it compiled).
  */
-const firstErrorAjv = newAjv(false);
-const allErrorsAjv = newAjv(true);
+const metaAjv = new Ajv({ strict: false });
 
 /**
- * Compiled as if alone in its instance. Its root `$id` is dropped: with only local `$ref`s
- * allowed it changes no meaning, and so the schema registers no name that another tenant's
- * could clash with (a 500) or `$ref` into. Nothing of it stays behind in the instance.
+ * Compiled alone, in an Ajv of its own. Its root `$id` is dropped: with only local `$ref`s
+ * allowed it changes no meaning, and so it cannot clash with a name the instance knows.
  */
-function compileAlone(ajv: Ajv, schema: JsonObject): ValidateFunction {
+function compileAlone(schema: JsonObject, allErrors: boolean): ValidateFunction {
   const { $id: _, ...own } = schema;
-  try {
-    return ajv.compile(own);
-  } finally {
-    ajv.removeSchema(own);
-  }
+  return newAjv(allErrors).compile(own);
 }
 
 /**
@@ -148,7 +142,10 @@ function compileAlone(ajv: Ajv, schema: JsonObject): ValidateFunction {
 export function compileSchema(schema: JsonObject): PayloadValidator {
   const problem = shapeProblem(schema);
   if (problem) throw new Error(problem);
-  const firstError = compileAlone(firstErrorAjv, schema);
+  if (!metaAjv.validateSchema(schema)) {
+    throw new Error(metaAjv.errorsText(metaAjv.errors, { dataVar: "schema" }));
+  }
+  const firstError = compileAlone(schema, false);
   // Every error of a small payload, compiled on its first failure; a large one gets the first.
   let allErrors: ValidateFunction | undefined;
   const run = (validate: ValidateFunction, payload: unknown): ErrorObject[] | "too_costly" => {
@@ -163,7 +160,7 @@ export function compileSchema(schema: JsonObject): PayloadValidator {
   return (payload, payloadBytes = Number.POSITIVE_INFINITY) => {
     let errors = run(firstError, payload);
     if (errors !== "too_costly" && errors.length > 0 && payloadBytes <= ALL_ERRORS_MAX_BYTES) {
-      allErrors ??= compileAlone(allErrorsAjv, schema);
+      allErrors ??= compileAlone(schema, true);
       errors = run(allErrors, payload);
     }
     if (errors === "too_costly") {

@@ -30,3 +30,11 @@ test("rate buckets are bounded: the least recently used is dropped and starts fu
   expect(take("a")).toBe(true);
   expect(take("c")).toBe(false); // still held
 });
+
+test("an unchanged schema is not compiled again when its project's routing changes", () => {
+  const runtime = new EndpointRuntime();
+  const withSchema = (path: string) => ({ ...endpoint(path), schema: { required: ["a"] } });
+  const first = runtime.compile(withSchema("z")).validate;
+  expect(first?.({})).toHaveLength(1);
+  expect(runtime.compile(withSchema("z")).validate).toBe(first);
+});

@@ -3,7 +3,7 @@
  * allowlist, and its rate-limit bucket (per edge instance).
  */
 import { type Cidr, parseCidr } from "../core/ip.ts";
-import type { Endpoint, RateLimit } from "../core/model.ts";
+import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
 import { type Bucket, type RateDecision, takeToken } from "../core/rate-limit.ts";
 import { compileSchema, type PayloadValidator } from "../core/schema.ts";
 
@@ -11,6 +11,9 @@ export interface CompiledEndpoint {
   validate: PayloadValidator | null;
   allowlist: Cidr[];
 }
+
+/** Compiled schemas kept by their text, at most. */
+const MAX_VALIDATORS = 1_000;
 
 export class EndpointRuntime {
   /**
@@ -20,6 +23,11 @@ export class EndpointRuntime {
    */
   private readonly compiled = new WeakMap<Endpoint, CompiledEndpoint>();
   private readonly buckets = new Map<string, Bucket>();
+  /**
+   * By the schema's JSON text, least recently used first: every routing change in a project
+   * brings new endpoint objects, and an unchanged schema need not be compiled again.
+   */
+  private readonly validators = new Map<string, PayloadValidator>();
 
   /** `maxBuckets`: kept at most; the least recently used go first (a dropped one starts full). */
   constructor(private readonly maxBuckets = 100_000) {}
@@ -28,13 +36,22 @@ export class EndpointRuntime {
     const cached = this.compiled.get(endpoint);
     if (cached) return cached;
     const fresh: CompiledEndpoint = {
-      validate: endpoint.schema
-        ? unenforceableOr(() => compileSchema(endpoint.schema ?? {}))
-        : null,
+      validate: endpoint.schema ? this.validator(endpoint.schema) : null,
       allowlist: endpoint.ipAllowlist.flatMap((text) => parseCidr(text) ?? []),
     };
     this.compiled.set(endpoint, fresh);
     return fresh;
+  }
+
+  private validator(schema: JsonObject): PayloadValidator {
+    const text = JSON.stringify(schema);
+    const validate = this.validators.get(text) ?? unenforceableOr(() => compileSchema(schema));
+    this.validators.delete(text);
+    this.validators.set(text, validate);
+    if (this.validators.size > MAX_VALIDATORS) {
+      this.validators.delete(this.validators.keys().next().value as string);
+    }
+    return validate;
   }
 
   /** Takes a token, or with `consume` false only reports the bucket (for earlier refusals). */
