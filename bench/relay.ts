@@ -25,8 +25,8 @@ import { freeStackPorts, startStack } from "../dev/stack.ts";
 import { type Cleanup, quick, requireTools, runBench } from "./harness.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
-const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 2 : 8));
-const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 4 : 60));
+const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
+const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 3 : 60));
 const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;

@@ -22,7 +22,7 @@ import {
 } from "../dev/temporal-config.ts";
 import { quick, runBench } from "./harness.ts";
 
-const seconds = Number(process.env.BENCH_CEILING_SECONDS ?? (quick ? 2 : 10));
+const seconds = Number(process.env.BENCH_CEILING_SECONDS ?? (quick ? 1 : 10));
 const concurrency = Number(process.env.BENCH_CEILING_CONCURRENCY ?? 32);
 const oneAtATimeRuns = Number(process.env.BENCH_CEILING_RUNS ?? (quick ? 20 : 100));
 const TASK_QUEUE = "ceiling";
@@ -49,8 +49,13 @@ await runBench(async (cleanup) => {
   const cli = await findTemporalCli();
   const dir = await mkdtemp(join(tmpdir(), "relay-ceiling-"));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
-  const start = async (name: string, dynamicConfig: DynamicConfig): Promise<Server> => {
-    const [grpc = 0, http = 0, ui = 0, metrics = 0] = await freePorts(4);
+  // Both servers' ports at once, so the two starts (run side by side) cannot pick the same one.
+  const ports = await freePorts(8);
+  const start = async (
+    name: string,
+    dynamicConfig: DynamicConfig,
+    [grpc = 0, http = 0, ui = 0, metrics = 0]: number[],
+  ): Promise<Server> => {
     const temporal = await startTemporalDevServer(
       cli,
       join(dir, name),
@@ -78,10 +83,10 @@ await runBench(async (cleanup) => {
       counter: 0,
     };
   };
-  const servers = [
-    await start("defaults", temporalDefaults),
-    await start("tuned", temporalDynamicConfig),
-  ] as const;
+  const servers = await Promise.all([
+    start("defaults", temporalDefaults, ports.slice(0, 4)),
+    start("tuned", temporalDynamicConfig, ports.slice(4)),
+  ]);
 
   const run = (server: Server, shape: string) => {
     const t = performance.now();
