@@ -105,8 +105,9 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
         headers.set("allow", "POST");
         throw new RelayError("method_not_allowed", "only POST is relayed");
       }
+      // The Host first: under Deno a bad one is in the URL too, which would not parse.
+      const project = projectOf(request.headers.get("host") ?? new URL(request.url).host);
       const url = new URL(request.url);
-      const project = projectOf(request.headers.get("host") ?? url.host);
       const source = clientAddress(
         conn.remoteAddress,
         request.headers.get("x-forwarded-for"),
