@@ -136,3 +136,12 @@ test("lookups in flight are capped, so misses cannot crowd out the lease's acks"
   expect(plane.lookups()).toBe(1);
   state.stop();
 });
+
+test("concurrent callers of one uncached key share one lookup, charged once", async () => {
+  const { plane, state } = await started();
+  const calls = Array.from({ length: 50 }, () => state.key("acme", hash(30), "one source"));
+  plane.answer(key("a", false));
+  expect((await Promise.all(calls)).every((found) => found?.id === "a")).toBe(true);
+  expect(plane.lookups()).toBe(1);
+  state.stop();
+});

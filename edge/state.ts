@@ -44,6 +44,7 @@ export class EdgeState {
   private readonly abort = new AbortController();
   private readonly monotonic: () => number;
   private readonly maxKeys: number;
+  private readonly pendingKeys = new Map<string, Promise<KeyRecord | null>>();
   /** Each source's miss budget, least recently used first. */
   private readonly missBudgets = new Map<string, Bucket>();
 
@@ -72,18 +73,28 @@ export class EdgeState {
       this.keys.set(id, cached);
       return cached;
     }
+    // Callers of one key that is not cached yet share its lookup (and its cost).
+    const pending = this.pendingKeys.get(id);
+    if (pending) return pending;
     this.chargeMiss(source);
-    const key = await this.lookup(id, () => this.options.control.resolveKey(project, keyHash));
-    if (key.fresh) {
-      this.keys.set(id, key.value);
-      if (this.keys.size > this.maxKeys) this.keys.delete(this.keys.keys().next().value as string);
-    }
-    return key.value;
+    const found = this.lookup(id, () => this.options.control.resolveKey(project, keyHash))
+      .then((key) => {
+        if (key.fresh) {
+          this.keys.set(id, key.value);
+          if (this.keys.size > this.maxKeys) {
+            this.keys.delete(this.keys.keys().next().value as string);
+          }
+        }
+        return key.value;
+      })
+      .finally(() => this.pendingKeys.delete(id));
+    this.pendingKeys.set(id, found);
+    return found;
   }
 
   /** Random keys from one source cost it, not the control plane nor other callers. */
   private chargeMiss(source: string): void {
-    const limit = this.options.missesPerSource ?? { requestsPerSecond: 20, burst: 200 };
+    const limit = this.options.missesPerSource ?? { requestsPerSecond: 50, burst: 500 };
     const decision = takeToken(this.missBudgets.get(source), limit, this.monotonic());
     this.missBudgets.delete(source);
     this.missBudgets.set(source, decision.bucket);
@@ -93,7 +104,7 @@ export class EdgeState {
     if (!decision.allowed) {
       throw new RelayError(
         "rate_limited",
-        "too many unknown API keys from this address; retry later",
+        "too many uncached API keys from this address; retry later",
       );
     }
     if (this.inflight >= (this.options.maxLookupsInFlight ?? 32)) {
