@@ -4,18 +4,17 @@
  * - cached: what a warm Node edge does per call (hash + cache lookup), no control-plane call;
  * - Web Crypto's digest alone, the edge core's default when an adapter passes none;
  * - uncached: a cold lookup, one ResolveKey RPC to the control plane.
- * Reported as p50/p99 and calls per second; ratios against the baseline.
+ * Reported as p50/p99 and calls per second; ratios against the baseline. A section of
+ * bench/relay.ts, on its stack.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { mkdir, writeFile } from "node:fs/promises";
 import { Agent, fetch as undiciFetch } from "undici";
 import { hashSecret } from "../core/secrets.ts";
-import { freeStackPorts, startStack } from "../dev/stack.ts";
+import type { Stack } from "../dev/stack.ts";
 import { sha256 } from "../edge/adapters/node.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import { EdgeState } from "../edge/state.ts";
-import { quick, runBench } from "./harness.ts";
+import { quick } from "./harness.ts";
 
 /** Calls per in-process measurement, and per control-plane RPC measurement. */
 const calls = quick ? 5_000 : 50_000;
@@ -50,17 +49,7 @@ async function measure(name: string, calls: number, run: () => Promise<unknown>)
   };
 }
 
-await runBench(async (cleanup) => {
-  const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
-  cleanup.add(() => rm(dir, { recursive: true, force: true }));
-  // Stopped even when the bench is interrupted while the stack is still starting.
-  const starting = startStack({
-    dir,
-    ports: await freeStackPorts(),
-    output: join(dir, "stack.log"),
-  });
-  cleanup.add(async () => (await starting.catch(() => null))?.stop());
-  const stack = await starting;
+export async function keyVerification(stack: Stack): Promise<void> {
   const call = async (token: string, path: string, body: unknown) => {
     const response = await fetch(`${stack.controlUrl}${path}`, {
       method: "POST",
@@ -70,10 +59,10 @@ await runBench(async (cleanup) => {
     return (await response.json()) as Record<string, string>;
   };
   const project = await call(stack.secrets.adminToken, "/projects", {
-    slug: "bench",
-    name: "bench",
+    slug: "keys",
+    name: "key verification",
   });
-  const { plaintext } = await call(project.ownerToken as string, "/projects/bench/keys", {
+  const { plaintext } = await call(project.ownerToken as string, "/projects/keys/keys", {
     name: "bench",
     mode: "live",
   });
@@ -92,11 +81,11 @@ await runBench(async (cleanup) => {
   const results = [
     await measure("baseline: SHA-256 of the key (node:crypto)", calls, async () => sha256(key)),
     await measure("cached: hash + edge cache (Node adapter)", calls, () =>
-      state.key("bench", sha256(key)),
+      state.key("keys", sha256(key)),
     ),
     await measure("Web Crypto digest alone (the core's default)", calls, () => hashSecret(key)),
     await measure("uncached: ResolveKey RPC", rpcCalls, () =>
-      controlPlane.resolveKey("bench", hash),
+      controlPlane.resolveKey("keys", hash),
     ),
   ];
   state.stop();
@@ -116,4 +105,4 @@ await runBench(async (cleanup) => {
     JSON.stringify({ at: new Date(), results }, null, 2),
   );
   console.log("\nwrote bench/results/key-verification.json");
-});
+}

@@ -6,7 +6,8 @@
  * (b) async 202s per second against the raw @temporalio/client start rate on the same server;
  * (c) the edge's memory over a sustained load;
  * (d) the async hot path while /metrics is scraped every second and every 100 ms, against the
- *     same load before and after without scrapes (the spread of those two shows the noise).
+ *     same load before and after without scrapes (the spread of those two shows the noise);
+ * (e) key verification on the edge's hot path (bench/key-verification.ts).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
  */
@@ -23,6 +24,7 @@ import { freePorts, portFree } from "../dev/ports.ts";
 import { logFile, ManagedProcess, stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
 import { type Cleanup, quick, requireTools, runBench } from "./harness.ts";
+import { keyVerification } from "./key-verification.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
@@ -154,6 +156,7 @@ await runBench(async (cleanup) => {
   await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/relay.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/relay.json");
+  await keyVerification(stack);
 });
 
 async function startNginx(
