@@ -1,7 +1,15 @@
 /** Projects, members and the key policy. */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { keyModes, type Plan, type Policy, plans, type Role, roles } from "../../core/model.ts";
+import {
+  keyModes,
+  type Plan,
+  type Policy,
+  PROJECT_SLUG,
+  plans,
+  type Role,
+  roles,
+} from "../../core/model.ts";
 import { hashSecret, memberTokenPrefix, newId, newSecret } from "../../core/secrets.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
@@ -9,9 +17,7 @@ import { grantCredits } from "./credits.ts";
 import { parseInput } from "./validation.ts";
 
 /** A DNS label: the project is the first label of its inbound host. */
-export const slugSchema = z
-  .string()
-  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be a DNS label: a-z, 0-9 and '-'");
+export const slugSchema = z.string().regex(PROJECT_SLUG, "must be a DNS label: a-z, 0-9 and '-'");
 
 const createProjectSchema = z.strictObject({
   slug: slugSchema,
