@@ -74,8 +74,11 @@ export class ManagedProcess {
     private readonly output: WriteStream | "inherit",
   ) {}
 
-  /** From now on, an exit nobody asked for (a crash, `kill -9`) restarts the process. */
-  supervise(supervision: Supervision): void {
+  /**
+   * From now on, an exit nobody asked for (a crash, `kill -9`) restarts the process; null ends
+   * that (a stack that stops: its children may exit on their own first, Ctrl-C reaches them all).
+   */
+  supervise(supervision: Supervision | null): void {
     this.supervision = supervision;
   }
 

@@ -82,11 +82,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const { dir, ports } = options;
   await mkdir(dir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
+  const supervisedProcesses: ManagedProcess[] = [];
   const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((e) => console.error(e));
+    for (const managed of supervisedProcesses) managed.supervise(null);
+    for (const s of [...stops].reverse()) await s().catch((e) => console.error(e));
   };
   const supervised = (managed: ManagedProcess) => {
     if (options.supervise) {
+      supervisedProcesses.push(managed);
       const { onGiveUp, ...policy } = options.supervise;
       managed.supervise({
         ...defaultRestartPolicy,
