@@ -1,5 +1,6 @@
 /** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import postgres from "postgres";
 import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { ErrorInfoSchema } from "../gen/relay/v1/errors_pb.ts";
@@ -63,4 +64,41 @@ export function toHttpError(cause: unknown): { status: number; body: string } {
   const error = relayErrorOf(cause);
   if (error.code === "internal") log.error({ err: cause }, "internal error");
   return { status: error.status, body: JSON.stringify(error.toBody()) };
+}
+
+/**
+ * connect-es answers a request body that is not the method's protobuf with `internal` (HTTP
+ * 500) before any interceptor runs; connect-go calls it `invalid_argument`, and so does Relay:
+ * the fault is the caller's. Only the Connect protocol's unary answer carries an HTTP status
+ * (gRPC answers 200 with grpc-status 13, as grpc-go does), so only that answer is rewritten.
+ */
+export function malformedMessageIsInvalidArgument(handler: UniversalHandler): UniversalHandler {
+  const rewritten = async (request: Parameters<UniversalHandler>[0]) => {
+    const response = await handler(request);
+    if (response.status !== 500 || !response.body) return response;
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of response.body) chunks.push(chunk);
+    const body = Buffer.concat(chunks);
+    const error = parsedConnectError(body);
+    if (error?.code !== "internal" || !error.message?.startsWith("parse binary:")) {
+      return { ...response, body: single(body) };
+    }
+    const answer = { code: "invalid_argument", message: `malformed request: ${error.message}` };
+    const header = new Headers(response.header);
+    header.delete("content-length");
+    return { ...response, status: 400, header, body: single(Buffer.from(JSON.stringify(answer))) };
+  };
+  return Object.assign(rewritten, handler);
+}
+
+function parsedConnectError(body: Uint8Array): { code?: string; message?: string } | null {
+  try {
+    return JSON.parse(Buffer.from(body).toString("utf8"));
+  } catch {
+    return null;
+  }
+}
+
+async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
 }

@@ -12,6 +12,7 @@ import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ControlApp } from "./app.ts";
 import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect.ts";
+import { malformedMessageIsInvalidArgument } from "./errors.ts";
 import { panelHandler } from "./panel.ts";
 import { restHandler } from "./rest.ts";
 
@@ -32,7 +33,12 @@ export const defaultServerLimits: ServerLimits = {
 
 export function createControlServer(app: ControlApp, limits = defaultServerLimits): Server {
   const api = connectNodeAdapter({
-    routes: relayRoutes(app, limits),
+    routes: (router) => {
+      relayRoutes(app, limits)(router);
+      router.handlers.forEach((handler, i) => {
+        router.handlers[i] = malformedMessageIsInvalidArgument(handler);
+      });
+    },
     interceptors: [relayInterceptor(app)],
     fallback: restHandler(app, limits.managementBytes),
     readMaxBytes: limits.managementBytes,

@@ -136,6 +136,25 @@ describe("malformed paths are 400 with the error body", () => {
     expect(await answer.body.json()).toMatchObject({ code: "invalid_argument" });
   });
 
+  test("a Connect body that is not the method's protobuf is invalid_argument, with or without a token", async () => {
+    const p = await newProject();
+    // A field 1 of wire type 2 announcing 100 bytes that never come: no protobuf parser takes it.
+    const truncated = Buffer.from([0x0a, 0x64, 0x01, 0x02]);
+    for (const token of [null, p.ownerToken]) {
+      const answer = await request(`${stack().controlUrl}/relay.v1.ProjectService/GetProject`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/proto",
+          ...(token && { authorization: `Bearer ${token}` }),
+        },
+        body: truncated,
+      });
+      expect(answer.statusCode).toBe(400);
+      expect(await answer.body.json()).toMatchObject({ code: "invalid_argument" });
+    }
+    expect(await controlPlaneAnswers()).toBe(200);
+  });
+
   test("an unparsable request target is 400", async () => {
     const answer = await rawExchange("GET //[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
