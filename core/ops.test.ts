@@ -18,6 +18,21 @@ test("healthz answers while the process runs; other requests are not ops'", asyn
   expect(await ops(new Request("http://relay/healthz", { method: "POST" }), "::1")).toBeNull();
 });
 
+test("readyz stays 200 but says degraded, naming the advisory check that fails", async () => {
+  const degraded = opsHandler({
+    checks: { temporal: ok },
+    advisories: { worker: down },
+    metrics,
+    metricsContentType: "",
+  });
+  const answer = await degraded(get("/readyz"), "::1");
+  expect(answer?.status).toBe(200);
+  expect(await answer?.json()).toEqual({
+    status: "degraded",
+    checks: { temporal: "ok", worker: "connection refused" },
+  });
+});
+
 test("readyz is 503 naming the dependency that does not answer", async () => {
   const ready = opsHandler({
     checks: { postgres: ok, temporal: ok },

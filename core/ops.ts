@@ -11,6 +11,11 @@ import { hashSecret, timingSafeEqual } from "./secrets.ts";
 export interface OpsOptions {
   /** Each dependency's check: resolves when it answers, throws (with why) when not. */
   checks: Record<string, () => Promise<void>>;
+  /**
+   * Checks that name a problem without making the process unready: it still serves, degraded
+   * (200, `status: "degraded"`). A load balancer that pulled it would only refuse more.
+   */
+  advisories?: Record<string, () => Promise<void>>;
   metrics: () => Promise<string>;
   metricsContentType: string;
   /** When set, /metrics needs `Authorization: Bearer <token>`. */
@@ -34,7 +39,7 @@ export function opsHandler(options: OpsOptions): OpsHandler {
       case "/healthz":
         return json(200, { status: "ok" });
       case "/readyz":
-        return readiness(options.checks);
+        return readiness(options.checks, options.advisories ?? {});
       case "/metrics": {
         if (!(await metricsAllowed(request, peer, tokenHash))) {
           return json(403, { error: { code: "forbidden", message: "metrics need the token" } });
@@ -64,8 +69,22 @@ async function metricsAllowed(
   return presented !== undefined && timingSafeEqual(await hashSecret(presented), await tokenHash);
 }
 
-async function readiness(checks: OpsOptions["checks"]): Promise<Response> {
-  const results = await Promise.all(
+async function readiness(
+  checks: OpsOptions["checks"],
+  advisories: NonNullable<OpsOptions["advisories"]>,
+): Promise<Response> {
+  const [required, advised] = await Promise.all([outcomes(checks), outcomes(advisories)]);
+  const ready = required.every(([, outcome]) => outcome === "ok");
+  const degraded = advised.some(([, outcome]) => outcome !== "ok");
+  return json(ready ? 200 : 503, {
+    status: !ready ? "unavailable" : degraded ? "degraded" : "ready",
+    checks: Object.fromEntries([...required, ...advised]),
+  });
+}
+
+/** Each check's "ok", or why not. */
+function outcomes(checks: OpsOptions["checks"]): Promise<(readonly [string, string])[]> {
+  return Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
       try {
         await withTimeout(check(), CHECK_TIMEOUT_MS);
@@ -75,11 +94,6 @@ async function readiness(checks: OpsOptions["checks"]): Promise<Response> {
       }
     }),
   );
-  const ready = results.every(([, outcome]) => outcome === "ok");
-  return json(ready ? 200 : 503, {
-    status: ready ? "ready" : "unavailable",
-    checks: Object.fromEntries(results),
-  });
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

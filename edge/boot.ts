@@ -94,7 +94,10 @@ export async function bootEdge(
         if (!state.caughtUp()) throw new Error("not caught up with the control plane's changes");
       },
       temporal: () => temporal.ready(),
-      // Calls still queue while no worker runs; readiness says so (README: Operations).
+    },
+    // Async calls still queue while no worker runs, so the edge stays ready and says it is
+    // degraded (README: Operations); the metric is what to alert on.
+    advisories: {
       worker: async () => {
         const { problem } = await workers();
         if (problem) throw new Error(problem);
