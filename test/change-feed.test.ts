@@ -13,36 +13,23 @@ import {
 } from "../control/api/changes.ts";
 import { connect } from "../control/db/client.ts";
 import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import {
   api,
   eventually,
+  extraEdge,
   mintKey,
   projectWithEndpoint,
   relay,
   stack,
-  stackLog,
   targetServer,
 } from "./helpers.ts";
 
 const sink = await targetServer();
 const [secondEdgePort = 0] = await freePorts(1);
-const secondEdge = new ManagedProcess(
-  {
-    name: "edge-feed",
-    entry: "edge/main.ts",
-    readyLine: "edge listening",
-    env: {
-      RELAY_EDGE_PORT: String(secondEdgePort),
-      RELAY_CONTROL_URL: stack().controlUrl,
-      RELAY_EDGE_TOKEN: stack().edgeToken,
-      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-      RELAY_EDGE_DOMAIN: `localhost:${stack().edgePort}`,
-    },
-  },
-  stackLog(),
-);
+const secondEdge = extraEdge("edge-feed", secondEdgePort, {
+  RELAY_EDGE_DOMAIN: `localhost:${stack().edgePort}`,
+});
 const edges = () => [
   { edgeUrl: stack().edgeUrl, edgePort: stack().edgePort },
   { edgeUrl: `http://127.0.0.1:${secondEdgePort}`, edgePort: secondEdgePort },

@@ -7,8 +7,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
-import { api, projectWithEndpoint, relay, stack, stackLog, targetServer } from "./helpers.ts";
+import { api, extraEdge, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 const LEASE_MS = 1500;
 
@@ -46,22 +45,11 @@ function createConnectionTo(url: URL): Socket {
 
 const sink = await targetServer();
 const proxy = await cuttableProxy(new URL(stack().controlUrl));
-const [edgeBPort] = await freePorts(1);
-const edgeB = new ManagedProcess(
-  {
-    name: "edge-b",
-    entry: "edge/main.ts",
-    readyLine: "edge listening",
-    env: {
-      RELAY_EDGE_PORT: String(edgeBPort),
-      RELAY_CONTROL_URL: proxy.url,
-      RELAY_EDGE_TOKEN: stack().edgeToken,
-      RELAY_EDGE_LEASE_MS: String(LEASE_MS),
-      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-    },
-  },
-  stackLog(),
-);
+const [edgeBPort = 0] = await freePorts(1);
+const edgeB = extraEdge("edge-b", edgeBPort, {
+  RELAY_CONTROL_URL: proxy.url,
+  RELAY_EDGE_LEASE_MS: String(LEASE_MS),
+});
 
 beforeAll(() => edgeB.start());
 afterAll(async () => {

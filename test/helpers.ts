@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { Webhook } from "standardwebhooks";
 import { request } from "undici";
 import { inject, vi } from "vitest";
-import { logFile } from "../dev/processes.ts";
+import { logFile, ManagedProcess } from "../dev/processes.ts";
 
 export const stack = () => inject("stack");
 
@@ -211,3 +211,25 @@ export async function verifiesSignature(secret: string, received: Received): Pro
  * output is in one place and the secrets-at-rest scan reads it too.
  */
 export const stackLog = () => logFile(stack().logFile);
+
+/**
+ * A Node edge beside the stack's, on `port`, following the stack's control plane and starting
+ * workflows on its Temporal; `env` adds or overrides settings. Its lines go to the stack's log.
+ */
+export function extraEdge(name: string, port: number, env: Record<string, string> = {}) {
+  return new ManagedProcess(
+    {
+      name,
+      entry: "edge/main.ts",
+      readyLine: "edge listening",
+      env: {
+        RELAY_EDGE_PORT: String(port),
+        RELAY_CONTROL_URL: stack().controlUrl,
+        RELAY_EDGE_TOKEN: stack().edgeToken,
+        TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+        ...env,
+      },
+    },
+    stackLog(),
+  );
+}

@@ -8,28 +8,15 @@
 import { createServer } from "node:http";
 import { afterAll, beforeAll, expect, test, vi } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
-import { projectWithEndpoint, relay, stack, stackLog, targetServer } from "./helpers.ts";
+import { extraEdge, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
 
 const BOUND = 3;
 const [edgePort = 0] = await freePorts(1);
-const edge = new ManagedProcess(
-  {
-    name: "edge-sync-bound",
-    entry: "edge/main.ts",
-    readyLine: "edge listening",
-    env: {
-      RELAY_EDGE_PORT: String(edgePort),
-      RELAY_CONTROL_URL: stack().controlUrl,
-      RELAY_EDGE_TOKEN: stack().edgeToken,
-      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-      RELAY_ALLOW_PRIVATE_TARGETS: "1",
-      RELAY_SYNC_MAX_PER_PROJECT: String(BOUND),
-      RELAY_TEMPORAL_CONNECTIONS: "2",
-    },
-  },
-  stackLog(),
-);
+const edge = extraEdge("edge-sync-bound", edgePort, {
+  RELAY_ALLOW_PRIVATE_TARGETS: "1",
+  RELAY_SYNC_MAX_PER_PROJECT: String(BOUND),
+  RELAY_TEMPORAL_CONNECTIONS: "2",
+});
 const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
 
 // A sync target that holds every call until the test opens it.

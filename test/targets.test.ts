@@ -9,6 +9,7 @@ import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
 import {
   api,
+  extraEdge,
   finishedLog,
   projectWithEndpoint,
   relay,
@@ -40,21 +41,7 @@ const strictControl = new ManagedProcess(
   },
   stackLog(),
 );
-const strictEdgeProcess = new ManagedProcess(
-  {
-    name: "edge-strict",
-    entry: "edge/main.ts",
-    readyLine: "edge listening",
-    env: {
-      ...production,
-      RELAY_EDGE_PORT: String(strictEdgePort),
-      RELAY_CONTROL_URL: stack().controlUrl,
-      RELAY_EDGE_TOKEN: stack().edgeToken,
-      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-    },
-  },
-  stackLog(),
-);
+const strictEdgeProcess = extraEdge("edge-strict", strictEdgePort, production);
 
 beforeAll(() => Promise.all([strictControl.start(), strictEdgeProcess.start()]));
 afterAll(() => Promise.all([strictControl.stop(), strictEdgeProcess.stop()]));
