@@ -30,6 +30,8 @@ import { type WrkResult, wrk } from "./wrk.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
 const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 3 : 60));
 const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
+/** BENCH_ONLY=stream runs the stream section alone, for a loop on the stream path. */
+const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
 const wallClock = () => performance.timeOrigin + performance.now();
@@ -74,11 +76,13 @@ await runBench(async (cleanup) => {
 
   // (a) sync: latency at one connection, throughput at sixteen.
   const sync: Record<string, { latency: WrkResult; throughput: WrkResult }> = {};
-  for (const [name, url, host] of [
-    ["direct", `${direct}/sync`, undefined],
-    ["nginx", `${viaNginx}/sync`, undefined],
-    ["edge (sync via Temporal)", `${stack.edgeUrl}/v1/sync`, edgeHost],
-  ] as const) {
+  for (const [name, url, host] of only === "stream"
+    ? []
+    : ([
+        ["direct", `${direct}/sync`, undefined],
+        ["nginx", `${viaNginx}/sync`, undefined],
+        ["edge (sync via Temporal)", `${stack.edgeUrl}/v1/sync`, edgeHost],
+      ] as const)) {
     const options = { seconds, ...(host && { host, auth }) };
     sync[name] = {
       latency: await wrk(dir, url, { ...options, connections: 1 }),
@@ -97,6 +101,10 @@ await runBench(async (cleanup) => {
     ["edge (stream)", `${stack.edgeUrl}/v1/stream`, edgeHost],
   ] as const) {
     stream[name] = await measureStream(url, host ? { host, authorization: auth } : {});
+  }
+  if (only === "stream") {
+    printStream(stream);
+    return;
   }
 
   // (b) async 202s against raw starts of the same workflow on the same server.
@@ -374,23 +382,7 @@ function printReport(r: {
       `| ${name} | ${f(latency.p50Ms)} | ${f(latency.p99Ms)} | ${f(latency.p50Ms - base.p50Ms)} | ${f(latency.p99Ms - base.p99Ms)} | ${Math.round(throughput.requestsPerSecond)} | ${latency.errors + throughput.errors} |`,
     );
   }
-  const direct = r.stream.direct as { ttfbP50: number; chunkP50: number };
-  const nginxAdded = {
-    ttfb: (r.stream.nginx?.ttfbP50 ?? 0) - direct.ttfbP50,
-    chunk: (r.stream.nginx?.chunkP50 ?? 0) - direct.chunkP50,
-  };
-  console.log(`\n(a) stream, ${streamRuns} streams of 10 chunks each\n`);
-  console.log(
-    "| path | TTFB p50 ms | TTFB p99 ms | chunk lag p50 ms | chunk lag p99 ms | added TTFB p50 | added chunk p50 | vs nginx's added (TTFB / chunk) |",
-  );
-  console.log("|---|---|---|---|---|---|---|---|");
-  for (const [name, s] of Object.entries(r.stream)) {
-    const addedTtfb = s.ttfbP50 - direct.ttfbP50;
-    const addedChunk = s.chunkP50 - direct.chunkP50;
-    console.log(
-      `| ${name} | ${f(s.ttfbP50)} | ${f(s.ttfbP99)} | ${f(s.chunkP50)} | ${f(s.chunkP99)} | ${f(addedTtfb)} | ${f(addedChunk)} | ${f(addedTtfb / nginxAdded.ttfb)}x / ${f(addedChunk / nginxAdded.chunk)}x |`,
-    );
-  }
+  printStream(r.stream);
   const { edgeAsync, rawStarts } = r.async;
   console.log(`\n(b) async, ${connections} connections / ${connections} concurrent starts\n`);
   console.log("| path | per second | p50 ms | p99 ms |");
@@ -428,4 +420,27 @@ function printReport(r: {
   row("no scrapes (before)", a1, 0);
   for (const { intervalMs, load, scrapes } of scraped) row(`every ${intervalMs} ms`, load, scrapes);
   row("no scrapes (after)", a2, 0);
+}
+
+function printStream(
+  stream: Record<string, { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }>,
+) {
+  const f = (n: number) => n.toFixed(2);
+  const direct = stream.direct as { ttfbP50: number; chunkP50: number };
+  const nginxAdded = {
+    ttfb: (stream.nginx?.ttfbP50 ?? 0) - direct.ttfbP50,
+    chunk: (stream.nginx?.chunkP50 ?? 0) - direct.chunkP50,
+  };
+  console.log(`\n(a) stream, ${streamRuns} streams of 10 chunks each\n`);
+  console.log(
+    "| path | TTFB p50 ms | TTFB p99 ms | chunk lag p50 ms | chunk lag p99 ms | added TTFB p50 | added chunk p50 | vs nginx's added (TTFB / chunk) |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|");
+  for (const [name, s] of Object.entries(stream)) {
+    const addedTtfb = s.ttfbP50 - direct.ttfbP50;
+    const addedChunk = s.chunkP50 - direct.chunkP50;
+    console.log(
+      `| ${name} | ${f(s.ttfbP50)} | ${f(s.ttfbP99)} | ${f(s.chunkP50)} | ${f(s.chunkP99)} | ${f(addedTtfb)} | ${f(addedChunk)} | ${f(addedTtfb / nginxAdded.ttfb)}x / ${f(addedChunk / nginxAdded.chunk)}x |`,
+    );
+  }
 }
