@@ -51,19 +51,26 @@ export function signsAt(secret: { expiresAt: Date | null }, now: Date): boolean 
   return secret.expiresAt === null || secret.expiresAt.getTime() > now.getTime();
 }
 
+/** HMAC-SHA256 of `content` under a signing key. Runtimes may pass a faster one than Web Crypto's. */
+export type Hmac = (
+  key: CryptoKey,
+  content: Uint8Array<ArrayBuffer>,
+) => Uint8Array | Promise<Uint8Array>;
+
+export const webCryptoHmac: Hmac = async (key, content) =>
+  new Uint8Array(await crypto.subtle.sign("HMAC", key, content));
+
 /** The `webhook-signature` value: one `v1,...` entry per key, space-separated. */
 export async function sign(
   keys: CryptoKey[],
   id: string,
   timestamp: number,
   body: Uint8Array | string,
+  hmac: Hmac = webCryptoHmac,
 ): Promise<string> {
   const content = signedContent(id, timestamp, body);
   const signatures = await Promise.all(
-    keys.map(
-      async (key) =>
-        `v1,${toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, content)))}`,
-    ),
+    keys.map(async (key) => `v1,${toBase64(await hmac(key, content))}`),
   );
   return signatures.join(" ");
 }
@@ -78,6 +85,7 @@ export async function webhookHeaders(
   id: string,
   now: Date,
   body: Uint8Array | string,
+  hmac: Hmac = webCryptoHmac,
 ): Promise<Record<string, string>> {
   const timestamp = Math.floor(now.getTime() / 1000);
   const live = keys.filter((k) => signsAt(k, now)).map((k) => k.key);
@@ -85,7 +93,7 @@ export async function webhookHeaders(
     "webhook-id": id,
     "webhook-timestamp": String(timestamp),
   };
-  if (live.length > 0) headers["webhook-signature"] = await sign(live, id, timestamp, body);
+  if (live.length > 0) headers["webhook-signature"] = await sign(live, id, timestamp, body, hmac);
   return headers;
 }
 

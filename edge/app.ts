@@ -21,7 +21,7 @@ import { type Endpoint, isProjectSlug, type KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { PayloadValidator } from "../core/schema.ts";
 import { hashSecret, isWellFormedApiKey } from "../core/secrets.ts";
-import type { SigningKey } from "../core/signing.ts";
+import type { Hmac, SigningKey } from "../core/signing.ts";
 import type { ResolveHost, TargetRules } from "../core/targets.ts";
 import type { ProjectState } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
@@ -38,6 +38,8 @@ export interface EdgeDeps {
   state: Pick<EdgeState, "key" | "project" | "now">;
   /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
+  /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
+  hmac?: Hmac;
   temporal: WorkflowStarter;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
@@ -320,17 +322,18 @@ function deliveryInput(
  * a first label that cannot be a slug is an unknown project, refused by `authenticate`.
  */
 function projectOf(host: string): string {
-  const bad = new RelayError("bad_request", "the Host header is not a valid host");
+  // Made only when thrown: an Error's stack costs more than the rest of the check.
+  const bad = () => new RelayError("bad_request", "the Host header is not a valid host");
   const [, name = "", port] = /^([^:]+|\[[^\]]*\])(?::(\d{1,5}))?$/.exec(host) ?? [];
-  if (!name || Number(port ?? 0) > 65_535) throw bad;
+  if (!name || Number(port ?? 0) > 65_535) throw bad();
   let hostname: string;
   try {
     hostname = new URL(`http://${name}`).hostname;
   } catch {
-    throw bad;
+    throw bad();
   }
   // The URL parser rewrites what is not a plain name (escapes, IPv4 shorthands, Unicode).
-  if (hostname !== name.toLowerCase()) throw bad;
+  if (hostname !== name.toLowerCase()) throw bad();
   if (hostname.startsWith("[") || /^[\d.]+$/.test(hostname)) {
     throw new RelayError("bad_request", "the Host header must name a project: {project}.{domain}");
   }
@@ -357,11 +360,11 @@ async function authenticate(
 ): Promise<{ key: KeyRecord; state: KeyState }> {
   // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
   const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
-  const wrongKey = new RelayError("invalid_or_missing_key", "missing or invalid API key");
-  if (!isWellFormedApiKey(presented) || !isProjectSlug(project)) throw wrongKey;
+  const wrongKey = () => new RelayError("invalid_or_missing_key", "missing or invalid API key");
+  if (!isWellFormedApiKey(presented) || !isProjectSlug(project)) throw wrongKey();
   const key = await deps.state.key(project, await hashKey(presented), source);
   const state = key ? keyState(key, deps.state.now()) : null;
-  if (!key || state === null) throw wrongKey;
+  if (!key || state === null) throw wrongKey();
   if (state === "revoked") throw new RelayError("key_revoked", "this API key was revoked");
   if (state === "expired") throw new RelayError("key_expired", "this API key has expired");
   return { key, state };

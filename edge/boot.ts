@@ -19,6 +19,7 @@ export interface Runtime {
   /** Used for the control plane and Temporal's HTTP API. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
+  hmac?: EdgeDeps["hmac"];
   /** The runtime's DNS: stream targets' addresses are checked before each call. */
   resolveHost: EdgeDeps["resolveHost"];
   /**
@@ -69,6 +70,7 @@ export async function bootEdge(
   const relay = createEdge({
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
+    ...(runtime.hmac && { hmac: runtime.hmac }),
     fetch: runtime.targetFetch(targetRules),
     targetRules,
     resolveHost: runtime.resolveHost,

@@ -1,7 +1,7 @@
-/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash. */
+/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
 import { lookup } from "node:dns/promises";
 import { Agent, fetch as undiciFetch } from "undici";
-import { serveNode, sha256, targetDispatcher } from "./adapters/node.ts";
+import { hmacSha256, serveNode, sha256, targetDispatcher } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 /** A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset. */
@@ -15,6 +15,7 @@ const { config, handler, state, log, logError } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
   pooledFetch,
   hashKey: sha256,
+  hmac: hmacSha256,
   resolveHost: async (hostname) =>
     (await lookup(hostname, { all: true })).map((answer) => answer.address),
   targetFetch: (rules) => {

@@ -55,6 +55,7 @@ export async function proxyStream(
     deliveryId(requestId, target),
     deps.state.now(),
     call.body,
+    deps.hmac,
   );
   const answerTimeout = new AbortController();
   const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
