@@ -15,9 +15,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { freePorts } from "../dev/ports.ts";
-import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
 import { type FuzzReport, fuzz, fuzzProject } from "./fuzzer.ts";
+import { benchTarget } from "./harness.ts";
 
 interface CallerOptions {
   url: string;
@@ -101,15 +101,7 @@ async function main() {
   const ports = await freeStackPorts();
   let stack: Stack | undefined;
   const [targetPort = 0] = await freePorts(1);
-  const target = new ManagedProcess(
-    {
-      name: "target",
-      entry: "bench/target.ts",
-      readyLine: "bench target listening",
-      env: { BENCH_TARGET_PORT: String(targetPort) },
-    },
-    logFile(join(dir, "target.log")),
-  );
+  const target = benchTarget(dir, targetPort);
   const callers: ReturnType<typeof runCaller>[] = [];
   try {
     console.log(`Starting a stack in ${dir} (seed ${seed})...`);

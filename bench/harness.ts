@@ -5,6 +5,7 @@
  */
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { logFile, ManagedProcess } from "../dev/processes.ts";
 
 export const quick = process.env.BENCH_QUICK === "1";
 
@@ -96,4 +97,17 @@ export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promi
   } finally {
     await stopAll();
   }
+}
+
+/** The customer's side (bench/target.ts) in a process of its own, logging into `dir`. */
+export function benchTarget(dir: string, port: number): ManagedProcess {
+  return new ManagedProcess(
+    {
+      name: "target",
+      entry: "bench/target.ts",
+      readyLine: "bench target listening",
+      env: { BENCH_TARGET_PORT: String(port) },
+    },
+    logFile(join(dir, "target.log")),
+  );
 }

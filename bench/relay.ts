@@ -21,9 +21,9 @@ import { request } from "undici";
 import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
-import { logFile, ManagedProcess, stopChild, waitFor } from "../dev/processes.ts";
+import { stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
-import { type Cleanup, quick, requireTools, runBench } from "./harness.ts";
+import { benchTarget, type Cleanup, quick, requireTools, runBench } from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
@@ -56,15 +56,7 @@ await runBench(async (cleanup) => {
   cleanup.add(async () => (await starting.catch(() => null))?.stop());
   const stack = await starting;
   const [targetPort = 0, nginxPort = 0] = await freePorts(2);
-  const target = new ManagedProcess(
-    {
-      name: "target",
-      entry: "bench/target.ts",
-      readyLine: "bench target listening",
-      env: { BENCH_TARGET_PORT: String(targetPort) },
-    },
-    logFile(join(dir, "target.log")),
-  );
+  const target = benchTarget(dir, targetPort);
   cleanup.add(() => target.stop());
   await target.start();
   await startNginx(cleanup, dir, nginxPort, targetPort);
