@@ -1,16 +1,34 @@
 /**
  * The customer's side for the benchmark, in a process of its own: /sync answers at once,
  * /stream sends `BENCH_CHUNKS` SSE events `BENCH_CHUNK_MS` apart, each carrying the wall-clock
- * time it was written, /sink takes async deliveries.
+ * time it was written, /sink takes async deliveries. GET /receipts streams the request id of
+ * every delivery to /sink from then on, one per line, so a bench can time 202 to receipt;
+ * GET /receipts/count answers how many deliveries and distinct requests /sink has had.
  */
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 
 const port = Number(process.env.BENCH_TARGET_PORT);
 const chunks = Number(process.env.BENCH_CHUNKS ?? 10);
 const chunkMs = Number(process.env.BENCH_CHUNK_MS ?? 20);
 const wallClock = () => performance.timeOrigin + performance.now();
 
+const watchers = new Set<ServerResponse>();
+const delivered = new Set<string>();
+let deliveries = 0;
+
 createServer((req, res) => {
+  if (req.method === "GET" && req.url === "/receipts") {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.flushHeaders();
+    watchers.add(res);
+    res.on("close", () => watchers.delete(res));
+    return;
+  }
+  if (req.method === "GET" && req.url === "/receipts/count") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ deliveries, distinct: delivered.size }));
+    return;
+  }
   req.resume();
   req.on("end", () => {
     if (req.url?.startsWith("/stream")) {
@@ -23,6 +41,12 @@ createServer((req, res) => {
       };
       tick();
       return;
+    }
+    if (req.url?.startsWith("/sink")) {
+      const requestId = String(req.headers["x-relay-request-id"]);
+      deliveries++;
+      delivered.add(requestId);
+      for (const watcher of watchers) watcher.write(`${requestId}\n`);
     }
     res.writeHead(200, { "content-type": "application/json" });
     res.end('{"ok":true}');
