@@ -111,3 +111,47 @@ export function benchTarget(dir: string, port: number): ManagedProcess {
     logFile(join(dir, "target.log")),
   );
 }
+
+/**
+ * A project "bench" with one endpoint per delivery mode (sync, stream, async) on line v1, each
+ * to the bench target on `targetPort` with no rate limit, and a live key for it.
+ */
+export async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
+  const call = async (token: string, path: string, body: unknown) => {
+    const response = await fetch(`${controlUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
+    return (await response.json()) as Record<string, string>;
+  };
+  const slug = "bench";
+  const { ownerToken } = await call(adminToken, "/projects", { slug, name: "bench", plan: "paid" });
+  const owner = ownerToken as string;
+  await call(owner, `/projects/${slug}/lines`, { key: "v1" });
+  const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
+  for (const [path, mode] of [
+    ["sync", "sync"],
+    ["stream", "stream"],
+    ["async", "async"],
+  ] as const) {
+    const targetPath = mode === "async" ? "sink" : mode;
+    await call(owner, `/projects/${slug}/lines/v1/endpoints`, {
+      path,
+      targets: [
+        {
+          name: mode,
+          targetUrl: `http://127.0.0.1:${targetPort}/${targetPath}`,
+          deliveryMode: mode,
+        },
+      ],
+      rateLimit: unlimited,
+    });
+  }
+  const { plaintext } = await call(owner, `/projects/${slug}/keys`, {
+    name: "bench",
+    mode: "live",
+  });
+  return { slug, key: plaintext as string };
+}

@@ -23,7 +23,14 @@ import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
 import { stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
-import { benchTarget, type Cleanup, quick, requireTools, runBench } from "./harness.ts";
+import {
+  benchTarget,
+  type Cleanup,
+  quick,
+  requireTools,
+  runBench,
+  setUpProject,
+} from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
@@ -201,46 +208,6 @@ http {
       throw new Error(`nginx exited (${child.exitCode}); see ${dir}/nginx-logs`);
     return !(await portFree(port));
   }, 10_000);
-}
-
-async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
-  const call = async (token: string, path: string, body: unknown) => {
-    const response = await fetch(`${controlUrl}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
-    return (await response.json()) as Record<string, string>;
-  };
-  const slug = "bench";
-  const { ownerToken } = await call(adminToken, "/projects", { slug, name: "bench", plan: "paid" });
-  const owner = ownerToken as string;
-  await call(owner, `/projects/${slug}/lines`, { key: "v1" });
-  const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
-  for (const [path, mode] of [
-    ["sync", "sync"],
-    ["stream", "stream"],
-    ["async", "async"],
-  ] as const) {
-    const targetPath = mode === "async" ? "sink" : mode;
-    await call(owner, `/projects/${slug}/lines/v1/endpoints`, {
-      path,
-      targets: [
-        {
-          name: mode,
-          targetUrl: `http://127.0.0.1:${targetPort}/${targetPath}`,
-          deliveryMode: mode,
-        },
-      ],
-      rateLimit: unlimited,
-    });
-  }
-  const { plaintext } = await call(owner, `/projects/${slug}/keys`, {
-    name: "bench",
-    mode: "live",
-  });
-  return { slug, key: plaintext as string };
 }
 
 async function measureStream(url: string, headers: Record<string, string>) {
