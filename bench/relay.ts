@@ -7,7 +7,9 @@
  * (c) the edge's memory over a sustained load;
  * (d) the async hot path while /metrics is scraped every second and every 100 ms, against the
  *     same load before and after without scrapes (the spread of those two shows the noise);
- * (e) key verification on the edge's hot path (bench/key-verification.ts).
+ * (e) key verification on the edge's hot path (bench/key-verification.ts);
+ * (f) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
+ *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it.
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
  */
@@ -23,6 +25,8 @@ import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
 import { stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
+import { type DeliveryResult, deliveredPerSecond } from "./delivery.ts";
 import {
   benchTarget,
   type Cleanup,
@@ -37,7 +41,10 @@ import { type WrkResult, wrk } from "./wrk.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
 const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 3 : 60));
 const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
-/** BENCH_ONLY=stream runs the stream section alone, for a loop on the stream path. */
+const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 4 : 60));
+/** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
+const deliveryConcurrency = 32;
+/** BENCH_ONLY=stream (or =delivery) runs that section alone, for a loop on one path. */
 const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
@@ -72,6 +79,49 @@ await runBench(async (cleanup) => {
   const auth = `Bearer ${key}`;
   const direct = `http://127.0.0.1:${targetPort}`;
   const viaNginx = `http://127.0.0.1:${nginxPort}`;
+
+  // (f) first when run alone; else last, after the other sections' load has drained.
+  const sustainedDelivery = async () => {
+    await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
+    const connection = await Connection.connect({ address: stack.temporal.address });
+    cleanup.add(() => connection.close());
+    const client = new Client({ connection });
+    const ceiling = () =>
+      completedPerSecond(client, "noActivity", deliveryConcurrency, deliverySeconds / 3);
+    const relay = () =>
+      deliveredPerSecond({
+        edgeUrl: stack.edgeUrl,
+        path: "/v1/async",
+        host: edgeHost,
+        auth,
+        targetUrl: direct,
+        concurrency: deliveryConcurrency,
+        seconds: deliverySeconds,
+      });
+    // Warm-up: both workers' first tasks and the edge's caches.
+    await completedPerSecond(client, "noActivity", deliveryConcurrency, 1);
+    await deliveredPerSecond({
+      edgeUrl: stack.edgeUrl,
+      path: "/v1/async",
+      host: edgeHost,
+      auth,
+      targetUrl: direct,
+      concurrency: deliveryConcurrency,
+      seconds: 1,
+    });
+    const before = await ceiling();
+    const delivered = await relay();
+    const after = await ceiling();
+    return {
+      delivered,
+      ceilingPerSecond: (before.perSecond + after.perSecond) / 2,
+      ceilingRuns: [before.perSecond, after.perSecond],
+    };
+  };
+  if (only === "delivery") {
+    printDelivery(await sustainedDelivery());
+    return;
+  }
 
   // (a) sync: latency at one connection, throughput at sixteen.
   const sync: Record<string, { latency: WrkResult; throughput: WrkResult }> = {};
@@ -150,6 +200,8 @@ await runBench(async (cleanup) => {
   const scraped = [await scrapedEvery(1000), await scrapedEvery(100)];
   const unscrapedAfter = await asyncLoad();
 
+  const delivery = await sustainedDelivery();
+
   const report = {
     at: new Date(),
     seconds,
@@ -158,6 +210,7 @@ await runBench(async (cleanup) => {
     async: { edgeAsync, rawStarts },
     memory: { memorySeconds, rssBefore, rssAfter, sustained },
     scrape: { unscrapedBefore, scraped, unscrapedAfter },
+    delivery,
   };
   printReport(report);
   await mkdir("bench/results", { recursive: true });
@@ -328,6 +381,7 @@ function printReport(r: {
     scraped: { intervalMs: number; load: WrkResult; scrapes: number }[];
     unscrapedAfter: WrkResult;
   };
+  delivery: SustainedDelivery;
 }) {
   const f = (n: number) => n.toFixed(2);
   const base = r.sync.direct?.latency as WrkResult;
@@ -379,6 +433,33 @@ function printReport(r: {
   row("no scrapes (before)", a1, 0);
   for (const { intervalMs, load, scrapes } of scraped) row(`every ${intervalMs} ms`, load, scrapes);
   row("no scrapes (after)", a2, 0);
+  printDelivery(r.delivery);
+}
+
+interface SustainedDelivery {
+  delivered: DeliveryResult;
+  ceilingPerSecond: number;
+  ceilingRuns: number[];
+}
+
+function printDelivery({ delivered, ceilingPerSecond, ceilingRuns }: SustainedDelivery) {
+  const f = (n: number) => n.toFixed(1);
+  console.log(
+    `\n(f) sustained delivery, ${deliveryConcurrency} callers each waiting for its delivery, ${deliverySeconds} s; bare ceiling with ${deliveryConcurrency} starters on the same Temporal server, before and after\n`,
+  );
+  console.log(
+    "| path | per second | 202 p50 ms | receipt p50 ms | receipt p99 ms | refused | lost |",
+  );
+  console.log("|---|---|---|---|---|---|---|");
+  console.log(
+    `| bare workflows, no activity (ceiling) | ${f(ceilingPerSecond)} (${ceilingRuns.map(f).join(" / ")}) | | | | | |`,
+  );
+  console.log(
+    `| relay: 202 to the target's receipt | ${f(delivered.deliveredPerSecond)} | ${f(delivered.acceptedP50Ms)} | ${f(delivered.deliveredP50Ms)} | ${f(delivered.deliveredP99Ms)} | ${delivered.refused} | ${delivered.lost} |`,
+  );
+  console.log(
+    `| ratio (relay / ceiling) | ${(delivered.deliveredPerSecond / ceilingPerSecond).toFixed(2)}x | | | | | |`,
+  );
 }
 
 function printStream(

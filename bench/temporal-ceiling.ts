@@ -13,19 +13,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { freePorts } from "../dev/ports.ts";
-import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { findTemporalCli, startTemporalDevServer } from "../dev/temporal.ts";
 import {
   type DynamicConfig,
   temporalDefaults,
   temporalDynamicConfig,
 } from "../dev/temporal-config.ts";
+import {
+  CEILING_TASK_QUEUE,
+  completedPerSecond,
+  percentile,
+  runWorkflow,
+  startCeilingWorker,
+} from "./ceiling-runner.ts";
 import { quick, runBench } from "./harness.ts";
 
 const seconds = Number(process.env.BENCH_CEILING_SECONDS ?? (quick ? 1 : 10));
 const concurrency = Number(process.env.BENCH_CEILING_CONCURRENCY ?? 32);
 const oneAtATimeRuns = Number(process.env.BENCH_CEILING_RUNS ?? (quick ? 20 : 100));
-const TASK_QUEUE = "ceiling";
 const shapes = ["noActivity", "oneLocalActivity", "oneActivity", "localAndThreeActivities"];
 const shapeNames: Record<string, string> = {
   noActivity: "no activity",
@@ -33,16 +38,11 @@ const shapeNames: Record<string, string> = {
   oneActivity: "one activity",
   localAndThreeActivities: "one local + three activities",
 };
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 
 interface Server {
   name: string;
   client: Client;
   metricsUrl: string;
-  counter: number;
 }
 
 await runBench(async (cleanup) => {
@@ -63,24 +63,13 @@ await runBench(async (cleanup) => {
       { dynamicConfig, metricsPort: metrics },
     );
     cleanup.add(() => temporal.stop());
-    const worker = new ManagedProcess(
-      {
-        name: `${name} worker`,
-        entry: "bench/ceiling-worker.ts",
-        readyLine: "ceiling worker polling",
-        env: { TEMPORAL_ADDRESS: temporal.address, BENCH_TASK_QUEUE: TASK_QUEUE },
-      },
-      logFile(join(dir, `${name}-worker.log`)),
-    );
-    cleanup.add(() => worker.stop());
-    await worker.start();
+    await startCeilingWorker(cleanup, dir, name, temporal.address);
     const connection = await Connection.connect({ address: temporal.address });
     cleanup.add(() => connection.close());
     return {
       name,
       client: new Client({ connection }),
       metricsUrl: `http://127.0.0.1:${metrics}/metrics`,
-      counter: 0,
     };
   };
   const servers = await Promise.all([
@@ -88,27 +77,12 @@ await runBench(async (cleanup) => {
     start("tuned", temporalDynamicConfig, ports.slice(4)),
   ]);
 
-  const run = (server: Server, shape: string) => {
-    const t = performance.now();
-    return server.client.workflow
-      .execute(shape, { taskQueue: TASK_QUEUE, workflowId: `${shape}-${server.counter++}` })
-      .then(() => performance.now() - t);
-  };
-  const sustained = async (server: Server, shape: string, durationS: number) => {
-    const latencies: number[] = [];
-    const deadline = performance.now() + durationS * 1000;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (performance.now() < deadline) latencies.push(await run(server, shape));
-      }),
-    );
-    const elapsedS = (performance.now() - started) / 1000;
-    return { perSecond: latencies.length / elapsedS, p50Ms: percentile(latencies, 0.5) };
-  };
+  const sustained = (server: Server, shape: string, durationS: number) =>
+    completedPerSecond(server.client, shape, concurrency, durationS);
   const oneAtATime = async (server: Server, shape: string) => {
     const latencies: number[] = [];
-    for (let i = 0; i < oneAtATimeRuns; i++) latencies.push(await run(server, shape));
+    for (let i = 0; i < oneAtATimeRuns; i++)
+      latencies.push(await runWorkflow(server.client, shape));
     return { p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) };
   };
 
@@ -183,7 +157,7 @@ async function inEffect(server: Server) {
   const { workflowTaskQueuePartitions, activityTaskQueuePartitions } =
     await server.client.workflowService.listTaskQueuePartitions({
       namespace: "default",
-      taskQueue: { name: TASK_QUEUE },
+      taskQueue: { name: CEILING_TASK_QUEUE },
     });
   const metrics = await (await fetch(server.metricsUrl)).text();
   return {

@@ -1,0 +1,67 @@
+/**
+ * The bare-workflow ceiling, as a part other benches use: a ceiling worker (bench/ceiling-worker.ts,
+ * a process of its own, no I/O) on a task queue of its own, and `concurrency` starters running one
+ * workflow shape to completion for a while, each starting its next when its last one closed.
+ */
+import { join } from "node:path";
+import type { Client } from "@temporalio/client";
+import { logFile, ManagedProcess } from "../dev/processes.ts";
+import type { Cleanup } from "./harness.ts";
+
+export const CEILING_TASK_QUEUE = "ceiling";
+
+export const percentile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+};
+
+/** Starts a ceiling worker polling the server at `temporalAddress`; stopped by `cleanup`. */
+export async function startCeilingWorker(
+  cleanup: Cleanup,
+  dir: string,
+  name: string,
+  temporalAddress: string,
+): Promise<void> {
+  const worker = new ManagedProcess(
+    {
+      name: `${name} worker`,
+      entry: "bench/ceiling-worker.ts",
+      readyLine: "ceiling worker polling",
+      env: { TEMPORAL_ADDRESS: temporalAddress, BENCH_TASK_QUEUE: CEILING_TASK_QUEUE },
+    },
+    logFile(join(dir, `${name}-worker.log`)),
+  );
+  cleanup.add(() => worker.stop());
+  await worker.start();
+}
+
+let runs = 0;
+
+/** One workflow of `shape`, start to result, in ms. */
+export async function runWorkflow(client: Client, shape: string): Promise<number> {
+  const t = performance.now();
+  await client.workflow.execute(shape, {
+    taskQueue: CEILING_TASK_QUEUE,
+    workflowId: `${shape}-${process.pid}-${runs++}`,
+  });
+  return performance.now() - t;
+}
+
+/** Workflows of `shape` completed per second by `concurrency` starters over `seconds`. */
+export async function completedPerSecond(
+  client: Client,
+  shape: string,
+  concurrency: number,
+  seconds: number,
+): Promise<{ perSecond: number; p50Ms: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) latencies.push(await runWorkflow(client, shape));
+    }),
+  );
+  const elapsedS = (performance.now() - started) / 1000;
+  return { perSecond: latencies.length / elapsedS, p50Ms: percentile(latencies, 0.5) };
+}
