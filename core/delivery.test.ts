@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import {
+  attemptVerdict,
   bodyTravelsInline,
   classifyStatus,
   decodeBody,
@@ -51,6 +52,43 @@ describe("nextRetryDelayMs", () => {
   });
   test("a longer Retry-After postpones the attempt", () => {
     expect(nextRetryDelayMs(30_000, 2, backoff)).toBe(30_000);
+  });
+});
+
+describe("attemptVerdict", () => {
+  const backoff = { initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 };
+  const now = new Date("2026-11-23T12:00:00Z");
+  const seen = { status: null, retryAfter: null, error: null, refused: false };
+  test("a 2xx is delivered; a 4xx not worth retrying and a refused address fail for good", () => {
+    expect(attemptVerdict({ ...seen, status: 204 }, 1, backoff, now)).toEqual({
+      kind: "delivered",
+      status: 204,
+    });
+    expect(attemptVerdict({ ...seen, status: 400 }, 1, backoff, now)).toMatchObject({
+      kind: "failed",
+      type: "TargetRejected",
+    });
+    expect(
+      attemptVerdict({ ...seen, refused: true, error: "refused: 10.0.0.1" }, 1, backoff, now),
+    ).toEqual({ kind: "failed", type: "TargetRefused", message: "refused: 10.0.0.1" });
+  });
+  test("no answer and a 5xx are retried on the backoff of their attempt number", () => {
+    expect(attemptVerdict({ ...seen, error: "ECONNREFUSED" }, 3, backoff, now)).toEqual({
+      kind: "retry",
+      type: "TargetUnreachable",
+      message: "target unreachable: ECONNREFUSED",
+      delayMs: 4000,
+    });
+    expect(attemptVerdict({ ...seen, status: 503 }, 1, backoff, now)).toMatchObject({
+      kind: "retry",
+      type: "TargetRetry",
+      delayMs: 1000,
+    });
+  });
+  test("a 429's Retry-After postpones the next attempt", () => {
+    expect(
+      attemptVerdict({ ...seen, status: 429, retryAfter: "120" }, 1, backoff, now),
+    ).toMatchObject({ kind: "retry", delayMs: 120_000 });
   });
 });
 

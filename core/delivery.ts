@@ -119,7 +119,7 @@ export function decodeBody(base64: string): Uint8Array<ArrayBuffer> {
 export const ATTEMPT_HEARTBEAT_MS = 5000;
 
 /** The failure type of an answer not worth retrying; the delivery retry policy names it. */
-export const TARGET_REJECTED = "TargetRejected";
+export const TARGET_REJECTED = "TargetRejected" as const;
 
 /** Statuses worth another attempt: the target may answer differently later. */
 const RETRYABLE_STATUSES = new Set([408, 425, 429]);
@@ -155,6 +155,49 @@ export function nextRetryDelayMs(
   backoff: Backoff,
 ): number {
   return Math.max(retryAfter ?? 0, backoffMs(attempt, backoff));
+}
+
+/** What one attempt at an async target came to: delivered, failed for good, or tried again later. */
+export type AttemptVerdict =
+  | { kind: "delivered"; status: number }
+  | { kind: "failed"; type: "TargetRejected" | "TargetRefused"; message: string }
+  | { kind: "retry"; type: "TargetRetry" | "TargetUnreachable"; message: string; delayMs: number };
+
+/** What an attempt saw: the target's status and Retry-After, or why there was no answer. */
+export interface AttemptSeen {
+  status: number | null;
+  retryAfter: string | null;
+  error: string | null;
+  /** The target's address is one the rules refuse: never worth another try. */
+  refused: boolean;
+}
+
+/** The verdict on attempt number `attempt` (1 for the first), retries timed by `backoff`. */
+export function attemptVerdict(
+  seen: AttemptSeen,
+  attempt: number,
+  backoff: Backoff,
+  now: Date,
+): AttemptVerdict {
+  if (seen.refused) return { kind: "failed", type: "TargetRefused", message: `${seen.error}` };
+  if (seen.status === null) {
+    return {
+      kind: "retry",
+      type: "TargetUnreachable",
+      message: `target unreachable: ${seen.error}`,
+      delayMs: backoffMs(attempt, backoff),
+    };
+  }
+  const outcome = classifyStatus(seen.status);
+  if (outcome === "delivered") return { kind: "delivered", status: seen.status };
+  const message = `target answered ${seen.status}`;
+  if (outcome === "failed") return { kind: "failed", type: TARGET_REJECTED, message };
+  return {
+    kind: "retry",
+    type: "TargetRetry",
+    message,
+    delayMs: nextRetryDelayMs(retryAfterMs(seen.retryAfter, now), attempt, backoff),
+  };
 }
 
 /** `Retry-After` as seconds or an HTTP date, in milliseconds from `now`; null when absent or bad. */

@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { api, finishedLog, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { connectTemporal } from "../workflows/client.ts";
+import {
+  api,
+  finishedLog,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 type RequestLog = {
   requestId: string;
@@ -72,6 +80,29 @@ describe("an async request, end to end", () => {
     expect(first.received[0]?.headers["x-relay-delivery-id"]).not.toBe(
       second.received[0]?.headers["x-relay-delivery-id"],
     );
+  });
+
+  test("a request whose targets answer at once completes in its first workflow task", async () => {
+    const [first, second] = [await target(), await target()];
+    const project = await projectWithEndpoint([
+      { name: "first", targetUrl: first.url },
+      { name: "second", targetUrl: second.url },
+    ]);
+    const { requestId } = (await relay(project.slug, "/v1/hook", { key: project.key })).json();
+    await finishedLog<RequestLog>(project, requestId);
+
+    const client = await connectTemporal({
+      TEMPORAL_ADDRESS: stack().temporalAddress,
+      TEMPORAL_NAMESPACE: "default",
+    });
+    const { events = [] } = await client.workflow.getHandle(requestId).fetchHistory();
+    await client.connection.close();
+    const count = (attribute: keyof (typeof events)[number]) =>
+      events.filter((event) => event[attribute]).length;
+    // Every round trip through Temporal's queues is a workflow or activity task: one in all.
+    expect(count("workflowTaskCompletedEventAttributes")).toBe(1);
+    expect(count("activityTaskScheduledEventAttributes")).toBe(0);
+    expect(count("workflowExecutionCompletedEventAttributes")).toBe(1);
   });
 
   test("a target answering 503 is retried and the log shows both attempts", async () => {

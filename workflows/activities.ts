@@ -11,19 +11,18 @@ import { signingSecretsOfTarget } from "../control/api/signing.ts";
 import type { Sql } from "../control/db/client.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
+  type AttemptVerdict,
+  attemptVerdict,
   type Backoff,
   classifyStatus,
   type DeliveryInput,
   type DeliveryTarget,
   decodeBody,
   MAX_SYNC_ANSWER_BYTES,
-  nextRetryDelayMs,
-  retryAfterMs,
   type StreamRecord,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
-  TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { open } from "../core/sealing.ts";
@@ -76,7 +75,7 @@ export interface DeliverInput {
   bodyRef?: string | undefined;
 }
 
-type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
+export type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -138,22 +137,26 @@ export function createActivities({
 
   /**
    * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
-   * at the same target that never ended is marked lost now.
+   * at the same target that never ended is marked lost now. Attempts are numbered by the log,
+   * so a lost one, a replay's or a reset's counts on from the ones before it.
    */
   async function startAttempt(a: {
     requestId: string;
     target: DeliveryTarget;
-    attempt: number;
     startedAt: Date;
-  }): Promise<string> {
-    await sql`
-      update attempts set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
-      where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null`;
-    const [row] = await sql<{ id: string }[]>`
+  }): Promise<{ id: string; attempt: number }> {
+    const [row] = await sql<{ id: string; attempt: number }[]>`
+      with lost as (
+        update attempts
+        set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
+        where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null
+      )
       insert into attempts (request_id, target_id, target_name, attempt, started_at)
-      values (${a.requestId}, ${a.target.id}, ${a.target.name}, ${a.attempt}, ${a.startedAt})
-      returning id`;
-    return row?.id ?? "";
+      select ${a.requestId}, ${a.target.id}, ${a.target.name}, coalesce(max(attempt), 0) + 1,
+        ${a.startedAt}
+      from attempts where request_id = ${a.requestId} and target_id = ${a.target.id}
+      returning id, attempt`;
+    return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
   }
 
   /** An attempt's outcome, charged (once per delivery) when the target answered. */
@@ -225,15 +228,14 @@ export function createActivities({
    * comes of it. A target whose name now resolves to a refused address is logged as refused
    * and never called; a redirect is its answer, not followed.
    */
-  async function postToTarget(
-    call: DeliverInput & { attempt: number; readAnswer: boolean },
-  ): Promise<{
+  async function postToTarget(call: DeliverInput & { readAnswer: boolean }): Promise<{
+    attempt: number;
     answer: Answer | null;
     error: string | null;
     timedOut: boolean;
     refused: boolean;
   }> {
-    const { requestId, target, headers, attempt } = call;
+    const { requestId, target, headers } = call;
     const body = call.bodyRef
       ? await loadBody(sql, call.bodyRef)
       : call.body !== undefined
@@ -248,7 +250,7 @@ export function createActivities({
       body,
     );
     const startedAt = new Date();
-    const attemptId = await startAttempt({ requestId, target, attempt, startedAt });
+    const { id: attemptId, attempt } = await startAttempt({ requestId, target, startedAt });
     const started = performance.now();
     const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
     const refusal = await deliveryAddressProblem(target.targetUrl, targetRules, resolveHost);
@@ -288,7 +290,22 @@ export function createActivities({
       error,
       billedBytes: body.byteLength,
     });
-    return { answer, error, timedOut: timeout.aborted, refused: refusal !== null };
+    return { attempt, answer, error, timedOut: timeout.aborted, refused: refusal !== null };
+  }
+
+  /** One attempt at an async target, and the verdict on it. */
+  async function attemptDelivery(input: DeliverInput): Promise<AttemptVerdict> {
+    const { attempt, answer, error, refused } = await postToTarget({
+      ...input,
+      readAnswer: false,
+    });
+    const seen = {
+      status: answer?.status ?? null,
+      retryAfter: answer?.headers.get("retry-after") ?? null,
+      error,
+      refused,
+    };
+    return attemptVerdict(seen, attempt, retryPolicy, new Date());
   }
 
   return {
@@ -296,39 +313,28 @@ export function createActivities({
     settleRequest,
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
 
-    /** An async delivery attempt: throws for Temporal to retry, or not, by the answer. */
+    /**
+     * A request's first attempt at a target, run as a local activity in the workflow's first
+     * task: opens the request in the log, then tries once. Answers its verdict, never throws for
+     * the target's sake, so a request whose targets all answer costs Temporal no other task.
+     */
+    async firstAttempt(request: RequestRow, delivery: DeliverInput): Promise<AttemptVerdict> {
+      await openRequest(request);
+      return attemptDelivery(delivery);
+    },
+
+    /** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
     async deliver(input: DeliverInput): Promise<number> {
       const context = Context.current();
       const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
-      const { answer, error, refused } = await postToTarget({
-        ...input,
-        attempt: context.info.attempt,
-        readAnswer: false,
-      }).finally(() => clearInterval(beating));
-      if (refused) {
-        throw ApplicationFailure.create({
-          message: `${error}`,
-          type: "TargetRefused",
-          nonRetryable: true,
-        });
-      }
-      if (!answer) {
-        throw ApplicationFailure.retryable(`target unreachable: ${error}`, "TargetUnreachable");
-      }
-      const outcome = classifyStatus(answer.status);
-      if (outcome === "delivered") return answer.status;
-      if (outcome === "failed") {
-        throw ApplicationFailure.create({
-          message: `target answered ${answer.status}`,
-          type: TARGET_REJECTED,
-          nonRetryable: true,
-        });
-      }
-      const retryAfter = retryAfterMs(answer.headers.get("retry-after"), new Date());
+      const verdict = await attemptDelivery(input).finally(() => clearInterval(beating));
+      if (verdict.kind === "delivered") return verdict.status;
       throw ApplicationFailure.create({
-        message: `target answered ${answer.status}`,
-        type: "TargetRetry",
-        nextRetryDelay: nextRetryDelayMs(retryAfter, context.info.attempt, retryPolicy),
+        message: verdict.message,
+        type: verdict.type,
+        ...(verdict.kind === "failed"
+          ? { nonRetryable: true }
+          : { nextRetryDelay: verdict.delayMs }),
       });
     },
 
@@ -347,7 +353,6 @@ export function createActivities({
         headers,
         bodyBase64,
         bodyRef: request.bodyRef,
-        attempt: 1,
         readAnswer: true,
       });
       const outcome: SyncOutcome = !answer
@@ -371,11 +376,11 @@ export function createActivities({
       const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
       await openRequest(request);
       const startedAt = new Date(Date.parse(request.receivedAt));
-      const attemptId = await startAttempt({ ...request, target, attempt: 1, startedAt });
+      const { id: attemptId, attempt } = await startAttempt({ ...request, target, startedAt });
       await endAttempt(attemptId, {
         ...request,
         target,
-        attempt: 1,
+        attempt,
         statusCode,
         latencyMs,
         error,

@@ -1,6 +1,7 @@
 /**
  * Relay's workflows: orchestration only, deterministic; the I/O is in activities.ts.
- * - deliverRequest: one per request (workflow id = request id), one activity per async target.
+ * - deliverRequest: one per request (workflow id = request id): each async target's first
+ *   attempt in the first workflow task, then retries as activities.
  * - relaySync: one per sync call; the edge waits for its result.
  * - recordStream: logs and bills a stream the edge proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
@@ -8,13 +9,17 @@
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
 import {
+  patched,
   proxyActivities,
   proxyLocalActivities,
+  sleep,
   upsertSearchAttributes,
+  workflowInfo,
 } from "@temporalio/workflow";
 import type { Pruned } from "../control/api/retention.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
+  type AttemptVerdict,
   type DeliveryInput,
   type StreamRecord,
   type SyncInput,
@@ -24,7 +29,7 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
-import type { Activities, RetryPolicy } from "./activities.ts";
+import type { Activities, DeliverInput, RequestRow, RetryPolicy } from "./activities.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
 const { openRequest, settleRequest } = proxyActivities<Activities>({
@@ -40,16 +45,35 @@ const { rotateExpiringKeys, pruneExpiredRequests } = proxyActivities<Activities>
 /** The worker's configured retry policy, read once per run (a local activity, so replay-safe). */
 const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: "5 seconds" });
 
+/** Room beyond a target's own timeout for a first attempt's writes to the log. */
+const FIRST_ATTEMPT_SLACK_MS = 10_000;
+
 /**
- * Deliveries retry with exponential backoff (by default from 1 s, at most 1 h apart, for 24 h);
- * an answer that is not worth retrying (most 4xx) fails at once.
+ * First attempts are local activities: they run in the workflow task that started the request,
+ * with no trip through Temporal's queues, and are not retried as such (a failed one is retried
+ * as an activity, below). A worker that dies in one fails that task, and the next worker runs
+ * the attempt again: still at least once.
+ */
+function firstAttempts(deliveries: DeliverInput[]) {
+  const longest = Math.max(0, ...deliveries.map((d) => d.target.timeoutSeconds));
+  return proxyLocalActivities<Activities>({
+    startToCloseTimeout: longest * 1000 + FIRST_ATTEMPT_SLACK_MS,
+    retry: { maximumAttempts: 1 },
+  });
+}
+
+/**
+ * Later attempts retry with exponential backoff (by default from 1 s, at most 1 h apart) until
+ * the request's window (24 h by default) closes; an answer not worth retrying (most 4xx) fails
+ * at once. Each attempt names its own next wait (the backoff, or a longer Retry-After).
  */
 function deliveryActivities(policy: RetryPolicy) {
+  const elapsedMs = Date.now() - workflowInfo().startTime.getTime();
   return proxyActivities<Activities>({
     // An attempt lost with its worker is retried once its heartbeat stops, or this passes.
     startToCloseTimeout: policy.attemptTimeoutMs,
     heartbeatTimeout: 3 * ATTEMPT_HEARTBEAT_MS,
-    scheduleToCloseTimeout: policy.windowMs,
+    scheduleToCloseTimeout: Math.max(policy.windowMs - elapsedMs, 1000),
     retry: {
       initialInterval: policy.initialIntervalMs,
       backoffCoefficient: policy.backoffCoefficient,
@@ -61,29 +85,70 @@ function deliveryActivities(policy: RetryPolicy) {
 
 const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
-/** Also runs a replay: the same input with only the targets that failed. */
+/**
+ * Also runs a replay: the same input with only the targets that failed. A request whose first
+ * attempts all end (delivered, or failed for good) completes in its first workflow task.
+ */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, ...request } = input;
+  const deliveries: DeliverInput[] = targets
+    .filter((target) => target.deliveryMode === "async")
+    .map((target) => ({
+      requestId: input.requestId,
+      project: input.project,
+      keyMode: input.keyMode,
+      target,
+      headers,
+      bodyBase64,
+      ...(body !== undefined && { body }),
+      bodyRef: input.bodyRef,
+    }));
+  if (!patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) return deliverAsBefore(request, deliveries);
+  const first = firstAttempts(deliveries);
+  // A first attempt that failed as a local activity (its writes to the log, say) is retried.
+  const verdicts = await Promise.all(
+    deliveries.map((delivery) =>
+      first.firstAttempt(request, delivery).catch((): AttemptVerdict | null => null),
+    ),
+  );
+  const retrying = deliveries.flatMap((delivery, i) => {
+    const verdict = verdicts[i];
+    return !verdict || verdict.kind === "retry"
+      ? [{ delivery, delayMs: verdict?.delayMs ?? 0 }]
+      : [];
+  });
+  if (retrying.length === 0) return settle(await first.settleRequest(input.requestId));
+
+  setStatus("delivering");
+  const { deliver } = deliveryActivities(await retryPolicy());
+  await openRequest(request);
+  await Promise.allSettled(
+    retrying.map(async ({ delivery, delayMs }) => {
+      if (delayMs > 0) await sleep(delayMs);
+      await deliver(delivery);
+    }),
+  );
+  return settle(await settleRequest(input.requestId));
+}
+
+/**
+ * Requests queued before first attempts moved into the first workflow task replay as they
+ * began (Temporal's patching); remove once no such request can still be retrying (its window).
+ */
+const FIRST_ATTEMPTS_IN_FIRST_TASK = "first-attempts-in-first-task";
+
+async function deliverAsBefore(
+  request: RequestRow,
+  deliveries: DeliverInput[],
+): Promise<RequestStatus> {
   const { deliver } = deliveryActivities(await retryPolicy());
   await openRequest(request);
   setStatus("delivering");
-  await Promise.allSettled(
-    targets
-      .filter((target) => target.deliveryMode === "async")
-      .map((target) =>
-        deliver({
-          requestId: input.requestId,
-          project: input.project,
-          keyMode: input.keyMode,
-          target,
-          headers,
-          bodyBase64,
-          ...(body !== undefined && { body }),
-          bodyRef: input.bodyRef,
-        }),
-      ),
-  );
-  const status = await settleRequest(input.requestId);
+  await Promise.allSettled(deliveries.map((delivery) => deliver(delivery)));
+  return settle(await settleRequest(request.requestId));
+}
+
+function settle(status: RequestStatus): RequestStatus {
   setStatus(status);
   return status;
 }
