@@ -62,6 +62,8 @@ export async function bootEdge(
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,
+    maxStartsInFlight: config.RELAY_TEMPORAL_MAX_STARTS,
+    maxStartWaitMs: config.RELAY_TEMPORAL_START_WAIT_MS,
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
   });

@@ -16,6 +16,13 @@ const schema = z.object({
   RELAY_SYNC_MAX_PER_PROJECT: z.coerce.number().int().min(1).default(100),
   /** Connections to Temporal's HTTP API for starts (Node); sync long polls have their own. */
   RELAY_TEMPORAL_CONNECTIONS: z.coerce.number().int().min(1).default(128),
+  /**
+   * Workflow starts for callers (async, sync) in flight on this edge. A call finding them all
+   * taken waits RELAY_TEMPORAL_START_WAIT_MS at most, then is 503 with Retry-After: a burst
+   * beyond what Temporal takes is refused at once instead of queueing without bound.
+   */
+  RELAY_TEMPORAL_MAX_STARTS: z.coerce.number().int().min(1).default(64),
+  RELAY_TEMPORAL_START_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(250),
   /** How long the edge serves from cache without the control plane's change stream. */
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /**

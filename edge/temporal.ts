@@ -4,7 +4,9 @@
  * sync workflow's result by long-polling its close event. Those long polls hold a connection
  * each for as long as the target takes, so they go through a fetch of their own (another pool)
  * and each project may have only so many at once on an edge: however slow one tenant's sync
- * target, every other call still gets a connection for its start.
+ * target, every other call still gets a connection for its start. Starts for callers go through
+ * the edge's admission (./admission.ts): past its slots and wait, or when Temporal itself
+ * throttles (429), the caller gets 503 with Retry-After at once rather than a growing queue.
  */
 import {
   answeringWorkflowId,
@@ -21,6 +23,7 @@ import {
   searchAttributes,
   TASK_QUEUE,
 } from "../core/temporal.ts";
+import { StartAdmission } from "./admission.ts";
 
 /**
  * `bodyTag` marks a call with an Idempotency-Key: its workflow id repeats with the key, and a
@@ -50,6 +53,10 @@ export interface TemporalHttpOptions {
   syncWaitFetch: typeof fetch;
   /** Sync calls one project may have in flight on this edge. */
   maxSyncPerProject: number;
+  /** Starts for callers in flight on this edge at once (RELAY_TEMPORAL_MAX_STARTS). */
+  maxStartsInFlight: number;
+  /** How long a caller's start may wait for one of those (RELAY_TEMPORAL_START_WAIT_MS). */
+  maxStartWaitMs: number;
   /** Where calls Temporal failed go (a structured logger's `error`). */
   logError?: (fields: Record<string, unknown>, message: string) => void;
   /** Told how long each start took, by workflow type (a metric). */
@@ -70,6 +77,9 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const syncInFlight = new Map<string, number>();
+  const admission = new StartAdmission(options.maxStartsInFlight, options.maxStartWaitMs);
+  const saturated = () =>
+    new RelayError("unavailable", "too many requests are being queued; retry");
   /** Temporal did not take a call: logged with its answer, and the caller gets 503. */
   async function unavailable(call: string, answer: Response | Error): Promise<RelayError> {
     const why =
@@ -124,9 +134,25 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           "this Idempotency-Key was already used with a different body",
         );
       }
+      // Temporal's RESOURCE_EXHAUSTED: saturation, like a refusal of our own admission.
+      if (!(response instanceof Error) && response.status === 429) {
+        await response.body?.cancel();
+        throw saturated();
+      }
       throw await unavailable(`start ${workflowType}`, response);
     }
     await response.body?.cancel();
+  }
+
+  /** `start` once the edge's admission gives it a slot; refused when none came in time. */
+  async function admitted(project: string, run: () => Promise<void>): Promise<void> {
+    const release = await admission.acquire(project);
+    if (!release) throw saturated();
+    try {
+      await run();
+    } finally {
+      release();
+    }
   }
 
   return {
@@ -149,19 +175,23 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       };
     },
     startDelivery: (input, bodyTag) =>
-      start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag),
+      admitted(input.project, () => start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag)),
+    // Not admitted: the stream was answered already, and a refused record would be lost. Streams
+    // in flight bound these.
     recordStream: (record) =>
       start(answeringWorkflowId(record, "stream"), STREAM_RECORD_WORKFLOW, record),
 
     async runSync(input, signal, bodyTag) {
       const workflowId = answeringWorkflowId(input, "sync");
       const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
-      await start(
-        workflowId,
-        SYNC_WORKFLOW,
-        input,
-        { workflowExecutionTimeout: `${budget}s` },
-        bodyTag,
+      await admitted(input.project, () =>
+        start(
+          workflowId,
+          SYNC_WORKFLOW,
+          input,
+          { workflowExecutionTimeout: `${budget}s` },
+          bodyTag,
+        ),
       );
       const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`;
       const deadline = Date.now() + budget * 1000;
