@@ -1,13 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { connectTemporal } from "../workflows/client.ts";
-import {
-  api,
-  finishedLog,
-  projectWithEndpoint,
-  relay,
-  stack,
-  targetServer,
-} from "./helpers.ts";
+import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 type RequestLog = {
   requestId: string;
@@ -95,10 +88,14 @@ describe("an async request, end to end", () => {
       TEMPORAL_ADDRESS: stack().temporalAddress,
       TEMPORAL_NAMESPACE: "default",
     });
-    const { events = [] } = await client.workflow.getHandle(requestId).fetchHistory();
+    const events = (await client.workflow.getHandle(requestId).fetchHistory()).events ?? [];
     await client.connection.close();
-    const count = (attribute: keyof (typeof events)[number]) =>
-      events.filter((event) => event[attribute]).length;
+    const count = (
+      attribute:
+        | "workflowTaskCompletedEventAttributes"
+        | "activityTaskScheduledEventAttributes"
+        | "workflowExecutionCompletedEventAttributes",
+    ) => events.filter((event) => event[attribute]).length;
     // Every round trip through Temporal's queues is a workflow or activity task: one in all.
     expect(count("workflowTaskCompletedEventAttributes")).toBe(1);
     expect(count("activityTaskScheduledEventAttributes")).toBe(0);

@@ -35,13 +35,15 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
 
 /** Spends a project's live pool down to `left` of RELAY_INITIAL_CREDITS (100 in tests). */
 const spendDownTo = (slug: string, left: number) =>
-  chargeDelivery(sql, {
-    project: slug,
-    pool: "live",
-    requestId: `req_setup_${slug}`,
-    targetId: "t",
-    bytes: (100 - left) * CREDIT_UNIT_BYTES,
-  });
+  sql.begin((tx) =>
+    chargeDelivery(tx, {
+      project: slug,
+      pool: "live",
+      requestId: `req_setup_${slug}`,
+      targetId: "t",
+      bytes: (100 - left) * CREDIT_UNIT_BYTES,
+    }),
+  );
 
 test(`a pool of 2 and bursts of ${BURST} concurrent calls: overdrawn by the burst at most, then 402`, async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
@@ -93,13 +95,15 @@ test(`${BURST} charges at once on a pool of 2: the one that empties it tells the
     });
   });
   const charges = Array.from({ length: BURST }, (_, n) =>
-    chargeDelivery(sql, {
-      project: p.slug,
-      pool: "live",
-      requestId: `req_${p.slug}_${n}`,
-      targetId: "t",
-      bytes: 1,
-    }),
+    sql.begin((tx) =>
+      chargeDelivery(tx, {
+        project: p.slug,
+        pool: "live",
+        requestId: `req_${p.slug}_${n}`,
+        targetId: "t",
+        bytes: 1,
+      }),
+    ),
   );
   for (;;) {
     const [waiting] = await sql<{ count: number }[]>`

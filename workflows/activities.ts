@@ -8,7 +8,7 @@ import { chargeDelivery } from "../control/api/credits.ts";
 import { type Pruned, pruneRequestLog } from "../control/api/retention.ts";
 import { rotateExpiringKeys } from "../control/api/rotation.ts";
 import { signingSecretsOfTarget } from "../control/api/signing.ts";
-import type { Sql } from "../control/db/client.ts";
+import type { Queryable, Sql } from "../control/db/client.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type AttemptVerdict,
@@ -99,19 +99,13 @@ export function createActivities({
   observeAttempt,
 }: ActivityDeps) {
   /** Idempotent: a retried or replayed open leaves the first row as it is. */
-  async function openRequest(input: RequestRow): Promise<void> {
-    await sql`
-      insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-        body_bytes, received_at)
-      select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-        'delivering', ${input.bodyBytes}, ${input.receivedAt}
-      from projects p where p.slug = ${input.project}
-      on conflict (id) do nothing`;
-  }
-
-  async function finishRequest(requestId: string, status: RequestStatus): Promise<void> {
-    await sql`update requests set status = ${status}, updated_at = now() where id = ${requestId}`;
-  }
+  const insertRequest = (input: RequestRow) => sql`
+    insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
+      body_bytes, received_at)
+    select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
+      'delivering', ${input.bodyBytes}, ${input.receivedAt}
+    from projects p where p.slug = ${input.project}
+    on conflict (id) do nothing`;
 
   /**
    * Sets a request's status from all of its attempts, replays included: delivered when every
@@ -138,15 +132,18 @@ export function createActivities({
   /**
    * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
    * at the same target that never ended is marked lost now. Attempts are numbered by the log,
-   * so a lost one, a replay's or a reset's counts on from the ones before it.
+   * so a lost one, a replay's or a reset's counts on from the ones before it. A request's first
+   * attempt opens the request in the same statement (one commit, not two).
    */
   async function startAttempt(a: {
+    opening?: RequestRow | undefined;
     requestId: string;
     target: DeliveryTarget;
     startedAt: Date;
   }): Promise<{ id: string; attempt: number }> {
+    const opened = a.opening ? sql`opened as (${insertRequest(a.opening)}),` : sql``;
     const [row] = await sql<{ id: string; attempt: number }[]>`
-      with lost as (
+      with ${opened} lost as (
         update attempts
         set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
         where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null
@@ -159,7 +156,10 @@ export function createActivities({
     return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
   }
 
-  /** An attempt's outcome, charged (once per delivery) when the target answered. */
+  /**
+   * An attempt's outcome, charged (once per delivery) when the target answered, and the
+   * request's final status when the caller knows it (`finishing`): one transaction, one commit.
+   */
   async function endAttempt(
     attemptId: string,
     a: {
@@ -173,6 +173,7 @@ export function createActivities({
       error: string | null;
       billedBytes: number;
     },
+    finishing?: RequestStatus,
   ): Promise<void> {
     observeAttempt({
       requestId: a.requestId,
@@ -183,17 +184,30 @@ export function createActivities({
       latencyMs: a.latencyMs,
       error: a.error,
     });
-    await sql`
+    const record = (tx: Queryable) => tx`
       update attempts set status_code = ${a.statusCode}, latency_ms = ${a.latencyMs},
         error = ${a.error}
       where id = ${attemptId}`;
-    if (a.statusCode === null) return;
-    await chargeDelivery(sql, {
-      project: a.project,
-      pool: a.keyMode,
-      requestId: a.requestId,
-      targetId: a.target.id,
-      bytes: a.billedBytes,
+    if (a.statusCode === null && !finishing) {
+      await record(sql);
+      return;
+    }
+    await sql.begin(async (tx) => {
+      await record(tx);
+      if (a.statusCode !== null) {
+        await chargeDelivery(tx, {
+          project: a.project,
+          pool: a.keyMode,
+          requestId: a.requestId,
+          targetId: a.target.id,
+          bytes: a.billedBytes,
+        });
+      }
+      if (finishing) {
+        await tx`
+          update requests set status = ${finishing}, updated_at = now()
+          where id = ${a.requestId}`;
+      }
     });
   }
 
@@ -228,13 +242,17 @@ export function createActivities({
    * comes of it. A target whose name now resolves to a refused address is logged as refused
    * and never called; a redirect is its answer, not followed.
    */
-  async function postToTarget(call: DeliverInput & { readAnswer: boolean }): Promise<{
-    attempt: number;
-    answer: Answer | null;
-    error: string | null;
-    timedOut: boolean;
-    refused: boolean;
-  }> {
+  async function postToTarget(
+    call: DeliverInput & {
+      /** A request's first attempt opens the request in the log (startAttempt). */
+      opening?: RequestRow;
+      /**
+       * A sync call: read the answer; tried once, so it is attempt 1, logged beside the call
+       * rather than before it (a worker lost mid-call leaves it in the log with no outcome).
+       */
+      sync?: { finishing: (sent: Sent) => RequestStatus | undefined };
+    },
+  ): Promise<Sent> {
     const { requestId, target, headers } = call;
     const body = call.bodyRef
       ? await loadBody(sql, call.bodyRef)
@@ -249,8 +267,15 @@ export function createActivities({
       signedAt,
       body,
     );
-    const startedAt = new Date();
-    const { id: attemptId, attempt } = await startAttempt({ requestId, target, startedAt });
+    const starting = startAttempt({
+      opening: call.opening,
+      requestId,
+      target,
+      startedAt: new Date(),
+    });
+    starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
+    // An async attempt is in the log before the call, so one lost with its worker shows.
+    const attempt = call.sync ? 1 : (await starting).attempt;
     const started = performance.now();
     const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
     const refusal = await deliveryAddressProblem(target.targetUrl, targetRules, resolveHost);
@@ -270,34 +295,40 @@ export function createActivities({
             signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
           }),
         );
-        const answerBody = call.readAnswer
-          ? await readCapped(response, MAX_SYNC_ANSWER_BYTES)
-          : null;
-        if (!call.readAnswer) await response.body?.cancel();
+        const answerBody = call.sync ? await readCapped(response, MAX_SYNC_ANSWER_BYTES) : null;
+        if (!call.sync) await response.body?.cancel();
         answer = { status: response.status, headers: response.headers, body: answerBody };
       } catch (cause) {
         error = describeFailure(cause);
       }
     }
-    await endAttempt(attemptId, {
-      requestId,
-      project: call.project,
-      keyMode: call.keyMode,
-      target,
-      attempt,
-      statusCode: answer?.status ?? null,
-      latencyMs: Math.round(performance.now() - started),
-      error,
-      billedBytes: body.byteLength,
-    });
-    return { attempt, answer, error, timedOut: timeout.aborted, refused: refusal !== null };
+    const sent: Sent = { attempt, answer, error, timedOut: timeout.aborted, refused: !!refusal };
+    await endAttempt(
+      (await starting).id,
+      {
+        requestId,
+        project: call.project,
+        keyMode: call.keyMode,
+        target,
+        attempt,
+        statusCode: answer?.status ?? null,
+        latencyMs: Math.round(performance.now() - started),
+        error,
+        billedBytes: body.byteLength,
+      },
+      call.sync?.finishing(sent),
+    );
+    return sent;
   }
 
   /** One attempt at an async target, and the verdict on it. */
-  async function attemptDelivery(input: DeliverInput): Promise<AttemptVerdict> {
+  async function attemptDelivery(
+    input: DeliverInput,
+    opening?: RequestRow,
+  ): Promise<AttemptVerdict> {
     const { attempt, answer, error, refused } = await postToTarget({
       ...input,
-      readAnswer: false,
+      ...(opening && { opening }),
     });
     const seen = {
       status: answer?.status ?? null,
@@ -309,7 +340,9 @@ export function createActivities({
   }
 
   return {
-    openRequest,
+    async openRequest(input: RequestRow): Promise<void> {
+      await insertRequest(input);
+    },
     settleRequest,
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
 
@@ -319,8 +352,7 @@ export function createActivities({
      * the target's sake, so a request whose targets all answer costs Temporal no other task.
      */
     async firstAttempt(request: RequestRow, delivery: DeliverInput): Promise<AttemptVerdict> {
-      await openRequest(request);
-      return attemptDelivery(delivery);
+      return attemptDelivery(delivery, request);
     },
 
     /** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
@@ -340,12 +372,12 @@ export function createActivities({
 
     /**
      * A sync call, whole: open the request, call the target once, log it, close the request.
-     * One local activity, so the caller waits for one workflow task and no more.
+     * One local activity, so the caller waits for one workflow task and no more; two commits,
+     * one of them beside the call.
      */
     async relaySyncCall(input: SyncInput): Promise<SyncOutcome> {
       const { target, headers, bodyBase64, ownsStatus, ...request } = input;
-      await openRequest(request);
-      const { answer, error, timedOut } = await postToTarget({
+      const sent = await postToTarget({
         requestId: request.requestId,
         project: request.project,
         keyMode: request.keyMode,
@@ -353,43 +385,30 @@ export function createActivities({
         headers,
         bodyBase64,
         bodyRef: request.bodyRef,
-        readAnswer: true,
+        opening: request,
+        sync: {
+          finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
+        },
       });
-      const outcome: SyncOutcome = !answer
-        ? timedOut
-          ? { kind: "timeout" }
-          : { kind: "unreachable", error: error ?? "" }
-        : answer.body === null
-          ? { kind: "too_large" }
-          : {
-              kind: "answered",
-              status: answer.status,
-              headers: Object.fromEntries(answer.headers),
-              bodyBase64: Buffer.from(answer.body).toString("base64"),
-            };
-      if (ownsStatus) await finishRequest(request.requestId, syncStatus(outcome));
-      return outcome;
+      return syncOutcome(sent);
     },
 
     /** A stream the edge proxied: into the log, billed by the bytes it streamed back. */
     async recordStreamCall(record: StreamRecord): Promise<void> {
       const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
-      await openRequest(request);
       const startedAt = new Date(Date.parse(request.receivedAt));
-      const { id: attemptId, attempt } = await startAttempt({ ...request, target, startedAt });
-      await endAttempt(attemptId, {
+      const { id: attemptId, attempt } = await startAttempt({
         ...request,
+        opening: request,
         target,
-        attempt,
-        statusCode,
-        latencyMs,
-        error,
-        billedBytes: bytes,
+        startedAt,
       });
-      if (ownsStatus) {
-        const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
-        await finishRequest(request.requestId, delivered ? "delivered" : "failed");
-      }
+      const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
+      await endAttempt(
+        attemptId,
+        { ...request, target, attempt, statusCode, latencyMs, error, billedBytes: bytes },
+        ownsStatus ? (delivered ? "delivered" : "failed") : undefined,
+      );
     },
 
     async rotateExpiringKeys(): Promise<number> {
@@ -411,6 +430,26 @@ function describeFailure(failure: unknown): string {
   const { cause } = failure;
   const described = `${failure.name}: ${failure.message}`;
   return cause instanceof Error ? `${described} (${cause.message})` : described;
+}
+
+/** What a call to a target came to. */
+interface Sent {
+  attempt: number;
+  answer: Answer | null;
+  error: string | null;
+  timedOut: boolean;
+  refused: boolean;
+}
+
+function syncOutcome({ answer, error, timedOut }: Sent): SyncOutcome {
+  if (!answer) return timedOut ? { kind: "timeout" } : { kind: "unreachable", error: error ?? "" };
+  if (answer.body === null) return { kind: "too_large" };
+  return {
+    kind: "answered",
+    status: answer.status,
+    headers: Object.fromEntries(answer.headers),
+    bodyBase64: Buffer.from(answer.body).toString("base64"),
+  };
 }
 
 /** The whole body, or null past `limit` bytes. */

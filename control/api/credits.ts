@@ -7,7 +7,7 @@ import { z } from "zod";
 import { deliveryCredits, isMetered } from "../../core/billing.ts";
 import { type KeyMode, keyModes, type Plan } from "../../core/model.ts";
 import { requireAdmin } from "../auth.ts";
-import type { Queryable, Sql } from "../db/client.ts";
+import type { Queryable, Sql, Transaction } from "../db/client.ts";
 import { recordChange } from "./changes.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
@@ -91,29 +91,28 @@ const POOL_LOCK = 7_243_003;
 
 /**
  * Charges a delivery once (a retry finds its charge there already); nothing for free-tier live
- * traffic. The charge that empties a pool tells the edges.
+ * traffic. The charge that empties a pool tells the edges. Runs in the caller's transaction, so
+ * an attempt's outcome and its charge commit together.
  */
-export async function chargeDelivery(sql: Sql, charge: Charge): Promise<void> {
+export async function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
   const credits = deliveryCredits(charge.bytes);
-  await sql.begin(async (tx) => {
-    const [charged] = await tx<{ projectId: string }[]>`
-      insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
-      select p.id, ${charge.pool}, ${-credits}, 'delivery', ${charge.requestId}, ${charge.targetId}
-      from projects p where p.slug = ${charge.project}
-        and not (p.plan = 'free' and ${charge.pool} = 'live')
-      on conflict (request_id, target_id) do nothing
-      returning project_id`;
-    if (!charged) return;
-    // The pool's charges take turns from here to commit, so each sums every charge before it:
-    // under READ COMMITTED two concurrent charges would each miss the other's, and the one that
-    // empties the pool could see credits left and never tell the edges.
-    await tx`
-      select pg_advisory_xact_lock(
-        ${POOL_LOCK}::int, hashtext(${charged.projectId} || ${charge.pool}))`;
-    const [balance] = await tx<{ balance: string }[]>`
-      select coalesce(sum(amount), 0) as balance from credit_ledger
-      where project_id = ${charged.projectId} and pool = ${charge.pool}`;
-    const left = Number(balance?.balance ?? 0);
-    if (left <= 0 && left + credits > 0) await recordChange(tx, charged.projectId, "routing");
-  });
+  const [charged] = await tx<{ projectId: string }[]>`
+    insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
+    select p.id, ${charge.pool}, ${-credits}, 'delivery', ${charge.requestId}, ${charge.targetId}
+    from projects p where p.slug = ${charge.project}
+      and not (p.plan = 'free' and ${charge.pool} = 'live')
+    on conflict (request_id, target_id) do nothing
+    returning project_id`;
+  if (!charged) return;
+  // The pool's charges take turns from here to commit, so each sums every charge before it:
+  // under READ COMMITTED two concurrent charges would each miss the other's, and the one that
+  // empties the pool could see credits left and never tell the edges.
+  await tx`
+    select pg_advisory_xact_lock(
+      ${POOL_LOCK}::int, hashtext(${charged.projectId} || ${charge.pool}))`;
+  const [balance] = await tx<{ balance: string }[]>`
+    select coalesce(sum(amount), 0) as balance from credit_ledger
+    where project_id = ${charged.projectId} and pool = ${charge.pool}`;
+  const left = Number(balance?.balance ?? 0);
+  if (left <= 0 && left + credits > 0) await recordChange(tx, charged.projectId, "routing");
 }

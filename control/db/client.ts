@@ -14,8 +14,10 @@ export function connect(url: string, options: { max?: number } = {}) {
 
 export type Sql = ReturnType<typeof connect>;
 
+export type Transaction = postgres.TransactionSql<Record<string, never>>;
+
 /** The pool or a transaction: what a query helper can run on. */
-export type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;
+export type Queryable = Sql | Transaction;
 
 /** Resolves when Postgres answers a trivial query; for readiness and health. */
 export async function postgresAnswers(sql: Sql): Promise<void> {
