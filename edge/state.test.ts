@@ -1,3 +1,7 @@
+// biome-ignore lint/correctness/noNodejsModules: the test weighs the heap; the edge stays runtime-neutral
+import { setFlagsFromString } from "node:v8";
+// biome-ignore lint/correctness/noNodejsModules: as above, for a collection on demand
+import { runInNewContext } from "node:vm";
 import { expect, test } from "vitest";
 import type { KeyRecord } from "../core/model.ts";
 import type { ChangeBatch, ControlPlane } from "./control.ts";
@@ -143,5 +147,37 @@ test("concurrent callers of one uncached key share one lookup, charged once", as
   plane.answer(key("a", false));
   expect((await Promise.all(calls)).every((found) => found?.id === "a")).toBe(true);
   expect(plane.lookups()).toBe(1);
+  state.stop();
+});
+
+test("a cached miss weighs its id and little more: the id is one flat string", async () => {
+  setFlagsFromString("--expose-gc");
+  const collect = runInNewContext("gc") as () => void;
+  const control = {
+    ...scripted().control,
+    resolveKey: async () => null,
+    async *watch() {
+      yield { changes: [], headSequence: 1n, clockOffsetMs: 0 };
+      await new Promise(() => {});
+    },
+  };
+  const unlimited = { requestsPerSecond: 1e9, burst: 1e9 };
+  const state = new EdgeState({
+    control,
+    edgeId: "t",
+    leaseMs: 60_000,
+    missesPerSource: unlimited,
+  });
+  await state.start();
+  const misses = 5000;
+  const hashes = Array.from({ length: misses }, () => crypto.getRandomValues(new Uint8Array(32)));
+  collect();
+  const before = process.memoryUsage().heapUsed;
+  for (const [i, keyHash] of hashes.entries()) await state.key(`nope-${i}`, keyHash, "one source");
+  collect();
+  const perMiss = (process.memoryUsage().heapUsed - before) / misses;
+  // A 72-character id and its map slot take about 150 bytes; an id concatenated a byte at a
+  // time keeps its 64 pieces, about 1.6 KB (bench/memory.ts's heap diff found them).
+  expect(perMiss).toBeLessThan(500);
   state.stop();
 });

@@ -197,11 +197,15 @@ export class EdgeState {
   }
 }
 
-const keyId = (project: string, keyHash: Uint8Array) => `k:${project}:${hex(keyHash)}`;
+/**
+ * Joined, not concatenated: `+=` and template literals make a tree of the pieces (V8's cons
+ * strings), which a cached id keeps whole, about 1.6 KB for a key's instead of 150 bytes.
+ */
+const keyId = (project: string, keyHash: Uint8Array) => ["k", project, hex(keyHash)].join(":");
 const projectId = (slug: string) => `p:${slug}`;
 
+const HEX_BYTES = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
 function hex(bytes: Uint8Array): string {
-  let out = "";
-  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
-  return out;
+  return Array.from(bytes, (byte) => HEX_BYTES[byte]).join("");
 }
