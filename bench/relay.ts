@@ -44,7 +44,7 @@ const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 4 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 const deliveryConcurrency = 32;
-/** BENCH_ONLY=stream (or =delivery) runs that section alone, for a loop on one path. */
+/** BENCH_ONLY=sync, =stream or =delivery runs that section alone, for a loop on one path. */
 const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
@@ -80,12 +80,15 @@ await runBench(async (cleanup) => {
   const direct = `http://127.0.0.1:${targetPort}`;
   const viaNginx = `http://127.0.0.1:${nginxPort}`;
 
+  // The bare ceiling on the stack's own Temporal server, for (a) sync and (f).
+  await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  cleanup.add(() => connection.close());
+  const client = new Client({ connection });
+  await completedPerSecond(client, "oneLocalActivity", connections, 1); // warm-up
+
   // (f) first when run alone; else last, after the other sections' load has drained.
   const sustainedDelivery = async () => {
-    await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
-    const connection = await Connection.connect({ address: stack.temporal.address });
-    cleanup.add(() => connection.close());
-    const client = new Client({ connection });
     const ceiling = () =>
       completedPerSecond(client, "noActivity", deliveryConcurrency, deliverySeconds / 3);
     const relay = () =>
@@ -98,8 +101,7 @@ await runBench(async (cleanup) => {
         concurrency: deliveryConcurrency,
         seconds: deliverySeconds,
       });
-    // Warm-up: both workers' first tasks and the edge's caches.
-    await completedPerSecond(client, "noActivity", deliveryConcurrency, 1);
+    // Warm-up: the edge's caches, the worker's first tasks.
     await deliveredPerSecond({
       edgeUrl: stack.edgeUrl,
       path: "/v1/async",
@@ -123,9 +125,9 @@ await runBench(async (cleanup) => {
     return;
   }
 
-  // (a) sync: latency at one connection, throughput at sixteen.
-  const sync: Record<string, { latency: WrkResult; throughput: WrkResult }> = {};
-  for (const [name, url, host] of only === "stream"
+  // (a) sync: latency at one connection, throughput at sixteen beside the bare ceiling.
+  const sync: SyncResults = { paths: {}, ceilingPerSecond: 0 };
+  for (const [name, url, host] of only && only !== "sync"
     ? []
     : ([
         ["direct", `${direct}/sync`, undefined],
@@ -133,10 +135,19 @@ await runBench(async (cleanup) => {
         ["edge (sync via Temporal)", `${stack.edgeUrl}/v1/sync`, edgeHost],
       ] as const)) {
     const options = { seconds, ...(host && { host, auth }) };
-    sync[name] = {
+    sync.paths[name] = {
       latency: await wrk(dir, url, { ...options, connections: 1 }),
       throughput: await wrk(dir, url, { ...options, connections }),
     };
+  }
+  if (!only || only === "sync") {
+    const bare = await completedPerSecond(client, "oneLocalActivity", connections, seconds);
+    sync.ceilingPerSecond = bare.perSecond;
+  }
+
+  if (only === "sync") {
+    printSync(sync);
+    return;
   }
 
   // (a) stream: time to first byte and each chunk's lag behind its writing.
@@ -369,7 +380,7 @@ async function rssKb(pid: number): Promise<number> {
 }
 
 function printReport(r: {
-  sync: Record<string, { latency: WrkResult; throughput: WrkResult }>;
+  sync: SyncResults;
   stream: Record<string, { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }>;
   async: {
     edgeAsync: WrkResult;
@@ -384,17 +395,7 @@ function printReport(r: {
   delivery: SustainedDelivery;
 }) {
   const f = (n: number) => n.toFixed(2);
-  const base = r.sync.direct?.latency as WrkResult;
-  console.log(`\n(a) sync, 1 connection for latency, ${connections} for throughput (wrk)\n`);
-  console.log(
-    `| path | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s (c${connections}) | errors |`,
-  );
-  console.log("|---|---|---|---|---|---|---|");
-  for (const [name, { latency, throughput }] of Object.entries(r.sync)) {
-    console.log(
-      `| ${name} | ${f(latency.p50Ms)} | ${f(latency.p99Ms)} | ${f(latency.p50Ms - base.p50Ms)} | ${f(latency.p99Ms - base.p99Ms)} | ${Math.round(throughput.requestsPerSecond)} | ${latency.errors + throughput.errors} |`,
-    );
-  }
+  printSync(r.sync);
   printStream(r.stream);
   const { edgeAsync, rawStarts } = r.async;
   console.log(`\n(b) async, ${connections} connections / ${connections} concurrent starts\n`);
@@ -434,6 +435,32 @@ function printReport(r: {
   for (const { intervalMs, load, scrapes } of scraped) row(`every ${intervalMs} ms`, load, scrapes);
   row("no scrapes (after)", a2, 0);
   printDelivery(r.delivery);
+}
+
+interface SyncResults {
+  paths: Record<string, { latency: WrkResult; throughput: WrkResult }>;
+  /** Bare one-local-activity workflows completed per second by as many starters. */
+  ceilingPerSecond: number;
+}
+
+function printSync({ paths, ceilingPerSecond }: SyncResults) {
+  const f = (n: number) => n.toFixed(2);
+  const base = paths.direct?.latency as WrkResult;
+  console.log(`\n(a) sync, 1 connection for latency, ${connections} for throughput (wrk)\n`);
+  console.log(
+    `| path | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s (c${connections}) | errors |`,
+  );
+  console.log("|---|---|---|---|---|---|---|");
+  for (const [name, { latency, throughput }] of Object.entries(paths)) {
+    console.log(
+      `| ${name} | ${f(latency.p50Ms)} | ${f(latency.p99Ms)} | ${f(latency.p50Ms - base.p50Ms)} | ${f(latency.p99Ms - base.p99Ms)} | ${Math.round(throughput.requestsPerSecond)} | ${latency.errors + throughput.errors} |`,
+    );
+  }
+  const edge = paths["edge (sync via Temporal)"]?.throughput.requestsPerSecond ?? 0;
+  console.log(
+    `| bare one-local-activity workflows, ${connections} starters (ceiling) | | | | | ${Math.round(ceilingPerSecond)} | |`,
+  );
+  console.log(`| ratio (edge / ceiling) | | | | | ${f(edge / ceilingPerSecond)}x | |`);
 }
 
 interface SustainedDelivery {
