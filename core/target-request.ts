@@ -23,12 +23,21 @@ export function deliveryId(requestId: string, target: Pick<DeliveryTarget, "id">
   return `${requestId}.${target.id}`;
 }
 
+/** A call's fetch init, as `targetRequest` makes it. */
+export interface TargetInit {
+  method: "POST";
+  headers: Headers;
+  body: Uint8Array<ArrayBuffer>;
+  redirect: "manual";
+  signal: AbortSignal;
+}
+
 /**
  * The fetch init of a call. A redirect is the target's answer, never followed: its Location was
  * never checked against the target rules, so following it could reach any internal address.
  * Caller headers come first, the target's configured ones replace them, Relay's own come last.
  */
-export function targetRequest(call: TargetCall): RequestInit {
+export function targetRequest(call: TargetCall): TargetInit {
   return {
     method: "POST",
     headers: layeredHeaders(call.callerHeaders, call.target.headers, {
@@ -42,3 +51,19 @@ export function targetRequest(call: TargetCall): RequestInit {
     signal: call.signal,
   };
 }
+
+/** A target's answer to a stream call: its body as it arrives, decoded of gzip, deflate or br. */
+export interface TargetAnswer {
+  status: number;
+  headers: Headers;
+  body: AsyncIterable<Uint8Array> | null;
+}
+
+/**
+ * One call to a target, as each runtime makes it: no redirect followed, and only to addresses the
+ * target rules allow, checked where it connects. A refused address rejects with `TargetRefused`.
+ */
+export type CallTarget = (url: string, init: TargetInit) => Promise<TargetAnswer>;
+
+/** The target's address is one the rules refuse; the message says which and why. */
+export class TargetRefused extends Error {}

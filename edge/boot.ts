@@ -20,15 +20,13 @@ export interface Runtime {
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
   hmac?: EdgeDeps["hmac"];
-  /** The runtime's DNS: stream targets' addresses are checked before each call. */
-  resolveHost: EdgeDeps["resolveHost"];
   /**
    * A fetch on a connection pool of its own, at most `connections` to a host (no cap when
    * unset). Without it `fetch` serves: Deno's pools per host without a cap.
    */
   pooledFetch?: (connections?: number) => typeof fetch;
-  /** A fetch for stream targets that connects only to addresses `rules` allow. */
-  targetFetch: (rules: TargetRules) => typeof fetch;
+  /** Calls stream targets, connecting only to addresses `rules` allow. */
+  callTarget: (rules: TargetRules) => EdgeDeps["callTarget"];
 }
 
 export async function bootEdge(
@@ -68,14 +66,11 @@ export async function bootEdge(
     logError: telemetry.logError,
   });
   await state.start();
-  const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
   const relay = createEdge({
     state,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
-    fetch: runtime.targetFetch(targetRules),
-    targetRules,
-    resolveHost: runtime.resolveHost,
+    callTarget: runtime.callTarget({ allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal,
     newRequestId: () => newId("req"),

@@ -3,7 +3,13 @@
  * Deno's own fetch and Web Crypto; Deno.serve aborts a request's signal when its caller leaves.
  */
 import { RelayError } from "../core/errors.ts";
-import { answersProblem, literalAddress, type TargetRules } from "../core/targets.ts";
+import { type CallTarget, TargetRefused } from "../core/target-request.ts";
+import {
+  answersProblem,
+  deliveryAddressProblem,
+  literalAddress,
+  type TargetRules,
+} from "../core/targets.ts";
 import { type ConnInfo, type EdgeHandler, errorAnswer, NOT_A_PATH } from "./app.ts";
 import { bootEdge } from "./boot.ts";
 
@@ -135,10 +141,22 @@ function indexOf(bytes: Uint8Array, pattern: Uint8Array): number {
   return -1;
 }
 
+/**
+ * Stream calls with Deno's fetch, through the gate. The gate refuses a connection without saying
+ * why, so the address is checked here first too, for the request log's reason.
+ */
+function callTarget(rules: TargetRules): CallTarget {
+  const gated = targetFetch(rules);
+  return async (url, init) => {
+    const problem = await deliveryAddressProblem(url, rules, resolveHost);
+    if (problem) throw new TargetRefused(problem);
+    return gated(url, init);
+  };
+}
+
 const { config, handler, state, log } = await bootEdge(Deno.env.toObject(), {
   fetch,
-  resolveHost,
-  targetFetch,
+  callTarget,
 });
 const serve: EdgeHandler = handler;
 /**

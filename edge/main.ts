@@ -1,7 +1,6 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
-import { lookup } from "node:dns/promises";
 import { Agent, fetch as undiciFetch } from "undici";
-import { hmacSha256, serveNode, sha256, targetDispatcher } from "./adapters/node.ts";
+import { hmacSha256, serveNode, sha256, targetCaller, targetDispatcher } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 /** A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset. */
@@ -16,16 +15,8 @@ const { config, handler, state, log, logError } = await bootEdge(process.env, {
   pooledFetch,
   hashKey: sha256,
   hmac: hmacSha256,
-  resolveHost: async (hostname) =>
-    (await lookup(hostname, { all: true })).map((answer) => answer.address),
-  targetFetch: (rules) => {
-    const targets = targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 });
-    return ((input: string | URL | Request, init?: RequestInit) =>
-      undiciFetch(input as string, {
-        ...(init as object),
-        dispatcher: targets,
-      })) as unknown as typeof fetch;
-  },
+  callTarget: (rules) =>
+    targetCaller(targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 })),
 });
 const server = serveNode(handler, logError);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {

@@ -7,8 +7,12 @@ import type { StreamRecord } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { type SigningKey, webhookHeaders } from "../core/signing.ts";
-import { deliveryId, targetRequest } from "../core/target-request.ts";
-import { deliveryAddressProblem } from "../core/targets.ts";
+import {
+  deliveryId,
+  type TargetAnswer,
+  TargetRefused,
+  targetRequest,
+} from "../core/target-request.ts";
 import type { EdgeDeps } from "./app.ts";
 
 export interface StreamCall {
@@ -22,9 +26,11 @@ export interface StreamCall {
 }
 
 /**
- * Upstream is asked for `identity` (fetch would otherwise offer gzip), so nothing compresses and
- * so holds back the chunks; the caller hanging up aborts the upstream call through the signal.
- * The target's timeout bounds the wait for its answer to start, not the stream's length.
+ * Upstream is asked for `identity`, so nothing compresses and so holds back the chunks (an answer
+ * compressed anyway comes decoded); the caller hanging up aborts the upstream call through the
+ * signal. The target's timeout bounds the wait for its answer to start, not the stream's length.
+ * Only the call is on the way to the first byte: its address is checked where it connects, and
+ * the stream is recorded once it ends.
  */
 export async function proxyStream(
   deps: EdgeDeps,
@@ -39,15 +45,6 @@ export async function proxyStream(
       .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
       .catch((err: unknown) => deps.logError({ err, requestId }, "stream record lost"));
   };
-  const refusal = await deliveryAddressProblem(
-    target.targetUrl,
-    deps.targetRules,
-    deps.resolveHost,
-  );
-  if (refusal) {
-    record(null, 0, refusal);
-    throw new RelayError("target_unreachable", "the stream target's address is refused");
-  }
   const callerHeaders = forwardableHeaders(call.request.headers);
   callerHeaders["accept-encoding"] = "identity";
   const signature = await webhookHeaders(
@@ -59,8 +56,9 @@ export async function proxyStream(
   );
   const answerTimeout = new AbortController();
   const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
-  const upstream = await deps
-    .fetch(
+  let upstream: TargetAnswer;
+  try {
+    upstream = await deps.callTarget(
       target.targetUrl,
       targetRequest({
         requestId,
@@ -71,16 +69,13 @@ export async function proxyStream(
         body: call.body,
         signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),
       }),
-    )
-    .catch(() => null)
-    .finally(() => clearTimeout(timer));
-  if (!upstream && answerTimeout.signal.aborted) {
-    record(null, 0, "the stream target did not answer in time");
-    throw new RelayError("target_timeout", "the stream target did not answer in time");
-  }
-  if (!upstream) {
-    record(null, 0, "the stream target could not be reached");
-    throw new RelayError("target_unreachable", "the stream target could not be reached");
+    );
+  } catch (error) {
+    const failure = callFailure(error, answerTimeout.signal.aborted);
+    record(null, 0, failure.logged);
+    throw failure.answer;
+  } finally {
+    clearTimeout(timer);
   }
   const headers = answerHeaders(upstream.headers, call.headers, requestId);
   const meter = new StreamMeter(upstream.headers.get("content-type"));
@@ -90,13 +85,27 @@ export async function proxyStream(
   return new Response(body, { status: upstream.status, headers });
 }
 
+/** Why a call got no answer: in the request log, and to the caller. */
+function callFailure(error: unknown, timedOut: boolean): { logged: string; answer: RelayError } {
+  if (error instanceof TargetRefused) {
+    return {
+      logged: error.message,
+      answer: new RelayError("target_unreachable", "the stream target's address is refused"),
+    };
+  }
+  const [code, message] = timedOut
+    ? (["target_timeout", "the stream target did not answer in time"] as const)
+    : (["target_unreachable", "the stream target could not be reached"] as const);
+  return { logged: message, answer: new RelayError(code, message) };
+}
+
 /**
  * The target's body passed on as it is, counted on the way; `onEnd` runs once, when it ends or
  * is cut short (the caller hung up, the target failed). A target's failure errors the stream,
  * so the caller's connection is cut too rather than ended as if the answer were whole.
  */
 function metered(
-  body: ReadableStream<Uint8Array> | null,
+  body: AsyncIterable<Uint8Array> | null,
   meter: StreamMeter,
   onEnd: (cut: boolean) => void,
 ): ReadableStream<Uint8Array> | null {
@@ -110,11 +119,11 @@ function metered(
     end(false);
     return null;
   }
-  const reader = body.getReader();
+  const chunks = body[Symbol.asyncIterator]();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        const { done, value } = await reader.read();
+        const { done, value } = await chunks.next();
         if (done) {
           controller.close();
           end(false);
@@ -129,7 +138,7 @@ function metered(
     },
     async cancel(reason) {
       end(true);
-      await reader.cancel(reason).catch(() => {});
+      await chunks.return?.(reason).catch(() => {});
     },
   });
 }

@@ -1,5 +1,6 @@
 /** Stream targets: proxied chunk by chunk, aborts flow upstream, unreachable is 502. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createGzip } from "node:zlib";
 import { request } from "undici";
 import { afterAll, describe, expect, test } from "vitest";
 import { api, eventually, projectWithEndpoint, stack, targetServer } from "./helpers.ts";
@@ -156,6 +157,44 @@ describe("streams in the request log and the bill", () => {
     });
     await eventually(async () => (await used(p)) > 0);
     expect(await used(p)).toBe(2); // 70 008 bytes of events: two 64 KiB units
+  });
+
+  test("a target that compresses anyway: the caller gets the stream decoded as it comes, billed by its decoded bytes", async () => {
+    const big = "x".repeat(70_000);
+    let finishedAt = 0;
+    const target = await sseServer(async (_, res) => {
+      // Asked for identity, it sends gzip all the same, flushed event by event.
+      res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" });
+      const gzip = createGzip();
+      gzip.pipe(res);
+      const send = (text: string) =>
+        new Promise<void>((resolve) => {
+          gzip.write(text);
+          gzip.flush(() => resolve());
+        });
+      await send("data: one\n\n");
+      await pause(400);
+      await send(`data: ${big}\n\n`);
+      finishedAt = Date.now();
+      gzip.end();
+    });
+    closers.push(target.close);
+    const p = await projectWithEndpoint([
+      { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+    ]);
+    const response = await streamCall(p.slug, p.key);
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-encoding"]).toBeUndefined();
+    let text = "";
+    let firstAt = 0;
+    for await (const chunk of response.body) {
+      text += chunk.toString();
+      if (!firstAt && text.includes("data: one")) firstAt = Date.now();
+    }
+    expect(text).toBe(`data: one\n\ndata: ${big}\n\n`);
+    expect(finishedAt - firstAt).toBeGreaterThan(200);
+    await eventually(async () => (await used(p)) > 0);
+    expect(await used(p)).toBe(2); // 70 019 decoded bytes; gzipped they are well under 64 KiB
   });
 
   test("an unreachable stream target is logged as failed and not charged", async () => {
