@@ -8,10 +8,11 @@
  * of its own (key, slug, path), so that what the edge keeps by its callers' input is exercised.
  *
  * Two edges take the load in turn, a cycle each: the stack's, whose RSS is read from /proc
- * (after the warm-up, every 10 s, at the end), and a twin started with Node's
- * --heapsnapshot-signal, whose heap is snapshotted from outside, with no code of the edge's own:
- * A after the warm-up, B after the run, each with the load paused and drained, so neither holds
- * calls in flight (a snapshot collects garbage first). Prints RSS and heap growth against the
+ * every 10 s of the run (growth: the median of the last tenth against the first's), and a twin
+ * started with Node's --heapsnapshot-signal, whose heap is snapshotted from outside, with no
+ * code of the edge's own: A after the warm-up, B after the run, each with the load paused and
+ * drained, so neither holds calls in flight (a snapshot collects garbage first; see
+ * `heapSnapshot`). Prints RSS and heap growth against the
  * target and the top growers by constructor and by string shape (bench/heap-diff.ts); writes
  * bench/results/memory.json; exits 1 over the target.
  *
@@ -118,7 +119,6 @@ await runBench(async (cleanup) => {
   await load.drive(warmupSeconds);
   outcomes.clear();
   await sleep(SETTLE_MS);
-  const rssStart = await rssKb(measured.pid);
   const twinRssBefore = await rssKb(snapshotted.pid);
   const snapshotA = await heapSnapshot(snapshotted.pid, snapshots, snapshotted.url);
   const twinRssAfter = await rssKb(snapshotted.pid);
@@ -126,20 +126,31 @@ await runBench(async (cleanup) => {
   console.log(`Run: ${runSeconds} s at ${rate} calls/s...`);
   const started = Date.now();
   const samples: Sample[] = [];
-  const sampler = setInterval(() => {
+  const takeSample = () => {
     const seconds = (Date.now() - started) / 1000;
     void sample(measured.pid, measured.url, seconds).then((s) => samples.push(s));
-  }, SAMPLE_EVERY_MS);
+  };
+  takeSample();
+  const sampler = setInterval(takeSample, SAMPLE_EVERY_MS);
   cleanup.add(async () => clearInterval(sampler));
   const skippedBefore = load.skipped;
   await load.drive(runSeconds);
   clearInterval(sampler);
   await sleep(SETTLE_MS);
-  const rssEnd = await rssKb(measured.pid);
   const snapshotB = await heapSnapshot(snapshotted.pid, snapshots, snapshotted.url);
   console.log("Reading the snapshots...");
   const heapA = await summarizeHeapSnapshot(snapshotA);
   const heapB = await summarizeHeapSnapshot(snapshotB);
+  // A window's median at each end, not two readings: RSS swings with each collection's sawtooth
+  // by more than the 5% looked for.
+  const window = Math.max(3, Math.ceil(samples.length / 10));
+  const medianRss = (some: Sample[]) =>
+    percentile(
+      some.map((s) => s.rssKb),
+      0.5,
+    );
+  const rssStart = medianRss(samples.slice(0, window));
+  const rssEnd = medianRss(samples.slice(-window));
   const rssGrowth = percent(rssStart, rssEnd);
   const heapGrowthPercent = percent(heapA.totalBytes, heapB.totalBytes);
   const byKind = Object.fromEntries(
@@ -161,6 +172,7 @@ await runBench(async (cleanup) => {
     skipped: load.skipped - skippedBefore,
     load: byKind,
     rss: {
+      medianWindowSamples: window,
       startKb: rssStart,
       endKb: rssEnd,
       growthPercent: rssGrowth,
@@ -196,7 +208,7 @@ await runBench(async (cleanup) => {
   const verdict = (growth: number) =>
     `under ${TARGET_PERCENT}%: ${growth < TARGET_PERCENT ? "yes" : "NO"}`;
   console.log(
-    `| RSS (/proc) | ${mib(rssStart)} MiB | ${mib(rssEnd)} MiB | ${rssGrowth.toFixed(2)}% | ${verdict(rssGrowth)} |`,
+    `| RSS (/proc, median of ${window} samples) | ${mib(rssStart)} MiB | ${mib(rssEnd)} MiB | ${rssGrowth.toFixed(2)}% | ${verdict(rssGrowth)} |`,
   );
   console.log(
     `| heap (snapshot, live) | ${mib(heapA.totalBytes / 1024)} MiB | ${mib(heapB.totalBytes / 1024)} MiB | ${heapGrowthPercent.toFixed(2)}% | ${verdict(heapGrowthPercent)} |`,
@@ -322,8 +334,20 @@ function steadyLoad(send: (n: number) => Promise<void>) {
   return load;
 }
 
-/** Writes the edge's heap to `dir` (Node's --heapsnapshot-signal) and answers the file. */
+/**
+ * Writes the edge's heap to `dir` (Node's --heapsnapshot-signal) and answers the file. Twice,
+ * keeping the second: the first one's collection finds what is garbage, but what a
+ * FinalizationRegistry holds for it (undici's fetch keeps each call's signal there) is let go
+ * only by callbacks that run after that snapshot.
+ */
 async function heapSnapshot(pid: number, dir: string, edgeUrl: string): Promise<string> {
+  const collecting = await writeSnapshot(pid, dir, edgeUrl);
+  await rm(collecting);
+  await sleep(1000);
+  return writeSnapshot(pid, dir, edgeUrl);
+}
+
+async function writeSnapshot(pid: number, dir: string, edgeUrl: string): Promise<string> {
   const before = new Set(await readdir(dir));
   process.kill(pid, "SIGUSR2");
   let file: string | undefined;
