@@ -111,8 +111,8 @@ export function createActivities({
    * Sets a request's status from all of its attempts, replays included: delivered when every
    * target it tried has a 2xx attempt, failed when none has, partially failed in between.
    */
-  async function settleRequest(requestId: string): Promise<RequestStatus> {
-    const [row] = await sql<{ status: RequestStatus }[]>`
+  async function settleRequest(requestId: string, tx: Queryable = sql): Promise<RequestStatus> {
+    const [row] = await tx<{ status: RequestStatus }[]>`
       update requests r set status = s.status, updated_at = now()
       from (
         select case
@@ -158,7 +158,8 @@ export function createActivities({
 
   /**
    * An attempt's outcome, charged (once per delivery) when the target answered, and the
-   * request's final status when the caller knows it (`finishing`): one transaction, one commit.
+   * request's final status when the caller knows it (`finishing`; "settled": from its
+   * attempts, this one included): one transaction, one commit. Answers the status it set.
    */
   async function endAttempt(
     attemptId: string,
@@ -173,8 +174,8 @@ export function createActivities({
       error: string | null;
       billedBytes: number;
     },
-    finishing?: RequestStatus,
-  ): Promise<void> {
+    finishing?: Finishing,
+  ): Promise<RequestStatus | undefined> {
     observeAttempt({
       requestId: a.requestId,
       target: a.target.name,
@@ -190,9 +191,9 @@ export function createActivities({
       where id = ${attemptId}`;
     if (a.statusCode === null && !finishing) {
       await record(sql);
-      return;
+      return undefined;
     }
-    await sql.begin(async (tx) => {
+    return sql.begin(async (tx) => {
       await record(tx);
       if (a.statusCode !== null) {
         await chargeDelivery(tx, {
@@ -203,11 +204,13 @@ export function createActivities({
           bytes: a.billedBytes,
         });
       }
+      if (finishing === "settled") return settleRequest(a.requestId, tx);
       if (finishing) {
         await tx`
           update requests set status = ${finishing}, updated_at = now()
           where id = ${a.requestId}`;
       }
+      return finishing;
     });
   }
 
@@ -250,9 +253,11 @@ export function createActivities({
        * A sync call: read the answer; tried once, so it is attempt 1, logged beside the call
        * rather than before it (a worker lost mid-call leaves it in the log with no outcome).
        */
-      sync?: { finishing: (sent: Sent) => RequestStatus | undefined };
+      sync?: boolean;
+      /** The request's status after this attempt, when it ends the request. */
+      finishing?: (sent: Sent) => Finishing | undefined;
     },
-  ): Promise<Sent> {
+  ): Promise<Sent & { status: RequestStatus | undefined }> {
     const { requestId, target, headers } = call;
     const body = call.bodyRef
       ? await loadBody(sql, call.bodyRef)
@@ -303,7 +308,7 @@ export function createActivities({
       }
     }
     const sent: Sent = { attempt, answer, error, timedOut: timeout.aborted, refused: !!refusal };
-    await endAttempt(
+    const status = await endAttempt(
       (await starting).id,
       {
         requestId,
@@ -316,20 +321,13 @@ export function createActivities({
         error,
         billedBytes: body.byteLength,
       },
-      call.sync?.finishing(sent),
+      call.finishing?.(sent),
     );
-    return sent;
+    return { ...sent, status };
   }
 
-  /** One attempt at an async target, and the verdict on it. */
-  async function attemptDelivery(
-    input: DeliverInput,
-    opening?: RequestRow,
-  ): Promise<AttemptVerdict> {
-    const { attempt, answer, error, refused } = await postToTarget({
-      ...input,
-      ...(opening && { opening }),
-    });
+  /** The verdict on an attempt at an async target. */
+  function verdictOn({ attempt, answer, error, refused }: Sent): AttemptVerdict {
     const seen = {
       status: answer?.status ?? null,
       retryAfter: answer?.headers.get("retry-after") ?? null,
@@ -351,15 +349,25 @@ export function createActivities({
      * task: opens the request in the log, then tries once. Answers its verdict, never throws for
      * the target's sake, so a request whose targets all answer costs Temporal no other task.
      */
-    async firstAttempt(request: RequestRow, delivery: DeliverInput): Promise<AttemptVerdict> {
-      return attemptDelivery(delivery, request);
+    async firstAttempt(
+      request: RequestRow,
+      delivery: DeliverInput,
+      /** The request's only target: an attempt that ends it settles it in the same commit. */
+      only: boolean,
+    ): Promise<FirstAttempt> {
+      const sent = await postToTarget({
+        ...delivery,
+        opening: request,
+        finishing: (sent) => (only && verdictOn(sent).kind !== "retry" ? "settled" : undefined),
+      });
+      return { ...verdictOn(sent), ...(sent.status && { settled: sent.status }) };
     },
 
     /** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
     async deliver(input: DeliverInput): Promise<number> {
       const context = Context.current();
       const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
-      const verdict = await attemptDelivery(input).finally(() => clearInterval(beating));
+      const verdict = verdictOn(await postToTarget(input).finally(() => clearInterval(beating)));
       if (verdict.kind === "delivered") return verdict.status;
       throw ApplicationFailure.create({
         message: verdict.message,
@@ -386,9 +394,8 @@ export function createActivities({
         bodyBase64,
         bodyRef: request.bodyRef,
         opening: request,
-        sync: {
-          finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
-        },
+        sync: true,
+        finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
       });
       return syncOutcome(sent);
     },
@@ -431,6 +438,12 @@ function describeFailure(failure: unknown): string {
   const described = `${failure.name}: ${failure.message}`;
   return cause instanceof Error ? `${described} (${cause.message})` : described;
 }
+
+/** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
+type Finishing = RequestStatus | "settled";
+
+/** A first attempt's verdict, and the request's status when the attempt settled it. */
+export type FirstAttempt = AttemptVerdict & { settled?: RequestStatus };
 
 /** What a call to a target came to. */
 interface Sent {

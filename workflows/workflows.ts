@@ -19,7 +19,6 @@ import {
 import type { Pruned } from "../control/api/retention.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
-  type AttemptVerdict,
   type DeliveryInput,
   type StreamRecord,
   type SyncInput,
@@ -29,7 +28,13 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
-import type { Activities, DeliverInput, RequestRow, RetryPolicy } from "./activities.ts";
+import type {
+  Activities,
+  DeliverInput,
+  FirstAttempt,
+  RequestRow,
+  RetryPolicy,
+} from "./activities.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
 const { openRequest, settleRequest } = proxyActivities<Activities>({
@@ -106,9 +111,10 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
   if (!patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) return deliverAsBefore(request, deliveries);
   const first = firstAttempts(deliveries);
   // A first attempt that failed as a local activity (its writes to the log, say) is retried.
+  const only = deliveries.length === 1;
   const verdicts = await Promise.all(
     deliveries.map((delivery) =>
-      first.firstAttempt(request, delivery).catch((): AttemptVerdict | null => null),
+      first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
     ),
   );
   const retrying = deliveries.flatMap((delivery, i) => {
@@ -117,7 +123,9 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
       ? [{ delivery, delayMs: verdict?.delayMs ?? 0 }]
       : [];
   });
-  if (retrying.length === 0) return settle(await first.settleRequest(input.requestId));
+  if (retrying.length === 0) {
+    return settle(verdicts[0]?.settled ?? (await first.settleRequest(input.requestId)));
+  }
 
   setStatus("delivering");
   const { deliver } = deliveryActivities(await retryPolicy());
