@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { NativeConnection, Worker } from "@temporalio/worker";
+import { workerPolling } from "../workflows/tuning.ts";
 import * as activities from "./ceiling-activities.ts";
 
 const address = process.env.TEMPORAL_ADDRESS;
@@ -12,6 +13,7 @@ if (!address || !taskQueue) throw new Error("TEMPORAL_ADDRESS and BENCH_TASK_QUE
 const worker = await Worker.create({
   connection: await NativeConnection.connect({ address }),
   taskQueue,
+  ...workerPolling,
   workflowsPath: fileURLToPath(new URL("./ceiling-workflows.ts", import.meta.url)),
   activities,
 });

@@ -14,6 +14,7 @@ import { createActivities } from "./activities.ts";
 import { connectTemporal, ensureSchedules } from "./client.ts";
 import { loadWorkerConfig } from "./config.ts";
 import { log, observeAttempt, registry } from "./observability.ts";
+import { workerPolling } from "./tuning.ts";
 
 const config = loadWorkerConfig(process.env);
 // The SDK's own warnings and errors go to the same JSON log.
@@ -35,6 +36,7 @@ const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: TASK_QUEUE,
+  ...workerPolling,
   // On SIGTERM, attempts in flight get this long to finish; past it they are cancelled and
   // reported failed, so another worker retries them at once rather than after their timeout.
   shutdownGraceTime: config.RELAY_WORKER_SHUTDOWN_GRACE_MS,
