@@ -4,17 +4,11 @@
  * (500/s; 250/s quick), each sent on its schedule whatever the earlier ones' answers. Every
  * answer's status, Retry-After and latency (from its scheduled send, so a client-side queue would
  * show) is kept; the bench target's receipts (its GET /receipts stream of delivered request ids)
- * are counted until every 202'd request arrived or none arrived for a while. `asyncBurst` runs on a stack someone else started (bench/relay.ts);
- * `npx tsx bench/burst.ts` starts its own.
+ * are counted until every 202'd request arrived or none arrived for a while. Section (g) of
+ * bench/relay.ts (`BENCH_ONLY=burst` runs it alone).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { Agent, Pool, request } from "undici";
-import { freePorts } from "../dev/ports.ts";
-import { freeStackPorts, startStack } from "../dev/stack.ts";
-import { benchTarget, quick, runBench, setUpProject } from "./harness.ts";
+import { quick } from "./harness.ts";
 
 export interface BurstSetup {
   edgeUrl: string;
@@ -302,35 +296,4 @@ export function printBurst(r: BurstResult): void {
     `| delivered / 202'd (must be equal) | ${b.delivered} / ${accepted}${b.duplicates ? ` (${b.duplicates} more than once)` : ""} |`,
   );
   console.log(`| drain after the last answer | ${f(b.drainSeconds)} s |`);
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  await runBench(async (cleanup) => {
-    const dir = await mkdtemp(join(tmpdir(), "relay-burst-"));
-    cleanup.add(() => rm(dir, { recursive: true, force: true }));
-    const starting = startStack({
-      dir,
-      ports: await freeStackPorts(),
-      output: join(dir, "stack.log"),
-    });
-    cleanup.add(async () => (await starting.catch(() => null))?.stop());
-    const stack = await starting;
-    const [targetPort = 0] = await freePorts(1);
-    const target = benchTarget(dir, targetPort);
-    cleanup.add(() => target.stop());
-    await target.start();
-    const { slug, key } = await setUpProject(
-      stack.controlUrl,
-      stack.secrets.adminToken,
-      targetPort,
-    );
-    printBurst(
-      await asyncBurst({
-        edgeUrl: stack.edgeUrl,
-        host: `${slug}.localhost`,
-        auth: `Bearer ${key}`,
-        targetUrl: `http://127.0.0.1:${targetPort}`,
-      }),
-    );
-  });
 }

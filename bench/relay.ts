@@ -9,7 +9,8 @@
  *     same load before and after without scrapes (the spread of those two shows the noise);
  * (e) key verification on the edge's hot path (bench/key-verification.ts);
  * (f) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
- *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it.
+ *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it;
+ * (g) async calls one at a time, then a burst at a fixed rate (bench/burst.ts).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
  */
@@ -25,6 +26,7 @@ import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
 import { stopChild, waitFor } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { asyncBurst, type BurstResult, printBurst } from "./burst.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import { type DeliveryResult, deliveredPerSecond } from "./delivery.ts";
 import {
@@ -44,7 +46,7 @@ const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 4 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 const deliveryConcurrency = 32;
-/** BENCH_ONLY=sync, =stream or =delivery runs that section alone, for a loop on one path. */
+/** BENCH_ONLY=sync, =stream, =delivery or =burst runs that section alone, for a loop on one path. */
 const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
@@ -122,6 +124,12 @@ await runBench(async (cleanup) => {
   };
   if (only === "delivery") {
     printDelivery(await sustainedDelivery());
+    return;
+  }
+  const burst = () =>
+    asyncBurst({ edgeUrl: stack.edgeUrl, host: edgeHost, auth, targetUrl: direct });
+  if (only === "burst") {
+    printBurst(await burst());
     return;
   }
 
@@ -212,6 +220,7 @@ await runBench(async (cleanup) => {
   const unscrapedAfter = await asyncLoad();
 
   const delivery = await sustainedDelivery();
+  const asyncBurstResult = await burst();
 
   const report = {
     at: new Date(),
@@ -222,6 +231,7 @@ await runBench(async (cleanup) => {
     memory: { memorySeconds, rssBefore, rssAfter, sustained },
     scrape: { unscrapedBefore, scraped, unscrapedAfter },
     delivery,
+    burst: asyncBurstResult,
   };
   printReport(report);
   await mkdir("bench/results", { recursive: true });
@@ -393,6 +403,7 @@ function printReport(r: {
     unscrapedAfter: WrkResult;
   };
   delivery: SustainedDelivery;
+  burst: BurstResult;
 }) {
   const f = (n: number) => n.toFixed(2);
   printSync(r.sync);
@@ -435,6 +446,7 @@ function printReport(r: {
   for (const { intervalMs, load, scrapes } of scraped) row(`every ${intervalMs} ms`, load, scrapes);
   row("no scrapes (after)", a2, 0);
   printDelivery(r.delivery);
+  printBurst(r.burst);
 }
 
 interface SyncResults {
