@@ -12,9 +12,9 @@
  * started with Node's --heapsnapshot-signal, whose heap is snapshotted from outside, with no
  * code of the edge's own: A after the warm-up, B after the run, each with the load paused and
  * drained, so neither holds calls in flight (a snapshot collects garbage first; see
- * `heapSnapshot`). Prints RSS and heap growth against the
- * target and the top growers by constructor and by string shape (bench/heap-diff.ts); writes
- * bench/results/memory.json; exits 1 over the target.
+ * `heapSnapshot`). Prints RSS and heap growth against the target and the top growers by
+ * constructor and by string shape (bench/heap-diff.ts); writes bench/results/memory.json;
+ * exits 1 over the target.
  *
  * BENCH_MEMORY_SECONDS (600; 30 with BENCH_QUICK=1), BENCH_MEMORY_WARMUP_SECONDS (60; 10),
  * BENCH_MEMORY_RATE (calls per second over both edges, 20), BENCH_KEEP_SNAPSHOTS=1 keeps the
