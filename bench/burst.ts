@@ -59,7 +59,7 @@ export interface BurstResult {
 }
 
 const BODY = '{"bench":true}';
-const sequentialRequests = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? (quick ? 300 : 2000));
+const sequentialRequests = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? (quick ? 100 : 2000));
 const burstRequests = Number(process.env.BENCH_BURST_REQUESTS ?? (quick ? 500 : 5000));
 const burstRate = Number(process.env.BENCH_BURST_RATE ?? (quick ? 250 : 500));
 /** A call unanswered this long counts as no answer. */

@@ -4,19 +4,19 @@
  *     `proxy_pass` to the same target (added latency p50/p99, throughput; stream time to first
  *     byte and per-chunk lag);
  * (b) async 202s per second against the raw @temporalio/client start rate on the same server;
- * (c) the edge's memory over a sustained load;
- * (d) the async hot path while /metrics is scraped every second and every 100 ms, against the
+ * (c) the async hot path while /metrics is scraped every second and every 100 ms, against the
  *     same load before and after without scrapes (the spread of those two shows the noise);
- * (e) key verification on the edge's hot path (bench/key-verification.ts);
- * (f) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
+ * (d) key verification on the edge's hot path (bench/key-verification.ts);
+ * (e) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
  *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it;
- * (g) async calls one at a time, then a burst at a fixed rate (bench/burst.ts).
+ * (f) async calls one at a time, then a burst at a fixed rate (bench/burst.ts).
+ * The edge's memory has a bench of its own (bench/memory.ts, `npm run bench:memory`).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
@@ -41,7 +41,6 @@ import { keyVerification } from "./key-verification.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
-const memorySeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 3 : 60));
 const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 4 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
@@ -82,14 +81,14 @@ await runBench(async (cleanup) => {
   const direct = `http://127.0.0.1:${targetPort}`;
   const viaNginx = `http://127.0.0.1:${nginxPort}`;
 
-  // The bare ceiling on the stack's own Temporal server, for (a) sync and (f).
+  // The bare ceiling on the stack's own Temporal server, for (a) sync and (e).
   await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanup.add(() => connection.close());
   const client = new Client({ connection });
   await completedPerSecond(client, "oneLocalActivity", connections, 1); // warm-up
 
-  // (f) first when run alone; else last, after the other sections' load has drained.
+  // (e) first when run alone; else last, after the other sections' load has drained.
   const sustainedDelivery = async () => {
     const ceiling = () =>
       completedPerSecond(client, "noActivity", deliveryConcurrency, deliverySeconds / 3);
@@ -190,24 +189,7 @@ await runBench(async (cleanup) => {
     seconds,
   );
 
-  // (c) the edge's memory over a sustained async load.
-  const edgePid = stack.processes.edge.child?.pid as number;
-  await wrk(dir, `${stack.edgeUrl}/v1/async`, {
-    connections: connections / 2,
-    seconds: quick ? 1 : 5,
-    host: edgeHost,
-    auth,
-  });
-  const rssBefore = await rssKb(edgePid);
-  const sustained = await wrk(dir, `${stack.edgeUrl}/v1/async`, {
-    connections: connections / 2,
-    seconds: memorySeconds,
-    host: edgeHost,
-    auth,
-  });
-  const rssAfter = await rssKb(edgePid);
-
-  // (d) scrapes beside the hot path.
+  // (c) scrapes beside the hot path.
   const asyncLoad = () =>
     wrk(dir, `${stack.edgeUrl}/v1/async`, { connections, seconds, host: edgeHost, auth });
   const scrapedEvery = async (intervalMs: number) => {
@@ -228,7 +210,6 @@ await runBench(async (cleanup) => {
     sync,
     stream,
     async: { edgeAsync, rawStarts },
-    memory: { memorySeconds, rssBefore, rssAfter, sustained },
     scrape: { unscrapedBefore, scraped, unscrapedAfter },
     delivery,
     burst: asyncBurstResult,
@@ -384,11 +365,6 @@ function scrapeEvery(url: string, intervalMs: number) {
   };
 }
 
-async function rssKb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-}
-
 function printReport(r: {
   sync: SyncResults;
   stream: Record<string, { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }>;
@@ -396,7 +372,6 @@ function printReport(r: {
     edgeAsync: WrkResult;
     rawStarts: { startsPerSecond: number; p50Ms: number; p99Ms: number };
   };
-  memory: { memorySeconds: number; rssBefore: number; rssAfter: number; sustained: WrkResult };
   scrape: {
     unscrapedBefore: WrkResult;
     scraped: { intervalMs: number; load: WrkResult; scrapes: number }[];
@@ -421,19 +396,12 @@ function printReport(r: {
   console.log(
     `| ratio | ${f(edgeAsync.requestsPerSecond / rawStarts.startsPerSecond)}x | | ${f(edgeAsync.p99Ms / rawStarts.p99Ms)}x p99 |`,
   );
-  const { rssBefore, rssAfter, memorySeconds: ms, sustained } = r.memory;
-  console.log(
-    `\n(c) edge memory over ${ms} s of async load (${Math.round(sustained.requestsPerSecond)} req/s)\n`,
-  );
-  console.log(
-    `RSS ${Math.round(rssBefore / 1024)} MiB -> ${Math.round(rssAfter / 1024)} MiB (${f(((rssAfter - rssBefore) / rssBefore) * 100)}%)`,
-  );
   const { unscrapedBefore: a1, scraped, unscrapedAfter: a2 } = r.scrape;
   const baseline = {
     requestsPerSecond: (a1.requestsPerSecond + a2.requestsPerSecond) / 2,
     p99Ms: (a1.p99Ms + a2.p99Ms) / 2,
   };
-  console.log(`\n(d) async hot path, ${connections} connections, while /metrics is scraped\n`);
+  console.log(`\n(c) async hot path, ${connections} connections, while /metrics is scraped\n`);
   console.log(
     "| run | scrapes | req/s | p50 ms | p99 ms | req/s vs no scrapes | p99 vs no scrapes |",
   );
@@ -484,7 +452,7 @@ interface SustainedDelivery {
 function printDelivery({ delivered, ceilingPerSecond, ceilingRuns }: SustainedDelivery) {
   const f = (n: number) => n.toFixed(1);
   console.log(
-    `\n(f) sustained delivery, ${deliveryConcurrency} callers each waiting for its delivery, ${deliverySeconds} s; bare ceiling with ${deliveryConcurrency} starters on the same Temporal server, before and after\n`,
+    `\n(e) sustained delivery, ${deliveryConcurrency} callers each waiting for its delivery, ${deliverySeconds} s; bare ceiling with ${deliveryConcurrency} starters on the same Temporal server, before and after\n`,
   );
   console.log(
     "| path | per second | 202 p50 ms | receipt p50 ms | receipt p99 ms | refused | lost |",
