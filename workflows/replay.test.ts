@@ -1,5 +1,5 @@
 /**
- * Recorded deliverRequest histories replay on today's workflow code without a nondeterminism
+ * Recorded histories (deliverRequest, recordStream) replay on today's workflow code without a nondeterminism
  * error: requests queued by an older worker finish on a newer one. Each history is the binary
  * protobuf of `client.workflow.getHandle(id).fetchHistory()` (`History.encode`); binary because
  * the JSON path (`historyFromJSON`) breaks on this install's two copies of protobufjs 8. One
