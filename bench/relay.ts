@@ -42,7 +42,7 @@ import { type WrkResult, wrk } from "./wrk.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
 const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
-const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 4 : 60));
+const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 3 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 const deliveryConcurrency = 32;
 /** BENCH_ONLY=sync, =stream, =delivery or =burst runs that section alone, for a loop on one path. */

@@ -45,112 +45,117 @@ interface Server {
   metricsUrl: string;
 }
 
-await runBench(async (cleanup) => {
-  const cli = await findTemporalCli();
-  const dir = await mkdtemp(join(tmpdir(), "relay-ceiling-"));
-  cleanup.add(() => rm(dir, { recursive: true, force: true }));
-  // Both servers' ports at once, so the two starts (run side by side) cannot pick the same one.
-  const ports = await freePorts(8);
-  const start = async (
-    name: string,
-    dynamicConfig: DynamicConfig,
-    [grpc = 0, http = 0, ui = 0, metrics = 0]: number[],
-  ): Promise<Server> => {
-    const temporal = await startTemporalDevServer(
-      cli,
-      join(dir, name),
-      { grpc, http, ui },
-      { dynamicConfig, metricsPort: metrics },
-    );
-    cleanup.add(() => temporal.stop());
-    await startCeilingWorker(cleanup, dir, name, temporal.address);
-    const connection = await Connection.connect({ address: temporal.address });
-    cleanup.add(() => connection.close());
-    return {
-      name,
-      client: new Client({ connection }),
-      metricsUrl: `http://127.0.0.1:${metrics}/metrics`,
+// Two extra dev servers take longer to start than a developer's loop allows; the relay bench
+// runs its own ceilings on its server, quick mode included.
+if (quick) console.log("temporal-ceiling: skipped under BENCH_QUICK=1 (run npm run bench for it)");
+else
+  await runBench(async (cleanup) => {
+    const cli = await findTemporalCli();
+    const dir = await mkdtemp(join(tmpdir(), "relay-ceiling-"));
+    cleanup.add(() => rm(dir, { recursive: true, force: true }));
+    // Both servers' ports at once, so the two starts (run side by side) cannot pick the same one.
+    const ports = await freePorts(8);
+    const start = async (
+      name: string,
+      dynamicConfig: DynamicConfig,
+      [grpc = 0, http = 0, ui = 0, metrics = 0]: number[],
+    ): Promise<Server> => {
+      const temporal = await startTemporalDevServer(
+        cli,
+        join(dir, name),
+        { grpc, http, ui },
+        { dynamicConfig, metricsPort: metrics },
+      );
+      cleanup.add(() => temporal.stop());
+      await startCeilingWorker(cleanup, dir, name, temporal.address);
+      const connection = await Connection.connect({ address: temporal.address });
+      cleanup.add(() => connection.close());
+      return {
+        name,
+        client: new Client({ connection }),
+        metricsUrl: `http://127.0.0.1:${metrics}/metrics`,
+      };
     };
-  };
-  const servers = await Promise.all([
-    start("defaults", temporalDefaults, ports.slice(0, 4)),
-    start("tuned", temporalDynamicConfig, ports.slice(4)),
-  ]);
+    const servers = await Promise.all([
+      start("defaults", temporalDefaults, ports.slice(0, 4)),
+      start("tuned", temporalDynamicConfig, ports.slice(4)),
+    ]);
 
-  const sustained = (server: Server, shape: string, durationS: number) =>
-    completedPerSecond(server.client, shape, concurrency, durationS);
-  const oneAtATime = async (server: Server, shape: string) => {
-    const latencies: number[] = [];
-    for (let i = 0; i < oneAtATimeRuns; i++)
-      latencies.push(await runWorkflow(server.client, shape));
-    return { p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) };
-  };
+    const sustained = (server: Server, shape: string, durationS: number) =>
+      completedPerSecond(server.client, shape, concurrency, durationS);
+    const oneAtATime = async (server: Server, shape: string) => {
+      const latencies: number[] = [];
+      for (let i = 0; i < oneAtATimeRuns; i++)
+        latencies.push(await runWorkflow(server.client, shape));
+      return { p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) };
+    };
 
-  // Warm-up: the workers' first workflow tasks, and the servers' caches.
-  for (const server of servers) await sustained(server, "localAndThreeActivities", 1);
+    // Warm-up: the workers' first workflow tasks, and the servers' caches.
+    for (const server of servers) await sustained(server, "localAndThreeActivities", 1);
 
-  const rows: { figure: string; unit: string; defaults: number; tuned: number }[] = [];
-  for (const shape of shapes) {
-    const [defaults, tuned] = [
-      await sustained(servers[0], shape, seconds),
-      await sustained(servers[1], shape, seconds),
-    ];
-    rows.push({
-      figure: `${shapeNames[shape]}: completed per second (${concurrency} starters)`,
-      unit: "/s",
-      defaults: defaults.perSecond,
-      tuned: tuned.perSecond,
-    });
-  }
-  for (const shape of ["noActivity", "oneLocalActivity"]) {
-    const [defaults, tuned] = [
-      await oneAtATime(servers[0], shape),
-      await oneAtATime(servers[1], shape),
-    ];
-    rows.push({
-      figure: `${shapeNames[shape]}: one at a time, start to result p50`,
-      unit: "ms",
-      defaults: defaults.p50Ms,
-      tuned: tuned.p50Ms,
-    });
-  }
+    const rows: { figure: string; unit: string; defaults: number; tuned: number }[] = [];
+    for (const shape of shapes) {
+      const [defaults, tuned] = [
+        await sustained(servers[0], shape, seconds),
+        await sustained(servers[1], shape, seconds),
+      ];
+      rows.push({
+        figure: `${shapeNames[shape]}: completed per second (${concurrency} starters)`,
+        unit: "/s",
+        defaults: defaults.perSecond,
+        tuned: tuned.perSecond,
+      });
+    }
+    for (const shape of ["noActivity", "oneLocalActivity"]) {
+      const [defaults, tuned] = [
+        await oneAtATime(servers[0], shape),
+        await oneAtATime(servers[1], shape),
+      ];
+      rows.push({
+        figure: `${shapeNames[shape]}: one at a time, start to result p50`,
+        unit: "ms",
+        defaults: defaults.p50Ms,
+        tuned: tuned.p50Ms,
+      });
+    }
 
-  const effects = [];
-  for (const server of servers) effects.push({ server: server.name, ...(await inEffect(server)) });
+    const effects = [];
+    for (const server of servers)
+      effects.push({ server: server.name, ...(await inEffect(server)) });
 
-  console.log(
-    `\nTemporal ceiling: bare workflows, a worker with no I/O, ${seconds} s per shape (this machine, one run)\n`,
-  );
-  console.log("| figure | Temporal defaults | Relay's config | ratio (Relay's / defaults) |");
-  console.log("|---|---|---|---|");
-  for (const row of rows) {
-    const ratio = row.tuned / row.defaults;
     console.log(
-      `| ${row.figure} | ${row.defaults.toFixed(1)} ${row.unit} | ${row.tuned.toFixed(1)} ${row.unit} | ${ratio.toFixed(2)}x |`,
+      `\nTemporal ceiling: bare workflows, a worker with no I/O, ${seconds} s per shape (this machine, one run)\n`,
     );
-  }
-  console.log("\nIn effect (read back from each server)\n");
-  console.log(
-    "| server | task-queue partitions (workflow / activity) | eager activities | queue reader wait, mean ms (transfer / timer / visibility) |",
-  );
-  console.log("|---|---|---|---|");
-  for (const e of effects) {
-    const wait = (category: string) => e.loadWaitMs[category]?.toFixed(1) ?? "-";
+    console.log("| figure | Temporal defaults | Relay's config | ratio (Relay's / defaults) |");
+    console.log("|---|---|---|---|");
+    for (const row of rows) {
+      const ratio = row.tuned / row.defaults;
+      console.log(
+        `| ${row.figure} | ${row.defaults.toFixed(1)} ${row.unit} | ${row.tuned.toFixed(1)} ${row.unit} | ${ratio.toFixed(2)}x |`,
+      );
+    }
+    console.log("\nIn effect (read back from each server)\n");
     console.log(
-      `| ${e.server} | ${e.partitions.workflow} / ${e.partitions.activity} | ${e.eagerActivities} | ${wait("transfer")} / ${wait("timer")} / ${wait("visibility")} |`,
+      "| server | task-queue partitions (workflow / activity) | eager activities | queue reader wait, mean ms (transfer / timer / visibility) |",
     );
-  }
-  await mkdir("bench/results", { recursive: true });
-  await writeFile(
-    "bench/results/temporal-ceiling.json",
-    JSON.stringify(
-      { at: new Date(), seconds, concurrency, oneAtATimeRuns, rows, effects },
-      null,
-      2,
-    ),
-  );
-  console.log("\nwrote bench/results/temporal-ceiling.json");
-});
+    console.log("|---|---|---|---|");
+    for (const e of effects) {
+      const wait = (category: string) => e.loadWaitMs[category]?.toFixed(1) ?? "-";
+      console.log(
+        `| ${e.server} | ${e.partitions.workflow} / ${e.partitions.activity} | ${e.eagerActivities} | ${wait("transfer")} / ${wait("timer")} / ${wait("visibility")} |`,
+      );
+    }
+    await mkdir("bench/results", { recursive: true });
+    await writeFile(
+      "bench/results/temporal-ceiling.json",
+      JSON.stringify(
+        { at: new Date(), seconds, concurrency, oneAtATimeRuns, rows, effects },
+        null,
+        2,
+      ),
+    );
+    console.log("\nwrote bench/results/temporal-ceiling.json");
+  });
 
 /** What the server reports of the values in dev/temporal-config.ts. */
 async function inEffect(server: Server) {
