@@ -92,7 +92,7 @@ await runBench(async (cleanup) => {
   const sustainedDelivery = async () => {
     const ceiling = () =>
       completedPerSecond(client, "noActivity", deliveryConcurrency, deliverySeconds / 3);
-    const relay = () =>
+    const relay = (seconds: number) =>
       deliveredPerSecond({
         edgeUrl: stack.edgeUrl,
         path: "/v1/async",
@@ -100,20 +100,11 @@ await runBench(async (cleanup) => {
         auth,
         targetUrl: direct,
         concurrency: deliveryConcurrency,
-        seconds: deliverySeconds,
+        seconds,
       });
-    // Warm-up: the edge's caches, the worker's first tasks.
-    await deliveredPerSecond({
-      edgeUrl: stack.edgeUrl,
-      path: "/v1/async",
-      host: edgeHost,
-      auth,
-      targetUrl: direct,
-      concurrency: deliveryConcurrency,
-      seconds: 1,
-    });
+    await relay(1); // warm-up: the edge's caches, the worker's first tasks
     const before = await ceiling();
-    const delivered = await relay();
+    const delivered = await relay(deliverySeconds);
     const after = await ceiling();
     return {
       delivered,
