@@ -9,8 +9,11 @@
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import proto from "@temporalio/proto";
-import { Worker } from "@temporalio/worker";
+import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
 import { expect, test } from "vitest";
+
+// Each replay starts and stops a worker; its state changes at INFO would fill the test output.
+Runtime.install({ logger: new DefaultLogger("WARN") });
 
 const histories = fileURLToPath(new URL("./histories/", import.meta.url));
 const recorded = (await readdir(histories)).filter((name) => name.endsWith(".bin"));
