@@ -8,7 +8,7 @@
  * bench/relay.ts (`BENCH_ONLY=burst` runs it alone).
  */
 import { Agent, Pool, request } from "undici";
-import { quick } from "./harness.ts";
+import { followReceipts, percentile, quick } from "./harness.ts";
 
 export interface BurstSetup {
   edgeUrl: string;
@@ -67,10 +67,6 @@ const answerTimeoutMs = Number(process.env.BENCH_BURST_TIMEOUT_MS ?? 30_000);
 /** The delivery wait gives up after this long without a new receipt. */
 const drainIdleMs = Number(process.env.BENCH_DRAIN_IDLE_MS ?? 60_000);
 
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 const spread = (values: number[]) => ({
   p50Ms: percentile(values, 0.5),
   p99Ms: percentile(values, 0.99),
@@ -154,17 +150,10 @@ export async function asyncBurst(setup: BurstSetup): Promise<BurstResult> {
   // Every delivery's request id, from before the first call on.
   const receipts = new Map<string, number>();
   let lastReceipt = performance.now();
-  const stream = await request(`${setup.targetUrl}/receipts`, { bodyTimeout: 0 });
-  const reading = (async () => {
-    let buffered = "";
-    for await (const chunk of stream.body) {
-      buffered += chunk.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop() ?? "";
-      for (const id of lines) receipts.set(id, (receipts.get(id) ?? 0) + 1);
-      lastReceipt = performance.now();
-    }
-  })().catch(() => {});
+  const following = await followReceipts(setup.targetUrl, (id) => {
+    receipts.set(id, (receipts.get(id) ?? 0) + 1);
+    lastReceipt = performance.now();
+  });
 
   // One connection, one call at a time.
   const one = new Pool(setup.edgeUrl, { connections: 1 });
@@ -220,8 +209,7 @@ export async function asyncBurst(setup: BurstSetup): Promise<BurstResult> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const lastDelivery = lastReceipt;
-  stream.body.destroy();
-  await reading;
+  await following.stop();
   const delivered = arrived();
   const duplicates = acceptedIds.filter((id) => (receipts.get(id) ?? 0) > 1).length;
 

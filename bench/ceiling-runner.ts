@@ -6,14 +6,9 @@
 import { join } from "node:path";
 import type { Client } from "@temporalio/client";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
-import type { Cleanup } from "./harness.ts";
+import { type Cleanup, percentile } from "./harness.ts";
 
 export const CEILING_TASK_QUEUE = "ceiling";
-
-export const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 
 /** Starts a ceiling worker polling the server at `temporalAddress`; stopped by `cleanup`. */
 export async function startCeilingWorker(

@@ -6,7 +6,7 @@
  * (bench/ceiling-runner.ts) with as many starters.
  */
 import { Agent, request } from "undici";
-import { percentile } from "./ceiling-runner.ts";
+import { followReceipts, percentile } from "./harness.ts";
 
 export interface DeliveryLoad {
   edgeUrl: string;
@@ -39,20 +39,11 @@ export async function deliveredPerSecond(load: DeliveryLoad): Promise<DeliveryRe
   const waiting = new Map<string, () => void>();
   /** Receipts that came before their 202 was read. */
   const early = new Set<string>();
-  const receipts = await request(`${load.targetUrl}/receipts`);
-  const reading = (async () => {
-    let buffered = "";
-    for await (const chunk of receipts.body) {
-      buffered += chunk.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop() ?? "";
-      for (const id of lines) {
-        const resolve = waiting.get(id);
-        if (resolve) resolve();
-        else early.add(id);
-      }
-    }
-  })().catch(() => {});
+  const receipts = await followReceipts(load.targetUrl, (id) => {
+    const resolve = waiting.get(id);
+    if (resolve) resolve();
+    else early.add(id);
+  });
   const dispatcher = new Agent({ connections: load.concurrency });
   const accepted: number[] = [];
   const delivered: number[] = [];
@@ -97,8 +88,7 @@ export async function deliveredPerSecond(load: DeliveryLoad): Promise<DeliveryRe
     }),
   );
   const elapsedS = (performance.now() - started) / 1000;
-  receipts.body.destroy();
-  await reading;
+  await receipts.stop();
   await dispatcher.close();
   return {
     deliveredPerSecond: delivered.length / elapsedS,

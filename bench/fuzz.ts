@@ -17,7 +17,7 @@ import { Agent, request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
 import { type FuzzReport, fuzz, fuzzProject } from "./fuzzer.ts";
-import { benchTarget } from "./harness.ts";
+import { benchTarget, percentile } from "./harness.ts";
 
 interface CallerOptions {
   url: string;
@@ -80,11 +80,6 @@ function runCaller(options: CallerOptions) {
     },
   };
 }
-
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 
 async function main() {
   const count = Number(process.env.FUZZ_REQUESTS ?? 10_000);

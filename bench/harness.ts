@@ -5,9 +5,18 @@
  */
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { request } from "undici";
+import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
+import { freeStackPorts, startStack } from "../dev/stack.ts";
 
 export const quick = process.env.BENCH_QUICK === "1";
+
+/** The value at quantile `q` (0.5 for the median) of `values`; NaN when there are none. */
+export const percentile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+};
 
 /** A failure the user can fix: printed as its message alone. */
 class BenchError extends Error {}
@@ -154,4 +163,47 @@ export async function setUpProject(controlUrl: string, adminToken: string, targe
     mode: "live",
   });
   return { slug, key: plaintext as string };
+}
+
+/**
+ * Tells `onReceipt` the request id of every delivery the bench target (bench/target.ts) takes
+ * from now on, read off its GET /receipts stream, until `stop`.
+ */
+export async function followReceipts(
+  targetUrl: string,
+  onReceipt: (requestId: string) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const stream = await request(`${targetUrl}/receipts`, { bodyTimeout: 0 });
+  const reading = (async () => {
+    let buffered = "";
+    for await (const chunk of stream.body) {
+      buffered += chunk.toString();
+      const lines = buffered.split("\n");
+      buffered = lines.pop() ?? "";
+      for (const id of lines) onReceipt(id);
+    }
+  })().catch(() => {});
+  return {
+    async stop() {
+      stream.body.destroy();
+      await reading;
+    },
+  };
+}
+
+/**
+ * A stack in `dir` (settings `env` added), the bench target beside it and the bench project
+ * (setUpProject) on it; `cleanup` stops both, also when the bench is interrupted mid-start.
+ */
+export async function benchStack(cleanup: Cleanup, dir: string, env: Record<string, string> = {}) {
+  const ports = await freeStackPorts();
+  const starting = startStack({ dir, ports, output: join(dir, "stack.log"), env });
+  cleanup.add(async () => (await starting.catch(() => null))?.stop());
+  const stack = await starting;
+  const [targetPort = 0] = await freePorts(1);
+  const target = benchTarget(dir, targetPort);
+  cleanup.add(() => target.stop());
+  await target.start();
+  const project = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
+  return { stack, ports, targetPort, ...project };
 }

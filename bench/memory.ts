@@ -27,8 +27,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, Client, request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess, waitFor } from "../dev/processes.ts";
-import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
-import { benchTarget, quick, runBench, setUpProject } from "./harness.ts";
+import type { Stack } from "../dev/stack.ts";
+import { benchStack, percentile, quick, runBench } from "./harness.ts";
 import { growthTable, heapGrowth, summarizeHeapSnapshot } from "./heap-diff.ts";
 
 const runSeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 30 : 600));
@@ -64,10 +64,6 @@ interface Outcomes {
   ms: number[];
 }
 
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 const mib = (kb: number) => (kb / 1024).toFixed(1);
 const percent = (start: number, end: number) => ((end - start) / start) * 100;
 
@@ -79,25 +75,15 @@ await runBench(async (cleanup) => {
   });
   const snapshots = join(dir, "snapshots");
   await mkdir(snapshots);
-  const ports = await freeStackPorts();
-  const starting = startStack({
-    dir,
-    ports,
-    output: join(dir, "stack.log"),
+  const { stack, ports, slug, key } = await benchStack(cleanup, dir, {
     // Ten minutes at the default rate are over 10,000 deliveries, a project's default credits:
     // the last calls would be 402s, lighter than the first.
-    env: { RELAY_INITIAL_CREDITS: "100000000" },
+    RELAY_INITIAL_CREDITS: "100000000",
   });
-  cleanup.add(async () => (await starting.catch(() => null))?.stop());
-  const stack = await starting;
-  const [targetPort = 0, twinPort = 0] = await freePorts(2);
-  const target = benchTarget(dir, targetPort);
-  cleanup.add(() => target.stop());
-  await target.start();
+  const [twinPort = 0] = await freePorts(1);
   const twin = snapshottedEdge(stack, twinPort, snapshots, dir);
   cleanup.add(() => twin.stop());
   await twin.start();
-  const { slug, key } = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
   const edges = [
     { url: stack.edgeUrl, domain: `localhost:${ports.edge}`, pid: pidOf(stack.processes.edge) },
     { url: `http://127.0.0.1:${twinPort}`, domain: `localhost:${twinPort}`, pid: pidOf(twin) },

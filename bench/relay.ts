@@ -25,18 +25,10 @@ import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
 import { stopChild, waitFor } from "../dev/processes.ts";
-import { freeStackPorts, startStack } from "../dev/stack.ts";
 import { asyncBurst, type BurstResult, printBurst } from "./burst.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import { type DeliveryResult, deliveredPerSecond } from "./delivery.ts";
-import {
-  benchTarget,
-  type Cleanup,
-  quick,
-  requireTools,
-  runBench,
-  setUpProject,
-} from "./harness.ts";
+import { benchStack, type Cleanup, percentile, quick, requireTools, runBench } from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
@@ -50,10 +42,6 @@ const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
 const wallClock = () => performance.timeOrigin + performance.now();
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 
 await runBench(async (cleanup) => {
   await requireTools([
@@ -62,20 +50,9 @@ await runBench(async (cleanup) => {
   ]);
   const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
-  // Stopped even when the bench is interrupted while the stack is still starting.
-  const starting = startStack({
-    dir,
-    ports: await freeStackPorts(),
-    output: join(dir, "stack.log"),
-  });
-  cleanup.add(async () => (await starting.catch(() => null))?.stop());
-  const stack = await starting;
-  const [targetPort = 0, nginxPort = 0] = await freePorts(2);
-  const target = benchTarget(dir, targetPort);
-  cleanup.add(() => target.stop());
-  await target.start();
+  const { stack, targetPort, slug, key } = await benchStack(cleanup, dir);
+  const [nginxPort = 0] = await freePorts(1);
   await startNginx(cleanup, dir, nginxPort, targetPort);
-  const { slug, key } = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
   const edgeHost = `${slug}.localhost`;
   const auth = `Bearer ${key}`;
   const direct = `http://127.0.0.1:${targetPort}`;

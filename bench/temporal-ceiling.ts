@@ -22,11 +22,10 @@ import {
 import {
   CEILING_TASK_QUEUE,
   completedPerSecond,
-  percentile,
   runWorkflow,
   startCeilingWorker,
 } from "./ceiling-runner.ts";
-import { quick, runBench } from "./harness.ts";
+import { percentile, quick, runBench } from "./harness.ts";
 
 const seconds = Number(process.env.BENCH_CEILING_SECONDS ?? (quick ? 1 : 10));
 const concurrency = Number(process.env.BENCH_CEILING_CONCURRENCY ?? 32);

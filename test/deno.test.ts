@@ -9,10 +9,10 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
 import {
+  edgeEnv,
   eventually,
   projectWithEndpoint,
   relay,
-  stack,
   stackLog,
   targetServer,
 } from "./helpers.ts";
@@ -35,13 +35,7 @@ const deno = new ManagedProcess(
     ],
     entry: "edge/main.deno.ts",
     readyLine: '"runtime":"deno"',
-    env: {
-      RELAY_EDGE_PORT: String(port),
-      RELAY_CONTROL_URL: stack().controlUrl,
-      RELAY_EDGE_TOKEN: stack().edgeToken,
-      TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-      RELAY_ALLOW_PRIVATE_TARGETS: "1",
-    },
+    env: edgeEnv(port, { RELAY_ALLOW_PRIVATE_TARGETS: "1" }),
   },
   stackLog(),
 );

@@ -218,18 +218,18 @@ export const stackLog = () => logFile(stack().logFile);
  */
 export function extraEdge(name: string, port: number, env: Record<string, string> = {}) {
   return new ManagedProcess(
-    {
-      name,
-      entry: "edge/main.ts",
-      readyLine: "edge listening",
-      env: {
-        RELAY_EDGE_PORT: String(port),
-        RELAY_CONTROL_URL: stack().controlUrl,
-        RELAY_EDGE_TOKEN: stack().edgeToken,
-        TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-        ...env,
-      },
-    },
+    { name, entry: "edge/main.ts", readyLine: "edge listening", env: edgeEnv(port, env) },
     stackLog(),
   );
+}
+
+/** An extra edge's settings: on `port`, following the stack's control plane and Temporal. */
+export function edgeEnv(port: number, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    RELAY_EDGE_PORT: String(port),
+    RELAY_CONTROL_URL: stack().controlUrl,
+    RELAY_EDGE_TOKEN: stack().edgeToken,
+    TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+    ...env,
+  };
 }
