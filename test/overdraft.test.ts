@@ -124,3 +124,35 @@ test(`${BURST} charges at once on a pool of 2: the one that empties it tells the
     where project = ${p.slug} and kind = 'routing' and sequence > ${head?.head ?? 0}`;
   expect(told?.count).toBe(1);
 });
+
+test("a charge reads the same few rows however long the pool's ledger is", async () => {
+  const p = await newProject("paid");
+  // A pool with a long history: 20,000 earlier charges (one row each) and a grant to cover them.
+  await sql`
+    insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
+    select p.id, 'live', -1, 'delivery', 'req_history_' || n, 't'
+    from projects p, generate_series(1, 20000) n where p.slug = ${p.slug}`;
+  await api(stack().adminToken, "POST", `/projects/${p.slug}/credits`, {
+    pool: "live",
+    amount: 20_000,
+  });
+
+  const usage = { base: `/projects/${p.slug}`, ownerToken: p.ownerToken };
+  const before = await remaining(usage);
+  const ledgerRowsRead = await sql.begin(async (tx) => {
+    await chargeDelivery(tx, {
+      project: p.slug,
+      pool: "live",
+      requestId: `req_${p.slug}_next`,
+      targetId: "t",
+      bytes: 1,
+    });
+    // This transaction's own reads of the ledger, so far.
+    const [read] = await tx<{ rows: number }[]>`
+      select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as rows
+      from pg_stat_xact_user_tables where relname = 'credit_ledger'`;
+    return read?.rows ?? 0;
+  });
+  expect(ledgerRowsRead).toBeLessThan(10);
+  expect(await remaining(usage)).toBe(before - 1);
+});

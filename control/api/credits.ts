@@ -1,7 +1,8 @@
 /**
- * The credit ledger: grants, one charge per delivery that reached its target, and the usage
- * answer summed from it. A pool emptying or refilling is a change edges follow, so they refuse
- * calls on an empty metered pool (402) with no control-plane call per request.
+ * The credit ledger: grants, one charge per delivery that reached its target, and each pool's
+ * running balance and use beside it (the usage answer). A pool emptying or refilling is a change
+ * edges follow, so they refuse calls on an empty metered pool (402) with no control-plane call
+ * per request.
  */
 import { z } from "zod";
 import { deliveryCredits, isMetered } from "../../core/billing.ts";
@@ -56,10 +57,7 @@ export async function addCredits(ctx: Ctx, slug: string, input: unknown): Promis
 
 async function usageOf(sql: Sql, projectId: string, plan: Plan): Promise<Usage> {
   const rows = await sql<{ pool: KeyMode; used: string; balance: string }[]>`
-    select pool,
-      coalesce(-sum(amount) filter (where reason = 'delivery'), 0) as used,
-      coalesce(sum(amount), 0) as balance
-    from credit_ledger where project_id = ${projectId} group by pool`;
+    select pool, used, balance from credit_pools where project_id = ${projectId}`;
   const pool = (mode: KeyMode): PoolUsage => {
     const row = rows.find((r) => r.pool === mode);
     return {
@@ -86,9 +84,6 @@ export interface Charge {
   bytes: number;
 }
 
-/** The first key of the advisory locks that serialize each pool's charges (any constant). */
-const POOL_LOCK = 7_243_003;
-
 /**
  * Charges a delivery once (a retry finds its charge there already); nothing for free-tier live
  * traffic. The charge that empties a pool tells the edges. Runs in the caller's transaction, so
@@ -104,15 +99,11 @@ export async function chargeDelivery(tx: Transaction, charge: Charge): Promise<v
     on conflict (request_id, target_id) do nothing
     returning project_id`;
   if (!charged) return;
-  // The pool's charges take turns from here to commit, so each sums every charge before it:
-  // under READ COMMITTED two concurrent charges would each miss the other's, and the one that
-  // empties the pool could see credits left and never tell the edges.
-  await tx`
-    select pg_advisory_xact_lock(
-      ${POOL_LOCK}::int, hashtext(${charged.projectId} || ${charge.pool}))`;
-  const [balance] = await tx<{ balance: string }[]>`
-    select coalesce(sum(amount), 0) as balance from credit_ledger
+  // The insert's trigger (migration 007) moved the pool's balance and holds its row until
+  // commit, so this is the balance after every charge before this one.
+  const [pool] = await tx<{ balance: string }[]>`
+    select balance from credit_pools
     where project_id = ${charged.projectId} and pool = ${charge.pool}`;
-  const left = Number(balance?.balance ?? 0);
+  const left = Number(pool?.balance ?? 0);
   if (left <= 0 && left + credits > 0) await recordChange(tx, charged.projectId, "routing");
 }
