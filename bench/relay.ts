@@ -9,7 +9,8 @@
  * (d) key verification on the edge's hot path (bench/key-verification.ts);
  * (e) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
  *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it;
- * (f) async calls one at a time, then a burst at a fixed rate (bench/burst.ts).
+ * (f) async calls one at a time, then a burst at a fixed rate (bench/burst.ts);
+ * (g) a delivery's charge as its pool's ledger grows (bench/charges.ts).
  * The edge's memory has a bench of its own (bench/memory.ts, `npm run bench:memory`).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
@@ -26,6 +27,7 @@ import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { freePorts, portFree } from "../dev/ports.ts";
 import { stopChild, waitFor } from "../dev/processes.ts";
 import { asyncBurst, type BurstResult, printBurst } from "./burst.ts";
+import { chargeCost } from "./charges.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import { type DeliveryResult, deliveredPerSecond } from "./delivery.ts";
 import { benchStack, type Cleanup, percentile, quick, requireTools, runBench } from "./harness.ts";
@@ -37,7 +39,7 @@ const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 3 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 const deliveryConcurrency = 32;
-/** BENCH_ONLY=sync, =stream, =delivery or =burst runs that section alone, for a loop on one path. */
+/** BENCH_ONLY=sync, =stream, =delivery, =burst or =charges runs that section alone. */
 const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
@@ -89,6 +91,10 @@ await runBench(async (cleanup) => {
       ceilingRuns: [before.perSecond, after.perSecond],
     };
   };
+  if (only === "charges") {
+    await chargeCost(stack, slug);
+    return;
+  }
   if (only === "delivery") {
     printDelivery(await sustainedDelivery());
     return;
@@ -188,6 +194,7 @@ await runBench(async (cleanup) => {
   await writeFile("bench/results/relay.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/relay.json");
   await keyVerification(stack);
+  await chargeCost(stack, slug);
 });
 
 async function startNginx(
