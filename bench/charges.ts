@@ -60,7 +60,9 @@ export async function chargeCost(stack: Stack, project: string): Promise<void> {
     await sql.end();
   }
   const [baseline] = results;
-  console.log(`\n**(g) A delivery's charge by ledger length**, ${charges} charges one at a time:\n`);
+  console.log(
+    `\n**(g) A delivery's charge by ledger length**, ${charges} charges one at a time:\n`,
+  );
   console.log("| ledger rows (project) | p50 ms | p99 ms | p50 vs baseline |");
   console.log("|---|---|---|---|");
   for (const r of results) {
