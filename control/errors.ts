@@ -59,7 +59,7 @@ export function toConnectError(cause: unknown): ConnectError {
   );
 }
 
-/** REST: the status and the JSON body of DESIGN.md. */
+/** REST: the status and the JSON body of docs/design.md. */
 export function toHttpError(cause: unknown): { status: number; body: string } {
   const error = relayErrorOf(cause);
   if (error.code === "internal") log.error({ err: cause }, "internal error");

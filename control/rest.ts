@@ -1,6 +1,6 @@
 /**
- * The management API as REST JSON (DESIGN.md's table). Every route calls the same operation as
- * its Connect twin; errors leave through `toHttpError` only.
+ * The management API as REST JSON (docs/design.md's table). Every route calls the same operation
+ * as its Connect twin; errors leave through `toHttpError` only.
  */
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";

@@ -1,5 +1,5 @@
 /**
- * The credit rule (DESIGN.md "Billing"): each delivery that reached its target costs
+ * The credit rule (docs/design.md "Billing"): each delivery that reached its target costs
  * max(1, ceil(bytes / 64 KiB)) credits from the pool its key's mode picks, once however many
  * tries it took. Free-tier projects relay live traffic unmetered.
  */

@@ -48,7 +48,7 @@ describe("charges", () => {
 });
 
 /**
- * The billing rule of DESIGN.md, one delivery scenario per row, each in a fresh project: what
+ * The billing rule of docs/design.md, one delivery scenario per row, each in a fresh project: what
  * the live and test pools were charged once the request finished.
  */
 describe("the billing rule", () => {

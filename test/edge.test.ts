@@ -3,7 +3,7 @@ import { api, newProject, projectWithEndpoint, relay } from "./helpers.ts";
 
 const unreachable = { name: "t", targetUrl: "http://127.0.0.1:9/in" };
 
-describe("the edge refuses bad calls with DESIGN.md's error body", () => {
+describe("the edge refuses bad calls with docs/design.md's error body", () => {
   test("only POST is relayed: 405 with Allow", async () => {
     const project = await projectWithEndpoint([unreachable]);
     const answer = await relay(project.slug, "/v1/hook", { key: project.key, method: "GET" });
