@@ -11,7 +11,7 @@ import { createServer as createNetServer, type Server, type Socket } from "node:
 import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ControlApp } from "./app.ts";
-import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect.ts";
+import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect/index.ts";
 import { malformedMessageIsInvalidArgument } from "./errors.ts";
 import { panelHandler } from "./panel.ts";
 import { restHandler } from "./rest.ts";

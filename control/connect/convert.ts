@@ -1,0 +1,122 @@
+/**
+ * Protobuf messages <-> the plain values the operations take and answer: enums, timestamps,
+ * int64s and nulls. Pure, no routing.
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { KeyState } from "../../core/keys.ts";
+import {
+  deliveryModes,
+  type Endpoint,
+  type KeyRecord,
+  keyModes,
+  plans,
+  requestStatuses,
+  roles,
+} from "../../core/model.ts";
+import type { RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
+import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
+import type { PoolUsage, Usage } from "../api/credits.ts";
+import type { KeyView } from "../api/keys.ts";
+import type { MemberView, ProjectView } from "../api/projects.ts";
+import type { RequestView } from "../api/requests.ts";
+
+/** Proto enums list the same values as the domain's, in the same order, after UNSPECIFIED. */
+export function fromEnum<T extends string>(values: readonly T[], value: number): T | undefined {
+  return values[value - 1];
+}
+export function toEnum<T extends string>(values: readonly T[], value: T): number {
+  return values.indexOf(value) + 1;
+}
+export const ts = (date: Date) => timestampFromDate(date);
+export const optionalTs = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
+
+export const projectOut = (p: ProjectView) => ({
+  ...p,
+  plan: toEnum(plans, p.plan),
+  createdAt: ts(p.createdAt),
+});
+export const memberOut = (m: MemberView) => ({
+  ...m,
+  role: toEnum(roles, m.role),
+  createdAt: ts(m.createdAt),
+});
+/** KeyStatus's values in its proto order. */
+export const keyStatuses: readonly KeyState[] = ["active", "expired_grace", "expired", "revoked"];
+export const keyOut = (k: KeyView) => ({
+  ...k,
+  mode: toEnum(keyModes, k.mode),
+  status: toEnum(keyStatuses, k.status),
+  expiresAt: optionalTs(k.expiresAt),
+  createdAt: ts(k.createdAt),
+  predecessorId: k.predecessorId ?? undefined,
+  successorId: k.successorId ?? undefined,
+});
+export const edgeKeyOut = (k: KeyRecord) => ({
+  ...k,
+  mode: toEnum(keyModes, k.mode),
+  expiresAt: optionalTs(k.expiresAt),
+  revokedAt: optionalTs(k.revokedAt),
+});
+export const endpointOut = (e: Endpoint) => ({
+  ...e,
+  targets: e.targets.map((t) => ({ ...t, deliveryMode: toEnum(deliveryModes, t.deliveryMode) })),
+  schema: e.schema ?? undefined,
+  rateLimit: e.rateLimit ?? undefined,
+  updatedAt: ts(e.updatedAt),
+});
+export const endpointIn = (spec: EndpointSpec | undefined) => ({
+  path: spec?.path,
+  targets: spec?.targets.map((t) => ({
+    name: t.name,
+    targetUrl: t.targetUrl,
+    deliveryMode: fromEnum(deliveryModes, t.deliveryMode),
+    timeoutSeconds: t.timeoutSeconds,
+    headers: t.headers,
+  })),
+  ipAllowlist: spec?.ipAllowlist,
+  schema: spec?.schema ?? null,
+  rateLimit: spec?.rateLimit ?? null,
+});
+const poolOut = (pool: PoolUsage) => ({
+  used: BigInt(pool.used),
+  remaining: pool.remaining === null ? undefined : BigInt(pool.remaining),
+});
+export const usageOut = (u: Usage) => ({
+  plan: u.plan,
+  live: poolOut(u.pools.live),
+  test: poolOut(u.pools.test),
+});
+export const requestOut = (r: RequestView) => ({
+  ...r,
+  status: toEnum(requestStatuses, r.status),
+  receivedAt: ts(r.receivedAt),
+  updatedAt: ts(r.updatedAt),
+  bodyBytes: BigInt(r.bodyBytes),
+  attempts: r.attempts.map((a) => ({
+    ...a,
+    startedAt: ts(a.startedAt),
+    statusCode: a.statusCode ?? undefined,
+    latencyMs: a.latencyMs ?? undefined,
+    error: a.error ?? undefined,
+  })),
+});
+
+export const filterIn = (filter: RequestFilter | undefined) => ({
+  status: filter?.status ? fromEnum(requestStatuses, filter.status) : undefined,
+  endpoint: filter?.endpoint,
+});
+export const pageQuery = (req: { filter?: RequestFilter; cursor: string; limit: number }) => ({
+  ...filterIn(req.filter),
+  cursor: req.cursor || undefined,
+  limit: req.limit || undefined,
+});
+export const pageOut = (page: { requests: RequestView[]; nextCursor: string }) => ({
+  requests: page.requests.map(requestOut),
+  nextCursor: page.nextCursor,
+});
+
+export function nullsToUndefined<T extends object>(value: T) {
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, v === null ? undefined : v]),
+  ) as { [K in keyof T]: Exclude<T[K], null> | undefined };
+}

@@ -1,0 +1,71 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
+import * as bodies from "../api/bodies.ts";
+import * as edge from "../api/edge.ts";
+import type { ControlApp } from "../app.ts";
+import type { ContextOf } from "./caller.ts";
+import { edgeKeyOut, endpointOut, optionalTs, projectOut } from "./convert.ts";
+
+/** Room for StoreBody's other fields beside the body. */
+const ENVELOPE_BYTES = 64 * 1024;
+
+/** `edgeBytes`: the largest inbound body StoreBody carries (MessageLimits.edgeBytes). */
+export function edgeService(
+  router: ConnectRouter,
+  ctxOf: ContextOf,
+  { notifier, clock }: Pick<ControlApp, "notifier" | "clock">,
+  edgeBytes: number,
+): void {
+  router.service(
+    EdgeService,
+    {
+      async resolveKey(req, h) {
+        const key = await edge.resolveKey(ctxOf(h), req.project, req.keyHash);
+        return { key: key ? edgeKeyOut(key) : undefined };
+      },
+      async *watchChanges(req, h) {
+        for await (const batch of edge.changes(ctxOf(h), notifier, req.afterSequence, h.signal)) {
+          yield {
+            headSequence: batch.headSequence,
+            clockOffsetMs: BigInt(clock.offsetMs()),
+            changes: batch.changes.map((change) => ({
+              sequence: change.sequence,
+              project: change.project,
+              change:
+                change.kind === "key"
+                  ? { case: "keyChanged" as const, value: edgeKeyOut(change.key) }
+                  : { case: "routingChanged" as const, value: {} },
+            })),
+          };
+        }
+      },
+      async storeBody(req, h) {
+        return {
+          bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body),
+        };
+      },
+      async ackChanges(req, h) {
+        await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
+        return {};
+      },
+      async getProjectState(req, h) {
+        const state = await edge.projectState(ctxOf(h), req.project);
+        if (!state) return {};
+        return {
+          state: {
+            project: projectOut(state.project),
+            endpoints: state.endpoints.map(endpointOut),
+            signingSecrets: state.signingSecrets.map((e) => ({
+              ...e,
+              secrets: e.secrets.map((s) => ({ key: s.key, expiresAt: optionalTs(s.expiresAt) })),
+            })),
+            defaultRateLimit: state.defaultRateLimit,
+            liveCreditsExhausted: state.exhaustedPools.includes("live"),
+            testCreditsExhausted: state.exhaustedPools.includes("test"),
+          },
+        };
+      },
+    },
+    { readMaxBytes: edgeBytes + ENVELOPE_BYTES },
+  );
+}

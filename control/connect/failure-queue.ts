@@ -1,0 +1,21 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { FailureQueueService } from "../../gen/relay/v1/requests_pb.ts";
+import * as failures from "../api/failures.ts";
+import type { ContextOf } from "./caller.ts";
+import { filterIn, pageOut, pageQuery, requestOut } from "./convert.ts";
+
+export function failureQueueService(router: ConnectRouter, ctxOf: ContextOf): void {
+  router.service(FailureQueueService, {
+    async listFailures(req, h) {
+      return pageOut(await failures.listFailures(ctxOf(h), req.project, pageQuery(req)));
+    },
+    async replayRequest(req, h) {
+      return {
+        request: requestOut(await failures.replayRequest(ctxOf(h), req.project, req.requestId)),
+      };
+    },
+    async replayFailures(req, h) {
+      return failures.replayFailures(ctxOf(h), req.project, filterIn(req.filter));
+    },
+  });
+}

@@ -1,0 +1,25 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { roles } from "../../core/model.ts";
+import { MemberService } from "../../gen/relay/v1/projects_pb.ts";
+import * as projects from "../api/projects.ts";
+import type { ContextOf } from "./caller.ts";
+import { fromEnum, memberOut } from "./convert.ts";
+
+export function memberService(router: ConnectRouter, ctxOf: ContextOf): void {
+  router.service(MemberService, {
+    async addMember(req, h) {
+      const added = await projects.addMember(ctxOf(h), req.project, {
+        name: req.name,
+        role: fromEnum(roles, req.role),
+      });
+      return { member: memberOut(added.member), token: added.token };
+    },
+    async listMembers(req, h) {
+      return { members: (await projects.listMembers(ctxOf(h), req.project)).map(memberOut) };
+    },
+    async removeMember(req, h) {
+      await projects.removeMember(ctxOf(h), req.project, req.memberId);
+      return {};
+    },
+  });
+}

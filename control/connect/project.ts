@@ -1,0 +1,42 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { plans, roles } from "../../core/model.ts";
+import { ProjectService } from "../../gen/relay/v1/projects_pb.ts";
+import * as projects from "../api/projects.ts";
+import type { ContextOf } from "./caller.ts";
+import { fromEnum, memberOut, projectOut, toEnum } from "./convert.ts";
+
+export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
+  router.service(ProjectService, {
+    async createProject(req, h) {
+      const plan = fromEnum(plans, req.plan);
+      const created = await projects.createProject(ctxOf(h), {
+        slug: req.slug,
+        name: req.name,
+        ...(plan && { plan }),
+        ...(req.ownerName && { ownerName: req.ownerName }),
+      });
+      return {
+        project: projectOut(created.project),
+        owner: memberOut(created.owner),
+        ownerToken: created.ownerToken,
+      };
+    },
+    async getProject(req, h) {
+      const { inboundUrl, workflowsUrl, deliveryWarning, ...project } = await projects.getProject(
+        ctxOf(h),
+        req.project,
+      );
+      return { project: projectOut(project), inboundUrl, workflowsUrl, deliveryWarning };
+    },
+    async listProjects(_req, h) {
+      const memberships = await projects.listProjects(ctxOf(h));
+      return {
+        projects: memberships.map((m) => ({
+          project: projectOut(m.project),
+          role: toEnum(roles, m.role),
+          memberName: m.memberName,
+        })),
+      };
+    },
+  });
+}

@@ -1,0 +1,18 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
+import * as requests from "../api/requests.ts";
+import type { ContextOf } from "./caller.ts";
+import { pageOut, pageQuery, requestOut } from "./convert.ts";
+
+export function requestLogService(router: ConnectRouter, ctxOf: ContextOf): void {
+  router.service(RequestLogService, {
+    async listRequests(req, h) {
+      return pageOut(await requests.listRequests(ctxOf(h), req.project, pageQuery(req)));
+    },
+    async getRequest(req, h) {
+      return {
+        request: requestOut(await requests.getRequest(ctxOf(h), req.project, req.requestId)),
+      };
+    },
+  });
+}
