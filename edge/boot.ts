@@ -95,7 +95,7 @@ export async function bootEdge(
       temporal: () => temporal.ready(),
     },
     // Async calls still queue while no worker runs, so the edge stays ready and says it is
-    // degraded (README: Operations); the metric is what to alert on.
+    // degraded (docs/operations.md, Health); the metric is what to alert on.
     advisories: {
       worker: async () => {
         const { problem } = await workers();

@@ -2,7 +2,7 @@
  * The browser panel, in Debian's Chromium driven by playwright-core, against the real stack:
  * everything a member does here goes through the page, and what the page says is checked
  * against what the relay and the targets saw. `RELAY_SCREENSHOTS=1` also writes the main pages
- * to docs/ (the README shows them).
+ * to docs/ (docs/panel.md shows them).
  */
 import { execFile } from "node:child_process";
 import { mkdir } from "node:fs/promises";
