@@ -1,35 +1,52 @@
 /**
- * Recorded histories (deliverRequest, recordStream) replay on today's workflow code without a nondeterminism
- * error: requests queued by an older worker finish on a newer one. Each history is the binary
- * protobuf of `client.workflow.getHandle(id).fetchHistory()` (`History.encode`); binary because
- * the JSON path (`historyFromJSON`) breaks on this install's two copies of protobufjs 8. One
- * recorded before a change to a workflow's commands stays for as long as such a request could
- * still be running (its retry window).
+ * Recorded histories of every workflow type replay on today's workflow code without a
+ * nondeterminism error: requests queued by an older worker finish on a newer one. Each history is
+ * the binary protobuf of `client.workflow.getHandle(id).fetchHistory()` (`History.encode`); binary
+ * because the JSON path (`historyFromJSON`) breaks on this install's two copies of protobufjs 8.
+ * One recorded before a change to a workflow's commands stays for as long as such a request could
+ * still be running (its retry window). To record today's: `RECORD_HISTORIES=1 npx vitest run
+ * workflows/workflows.test.ts` (re)writes the histories its runs name (mocked activities; a
+ * history holds their answers, so replay needs none). A new workflow needs a history here too.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import proto from "@temporalio/proto";
-import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
-import { expect, test } from "vitest";
+import { DefaultLogger, type ReplayResult, Runtime, Worker } from "@temporalio/worker";
+import { beforeAll, expect, test } from "vitest";
+import * as workflows from "./workflows.ts";
 
-// Each replay starts and stops a worker; its state changes at INFO would fill the test output.
+// The replay worker's state changes at INFO would fill the test output.
 Runtime.install({ logger: new DefaultLogger("WARN") });
 
-const histories = fileURLToPath(new URL("./histories/", import.meta.url));
-const recorded = (await readdir(histories)).filter((name) => name.endsWith(".bin"));
-
-test.each(recorded)(
-  "%s replays",
-  async (file) => {
-    const history = proto.temporal.api.history.v1.History.decode(
-      await readFile(`${histories}${file}`),
-    );
-    await expect(
-      Worker.runReplayHistory(
-        { workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)) },
-        history,
-      ),
-    ).resolves.toBeUndefined();
-  },
-  60_000,
+const dir = fileURLToPath(new URL("./histories/", import.meta.url));
+const recorded = (await readdir(dir)).filter((name) => name.endsWith(".bin"));
+const histories = await Promise.all(
+  recorded.map(async (file) => ({
+    workflowId: file,
+    history: proto.temporal.api.history.v1.History.decode(await readFile(`${dir}${file}`)),
+  })),
 );
+
+/** Each history's replay, by file: one replay worker (one bundle of the workflows) for them all. */
+const replayed = new Map<string, ReplayResult>();
+
+beforeAll(async () => {
+  const replays = Worker.runReplayHistories(
+    { workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)) },
+    histories,
+  );
+  for await (const result of replays) replayed.set(result.workflowId, result);
+}, 120_000);
+
+test.each(recorded)("%s replays", (file) => {
+  expect(replayed.has(file)).toBe(true);
+  expect(replayed.get(file)?.error).toBeUndefined();
+});
+
+test("every workflow type has a recorded history", () => {
+  const types = histories.map(
+    ({ history }) =>
+      history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
+  );
+  expect(Object.keys(workflows).filter((name) => !types.includes(name))).toEqual([]);
+});

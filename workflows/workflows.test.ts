@@ -1,0 +1,434 @@
+/**
+ * The workflows alone: each runs on a Temporal dev server (the project's own CLI, started by
+ * `TestWorkflowEnvironment.createLocal`) in a worker whose activities are mocks that follow a
+ * per-target script and log every call. The stack's tests cover the activities' I/O; these cover
+ * what the workflows decide: which targets, how long between attempts, what status results.
+ *
+ * `RECORD_HISTORIES=1 npx vitest run workflows/workflows.test.ts` also writes the runs that name
+ * a history to workflows/histories/, which replay.test.ts replays on every later change.
+ */
+import { writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { ApplicationFailure, Context } from "@temporalio/activity";
+import type { WorkflowHandle } from "@temporalio/client";
+import { defineSearchAttributeKey } from "@temporalio/common";
+import proto from "@temporalio/proto";
+import { TestWorkflowEnvironment } from "@temporalio/testing";
+import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import {
+  attemptVerdict,
+  classifyStatus,
+  type DeliveryInput,
+  type DeliveryTarget,
+  type StreamRecord,
+  type SyncInput,
+  type SyncOutcome,
+} from "../core/delivery.ts";
+import type { RequestStatus } from "../core/model.ts";
+import { searchAttributes } from "../core/temporal.ts";
+import { findTemporalCli } from "../dev/temporal.ts";
+import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
+import type {
+  Activities,
+  DeliverInput,
+  FirstAttempt,
+  RequestRow,
+  RetryPolicy,
+} from "./activities.ts";
+import type {
+  deliverRequest,
+  pruneRequestLog,
+  recordStream,
+  relaySync,
+  rotateKeys,
+} from "./workflows.ts";
+
+// The worker's state changes at INFO would fill the test output.
+Runtime.install({ logger: new DefaultLogger("WARN") });
+
+/** Short waits, so retries take a fraction of a second. */
+const policy: RetryPolicy = {
+  initialIntervalMs: 200,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 2000,
+  windowMs: 60_000,
+  attemptTimeoutMs: 10_000,
+};
+
+/** What a mocked target does on one attempt: answers, or cannot be reached; the last repeats. */
+type Answer = { status: number; retryAfter?: string } | { error: string };
+
+/** One attempt a mock made, as the request log would hold it. */
+interface Attempt {
+  requestId: string;
+  targetId: string;
+  /** Numbered per request and target, replays included, as the log numbers them. */
+  attempt: number;
+  via: "firstAttempt" | "deliver";
+  /** Temporal's attempt number of the `deliver` activity. */
+  temporalAttempt?: number;
+  status: number | null;
+  /** The wait the attempt's verdict named before the next one. */
+  delayMs?: number;
+  at: number;
+}
+
+const script = new Map<string, Answer[]>();
+const attempts: Attempt[] = [];
+const calls: { name: keyof Activities; args: unknown[] }[] = [];
+
+const attemptsOf = (requestId: string) => attempts.filter((a) => a.requestId === requestId);
+const callsOf = (name: keyof Activities) => calls.filter((c) => c.name === name);
+
+/** Tries `delivery`'s target once by its script and logs the attempt. */
+function attempt(delivery: DeliverInput, via: Attempt["via"]) {
+  const { requestId, target } = delivery;
+  const number = attemptsOf(requestId).filter((a) => a.targetId === target.id).length + 1;
+  const answers = script.get(target.id) ?? [{ status: 200 }];
+  const answer = answers[Math.min(number, answers.length) - 1] ?? { status: 200 };
+  const seen =
+    "error" in answer
+      ? { status: null, retryAfter: null, error: answer.error, refused: false }
+      : {
+          status: answer.status,
+          retryAfter: answer.retryAfter ?? null,
+          error: null,
+          refused: false,
+        };
+  const verdict = attemptVerdict(seen, number, policy, new Date());
+  attempts.push({
+    requestId,
+    targetId: target.id,
+    attempt: number,
+    via,
+    ...(via === "deliver" && { temporalAttempt: Context.current().info.attempt }),
+    status: seen.status,
+    ...(verdict.kind === "retry" && { delayMs: verdict.delayMs }),
+    at: Date.now(),
+  });
+  return verdict;
+}
+
+/** The request's status from all of its attempts, as the log settles it. */
+function settled(requestId: string): RequestStatus {
+  const targets = new Map<string, boolean>();
+  for (const a of attemptsOf(requestId)) {
+    const ok = a.status !== null && classifyStatus(a.status) === "delivered";
+    targets.set(a.targetId, (targets.get(a.targetId) ?? false) || ok);
+  }
+  const delivered = [...targets.values()];
+  if (delivered.every(Boolean)) return "delivered";
+  return delivered.some(Boolean) ? "partially_failed" : "failed";
+}
+
+/** Every activity the workflows call, by the real ones' names and signatures, logging calls. */
+const activities: Activities = {
+  async retryPolicy() {
+    calls.push({ name: "retryPolicy", args: [] });
+    return policy;
+  },
+  async openRequest(request: RequestRow) {
+    calls.push({ name: "openRequest", args: [request] });
+  },
+  async settleRequest(requestId: string) {
+    calls.push({ name: "settleRequest", args: [requestId] });
+    return settled(requestId);
+  },
+  async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean) {
+    calls.push({ name: "firstAttempt", args: [request, delivery, only] });
+    const verdict = attempt(delivery, "firstAttempt");
+    const ends = only && verdict.kind !== "retry";
+    const answer: FirstAttempt = {
+      ...verdict,
+      ...(ends && { settled: settled(delivery.requestId) }),
+    };
+    return answer;
+  },
+  async deliver(input: DeliverInput) {
+    calls.push({ name: "deliver", args: [input] });
+    const verdict = attempt(input, "deliver");
+    if (verdict.kind === "delivered") return verdict.status;
+    throw ApplicationFailure.create({
+      message: verdict.message,
+      type: verdict.type,
+      ...(verdict.kind === "failed" ? { nonRetryable: true } : { nextRetryDelay: verdict.delayMs }),
+    });
+  },
+  async relaySyncCall(input: SyncInput): Promise<SyncOutcome> {
+    calls.push({ name: "relaySyncCall", args: [input] });
+    const [answer] = script.get(input.target.id) ?? [{ status: 200 }];
+    if (!answer) throw new Error("the worker lost its database");
+    if ("error" in answer) return { kind: "unreachable", error: answer.error };
+    return { kind: "answered", status: answer.status, headers: {}, bodyBase64: "b2s=" };
+  },
+  async recordStreamCall(record: StreamRecord) {
+    calls.push({ name: "recordStreamCall", args: [record] });
+  },
+  async rotateExpiringKeys() {
+    calls.push({ name: "rotateExpiringKeys", args: [] });
+    return 3;
+  },
+  async pruneExpiredRequests() {
+    calls.push({ name: "pruneExpiredRequests", args: [] });
+    return { requests: 5, bodies: 2 };
+  },
+};
+
+const taskQueue = "workflow-tests";
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: "existing-path", path: await findTemporalCli() },
+      extraArgs: devServerFlags(temporalDynamicConfig),
+      searchAttributes: Object.values(searchAttributes).map((name) =>
+        defineSearchAttributeKey(name, "KEYWORD"),
+      ),
+    },
+  });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
+    activities,
+  });
+  running = worker.run();
+}, 120_000);
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+let ids = 0;
+const nextId = (what: string) => `${what}-${Date.now()}-${++ids}`;
+
+function target(name: string, deliveryMode: DeliveryTarget["deliveryMode"] = "async") {
+  return {
+    id: nextId(name),
+    name,
+    targetUrl: `http://${name}.example/hook`,
+    deliveryMode,
+    timeoutSeconds: 5,
+    headers: {},
+  };
+}
+
+function delivery(targets: DeliveryTarget[]): DeliveryInput {
+  return {
+    requestId: nextId("req"),
+    project: "acme",
+    line: "orders",
+    endpoint: "/v1/hook",
+    keyMode: "live",
+    receivedAt: new Date().toISOString(),
+    headers: { "content-type": "application/json" },
+    bodyBase64: "eyJuIjoxfQ==",
+    bodyBytes: 7,
+    targets,
+  };
+}
+
+function start(input: DeliveryInput, workflowId = input.requestId) {
+  return env.client.workflow.start<typeof deliverRequest>("deliverRequest", {
+    taskQueue,
+    workflowId,
+    args: [input],
+  });
+}
+
+const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
+
+/** The RelayStatus search attribute the workflow set last, if any. */
+async function relayStatus(handle: WorkflowHandle) {
+  return (await handle.describe()).typedSearchAttributes.get(statusKey);
+}
+
+/** The durations of the workflow's timers, in ms. */
+async function timers(handle: WorkflowHandle) {
+  const { events } = await handle.fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const wait = e.timerStartedEventAttributes?.startToFireTimeout;
+    return wait ? [Number(wait.seconds ?? 0) * 1000 + (wait.nanos ?? 0) / 1e6] : [];
+  });
+}
+
+/** With RECORD_HISTORIES=1, keeps the run's history for replay.test.ts. */
+async function recordHistory(handle: WorkflowHandle, name: string) {
+  if (!process.env.RECORD_HISTORIES) return;
+  const history = proto.temporal.api.history.v1.History.encode(await handle.fetchHistory());
+  await writeFile(new URL(`./histories/${name}.bin`, import.meta.url), history.finish());
+}
+
+test("deliverRequest retries by the backoff each attempt names, until delivered", async () => {
+  const flaky = target("flaky");
+  script.set(flaky.id, [
+    { status: 503 },
+    { status: 503 },
+    { error: "ECONNRESET" },
+    { status: 200 },
+  ]);
+  const handle = await start(delivery([flaky]));
+
+  expect(await handle.result()).toBe("delivered");
+  const tried = attemptsOf(handle.workflowId);
+  expect(tried.map((a) => [a.via, a.temporalAttempt, a.delayMs])).toEqual([
+    ["firstAttempt", undefined, 200],
+    ["deliver", 1, 400],
+    ["deliver", 2, 800],
+    ["deliver", 3, undefined],
+  ]);
+  // The first retry waits on a workflow timer; later ones on the activity's retry.
+  expect(await timers(handle)).toEqual([200]);
+  for (const [i, a] of tried.slice(1).entries()) {
+    const before = tried[i] as Attempt;
+    expect(a.at - before.at).toBeGreaterThanOrEqual(before.delayMs as number);
+  }
+  expect(await relayStatus(handle)).toBe("delivered");
+});
+
+test("deliverRequest waits a longer Retry-After, on the first attempt and on later ones", async () => {
+  const busy = target("busy");
+  script.set(busy.id, [
+    { status: 429, retryAfter: "1" },
+    { status: 503, retryAfter: "1" },
+    { status: 200 },
+  ]);
+  const handle = await start(delivery([busy]));
+
+  expect(await handle.result()).toBe("delivered");
+  const tried = attemptsOf(handle.workflowId);
+  // The backoff alone would wait 200 ms, then 400 ms.
+  expect(tried.map((a) => a.delayMs)).toEqual([1000, 1000, undefined]);
+  expect(await timers(handle)).toEqual([1000]);
+  const [first, second, third] = tried as [Attempt, Attempt, Attempt];
+  expect(second.at - first.at).toBeGreaterThanOrEqual(1000);
+  expect(third.at - second.at).toBeGreaterThanOrEqual(1000);
+  await recordHistory(handle, "retried-after-retry-after");
+});
+
+test("deliverRequest settles a request with one target delivered and one failed as partially failed", async () => {
+  const fine = target("fine");
+  const broken = target("broken");
+  const caller = target("caller", "sync");
+  script.set(broken.id, [{ status: 503 }, { status: 404 }]);
+  const handle = await start(delivery([fine, broken, caller]));
+
+  expect(await handle.result()).toBe("partially_failed");
+  expect(await relayStatus(handle)).toBe("partially_failed");
+  const tried = attemptsOf(handle.workflowId);
+  expect(tried.map((a) => `${a.targetId} ${a.via} ${a.status}`).sort()).toEqual(
+    [
+      `${fine.id} firstAttempt 200`,
+      `${broken.id} firstAttempt 503`,
+      `${broken.id} deliver 404`,
+    ].sort(),
+  );
+  // A rejection is not retried: the one deliver is Temporal's first attempt.
+  expect(tried.filter((a) => a.via === "deliver").map((a) => a.temporalAttempt)).toEqual([1]);
+  await recordHistory(handle, "partially-failed");
+});
+
+test("a replay of the failed targets tries only them and settles from all attempts", async () => {
+  const fine = target("fine");
+  const broken = target("broken");
+  script.set(broken.id, [{ status: 404 }, { status: 200 }]);
+  const original = delivery([fine, broken]);
+  expect(await (await start(original)).result()).toBe("partially_failed");
+
+  const firstAttempts = callsOf("firstAttempt").length;
+  // As control/api/failures.ts replays: the original input, with only the failed targets.
+  const replay = await start({ ...original, targets: [broken] }, `${original.requestId}-replay-1`);
+  expect(await replay.result()).toBe("delivered");
+  const replayed = callsOf("firstAttempt").slice(firstAttempts);
+  expect(replayed.map((c) => (c.args[1] as DeliverInput).target.id)).toEqual([broken.id]);
+  expect(replayed.map((c) => c.args[2])).toEqual([true]);
+  expect(
+    attemptsOf(original.requestId).map((a) => `${a.targetId} ${a.attempt} ${a.status}`),
+  ).toEqual([`${fine.id} 1 200`, `${broken.id} 1 404`, `${broken.id} 2 200`]);
+  expect(await relayStatus(replay)).toBe("delivered");
+  await recordHistory(replay, "replayed-failed-target");
+});
+
+function sync(target: DeliveryTarget, ownsStatus: boolean) {
+  const { targets: _, ...input } = delivery([target]);
+  return env.client.workflow.start<typeof relaySync>("relaySync", {
+    taskQueue,
+    workflowId: input.requestId,
+    args: [{ ...input, target, ownsStatus }],
+  });
+}
+
+test("relaySync answers the target's answer and sets the request's status when it owns it", async () => {
+  const echo = target("echo", "sync");
+  const handle = await sync(echo, true);
+  expect(await handle.result()).toEqual({
+    kind: "answered",
+    status: 200,
+    headers: {},
+    bodyBase64: "b2s=",
+  });
+  expect(await relayStatus(handle)).toBe("delivered");
+  await recordHistory(handle, "sync-answered");
+
+  const mixed = await sync(echo, false);
+  expect((await mixed.result()).kind).toBe("answered");
+  expect(await relayStatus(mixed)).toBeUndefined();
+});
+
+test("relaySync answers a failed call as such, and a failed activity is not retried", async () => {
+  const down = target("down", "sync");
+  script.set(down.id, [{ error: "ECONNREFUSED" }]);
+  const handle = await sync(down, true);
+  expect(await handle.result()).toEqual({ kind: "unreachable", error: "ECONNREFUSED" });
+  expect(await relayStatus(handle)).toBe("failed");
+
+  const crashing = target("crashing", "sync");
+  script.set(crashing.id, []);
+  const failed = await sync(crashing, true);
+  await expect(failed.result()).rejects.toThrow("Workflow execution failed");
+  const tries = callsOf("relaySyncCall").filter(
+    (c) => (c.args[0] as SyncInput).target.id === crashing.id,
+  );
+  expect(tries).toHaveLength(1);
+});
+
+test("recordStream, rotateKeys and pruneRequestLog answer their activity's answer", async () => {
+  const streamed = target("streamed", "stream");
+  const { targets: _, ...request } = delivery([streamed]);
+  const record: StreamRecord = {
+    ...request,
+    target: streamed,
+    ownsStatus: true,
+    statusCode: 200,
+    latencyMs: 12,
+    bytes: 34,
+    error: null,
+  };
+  const stream = await env.client.workflow.start<typeof recordStream>("recordStream", {
+    taskQueue,
+    workflowId: request.requestId,
+    args: [record],
+  });
+  await stream.result();
+  expect(callsOf("recordStreamCall").at(-1)?.args).toEqual([record]);
+
+  const rotation = await env.client.workflow.start<typeof rotateKeys>("rotateKeys", {
+    taskQueue,
+    workflowId: nextId("rotate"),
+  });
+  expect(await rotation.result()).toBe(3);
+  await recordHistory(rotation, "keys-rotated");
+
+  const retention = await env.client.workflow.start<typeof pruneRequestLog>("pruneRequestLog", {
+    taskQueue,
+    workflowId: nextId("prune"),
+  });
+  expect(await retention.result()).toEqual({ requests: 5, bodies: 2 });
+  await recordHistory(retention, "log-pruned");
+});
