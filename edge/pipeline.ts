@@ -1,0 +1,88 @@
+/**
+ * The edge's pipeline: one envelope per call, handed through an ordered list of steps as Hono's
+ * middleware are (`src/compose.ts`). A step refuses a call by throwing a RelayError, or passes the
+ * envelope on to `next`, grown by what it learnt; code after its `next` sees the answer.
+ */
+import type { Endpoint, KeyRecord } from "../core/model.ts";
+import type { RateDecision } from "../core/rate-limit.ts";
+import type { ConnInfo } from "./app.ts";
+import type { ProjectState } from "./control.ts";
+import type { CompiledEndpoint } from "./endpoints.ts";
+
+/** One inbound call on its way: what it arrived with, then what each step added. */
+export interface Envelope {
+  readonly request: Request;
+  readonly conn: ConnInfo;
+  /** Relay's own headers on its answer (key status, rate limit, request id, Retry-After). */
+  readonly responseHeaders: Headers;
+  /** The project the Host names (project step); not yet known to hold the key. */
+  project?: string;
+  /** The caller's key, valid for the project (auth step). */
+  key?: KeyRecord;
+  /** The endpoint the path names, its project's state and its compiled rules (endpoint step). */
+  endpoint?: Endpoint;
+  projectState?: ProjectState;
+  compiled?: CompiledEndpoint;
+  /** The caller's Idempotency-Key, when it sent one (idempotency step). */
+  idempotencyKey?: string | null;
+  /** The whole request body (body step). */
+  body?: Uint8Array<ArrayBuffer>;
+  /** The rate limit's verdict on this call (rate step). */
+  rate?: RateDecision;
+}
+
+/** An envelope holding at least the fields `K`: what a step needs, or what it hands on. */
+export type With<K extends keyof Envelope> = Envelope & Required<Pick<Envelope, K>>;
+export type Authenticated = With<"project" | "key">;
+export type Routed = With<"project" | "key" | "endpoint" | "projectState" | "compiled">;
+export type Received = Routed & With<"idempotencyKey" | "body">;
+
+export type Next<T> = (envelope: T) => Promise<Response>;
+/** One step: takes an envelope of at least `In`, and hands `next` one of at least `Out`. */
+export type Step<In, Out = In> = (envelope: In, next: Next<Out>) => Promise<Response>;
+/** Answers what a step threw; the steps around it then see that answer. */
+export type OnError = (error: unknown, envelope: Envelope) => Response;
+
+/** Steps run in order; the types check that each gets the fields the steps before it added. */
+export class Pipeline<In extends Envelope, Out extends Envelope> {
+  private constructor(
+    private readonly run: Step<In, Out>,
+    private readonly onError: OnError,
+  ) {}
+
+  static start<T extends Envelope>(onError: OnError): Pipeline<T, T> {
+    return new Pipeline<T, T>((envelope, next) => next(envelope), onError);
+  }
+
+  use<Grown extends Envelope>(step: Step<Out, Grown>): Pipeline<In, Grown> {
+    const { run, onError } = this;
+    return new Pipeline<In, Grown>(
+      (envelope, next) =>
+        run(envelope, async (reached) => {
+          try {
+            return await step(reached, next);
+          } catch (error) {
+            return onError(error, reached);
+          }
+        }),
+      onError,
+    );
+  }
+
+  /** Runs the steps; the last must answer rather than call its `next`. */
+  handle(envelope: In): Promise<Response> {
+    return this.run(envelope, () => {
+      throw new Error("the pipeline's last step passed the call on");
+    });
+  }
+}
+
+/** The name an endpoint has in logs, metrics and the signing keys' map: `{line}/{endpoint}`. */
+export function endpointName(endpoint: Endpoint): string {
+  return `${endpoint.line}/${endpoint.path}`;
+}
+
+export function json(status: number, body: unknown, headers: Headers): Response {
+  headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(body), { status, headers });
+}

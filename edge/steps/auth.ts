@@ -1,0 +1,68 @@
+import { RelayError } from "../../core/errors.ts";
+import { type Cidr, clientAddress } from "../../core/ip.ts";
+import { type KeyState, keyState } from "../../core/keys.ts";
+import { isProjectSlug, type KeyRecord } from "../../core/model.ts";
+import { isWellFormedApiKey } from "../../core/secrets.ts";
+import type { EdgeDeps } from "../app.ts";
+import type { Authenticated, Step, With } from "../pipeline.ts";
+
+type KeyHash = NonNullable<EdgeDeps["hashKey"]>;
+
+/** The caller's key, for the project named; a key in its grace period says so in the answer. */
+export function auth(
+  state: EdgeDeps["state"],
+  hashKey: KeyHash,
+  trustedProxies: Cidr[],
+): Step<With<"project">, Authenticated> {
+  return async function auth(envelope, next) {
+    const { request, conn } = envelope;
+    const source = clientAddress(
+      conn.remoteAddress,
+      request.headers.get("x-forwarded-for"),
+      trustedProxies,
+    );
+    const { key, state: keyStatus } = await authenticate(
+      state,
+      hashKey,
+      envelope.project,
+      request.headers.get("authorization"),
+      source ? sourceOf(source) : conn.remoteAddress,
+    );
+    if (keyStatus === "expired_grace") {
+      envelope.responseHeaders.set("x-relay-key-status", "expired_grace");
+      if (key.successorUsable)
+        envelope.responseHeaders.set("x-relay-key-successor-available", "true");
+    }
+    return next(Object.assign(envelope, { key }));
+  };
+}
+
+/** Who a key lookup is counted against: an IPv4 address, or an IPv6 /64 (one subscriber's). */
+export function sourceOf(address: { version: 4 | 6; value: bigint }): string {
+  return address.version === 4 ? `4:${address.value}` : `6:${address.value >> 64n}`;
+}
+
+/**
+ * Every failure answers the same 401: a missing, malformed or unknown key, a key of another
+ * project, and an unknown project are indistinguishable to the caller. A well-formed key for a
+ * well-formed project always costs one hash and one lookup, found or not; a key or project that
+ * cannot exist is refused before either, so it fills no cache and reaches no control plane.
+ */
+async function authenticate(
+  state: EdgeDeps["state"],
+  hashKey: KeyHash,
+  project: string,
+  authorization: string | null,
+  source: string,
+): Promise<{ key: KeyRecord; state: KeyState }> {
+  // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
+  const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
+  const wrongKey = () => new RelayError("invalid_or_missing_key", "missing or invalid API key");
+  if (!isWellFormedApiKey(presented) || !isProjectSlug(project)) throw wrongKey();
+  const key = await state.key(project, await hashKey(presented), source);
+  const keyStatus = key ? keyState(key, state.now()) : null;
+  if (!key || keyStatus === null) throw wrongKey();
+  if (keyStatus === "revoked") throw new RelayError("key_revoked", "this API key was revoked");
+  if (keyStatus === "expired") throw new RelayError("key_expired", "this API key has expired");
+  return { key, state: keyStatus };
+}

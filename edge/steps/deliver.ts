@@ -1,0 +1,136 @@
+import {
+  bodyTravelsInline,
+  type DeliveryInput,
+  decodeBody,
+  encodeBody,
+  type SyncOutcome,
+} from "../../core/delivery.ts";
+import { RelayError } from "../../core/errors.ts";
+import { forwardableHeaders } from "../../core/headers.ts";
+import { idempotent } from "../../core/idempotency.ts";
+import type { EdgeDeps } from "../app.ts";
+import { endpointName, json, type Received } from "../pipeline.ts";
+import { answerHeaders, proxyStream } from "../stream.ts";
+
+/**
+ * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
+ * through its own workflow; a stream target is proxied directly. Either way the async targets are
+ * queued beside it in the same call (mixed mode, mirrors).
+ */
+export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
+  return async function deliver(call) {
+    const { endpoint } = call;
+    const repeatable =
+      call.idempotencyKey === null
+        ? null
+        : await idempotent(
+            {
+              project: call.project,
+              line: endpoint.line,
+              endpoint: endpoint.path,
+              apiKeyId: call.key.id,
+              key: call.idempotencyKey,
+            },
+            call.body,
+          );
+    const requestId = repeatable?.requestId ?? deps.newRequestId();
+    const bodyTag = repeatable?.bodyTag;
+    // A failed delivery's answer names the request too, so its log entry can be found.
+    call.responseHeaders.set("x-relay-request-id", requestId);
+    const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
+    const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
+    // Workflows carry a large body by reference; a stream target gets it straight from the edge.
+    const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
+    const bodyRef =
+      throughTemporal && !bodyTravelsInline(call.body.byteLength, async.length)
+        ? // A repeat with another body must not overwrite the first one's: its copy is tagged.
+          await deps
+            .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
+            .catch(() => {
+              throw new RelayError("unavailable", "the request could not be queued; try again");
+            })
+        : undefined;
+    const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
+    const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
+    const queued =
+      async.length > 0
+        ? deps.temporal.startDelivery({ ...request, targets: async }, bodyTag)
+        : null;
+    if (!answering) {
+      await queued;
+      return json(202, { status: "queued", requestId }, call.responseHeaders);
+    }
+    if (answering.deliveryMode === "stream") {
+      await queued;
+      const { headers: __, bodyBase64: ___, ...record } = request;
+      const streamCall = {
+        request: call.request,
+        body: call.body,
+        headers: call.responseHeaders,
+        signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
+      };
+      return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
+    }
+    const [, outcome] = await Promise.all([
+      queued,
+      deps.temporal
+        .runSync(
+          { ...request, target: answering, ownsStatus: !queued },
+          call.request.signal,
+          bodyTag,
+        )
+        .finally(() => syncSlot?.release()),
+    ]);
+    return syncAnswer(outcome, call.responseHeaders, requestId);
+  };
+}
+
+/**
+ * One of the project's sync slots on this edge (WorkflowStarter.claimSync). None free is a 503
+ * with Retry-After, answered before anything is queued.
+ */
+function claimSyncSlot(deps: EdgeDeps, call: Received): { release(): void } {
+  const slot = deps.temporal.claimSync(call.project);
+  if (slot) return slot;
+  call.responseHeaders.set("retry-after", "1");
+  throw new RelayError("unavailable", "this project has too many sync calls in flight; retry");
+}
+
+/** The sync target's own status, body and safe headers; or why there is none. */
+function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: string): Response {
+  switch (outcome.kind) {
+    case "answered": {
+      const headers = answerHeaders(new Headers(outcome.headers), relayHeaders, requestId);
+      const body = decodeBody(outcome.bodyBase64);
+      const empty = outcome.status === 204 || outcome.status === 304;
+      return new Response(empty ? null : body, { status: outcome.status, headers });
+    }
+    case "timeout":
+      throw new RelayError("target_timeout", "the sync target did not answer in time");
+    case "unreachable":
+      throw new RelayError("target_unreachable", "the sync target could not be reached");
+    case "too_large":
+      throw new RelayError("target_unreachable", "the sync target's answer was over 1 MiB");
+  }
+}
+
+function deliveryInput(
+  deps: EdgeDeps,
+  call: Received,
+  requestId: string,
+  bodyRef: string | undefined,
+): DeliveryInput {
+  return {
+    requestId,
+    project: call.project,
+    line: call.endpoint.line,
+    endpoint: call.endpoint.path,
+    keyMode: call.key.mode,
+    receivedAt: deps.state.now().toISOString(),
+    headers: forwardableHeaders(call.request.headers),
+    bodyBase64: bodyRef ? "" : encodeBody(call.body),
+    ...(bodyRef && { bodyRef }),
+    bodyBytes: call.body.byteLength,
+    targets: [],
+  };
+}

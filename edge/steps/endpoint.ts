@@ -1,0 +1,32 @@
+import { RelayError } from "../../core/errors.ts";
+import type { EdgeDeps } from "../app.ts";
+import type { EndpointRuntime } from "../endpoints.ts";
+import type { Authenticated, Routed, Step } from "../pipeline.ts";
+
+/** The endpoint `/{line}/{endpoint}` names in the project, with its compiled rules (404 if none). */
+export function endpoint(
+  state: EdgeDeps["state"],
+  runtime: EndpointRuntime,
+): Step<Authenticated, Routed> {
+  return async function endpoint(envelope, next) {
+    const { pathname } = new URL(envelope.request.url);
+    const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeSegment);
+    const projectState = await state.project(envelope.project);
+    const found =
+      rest.length === 0
+        ? projectState?.endpoints.find((e) => e.line === line && e.path === path)
+        : undefined;
+    if (!found || !projectState) throw new RelayError("not_found", "no such line or endpoint");
+    const compiled = runtime.compile(found);
+    return next(Object.assign(envelope, { endpoint: found, projectState, compiled }));
+  };
+}
+
+/** A segment that does not decode matches no line or endpoint. */
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
