@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
-import type { KeyRecord } from "../core/model.ts";
 import { createEdge } from "./app.ts";
+import { hookEndpoint, liveKey, projectState } from "./steps/testing.ts";
 
 /**
  * The edge must not reveal which check failed by how long it took: for every well-formed key of
@@ -11,49 +11,15 @@ import { createEdge } from "./app.ts";
 test("every unauthenticated call does the same work: one hash, one lookup, then 401", async () => {
   const real = `rk_live_${"r".repeat(43)}`;
   const work: string[] = [];
-  const known: KeyRecord = {
-    id: "key_1",
-    project: "acme",
-    mode: "live",
-    expiresAt: null,
-    revokedAt: null,
-    successorUsable: false,
-  };
   const edge = createEdge({
     state: {
       now: () => new Date(),
       async key(project, hash) {
         work.push(`lookup:${project}:${hash.length}`);
         // Only acme's real key exists; every other (project, hash) is unknown.
-        return project === "acme" && hash[0] === 1 ? known : null;
+        return project === "acme" && hash[0] === 1 ? liveKey : null;
       },
-      project: async () => ({
-        plan: "paid",
-        defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
-        exhaustedPools: [],
-        signingKeys: new Map(),
-        endpoints: [
-          {
-            line: "v1",
-            path: "hook",
-            targets: [
-              {
-                id: "t",
-                name: "t",
-                targetUrl: "http://t",
-                deliveryMode: "async",
-                timeoutSeconds: 30,
-                headers: {},
-              },
-            ],
-            ipAllowlist: [],
-            schema: null,
-            rateLimit: null,
-            version: 1,
-            updatedAt: new Date(0),
-          },
-        ],
-      }),
+      project: async () => projectState(hookEndpoint()),
     },
     hashKey: (plaintext) => {
       work.push("hash");
