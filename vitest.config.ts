@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["{core,control,edge,workflows,dev,test}/**/*.test.ts"],
+    include: ["{core,store,platform,control,edge,workflows,dev,test}/**/*.test.ts"],
     globalSetup: ["test/setup/stack.ts"],
     // One real stack serves every file; files run one at a time on these 2-core machines.
     fileParallelism: false,

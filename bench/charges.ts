@@ -5,8 +5,8 @@
  * the ratios should stay near 1. A section of bench/relay.ts, on its stack.
  */
 import { mkdir, writeFile } from "node:fs/promises";
-import { chargeDelivery } from "../control/api/credits.ts";
-import { connect } from "../control/db/client.ts";
+import { chargeDelivery } from "../store/credits.ts";
+import { connect } from "../store/db.ts";
 import type { Stack } from "../dev/stack.ts";
 import { percentile, quick } from "./harness.ts";
 

@@ -2,7 +2,7 @@
 import { RelayError } from "../core/errors.ts";
 import type { Role } from "../core/model.ts";
 import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
-import type { Sql } from "./db/client.ts";
+import type { Sql } from "../store/db.ts";
 
 export type Caller =
   | { kind: "anonymous" }

@@ -2,14 +2,14 @@
 import type { Client } from "@temporalio/client";
 import { importSealingKey } from "../core/sealing.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
-import { connectTemporal, runScheduledNow } from "../workflows/client.ts";
-import { changeNotifier } from "./api/changes.ts";
+import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
+import { changeNotifier } from "../store/changes.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
-import { devClock } from "./clock.ts";
+import { devClock } from "../store/clock.ts";
 import { loadControlConfig } from "./config.ts";
-import { connect } from "./db/client.ts";
-import { migrate } from "./db/migrate.ts";
+import { connect } from "../store/db.ts";
+import { migrate } from "../store/migrate.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
 

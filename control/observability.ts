@@ -4,7 +4,7 @@
  * raw path, so the series stay bounded.
  */
 import { Counter, Histogram } from "prom-client";
-import { processTelemetry } from "./ops-http.ts";
+import { processTelemetry } from "../platform/ops-http.ts";
 
 export const { log, registry } = processTelemetry("control");
 

@@ -18,10 +18,10 @@ import * as signing from "./api/signing.ts";
 import { parseInput } from "./api/validation.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, requireAdmin } from "./auth.ts";
-import { postgresAnswers } from "./db/client.ts";
+import { postgresAnswers } from "../store/db.ts";
 import { toHttpError } from "./errors.ts";
 import { observeCall, registry } from "./observability.ts";
-import { answerOps } from "./ops-http.ts";
+import { answerOps } from "../platform/ops-http.ts";
 
 /** The request and response types of connect-node's handlers, whose fallback this is. */
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;

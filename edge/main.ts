@@ -1,6 +1,7 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
 import { Agent, fetch as undiciFetch } from "undici";
-import { hmacSha256, serveNode, sha256, targetCaller, targetDispatcher } from "./adapters/node.ts";
+import { targetCaller, targetDispatcher } from "../platform/targets.ts";
+import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 /** A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset. */

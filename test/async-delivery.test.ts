@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { connectTemporal } from "../workflows/client.ts";
+import { connectTemporal } from "../platform/temporal.ts";
 import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 type RequestLog = {

@@ -10,8 +10,8 @@ import {
   pruneChanges,
   recordChange,
   watchChanges,
-} from "../control/api/changes.ts";
-import { connect } from "../control/db/client.ts";
+} from "../store/changes.ts";
+import { connect } from "../store/db.ts";
 import { freePorts } from "../dev/ports.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import {

@@ -1,6 +1,6 @@
 /** The failure queue: failed deliveries listed, replayed alone or in bulk, for failed targets only. */
 import { afterAll, expect, test } from "vitest";
-import { connectTemporal } from "../workflows/client.ts";
+import { connectTemporal } from "../platform/temporal.ts";
 import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 type Log = {

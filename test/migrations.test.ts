@@ -4,12 +4,12 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import { afterAll, expect, test } from "vitest";
-import { chargeDelivery } from "../control/api/credits.ts";
-import { connect } from "../control/db/client.ts";
-import { migrate } from "../control/db/migrate.ts";
+import { chargeDelivery } from "../store/credits.ts";
+import { connect } from "../store/db.ts";
+import { migrate } from "../store/migrate.ts";
 import { stack } from "./helpers.ts";
 
-const migrations = new URL("../control/db/migrations/", import.meta.url);
+const migrations = new URL("../store/migrations/", import.meta.url);
 const server = connect(stack().databaseUrl, { max: 1 });
 const name = `relay_migrations_${process.pid}`;
 await server.unsafe(`drop database if exists ${name}`);

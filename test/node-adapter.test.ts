@@ -3,7 +3,8 @@ import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { fetch } from "undici";
 import { afterAll, expect, test } from "vitest";
-import { serveNode, targetDispatcher } from "../edge/adapters/node.ts";
+import { serveNode } from "../edge/adapters/node.ts";
+import { targetDispatcher } from "../platform/targets.ts";
 
 const servers: Server[] = [];
 afterAll(() => Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve)))));

@@ -5,7 +5,7 @@
 import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import { RETENTION_WORKFLOW } from "../core/temporal.ts";
-import { connectTemporal, runScheduledNow } from "../workflows/client.ts";
+import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import {
   api,
   eventually,

@@ -3,12 +3,6 @@
  * before its outcome is reported to Temporal, so the request log shows every try.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
-import { loadBody } from "../control/api/bodies.ts";
-import { chargeDelivery } from "../control/api/credits.ts";
-import { type Pruned, pruneRequestLog } from "../control/api/retention.ts";
-import { rotateExpiringKeys } from "../control/api/rotation.ts";
-import { signingSecretsOfTarget } from "../control/api/signing.ts";
-import type { Queryable, Sql } from "../control/db/client.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type AttemptVerdict,
@@ -34,6 +28,12 @@ import {
 } from "../core/signing.ts";
 import { deliveryId, targetRequest } from "../core/target-request.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
+import { loadBody } from "../store/bodies.ts";
+import { chargeDelivery } from "../store/credits.ts";
+import type { Queryable, Sql } from "../store/db.ts";
+import { type Pruned, pruneRequestLog } from "../store/retention.ts";
+import { rotateExpiringKeys } from "../store/rotation.ts";
+import { signingSecretsOfTarget } from "../store/signing.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */

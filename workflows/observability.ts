@@ -3,7 +3,7 @@
  * every delivery attempt, by outcome, with its latency.
  */
 import { Counter, Histogram } from "prom-client";
-import { processTelemetry } from "../control/ops-http.ts";
+import { processTelemetry } from "../platform/ops-http.ts";
 import { classifyStatus } from "../core/delivery.ts";
 
 export const { log, registry } = processTelemetry("worker");

@@ -16,7 +16,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { Pruned } from "../control/api/retention.ts";
+import type { Pruned } from "../store/retention.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type DeliveryInput,

@@ -1,10 +1,7 @@
-/**
- * Large request bodies, kept in Postgres while their deliveries need them: the edge stores a
- * body over INLINE_BODY_BYTES before queueing, and the worker reads it back by reference.
- */
+/** The edge's store of a large request body before it queues the request (store/bodies.ts). */
 import { RelayError } from "../../core/errors.ts";
+import { insertBody } from "../../store/bodies.ts";
 import { requireEdge } from "../auth.ts";
-import type { Sql } from "../db/client.ts";
 import type { Ctx } from "./context.ts";
 
 export async function storeBody(
@@ -14,17 +11,7 @@ export async function storeBody(
   body: Uint8Array,
 ): Promise<string> {
   requireEdge(ctx.caller);
-  const [stored] = await ctx.sql<{ requestId: string }[]>`
-    insert into bodies (request_id, project_id, body)
-    select ${requestId}, id, ${Buffer.from(body)} from projects where slug = ${project}
-    on conflict (request_id) do update set body = excluded.body
-    returning request_id`;
+  const stored = await insertBody(ctx.sql, project, requestId, body);
   if (!stored) throw new RelayError("not_found", `no project '${project}'`);
-  return stored.requestId;
-}
-
-export async function loadBody(sql: Sql, ref: string): Promise<Uint8Array<ArrayBuffer>> {
-  const [row] = await sql<{ body: Buffer }[]>`select body from bodies where request_id = ${ref}`;
-  if (!row) throw new Error(`stored body ${ref} is gone`);
-  return new Uint8Array(row.body);
+  return stored;
 }

@@ -5,7 +5,7 @@ import type { Plan, Role } from "../../core/model.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Caller } from "../auth.ts";
-import type { Sql } from "../db/client.ts";
+import type { Sql } from "../../store/db.ts";
 
 export interface Deps {
   sql: Sql;

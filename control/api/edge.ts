@@ -2,19 +2,19 @@
 
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
-import { requireEdge } from "../auth.ts";
 import {
   ackChanges,
   type ChangeNotifier,
   keysByHash,
   MAX_LEASE_MS,
   watchChanges,
-} from "./changes.ts";
+} from "../../store/changes.ts";
+import { exhaustedPools } from "../../store/credits.ts";
+import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
+import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
-import { exhaustedPools } from "./credits.ts";
 import type { ProjectView } from "./projects.ts";
 import { loadEndpoints } from "./routing.ts";
-import { type EndpointSigningSecrets, projectSigningSecrets } from "./signing.ts";
 
 /** Plan defaults for endpoints without a rate limit of their own. */
 export const planRateLimits: Record<Plan, RateLimit> = {

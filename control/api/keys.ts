@@ -5,18 +5,20 @@
  */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { type KeyState, keyState } from "../../core/keys.ts";
-import { type KeyMode, keyModes } from "../../core/model.ts";
-import {
-  expiryFor,
-  keyLifetimeDays,
-  lifetimeDays,
-  rotationLifetimeDays,
-} from "../../core/policy.ts";
+import { keyState } from "../../core/keys.ts";
+import { keyModes } from "../../core/model.ts";
+import { keyLifetimeDays, lifetimeDays, rotationLifetimeDays } from "../../core/policy.ts";
 import { open } from "../../core/sealing.ts";
-import { hashSecret, newApiKey, newId } from "../../core/secrets.ts";
-import type { Queryable } from "../db/client.ts";
-import { recordChange, waitForEdges } from "./changes.ts";
+import { recordChange, waitForEdges } from "../../store/changes.ts";
+import type { Queryable } from "../../store/db.ts";
+import {
+  type IssuedKey,
+  insertKey,
+  type KeyRow,
+  type KeyView,
+  keyView,
+  selectKeys,
+} from "../../store/keys.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { readPolicy } from "./projects.ts";
 import { parseInput } from "./validation.ts";
@@ -27,30 +29,9 @@ const mintSchema = z.strictObject({
   ttlDays: z.number().int().min(1).max(3650).nullable().optional(),
 });
 
-export interface KeyView {
-  id: string;
-  name: string;
-  mode: KeyMode;
-  status: KeyState;
-  expiresAt: Date | null;
-  createdAt: Date;
-  predecessorId: string | null;
-  successorId: string | null;
-}
-
-export interface IssuedKey {
-  key: KeyView;
-  plaintext: string;
-}
-
-interface KeyRow extends Omit<KeyView, "status"> {
-  revokedAt: Date | null;
-  keyHash: Buffer;
-}
-
 export async function listKeys(ctx: Ctx, slug: string): Promise<KeyView[]> {
   const access = await projectAccess(ctx, slug);
-  return (await selectKeys(ctx.sql, access.projectId)).map((row) => view(row, ctx.now()));
+  return (await selectKeys(ctx.sql, access.projectId)).map((row) => keyView(row, ctx.now()));
 }
 
 export async function mintKey(ctx: Ctx, slug: string, input: unknown): Promise<IssuedKey> {
@@ -116,7 +97,7 @@ export async function revokeKey(ctx: Ctx, slug: string, keyId: string): Promise<
     return { row: revoked as KeyRow, sequence: changed };
   });
   if (sequence !== null) await waitForEdges(ctx.sql, sequence);
-  return view(row, ctx.now());
+  return keyView(row, ctx.now());
 }
 
 /** The auto-rotated successor's plaintext, once; the sealed copy is destroyed as it is read. */
@@ -148,40 +129,7 @@ export async function revealSuccessor(ctx: Ctx, slug: string, keyId: string): Pr
     successor.id,
   );
   const [row] = await selectKeys(ctx.sql, access.projectId, successor.id);
-  return { key: view(row as KeyRow, ctx.now()), plaintext };
-}
-
-export interface NewKey {
-  projectId: string;
-  name: string;
-  mode: KeyMode;
-  lifetime: number | null;
-  predecessorId?: string;
-  /** Auto-rotation keeps the plaintext sealed until its one reveal. */
-  seal?: (id: string, plaintext: string) => Promise<Uint8Array>;
-}
-
-/** Inserts a key and its change-feed row; shared by mint, rotate and auto-rotation. */
-export async function insertKey(tx: Queryable, now: Date, key: NewKey): Promise<IssuedKey> {
-  const plaintext = newApiKey(key.mode);
-  const id = newId("key");
-  const keyHash = await hashSecret(plaintext);
-  const sealed = key.seal ? await key.seal(id, plaintext) : null;
-  await tx`
-    insert into api_keys (id, project_id, name, mode, key_hash, expires_at, created_at,
-      predecessor_id, auto_rotated, sealed_plaintext)
-    values (${id}, ${key.projectId}, ${key.name}, ${key.mode}, ${keyHash},
-      ${expiryFor(key.lifetime, now)}, ${now}, ${key.predecessorId ?? null}, ${sealed !== null},
-      ${sealed})`;
-  await recordChange(tx, key.projectId, "key", keyHash);
-  // The predecessor's "successor available" changes too.
-  if (key.predecessorId) {
-    const [predecessor] = await tx<{ keyHash: Buffer }[]>`
-      select key_hash from api_keys where id = ${key.predecessorId}`;
-    if (predecessor) await recordChange(tx, key.projectId, "key", predecessor.keyHash);
-  }
-  const [row] = await selectKeys(tx, key.projectId, id);
-  return { key: view(row as KeyRow, now), plaintext };
+  return { key: keyView(row as KeyRow, ctx.now()), plaintext };
 }
 
 async function findKey(ctx: Ctx, projectId: string, keyId: string): Promise<KeyRow> {
@@ -195,20 +143,4 @@ async function lockKey(tx: Queryable, projectId: string, keyId: string): Promise
   const [key] = await selectKeys(tx, projectId, keyId);
   if (!key) throw new RelayError("not_found", `no key '${keyId}'`);
   return key;
-}
-
-/** Keys with their newest successor; another project's key id is simply not found. */
-function selectKeys(sql: Queryable, projectId: string, id?: string) {
-  return sql<KeyRow[]>`
-    select k.id, k.name, k.mode, k.expires_at, k.revoked_at, k.created_at, k.predecessor_id,
-      k.key_hash,
-      (select s.id from api_keys s where s.predecessor_id = k.id
-        order by s.created_at desc limit 1) as successor_id
-    from api_keys k
-    where k.project_id = ${projectId} ${id === undefined ? sql`` : sql`and k.id = ${id}`}
-    order by k.created_at desc, k.id`;
-}
-
-function view({ revokedAt, keyHash: _, ...key }: KeyRow, now: Date): KeyView {
-  return { ...key, status: keyState({ expiresAt: key.expiresAt, revokedAt }, now) };
 }

@@ -11,9 +11,9 @@ import {
   roles,
 } from "../../core/model.ts";
 import { hashSecret, memberTokenPrefix, newId, newSecret } from "../../core/secrets.ts";
+import { grantCredits } from "../../store/credits.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
-import { grantCredits } from "./credits.ts";
 import { parseInput } from "./validation.ts";
 
 /** A DNS label: the project is the first label of its inbound host. */

@@ -6,10 +6,10 @@ import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.t
 import { schemaProblem } from "../../core/schema.ts";
 import { newId } from "../../core/secrets.ts";
 import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
-import type { Queryable, Sql } from "../db/client.ts";
-import { recordChange } from "./changes.ts";
+import { recordChange } from "../../store/changes.ts";
+import type { Queryable, Sql } from "../../store/db.ts";
+import { addSigningSecret } from "../../store/signing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
-import { addSigningSecret } from "./signing.ts";
 import { parseInput } from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */

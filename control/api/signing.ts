@@ -5,16 +5,9 @@
  */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { open, seal } from "../../core/sealing.ts";
-import { newId } from "../../core/secrets.ts";
-import {
-  DEFAULT_OVERLAP_SECONDS,
-  decodeSigningSecret,
-  MAX_OVERLAP_SECONDS,
-  newSigningSecret,
-} from "../../core/signing.ts";
-import type { Queryable, Sql } from "../db/client.ts";
-import { recordChange, waitForEdges } from "./changes.ts";
+import { DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS } from "../../core/signing.ts";
+import { recordChange, waitForEdges } from "../../store/changes.ts";
+import { addSigningSecret } from "../../store/signing.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
@@ -23,29 +16,6 @@ export interface RotatedSecret {
   signingSecret: string;
   /** When the previous secrets stop signing; null when there were none. */
   previousExpiresAt: Date | null;
-}
-
-/** A live secret, sealed as stored. */
-export interface SealedSigningSecret {
-  id: string;
-  sealedSecret: Uint8Array<ArrayBuffer>;
-  expiresAt: Date | null;
-}
-
-/** A new current secret for the endpoint, in the caller's transaction; answers its plaintext. */
-export async function addSigningSecret(
-  tx: Queryable,
-  sealingKey: CryptoKey,
-  endpointId: string,
-  now: Date,
-): Promise<string> {
-  const id = newId("sig");
-  const secret = newSigningSecret();
-  const sealed = await seal(sealingKey, secret, id);
-  await tx`
-    insert into signing_secrets (id, endpoint_id, sealed_secret, created_at)
-    values (${id}, ${endpointId}, ${Buffer.from(sealed)}, ${now})`;
-  return secret;
 }
 
 const rotateInput = z.strictObject({
@@ -90,49 +60,4 @@ export async function rotateSigningSecret(
   });
   await waitForEdges(ctx.sql, sequence);
   return rotated;
-}
-
-/** The secrets that sign at `now` for the endpoint that owns `targetId`, sealed. */
-export function signingSecretsOfTarget(
-  sql: Sql,
-  targetId: string,
-  now: Date,
-): Promise<SealedSigningSecret[]> {
-  return sql<SealedSigningSecret[]>`
-    select s.id, s.sealed_secret, s.expires_at
-    from signing_secrets s join targets t on t.endpoint_id = s.endpoint_id
-    where t.id = ${targetId} and (s.expires_at is null or s.expires_at > ${now})
-    order by s.created_at`;
-}
-
-export interface EndpointSigningSecrets {
-  line: string;
-  path: string;
-  secrets: { key: Uint8Array<ArrayBuffer>; expiresAt: Date | null }[];
-}
-
-/**
- * A project's live secrets by endpoint, opened to their key bytes: for the edge's project state
- * only (the edge signs what it streams), never for a member.
- */
-export async function projectSigningSecrets(
-  sql: Sql,
-  sealingKey: CryptoKey,
-  projectId: string,
-  now: Date,
-): Promise<EndpointSigningSecrets[]> {
-  const rows = await sql<(SealedSigningSecret & { lineKey: string; path: string })[]>`
-    select e.line_key, e.path, s.id, s.sealed_secret, s.expires_at
-    from signing_secrets s join endpoints e on e.id = s.endpoint_id
-    where e.project_id = ${projectId} and (s.expires_at is null or s.expires_at > ${now})
-    order by e.line_key, e.path, s.created_at`;
-  const byEndpoint = new Map<string, EndpointSigningSecrets>();
-  for (const row of rows) {
-    const id = `${row.lineKey}/${row.path}`;
-    const entry = byEndpoint.get(id) ?? { line: row.lineKey, path: row.path, secrets: [] };
-    const secret = await open(sealingKey, new Uint8Array(row.sealedSecret), row.id);
-    entry.secrets.push({ key: decodeSigningSecret(secret), expiresAt: row.expiresAt });
-    byEndpoint.set(id, entry);
-  }
-  return [...byEndpoint.values()];
 }

@@ -15,8 +15,8 @@ import {
 } from "../../core/model.ts";
 import type { RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
 import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
-import type { PoolUsage, Usage } from "../api/credits.ts";
-import type { KeyView } from "../api/keys.ts";
+import type { PoolUsage, Usage } from "../../store/credits.ts";
+import type { KeyView } from "../../store/keys.ts";
 import type { MemberView, ProjectView } from "../api/projects.ts";
 import type { RequestView } from "../api/requests.ts";
 

@@ -13,8 +13,8 @@ import { MemberService, PolicyService, ProjectService } from "../../gen/relay/v1
 import { FailureQueueService, RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, LineService } from "../../gen/relay/v1/routing_pb.ts";
 import { UsageService } from "../../gen/relay/v1/usage_pb.ts";
+import { postgresAnswers } from "../../store/db.ts";
 import type { ControlApp } from "../app.ts";
-import { postgresAnswers } from "../db/client.ts";
 import { healthService } from "../health.ts";
 import { reflectionService } from "../reflection.ts";
 import { contextOf } from "./caller.ts";

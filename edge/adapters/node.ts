@@ -1,19 +1,12 @@
 /**
  * Serves the edge handler with node:http. The caller hanging up aborts the Request's signal,
- * and response bodies are written chunk by chunk as they arrive. Also the dispatcher that
- * reaches targets, for the edge and the worker alike, and the edge's stream call through it.
+ * and response bodies are written chunk by chunk as they arrive. (The connection to targets,
+ * shared with the worker, is platform/targets.ts.)
  */
 
 import { createHash, createHmac, KeyObject } from "node:crypto";
-import { type LookupAddress, lookup } from "node:dns";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { LookupFunction } from "node:net";
-import { pipeline, type Transform } from "node:stream";
-import { constants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { Agent, buildConnector, type Dispatcher, request } from "undici";
 import { RelayError } from "../../core/errors.ts";
-import { type CallTarget, TargetRefused } from "../../core/target-request.ts";
-import { answersProblem, literalAddress, type TargetRules } from "../../core/targets.ts";
 import { type EdgeDeps, type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
 
 /** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
@@ -27,122 +20,6 @@ export function sha256(plaintext: string): Uint8Array {
  */
 export function hmacSha256(key: CryptoKey, content: Uint8Array): Uint8Array {
   return createHmac("sha256", KeyObject.from(key)).update(content).digest();
-}
-
-/**
- * A dispatcher for calls to targets that connects only to addresses `rules` allow, checked
- * where it connects: the URL's literal address, or every DNS answer of its name (one refused
- * answer refuses the name), and the socket then dials those very answers. With no second
- * lookup, a name that answers differently after the check (DNS rebinding) reaches nothing
- * unchecked.
- */
-export function targetDispatcher(rules: TargetRules, options: Agent.Options = {}): Agent {
-  const connect = buildConnector({ lookup: checkedLookup(rules) });
-  return new Agent({
-    ...options,
-    connect(target, callback) {
-      const literal = literalAddress(target.hostname);
-      const problem = literal && answersProblem(target.hostname, [literal], rules);
-      if (problem) callback(refused(problem), null);
-      else connect(target, callback);
-    },
-  });
-}
-
-/** `dns.lookup` that fails, as a refused connection, when any answer is refused. */
-function checkedLookup(rules: TargetRules): LookupFunction {
-  return (hostname, options, callback) => {
-    lookup(hostname, { ...options, all: true }, (error, answers: LookupAddress[]) => {
-      if (error) return callback(error, "");
-      const problem = answersProblem(
-        hostname,
-        answers.map((answer) => answer.address),
-        rules,
-      );
-      if (problem) return callback(refused(problem), "");
-      if (options.all) return callback(null, answers);
-      const [first] = answers as [LookupAddress];
-      callback(null, first.address, first.family);
-    });
-  };
-}
-
-function refused(problem: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(problem), { code: REFUSED });
-}
-
-const REFUSED = "ERR_TARGET_REFUSED";
-
-/**
- * Calls targets through `dispatcher` (a `targetDispatcher`, which checks and pins addresses)
- * with undici's `request`: about 0.5 ms less per call than its fetch, on a stream's way to its
- * first byte. As fetch does, it follows no redirect (undici's `request` never does) and decodes
- * the body of the codings fetch decodes; the headers stay as the target sent them.
- */
-export function targetCaller(dispatcher: Dispatcher): CallTarget {
-  return async (url, init) => {
-    const answer = await request(url, {
-      method: init.method,
-      headers: init.headers,
-      body: init.body,
-      signal: init.signal,
-      dispatcher,
-    }).catch((error: NodeJS.ErrnoException) => {
-      throw error.code === REFUSED ? new TargetRefused(error.message) : error;
-    });
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(answer.headers)) {
-      for (const one of [value ?? []].flat()) headers.append(name, one);
-    }
-    if (NULL_BODY_STATUSES.has(answer.statusCode)) {
-      await answer.body.dump();
-      return { status: answer.statusCode, headers, body: null };
-    }
-    let decoding: Transform[];
-    try {
-      decoding = decoders(headers.get("content-encoding"));
-    } catch (error) {
-      answer.body.destroy();
-      throw error;
-    }
-    const last = decoding.at(-1);
-    if (last) pipeline([answer.body, ...decoding], () => {});
-    return { status: answer.statusCode, headers, body: last ?? answer.body };
-  };
-}
-
-/** The statuses whose answer has no body (fetch's null body statuses, less the 1xx never seen). */
-const NULL_BODY_STATUSES = new Set([204, 205, 304]);
-
-/** Inflated as fetch and curl do it: whatever has arrived, flushed out at once. */
-const SYNC_FLUSH = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
-const DECODERS: Record<string, () => Transform> = {
-  gzip: () => createGunzip(SYNC_FLUSH),
-  "x-gzip": () => createGunzip(SYNC_FLUSH),
-  deflate: () => createInflate(SYNC_FLUSH),
-  br: () =>
-    createBrotliDecompress({
-      flush: constants.BROTLI_OPERATION_FLUSH,
-      finishFlush: constants.BROTLI_OPERATION_FLUSH,
-    }),
-};
-/** More codings than this on one answer is an attack, not an answer (fetch's bound too). */
-const MAX_CODINGS = 5;
-
-/**
- * What undoes a Content-Encoding, the last coding first; none when it names a coding fetch would
- * not decode either (the body then passes as it came, as fetch passes it).
- */
-function decoders(contentEncoding: string | null): Transform[] {
-  const codings = (contentEncoding ?? "")
-    .toLowerCase()
-    .split(",")
-    .map((coding) => coding.trim())
-    .filter(Boolean)
-    .reverse();
-  if (codings.length > MAX_CODINGS) throw new Error(`${codings.length} content codings`);
-  const makers = codings.map((coding) => DECODERS[coding]);
-  return makers.every((make) => make !== undefined) ? makers.map((make) => make()) : [];
 }
 
 /** `logError` gets a failure the handler did not answer. */

@@ -3,8 +3,8 @@
  * admin move (POST /admin/clock), so tests and demos can cross expiry and grace boundaries.
  * The offset lives in Postgres, so a worker with RELAY_DEV_CLOCK=1 runs on the same clock.
  */
-import { recordChange, waitForEdges } from "./api/changes.ts";
-import type { Sql } from "./db/client.ts";
+import { recordChange, waitForEdges } from "./changes.ts";
+import type { Sql } from "./db.ts";
 
 export interface Clock {
   now(): Date;

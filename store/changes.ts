@@ -8,8 +8,8 @@
  * that has seen sequence n has seen everything below it. Old rows are pruned; an edge that comes
  * back with a cursor from before the prune gets the whole state again instead.
  */
-import type { KeyRecord } from "../../core/model.ts";
-import type { Queryable, Sql } from "../db/client.ts";
+import type { KeyRecord } from "../core/model.ts";
+import type { Queryable, Sql } from "./db.ts";
 
 const CHANNEL = "relay_changes";
 const HEARTBEAT_MS = 1000;

@@ -3,7 +3,7 @@
  * stored body) once it is older than the retention. Credits stay in the ledger. Deletes run in
  * batches so a large backlog never holds long locks.
  */
-import type { Sql } from "../db/client.ts";
+import type { Sql } from "./db.ts";
 
 const BATCH = 5000;
 

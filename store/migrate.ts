@@ -1,5 +1,5 @@
 import { readdir, readFile } from "node:fs/promises";
-import type { Sql } from "./client.ts";
+import type { Sql } from "./db.ts";
 
 const MIGRATIONS_DIR = new URL("./migrations/", import.meta.url);
 /** Any constant; every process that migrates takes the same lock, so only one applies. */

@@ -3,10 +3,10 @@
  * gets one, its plaintext sealed until its one reveal, its lifetime within the project's cap.
  * Idempotent: a second run the same day finds the successors the first one made.
  */
-import type { Policy } from "../../core/model.ts";
-import { autoRotationLifetimeDays, DAY_MS, lifetimeDays } from "../../core/policy.ts";
-import { seal } from "../../core/sealing.ts";
-import type { Sql } from "../db/client.ts";
+import type { Policy } from "../core/model.ts";
+import { autoRotationLifetimeDays, DAY_MS, lifetimeDays } from "../core/policy.ts";
+import { seal } from "../core/sealing.ts";
+import type { Sql } from "./db.ts";
 import { insertKey } from "./keys.ts";
 
 export const ROTATION_LEAD_MS = 7 * DAY_MS;

@@ -1,0 +1,26 @@
+/**
+ * Large request bodies, kept in Postgres while their deliveries need them: the edge stores a
+ * body over INLINE_BODY_BYTES before queueing, and the worker reads it back by reference.
+ */
+import type { Sql } from "./db.ts";
+
+/** Stores (or replaces) a request's body; answers its reference, or null for no such project. */
+export async function insertBody(
+  sql: Sql,
+  project: string,
+  requestId: string,
+  body: Uint8Array,
+): Promise<string | null> {
+  const [stored] = await sql<{ requestId: string }[]>`
+    insert into bodies (request_id, project_id, body)
+    select ${requestId}, id, ${Buffer.from(body)} from projects where slug = ${project}
+    on conflict (request_id) do update set body = excluded.body
+    returning request_id`;
+  return stored?.requestId ?? null;
+}
+
+export async function loadBody(sql: Sql, ref: string): Promise<Uint8Array<ArrayBuffer>> {
+  const [row] = await sql<{ body: Buffer }[]>`select body from bodies where request_id = ${ref}`;
+  if (!row) throw new Error(`stored body ${ref} is gone`);
+  return new Uint8Array(row.body);
+}
