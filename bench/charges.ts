@@ -5,9 +5,9 @@
  * the ratios should stay near 1. A section of bench/relay.ts, on its stack.
  */
 import { mkdir, writeFile } from "node:fs/promises";
+import type { Stack } from "../dev/stack.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import { connect } from "../store/db.ts";
-import type { Stack } from "../dev/stack.ts";
 import { percentile, quick } from "./harness.ts";
 
 const charges = quick ? 100 : 500;

@@ -1,9 +1,9 @@
 /** Everything the control plane's handlers share, built once per process. */
 
 import type { ChangeNotifier } from "../store/changes.ts";
+import type { Clock } from "../store/clock.ts";
 import type { Deps } from "./api/context.ts";
 import type { Credentials } from "./auth.ts";
-import type { Clock } from "../store/clock.ts";
 
 export interface ControlApp {
   deps: Deps;

@@ -4,12 +4,12 @@ import { importSealingKey } from "../core/sealing.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
-import { taskQueueHealth } from "./api/workers.ts";
-import { credentialsFrom } from "./auth.ts";
 import { devClock } from "../store/clock.ts";
-import { loadControlConfig } from "./config.ts";
 import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
+import { taskQueueHealth } from "./api/workers.ts";
+import { credentialsFrom } from "./auth.ts";
+import { loadControlConfig } from "./config.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
 

@@ -6,6 +6,8 @@ import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
+import { answerOps } from "../platform/ops-http.ts";
+import { postgresAnswers } from "../store/db.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
 import * as deliveries from "./api/deliveries.ts";
@@ -18,10 +20,8 @@ import * as signing from "./api/signing.ts";
 import { parseInput } from "./api/validation.ts";
 import type { ControlApp } from "./app.ts";
 import { authenticate, requireAdmin } from "./auth.ts";
-import { postgresAnswers } from "../store/db.ts";
 import { toHttpError } from "./errors.ts";
 import { observeCall, registry } from "./observability.ts";
-import { answerOps } from "../platform/ops-http.ts";
 
 /** The request and response types of connect-node's handlers, whose fallback this is. */
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;

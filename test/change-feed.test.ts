@@ -4,6 +4,8 @@
  * returns), and pruned without stranding an edge that comes back with an old cursor.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+import { connectControlPlane } from "../edge/control.ts";
 import {
   type ChangeBatch,
   changeNotifier,
@@ -12,8 +14,6 @@ import {
   watchChanges,
 } from "../store/changes.ts";
 import { connect } from "../store/db.ts";
-import { freePorts } from "../dev/ports.ts";
-import { connectControlPlane } from "../edge/control.ts";
 import {
   api,
   eventually,

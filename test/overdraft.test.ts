@@ -4,9 +4,9 @@
  * overdrawn only by the calls already in flight when it emptied.
  */
 import { afterAll, expect, test } from "vitest";
+import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import { connect } from "../store/db.ts";
-import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import {
   api,
   finishedLog,

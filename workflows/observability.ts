@@ -3,8 +3,8 @@
  * every delivery attempt, by outcome, with its latency.
  */
 import { Counter, Histogram } from "prom-client";
-import { processTelemetry } from "../platform/ops-http.ts";
 import { classifyStatus } from "../core/delivery.ts";
+import { processTelemetry } from "../platform/ops-http.ts";
 
 export const { log, registry } = processTelemetry("worker");
 

@@ -16,7 +16,6 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
-import type { Pruned } from "../store/retention.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type DeliveryInput,
@@ -28,6 +27,7 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { searchAttributes } from "../core/temporal.ts";
+import type { Pruned } from "../store/retention.ts";
 import type {
   Activities,
   DeliverInput,

@@ -4,8 +4,8 @@ import { RelayError } from "../../core/errors.ts";
 import type { Plan, Role } from "../../core/model.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
-import type { Caller } from "../auth.ts";
 import type { Sql } from "../../store/db.ts";
+import type { Caller } from "../auth.ts";
 
 export interface Deps {
   sql: Sql;
