@@ -4,6 +4,7 @@
  */
 import type { DeliveryMode, KeyMode } from "./model.ts";
 
+/** One of an endpoint's targets: where and how a request to it is delivered. */
 export interface DeliveryTarget {
   id: string;
   name: string;

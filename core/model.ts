@@ -1,4 +1,6 @@
 /** The domain's vocabulary, shared by the control plane, the edge and the workflows. */
+import type { DeliveryTarget } from "./delivery.ts";
+
 export type JsonValue =
   | string
   | number
@@ -36,15 +38,6 @@ export const requestStatuses = [
 ] as const;
 export type RequestStatus = (typeof requestStatuses)[number];
 
-export interface Target {
-  id: string;
-  name: string;
-  targetUrl: string;
-  deliveryMode: DeliveryMode;
-  timeoutSeconds: number;
-  headers: Record<string, string>;
-}
-
 export interface RateLimit {
   requestsPerSecond: number;
   burst: number;
@@ -53,7 +46,7 @@ export interface RateLimit {
 export interface Endpoint {
   line: string;
   path: string;
-  targets: Target[];
+  targets: DeliveryTarget[];
   ipAllowlist: string[];
   schema: JsonObject | null;
   rateLimit: RateLimit | null;
