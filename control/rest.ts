@@ -2,10 +2,12 @@
  * The management API as REST JSON (docs/design.md's table). Every route calls the same operation
  * as its Connect twin; errors leave through `toHttpError` only.
  */
+import { Readable } from "node:stream";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
+import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
 import { postgresAnswers } from "../store/db.ts";
 import type { Ctx } from "./api/context.ts";
@@ -290,14 +292,9 @@ async function readJson(req: Request, maxBytes: number): Promise<unknown> {
   }
   const tooLarge = () => new RelayError("payload_too_large", `body over ${maxBytes} bytes`);
   if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const read = await readCapped(Readable.toWeb(req) as ReadableStream<Uint8Array>, maxBytes);
+  if (read === TOO_LARGE) throw tooLarge();
+  const text = Buffer.from(read.buffer, read.byteOffset, read.byteLength).toString("utf8");
   if (text.trim() === "") return {};
   try {
     return JSON.parse(text);

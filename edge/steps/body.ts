@@ -1,4 +1,5 @@
 import { RelayError } from "../../core/errors.ts";
+import { readCapped, TOO_LARGE } from "../../core/read-capped.ts";
 import type { Received, Routed, Step, With } from "../pipeline.ts";
 
 /** The whole body, at most `limit` bytes (413) arriving within `timeoutMs` (408). */
@@ -20,38 +21,18 @@ async function readBody(
 ): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
-  if (!request.body) return new Uint8Array();
-  const reader = request.body.getReader();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new RelayError("request_timeout", "the body did not arrive in time")),
-      timeoutMs,
-    );
-  });
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new RelayError("request_timeout", "the body did not arrive in time")),
+    timeoutMs,
+  );
   try {
-    for (;;) {
-      const { done, value } = await Promise.race([reader.read(), timedOut]);
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) throw tooLarge(limit);
-      chunks.push(value);
-    }
-  } catch (error) {
-    await reader.cancel().catch(() => {});
-    throw error;
+    const read = await readCapped(request.body, limit, deadline.signal);
+    if (read === TOO_LARGE) throw tooLarge(limit);
+    return read;
   } finally {
     clearTimeout(timer);
   }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
 }
 
 function tooLarge(limit: number): RelayError {
