@@ -6,3 +6,41 @@ export const envFlag = z
   .enum(["0", "1", "true", "false", ""])
   .default("")
   .transform((value) => value === "1" || value === "true");
+
+/** A port to listen on, 0 for any free one. */
+export const listenPort = (fallback: number) =>
+  z.coerce.number().int().min(0).max(65535).default(fallback);
+
+/** Listeners stay on loopback unless told otherwise. */
+export const listenHost = z.string().default("127.0.0.1");
+
+/** The key that seals secrets at rest: 32 bytes written as 64 hex characters. */
+export const ENCRYPTION_KEY_HEX = /^[0-9a-fA-F]{64}$/;
+
+/**
+ * The variables more than one process reads, defined once so that each is parsed, defaulted and
+ * refused (with the same message) alike in every process's config module.
+ */
+export const sharedEnv = {
+  DATABASE_URL: z.url(),
+  TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
+  TEMPORAL_NAMESPACE: z.string().default("default"),
+  /** Temporal Cloud API key: a TLS connection's credential, or the HTTP API's bearer token. */
+  TEMPORAL_API_KEY: z.string().optional(),
+  RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
+  RELAY_ENCRYPTION_KEY: z
+    .string()
+    .regex(ENCRYPTION_KEY_HEX, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
+  /** The edges' inbound body cap. */
+  RELAY_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 1024 * 1024),
+  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
+  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
+  /** "1" lets targets be private, loopback and link-local addresses (dev stacks, tests). */
+  RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  /** "1": the control plane's dev clock (and its admin routes) stand in for real time. */
+  RELAY_DEV_CLOCK: envFlag,
+};

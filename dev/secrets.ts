@@ -6,11 +6,12 @@ import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { ENCRYPTION_KEY_HEX } from "../core/env.ts";
 
 const secretsSchema = z.object({
   adminToken: z.string().min(32),
   edgeToken: z.string().min(32),
-  encryptionKey: z.string().regex(/^[0-9a-f]{64}$/),
+  encryptionKey: z.string().regex(ENCRYPTION_KEY_HEX),
 });
 
 export type DevSecrets = z.infer<typeof secretsSchema>;

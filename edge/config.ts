@@ -1,17 +1,13 @@
 import { z } from "zod";
-import { envFlag } from "../core/env.ts";
+import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
 import { parseCidr } from "../core/ip.ts";
 
 const schema = z.object({
-  RELAY_EDGE_HOST: z.string().default("127.0.0.1"),
-  RELAY_EDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  RELAY_EDGE_HOST: listenHost,
+  RELAY_EDGE_PORT: listenPort(8787),
   RELAY_CONTROL_URL: z.url().default("http://127.0.0.1:8788"),
-  RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
-  RELAY_MAX_BODY_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(5 * 1024 * 1024),
+  RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
+  RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
   /** Sync calls one project may have in flight on this edge; over it, 503 with Retry-After. */
   RELAY_SYNC_MAX_PER_PROJECT: z.coerce.number().int().min(1).default(100),
   /** Connections to Temporal's HTTP API for starts (Node); sync long polls have their own. */
@@ -48,15 +44,14 @@ const schema = z.object({
         }),
     ),
   /** "1" lets stream targets be private, loopback or link-local addresses (dev stacks, tests). */
-  RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
-  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
-  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
+  RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
-  TEMPORAL_NAMESPACE: z.string().default("default"),
+  TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */
-  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
 });
 
 export type EdgeConfig = z.infer<typeof schema>;

@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { envFlag } from "../core/env.ts";
+import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
 
 const schema = z.object({
-  DATABASE_URL: z.url(),
-  TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
-  TEMPORAL_NAMESPACE: z.string().default("default"),
+  DATABASE_URL: sharedEnv.DATABASE_URL,
+  TEMPORAL_ADDRESS: sharedEnv.TEMPORAL_ADDRESS,
+  TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   /** Temporal Cloud API key; when set, the connection uses TLS. */
-  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
   RELAY_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(1000),
   RELAY_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   RELAY_RETRY_MAX_INTERVAL_MS: z.coerce.number().int().min(1).default(3_600_000),
@@ -16,20 +16,17 @@ const schema = z.object({
   /** How long a finished request (its attempts, its stored body) stays in the log. */
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */
-  RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
+  RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
   /** "1": deliveries and rotations run on the control plane's dev clock; else on real time. */
-  RELAY_DEV_CLOCK: envFlag,
+  RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
   /** How long a stopping worker lets its attempts in flight finish. */
   RELAY_WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(8000),
   /** The worker's own listener: /healthz, /readyz and /metrics only. */
-  RELAY_WORKER_HOST: z.string().default("127.0.0.1"),
-  RELAY_WORKER_PORT: z.coerce.number().int().min(0).max(65535).default(8790),
-  /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
-  RELAY_METRICS_TOKEN: z.string().min(1).optional(),
+  RELAY_WORKER_HOST: listenHost,
+  RELAY_WORKER_PORT: listenPort(8790),
+  RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,
   /** Seals auto-rotated successors (32 bytes, hex). */
-  RELAY_ENCRYPTION_KEY: z
-    .string()
-    .regex(/^[0-9a-fA-F]{64}$/, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
+  RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
 });
 
 export type WorkerConfig = z.infer<typeof schema>;
