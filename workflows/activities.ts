@@ -9,7 +9,6 @@ import {
   attemptVerdict,
   type Backoff,
   classifyStatus,
-  type DeliveryInput,
   type DeliveryTarget,
   decodeBody,
   MAX_SYNC_ANSWER_BYTES,
@@ -29,8 +28,8 @@ import {
 import { deliveryId, targetRequest } from "../core/target-request.ts";
 import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
 import { loadBody } from "../store/bodies.ts";
-import { chargeDelivery } from "../store/credits.ts";
-import type { Queryable, Sql } from "../store/db.ts";
+import type { Sql } from "../store/db.ts";
+import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
@@ -75,7 +74,8 @@ export interface DeliverInput {
   bodyRef?: string | undefined;
 }
 
-export type RequestRow = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
+/** A request as its workflow opens it in the log. */
+export type RequestRow = requestLog.RequestOpening;
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -98,70 +98,10 @@ export function createActivities({
   resolveHost,
   observeAttempt,
 }: ActivityDeps) {
-  /** Idempotent: a retried or replayed open leaves the first row as it is. */
-  const insertRequest = (input: RequestRow) => sql`
-    insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-      body_bytes, received_at)
-    select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-      'delivering', ${input.bodyBytes}, ${input.receivedAt}
-    from projects p where p.slug = ${input.project}
-    on conflict (id) do nothing`;
+  const signingKeysOf = signingKeys(sql, sealingKey);
 
-  /**
-   * Sets a request's status from all of its attempts, replays included: delivered when every
-   * target it tried has a 2xx attempt, failed when none has, partially failed in between.
-   */
-  async function settleRequest(requestId: string, tx: Queryable = sql): Promise<RequestStatus> {
-    const [row] = await tx<{ status: RequestStatus }[]>`
-      update requests r set status = s.status, updated_at = now()
-      from (
-        select case
-          when bool_and(delivered) then 'delivered'
-          when bool_or(delivered) then 'partially_failed'
-          else 'failed' end as status
-        from (
-          select target_id, bool_or(status_code between 200 and 299) as delivered
-          from attempts where request_id = ${requestId} group by target_id
-        ) per_target
-      ) s
-      where r.id = ${requestId}
-      returning r.status`;
-    return row?.status ?? "failed";
-  }
-
-  /**
-   * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
-   * at the same target that never ended is marked lost now. Attempts are numbered by the log,
-   * so a lost one, a replay's or a reset's counts on from the ones before it. A request's first
-   * attempt opens the request in the same statement (one commit, not two).
-   */
-  async function startAttempt(a: {
-    opening?: RequestRow | undefined;
-    requestId: string;
-    target: DeliveryTarget;
-    startedAt: Date;
-  }): Promise<{ id: string; attempt: number }> {
-    const opened = a.opening ? sql`opened as (${insertRequest(a.opening)}),` : sql``;
-    const [row] = await sql<{ id: string; attempt: number }[]>`
-      with ${opened} lost as (
-        update attempts
-        set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
-        where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null
-      )
-      insert into attempts (request_id, target_id, target_name, attempt, started_at)
-      select ${a.requestId}, ${a.target.id}, ${a.target.name}, coalesce(max(attempt), 0) + 1,
-        ${a.startedAt}
-      from attempts where request_id = ${a.requestId} and target_id = ${a.target.id}
-      returning id, attempt`;
-    return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
-  }
-
-  /**
-   * An attempt's outcome, charged (once per delivery) when the target answered, and the
-   * request's final status when the caller knows it (`finishing`; "settled": from its
-   * attempts, this one included): one transaction, one commit. Answers the status it set.
-   */
-  async function endAttempt(
+  /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
+  function endAttempt(
     attemptId: string,
     a: {
       requestId: string;
@@ -174,7 +114,7 @@ export function createActivities({
       error: string | null;
       billedBytes: number;
     },
-    finishing?: Finishing,
+    finishing?: requestLog.Finishing,
   ): Promise<RequestStatus | undefined> {
     observeAttempt({
       requestId: a.requestId,
@@ -185,58 +125,19 @@ export function createActivities({
       latencyMs: a.latencyMs,
       error: a.error,
     });
-    const record = (tx: Queryable) => tx`
-      update attempts set status_code = ${a.statusCode}, latency_ms = ${a.latencyMs},
-        error = ${a.error}
-      where id = ${attemptId}`;
-    if (a.statusCode === null && !finishing) {
-      await record(sql);
-      return undefined;
-    }
-    return sql.begin(async (tx) => {
-      await record(tx);
-      if (a.statusCode !== null) {
-        await chargeDelivery(tx, {
-          project: a.project,
-          pool: a.keyMode,
-          requestId: a.requestId,
-          targetId: a.target.id,
-          bytes: a.billedBytes,
-        });
-      }
-      if (finishing === "settled") return settleRequest(a.requestId, tx);
-      if (finishing) {
-        await tx`
-          update requests set status = ${finishing}, updated_at = now()
-          where id = ${a.requestId}`;
-      }
-      return finishing;
-    });
-  }
-
-  /** Opened signing keys by secret id: a sealed secret never changes, so they stay valid. */
-  const openedKeys = new Map<string, Promise<CryptoKey>>();
-
-  /**
-   * The keys that sign for the target's endpoint now, read per attempt (a rotation shows at
-   * once, an overlap ends on time); none for a target whose endpoint is gone. The plaintext only
-   * passes through here, never into a workflow input, history or log.
-   */
-  async function signingKeysOf(targetId: string, at: Date): Promise<SigningKey[]> {
-    const sealed = await signingSecretsOfTarget(sql, targetId, at);
-    if (openedKeys.size > MAX_OPENED_KEYS) openedKeys.clear();
-    return Promise.all(
-      sealed.map(async (secret) => {
-        let key = openedKeys.get(secret.id);
-        if (!key) {
-          key = open(sealingKey, new Uint8Array(secret.sealedSecret), secret.id).then((plain) =>
-            importSigningKey(decodeSigningSecret(plain)),
-          );
-          key.catch(() => openedKeys.delete(secret.id));
-          openedKeys.set(secret.id, key);
-        }
-        return { key: await key, expiresAt: secret.expiresAt };
-      }),
+    const charge = {
+      project: a.project,
+      pool: a.keyMode,
+      requestId: a.requestId,
+      targetId: a.target.id,
+      bytes: a.billedBytes,
+    };
+    const { statusCode, latencyMs, error } = a;
+    return requestLog.endAttempt(
+      sql,
+      attemptId,
+      { statusCode, latencyMs, error, charge },
+      finishing,
     );
   }
 
@@ -255,7 +156,7 @@ export function createActivities({
        */
       sync?: boolean;
       /** The request's status after this attempt, when it ends the request. */
-      finishing?: (sent: Sent) => Finishing | undefined;
+      finishing?: (sent: Sent) => requestLog.Finishing | undefined;
     },
   ): Promise<Sent & { status: RequestStatus | undefined }> {
     const { requestId, target, headers } = call;
@@ -272,7 +173,7 @@ export function createActivities({
       signedAt,
       body,
     );
-    const starting = startAttempt({
+    const starting = requestLog.startAttempt(sql, {
       opening: call.opening,
       requestId,
       target,
@@ -326,22 +227,10 @@ export function createActivities({
     return { ...sent, status };
   }
 
-  /** The verdict on an attempt at an async target. */
-  function verdictOn({ attempt, answer, error, refused }: Sent): AttemptVerdict {
-    const seen = {
-      status: answer?.status ?? null,
-      retryAfter: answer?.headers.get("retry-after") ?? null,
-      error,
-      refused,
-    };
-    return attemptVerdict(seen, attempt, retryPolicy, new Date());
-  }
-
   return {
-    async openRequest(input: RequestRow): Promise<void> {
-      await insertRequest(input);
-    },
-    settleRequest,
+    openRequest: (input: RequestRow): Promise<void> => requestLog.openRequest(sql, input),
+    settleRequest: (requestId: string): Promise<RequestStatus> =>
+      requestLog.settleRequest(sql, requestId),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
 
     /**
@@ -358,16 +247,20 @@ export function createActivities({
       const sent = await postToTarget({
         ...delivery,
         opening: request,
-        finishing: (sent) => (only && verdictOn(sent).kind !== "retry" ? "settled" : undefined),
+        finishing: (sent) =>
+          only && verdictOn(sent, retryPolicy).kind !== "retry" ? "settled" : undefined,
       });
-      return { ...verdictOn(sent), ...(sent.status && { settled: sent.status }) };
+      return { ...verdictOn(sent, retryPolicy), ...(sent.status && { settled: sent.status }) };
     },
 
     /** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
     async deliver(input: DeliverInput): Promise<number> {
       const context = Context.current();
       const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
-      const verdict = verdictOn(await postToTarget(input).finally(() => clearInterval(beating)));
+      const verdict = verdictOn(
+        await postToTarget(input).finally(() => clearInterval(beating)),
+        retryPolicy,
+      );
       if (verdict.kind === "delivered") return verdict.status;
       throw ApplicationFailure.create({
         message: verdict.message,
@@ -404,7 +297,7 @@ export function createActivities({
     async recordStreamCall(record: StreamRecord): Promise<void> {
       const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
       const startedAt = new Date(Date.parse(request.receivedAt));
-      const { id: attemptId, attempt } = await startAttempt({
+      const { id: attemptId, attempt } = await requestLog.startAttempt(sql, {
         ...request,
         opening: request,
         target,
@@ -429,6 +322,44 @@ export function createActivities({
 }
 
 /**
+ * The keys that sign for a target's endpoint now, read per attempt (a rotation shows at once, an
+ * overlap ends on time); none for a target whose endpoint is gone. The plaintext only passes
+ * through here, never into a workflow input, history or log. Opened keys are kept by secret id:
+ * a sealed secret never changes, so they stay valid.
+ */
+function signingKeys(sql: Sql, sealingKey: CryptoKey) {
+  const openedKeys = new Map<string, Promise<CryptoKey>>();
+  return async (targetId: string, at: Date): Promise<SigningKey[]> => {
+    const sealed = await signingSecretsOfTarget(sql, targetId, at);
+    if (openedKeys.size > MAX_OPENED_KEYS) openedKeys.clear();
+    return Promise.all(
+      sealed.map(async (secret) => {
+        let key = openedKeys.get(secret.id);
+        if (!key) {
+          key = open(sealingKey, new Uint8Array(secret.sealedSecret), secret.id).then((plain) =>
+            importSigningKey(decodeSigningSecret(plain)),
+          );
+          key.catch(() => openedKeys.delete(secret.id));
+          openedKeys.set(secret.id, key);
+        }
+        return { key: await key, expiresAt: secret.expiresAt };
+      }),
+    );
+  };
+}
+
+/** The verdict on an attempt at an async target. */
+function verdictOn({ attempt, answer, error, refused }: Sent, policy: RetryPolicy): AttemptVerdict {
+  const seen = {
+    status: answer?.status ?? null,
+    retryAfter: answer?.headers.get("retry-after") ?? null,
+    error,
+    refused,
+  };
+  return attemptVerdict(seen, attempt, policy, new Date());
+}
+
+/**
  * A failed call in the log: fetch's own error and what caused it (a refused or unreachable
  * address says so only in its cause).
  */
@@ -438,9 +369,6 @@ function describeFailure(failure: unknown): string {
   const described = `${failure.name}: ${failure.message}`;
   return cause instanceof Error ? `${described} (${cause.message})` : described;
 }
-
-/** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
-type Finishing = RequestStatus | "settled";
 
 /** A first attempt's verdict, and the request's status when the attempt settled it. */
 export type FirstAttempt = AttemptVerdict & { settled?: RequestStatus };

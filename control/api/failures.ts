@@ -8,19 +8,19 @@ import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
-import { requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW, searchAttributes, TASK_QUEUE } from "../../core/temporal.ts";
+import { failedTargets, markDelivering } from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
-import { failureStatuses, getRequest, listRequests, type RequestView } from "./requests.ts";
+import {
+  failureStatuses,
+  getRequest,
+  listRequests,
+  type RequestView,
+  requestFilter,
+} from "./requests.ts";
 import { parseInput } from "./validation.ts";
 
-const filterSchema = z.strictObject({
-  status: z.enum(requestStatuses).optional(),
-  endpoint: z
-    .string()
-    .regex(/^[^/]+\/[^/]+$/, "must be '{line}/{endpoint}'")
-    .optional(),
-});
+const filterSchema = z.strictObject(requestFilter);
 
 /** Bulk replays walk the queue in pages of this size, at most this many pages. */
 const BULK_PAGE = 200;
@@ -56,17 +56,15 @@ export async function replayRequest(
     );
   }
   const original = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
-  const failed = await ctx.sql<{ targetId: string }[]>`
-    select target_id from attempts where request_id = ${requestId}
-    group by target_id having not bool_or(coalesce(status_code between 200 and 299, false))`;
-  const targets = original.targets.filter((t) => failed.some((f) => f.targetId === t.id));
+  const failed = await failedTargets(ctx.sql, requestId);
+  const targets = original.targets.filter((t) => failed.includes(t.id));
   if (targets.length === 0) {
     throw new RelayError(
       "conflict",
       `request '${requestId}' has no failed queued delivery to replay`,
     );
   }
-  await ctx.sql`update requests set status = 'delivering', updated_at = now() where id = ${requestId}`;
+  await markDelivering(ctx.sql, requestId);
   await client.workflow.start(DELIVERY_WORKFLOW, {
     taskQueue: TASK_QUEUE,
     workflowId: `${requestId}-replay-${Date.now()}`,

@@ -1,0 +1,266 @@
+/**
+ * The request log: a row per request and one per attempt at each of its targets. The worker
+ * writes it (opens a request, starts and ends attempts, settles the request); the management API
+ * reads it, counts it per hour and resets a request it replays. What "delivered" means in SQL is
+ * written once here (`delivered`); store/retention.ts prunes the log.
+ */
+import type { DeliveryInput, DeliveryTarget } from "../core/delivery.ts";
+import type { RequestStatus } from "../core/model.ts";
+import { type Charge, chargeDelivery } from "./credits.ts";
+import type { Queryable, Sql } from "./db.ts";
+
+/**
+ * An attempt delivered: its target answered 2xx, as core's `classifyStatus` says. Never null: an
+ * attempt with no answer (in flight, lost, refused, unreachable) did not deliver. Reads the
+ * `attempts` row in scope.
+ */
+const delivered = (q: Queryable) => q`coalesce(status_code between 200 and 299, false)`;
+
+/** A request as the log opens it: the delivery input without what only its calls need. */
+export type RequestOpening = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
+
+/** Idempotent: a retried or replayed open leaves the first row as it is. */
+const insertRequest = (q: Queryable, input: RequestOpening) => q`
+  insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
+    body_bytes, received_at)
+  select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
+    'delivering', ${input.bodyBytes}, ${input.receivedAt}
+  from projects p where p.slug = ${input.project}
+  on conflict (id) do nothing`;
+
+export async function openRequest(sql: Sql, input: RequestOpening): Promise<void> {
+  await insertRequest(sql, input);
+}
+
+/**
+ * Sets a request's status from all of its attempts, replays included: delivered when every
+ * target it tried has a delivered attempt, failed when none has, partially failed in between.
+ */
+export async function settleRequest(q: Queryable, requestId: string): Promise<RequestStatus> {
+  const [row] = await q<{ status: RequestStatus }[]>`
+    update requests r set status = s.status, updated_at = now()
+    from (
+      select case
+        when bool_and(delivered) then 'delivered'
+        when bool_or(delivered) then 'partially_failed'
+        else 'failed' end as status
+      from (
+        select target_id, bool_or(${delivered(q)}) as delivered
+        from attempts where request_id = ${requestId} group by target_id
+      ) per_target
+    ) s
+    where r.id = ${requestId}
+    returning r.status`;
+  return row?.status ?? "failed";
+}
+
+/**
+ * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
+ * at the same target that never ended is marked lost now. Attempts are numbered by the log,
+ * so a lost one, a replay's or a reset's counts on from the ones before it. A request's first
+ * attempt opens the request in the same statement (one commit, not two).
+ */
+export async function startAttempt(
+  sql: Sql,
+  a: {
+    opening?: RequestOpening | undefined;
+    requestId: string;
+    target: Pick<DeliveryTarget, "id" | "name">;
+    startedAt: Date;
+  },
+): Promise<{ id: string; attempt: number }> {
+  const opened = a.opening ? sql`opened as (${insertRequest(sql, a.opening)}),` : sql``;
+  const [row] = await sql<{ id: string; attempt: number }[]>`
+    with ${opened} lost as (
+      update attempts
+      set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
+      where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null
+    )
+    insert into attempts (request_id, target_id, target_name, attempt, started_at)
+    select ${a.requestId}, ${a.target.id}, ${a.target.name}, coalesce(max(attempt), 0) + 1,
+      ${a.startedAt}
+    from attempts where request_id = ${a.requestId} and target_id = ${a.target.id}
+    returning id, attempt`;
+  return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
+}
+
+/** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
+export type Finishing = RequestStatus | "settled";
+
+export interface AttemptEnd {
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** Charged when the target answered (once per delivery: a retry finds its charge there). */
+  charge: Charge;
+}
+
+/**
+ * An attempt's outcome, charged when the target answered, and the request's final status when
+ * the caller knows it (`finishing`; "settled": from its attempts, this one included): one
+ * transaction, one commit. Answers the status it set.
+ */
+export async function endAttempt(
+  sql: Sql,
+  attemptId: string,
+  end: AttemptEnd,
+  finishing?: Finishing,
+): Promise<RequestStatus | undefined> {
+  const record = (q: Queryable) => q`
+    update attempts set status_code = ${end.statusCode}, latency_ms = ${end.latencyMs},
+      error = ${end.error}
+    where id = ${attemptId}`;
+  if (end.statusCode === null && !finishing) {
+    await record(sql);
+    return undefined;
+  }
+  const { requestId } = end.charge;
+  return sql.begin(async (tx) => {
+    await record(tx);
+    if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
+    if (finishing === "settled") return settleRequest(tx, requestId);
+    if (finishing) {
+      await tx`
+        update requests set status = ${finishing}, updated_at = now()
+        where id = ${requestId}`;
+    }
+    return finishing;
+  });
+}
+
+/** The targets of a request none of whose attempts delivered: what a replay tries again. */
+export async function failedTargets(sql: Sql, requestId: string): Promise<string[]> {
+  const rows = await sql<{ targetId: string }[]>`
+    select target_id from attempts where request_id = ${requestId}
+    group by target_id having not bool_or(${delivered(sql)})`;
+  return rows.map((row) => row.targetId);
+}
+
+/** A replayed request is delivering again until its new attempts settle it. */
+export async function markDelivering(sql: Sql, requestId: string): Promise<void> {
+  await sql`update requests set status = 'delivering', updated_at = now() where id = ${requestId}`;
+}
+
+export interface AttemptView {
+  targetId: string;
+  targetName: string;
+  attempt: number;
+  startedAt: Date;
+  statusCode: number | null;
+  /** Null while the attempt is in flight (or was lost with its worker). */
+  latencyMs: number | null;
+  error: string | null;
+}
+
+export interface RequestView {
+  requestId: string;
+  status: RequestStatus;
+  line: string;
+  endpoint: string;
+  receivedAt: Date;
+  updatedAt: Date;
+  bodyBytes: number;
+  attempts: AttemptView[];
+}
+
+export interface RequestFilter {
+  statuses: RequestStatus[];
+  endpoint?: { line: string; path: string } | undefined;
+  /** Only requests before this (receivedAt, id), newest first: the page after a cursor. */
+  before?: [string, string] | undefined;
+  limit: number;
+}
+
+/** A project's requests, newest first. */
+export function listRequests(
+  sql: Sql,
+  projectId: string,
+  { statuses, endpoint, before, limit }: RequestFilter,
+): Promise<RequestView[]> {
+  return selectRequests(
+    sql,
+    projectId,
+    sql`
+      and status in ${sql(statuses.length > 0 ? statuses : ["none"])}
+      ${endpoint === undefined ? sql`` : sql`and line_key = ${endpoint.line} and endpoint_path = ${endpoint.path}`}
+      ${before === undefined ? sql`` : sql`and (received_at, id) < (${before[0]}::timestamptz, ${before[1]})`}
+      order by received_at desc, id desc
+      limit ${limit}`,
+  );
+}
+
+export async function findRequest(
+  sql: Sql,
+  projectId: string,
+  requestId: string,
+): Promise<RequestView | undefined> {
+  const [request] = await selectRequests(sql, projectId, sql`and id = ${requestId}`);
+  return request;
+}
+
+/** A project's requests matching `filter` (a fragment after the project condition). */
+async function selectRequests(
+  sql: Sql,
+  projectId: string,
+  filter: ReturnType<Sql>,
+): Promise<RequestView[]> {
+  const requests = await sql<Omit<RequestView, "attempts">[]>`
+    select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
+      updated_at, body_bytes
+    from requests where project_id = ${projectId} ${filter}`;
+  if (requests.length === 0) return [];
+  const attempts = await sql<(AttemptView & { requestId: string })[]>`
+    select request_id, target_id, target_name, attempt, started_at, status_code, latency_ms, error
+    from attempts where request_id in ${sql(requests.map((r) => r.requestId))}
+    order by id`;
+  return requests.map((request) => ({
+    ...request,
+    attempts: attempts
+      .filter((a) => a.requestId === request.requestId)
+      .map(({ requestId: _, ...attempt }) => attempt),
+  }));
+}
+
+export interface DeliveryHour {
+  /** The hour's start. */
+  hour: Date;
+  /** Attempts whose target answered 2xx in this hour. */
+  delivered: number;
+  /** Attempts that ended in this hour without a 2xx answer. */
+  failedAttempts: number;
+}
+
+/**
+ * A project's attempts per hour, oldest first, for the `hours` hours ending with `now`'s. An
+ * attempt counts in the hour it started; one still in flight (no latency yet) counts nowhere.
+ */
+export async function deliveriesPerHour(
+  sql: Sql,
+  projectId: string,
+  now: Date,
+  hours: number,
+): Promise<DeliveryHour[]> {
+  const rows = await sql<{ hour: Date; delivered: string; failedAttempts: string }[]>`
+    with hours as (
+      select generate_series(
+        date_trunc('hour', ${now}::timestamptz) - make_interval(hours => ${hours - 1}),
+        date_trunc('hour', ${now}::timestamptz),
+        interval '1 hour') as hour
+    ), counted as (
+      select date_trunc('hour', a.started_at) as hour,
+        count(*) filter (where ${delivered(sql)}) as delivered,
+        count(*) filter (where a.latency_ms is not null and not ${delivered(sql)}) as failed_attempts
+      from attempts a join requests r on r.id = a.request_id
+      where r.project_id = ${projectId} and a.started_at >= (select min(hour) from hours)
+      group by 1
+    )
+    select h.hour, coalesce(c.delivered, 0) as delivered,
+      coalesce(c.failed_attempts, 0) as failed_attempts
+    from hours h left join counted c on c.hour = h.hour
+    order by h.hour`;
+  return rows.map((row) => ({
+    hour: row.hour,
+    delivered: Number(row.delivered),
+    failedAttempts: Number(row.failedAttempts),
+  }));
+}
