@@ -1,4 +1,5 @@
 /** Names shared by whoever starts Temporal workflows (edge, control plane) and the worker. */
+import type { RequestStatus } from "./model.ts";
 
 export const TASK_QUEUE = "relay";
 
@@ -21,3 +22,16 @@ export const searchAttributes = {
   endpoint: "RelayEndpoint",
   status: "RelayStatus",
 } as const;
+
+/** The search attributes a request's delivery workflow starts with: where it came in, and its status. */
+export function requestSearchAttributes(
+  request: { project: string; line: string; endpoint: string },
+  status: RequestStatus,
+): Record<string, string> {
+  return {
+    [searchAttributes.project]: request.project,
+    [searchAttributes.line]: request.line,
+    [searchAttributes.endpoint]: request.endpoint,
+    [searchAttributes.status]: status,
+  };
+}

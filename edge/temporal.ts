@@ -18,9 +18,9 @@ import {
 import { RelayError } from "../core/errors.ts";
 import {
   DELIVERY_WORKFLOW,
+  requestSearchAttributes,
   STREAM_RECORD_WORKFLOW,
   SYNC_WORKFLOW,
-  searchAttributes,
   TASK_QUEUE,
 } from "../core/temporal.ts";
 import { StartAdmission } from "./admission.ts";
@@ -113,14 +113,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
             workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
           }),
           input: [input],
-          searchAttributes: {
-            indexedFields: {
-              [searchAttributes.project]: input.project,
-              [searchAttributes.line]: input.line,
-              [searchAttributes.endpoint]: input.endpoint,
-              [searchAttributes.status]: "queued",
-            },
-          },
+          searchAttributes: { indexedFields: requestSearchAttributes(input, "queued") },
           ...extra,
         }),
       })
