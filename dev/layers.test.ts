@@ -30,7 +30,7 @@ const layers: Record<string, { owns: string; imports: string[] }> = {
     owns: "Temporal workflows, their activities and the worker",
     imports: ["core", "store", "platform"],
   },
-  panel: { owns: "the browser panel", imports: ["gen"] },
+  panel: { owns: "the browser panel", imports: ["core", "gen"] },
   dev: { owns: "the stack on one machine: npm start, the tests' stack", imports: ["core"] },
 };
 

@@ -5,6 +5,7 @@
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
+import { classifyStatus } from "../../../core/delivery.ts";
 import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
 import {
   type Attempt,
@@ -109,7 +110,8 @@ export function RequestPage({ requestId }: { requestId: string }) {
 }
 
 function outcome(a: Attempt): "delivered" | "failed" | "in flight" {
-  if (a.statusCode !== undefined && a.statusCode >= 200 && a.statusCode < 300) return "delivered";
+  if (a.statusCode !== undefined && classifyStatus(a.statusCode) === "delivered")
+    return "delivered";
   if (a.latencyMs === undefined && a.error === undefined) return "in flight";
   return "failed";
 }
