@@ -1,0 +1,132 @@
+import { expect, test } from "vitest";
+import type { DeliveryInput, DeliveryTarget, SyncInput, SyncOutcome } from "../../core/delivery.ts";
+import type { EdgeDeps } from "../app.ts";
+import type { WorkflowStarter } from "../temporal.ts";
+import { deliver } from "./deliver.ts";
+import { arrived, hookEndpoint, received, refusal } from "./testing.ts";
+
+const target = (id: string, deliveryMode: DeliveryTarget["deliveryMode"]): DeliveryTarget => ({
+  id,
+  name: id,
+  targetUrl: `http://${id}`,
+  deliveryMode,
+  timeoutSeconds: 30,
+  headers: {},
+});
+
+/** Edge deps around a starter that records what it was asked to run. */
+function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
+  const started: { input: DeliveryInput; bodyTag: string | undefined }[] = [];
+  const synced: SyncInput[] = [];
+  const stored: string[] = [];
+  let slots = syncSlots;
+  const temporal: WorkflowStarter = {
+    ready: async () => {},
+    startDelivery: async (input, bodyTag) => {
+      started.push({ input, bodyTag });
+    },
+    claimSync: () => (slots-- > 0 ? { release: () => slots++ } : null),
+    runSync: async (input) => {
+      synced.push(input);
+      return sync;
+    },
+    recordStream: async () => {},
+  };
+  const deps = {
+    state: { now: () => new Date(0) },
+    temporal,
+    storeBody: async (_project: string, requestId: string) => {
+      stored.push(requestId);
+      return `body_${requestId}`;
+    },
+    newRequestId: () => "req_new",
+    logError: () => {},
+  } as unknown as EdgeDeps;
+  return { deps, started, synced, stored, slots: () => slots };
+}
+
+const callTo = (targets: DeliveryTarget[], init: RequestInit = {}, body = new Uint8Array()) =>
+  Object.assign(received(arrived(init), hookEndpoint({ targets })), { body });
+
+test("async targets are queued in one workflow and the caller gets 202 with the request id", async () => {
+  const { deps, started } = edgeWith();
+  const call = callTo([target("a", "async"), target("b", "async")], {
+    headers: { authorization: "Bearer rk_live_x", "x-custom": "kept" },
+  });
+  const answer = await deliver(deps)(call);
+  expect(answer.status).toBe(202);
+  expect(await answer.json()).toEqual({ status: "queued", requestId: "req_new" });
+  expect(answer.headers.get("x-relay-request-id")).toBe("req_new");
+  expect(started).toHaveLength(1);
+  const [{ input }] = started as [(typeof started)[0]];
+  expect(input.targets.map((t) => t.id)).toEqual(["a", "b"]);
+  expect(input.headers).toEqual({ "x-custom": "kept" });
+});
+
+test("a sync target answers the caller while the async ones are queued beside it", async () => {
+  const { deps, started, synced } = edgeWith({
+    kind: "answered",
+    status: 201,
+    headers: { "content-type": "text/plain", "set-cookie": "dropped" },
+    bodyBase64: btoa("made"),
+  });
+  const answer = await deliver(deps)(callTo([target("a", "async"), target("s", "sync")]));
+  expect([answer.status, await answer.text()]).toEqual([201, "made"]);
+  expect(answer.headers.get("content-type")).toBe("text/plain");
+  expect(answer.headers.get("x-relay-request-id")).toBe("req_new");
+  expect(started.map(({ input }) => input.targets.map((t) => t.id))).toEqual([["a"]]);
+  // The async workflow owns the request's status; the sync one only its own attempt.
+  expect(synced.map((input) => [input.target.id, input.ownsStatus])).toEqual([["s", false]]);
+});
+
+test.each([
+  [{ kind: "timeout" } as const, "target_timeout"],
+  [{ kind: "unreachable", error: "ECONNREFUSED" } as const, "target_unreachable"],
+  [{ kind: "too_large" } as const, "target_unreachable"],
+])("a sync call that got no usable answer (%o) is refused with %s", async (outcome, code) => {
+  const { deps, slots } = edgeWith(outcome);
+  const refused = await refusal(deliver(deps)(callTo([target("s", "sync")])));
+  expect(refused.code).toBe(code);
+  expect(slots()).toBe(1); // its sync slot was given back
+});
+
+test("with every sync slot taken the call is a 503 with Retry-After and nothing is queued", async () => {
+  const { deps, started, synced } = edgeWith(undefined, 0);
+  const call = callTo([target("a", "async"), target("s", "sync")]);
+  const refused = await refusal(deliver(deps)(call));
+  expect(refused.code).toBe("unavailable");
+  expect(call.responseHeaders.get("retry-after")).toBe("1");
+  expect([started, synced]).toEqual([[], []]);
+});
+
+test("a body too large for Temporal's payloads travels by reference", async () => {
+  const { deps, started, stored } = edgeWith();
+  const body = new Uint8Array(512 * 1024);
+  await deliver(deps)(callTo([target("a", "async")], {}, body));
+  expect(stored).toEqual(["req_new"]);
+  const [{ input }] = started as [(typeof started)[0]];
+  expect([input.bodyRef, input.bodyBase64, input.bodyBytes]).toEqual([
+    "body_req_new",
+    "",
+    body.byteLength,
+  ]);
+});
+
+test("an Idempotency-Key names the request: the same key gives the same id, tagged by body", async () => {
+  const { deps, started } = edgeWith();
+  const keyed = (body: string) =>
+    Object.assign(callTo([target("a", "async")], {}, new TextEncoder().encode(body)), {
+      idempotencyKey: "order-1",
+    });
+  const ids = [];
+  for (const body of ["{}", "{}", '{"other":1}']) {
+    ids.push(
+      ((await (await deliver(deps)(keyed(body))).json()) as { requestId: string }).requestId,
+    );
+  }
+  expect(new Set(ids).size).toBe(1);
+  expect(ids[0]).not.toBe("req_new");
+  const [first, repeat, other] = started.map((s) => s.bodyTag);
+  expect(first).toBe(repeat);
+  expect(other).not.toBe(first);
+});
