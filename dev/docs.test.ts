@@ -16,7 +16,18 @@ const docs = [
     .filter((name) => name.endsWith(".md"))
     .map((name) => join(root, "docs", name)),
 ];
-const sourceFolders = ["bench", "control", "core", "dev", "edge", "panel/src", "test", "workflows"];
+const sourceFolders = [
+  "bench",
+  "control",
+  "core",
+  "dev",
+  "edge",
+  "panel/src",
+  "platform",
+  "store",
+  "test",
+  "workflows",
+];
 
 /** Markdown without its code: a link inside a code block or span is an example, not a link. */
 function prose(markdown: string): string {
