@@ -1,12 +1,10 @@
 /** RelayError at the control plane's two doors: the REST JSON body and Connect's error codes. */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import postgres from "postgres";
 import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { ErrorInfoSchema } from "../gen/relay/v1/errors_pb.ts";
+import { isRefusedValue } from "../store/errors.ts";
 import { log } from "./observability.ts";
-
-const { PostgresError } = postgres;
 
 const connectCodes: Partial<Record<ErrorCode, Code>> = {
   bad_request: Code.InvalidArgument,
@@ -33,12 +31,12 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
 export const ERROR_CODE_HEADER = "relay-error-code";
 
 /**
- * Postgres refuses some values the API's own checks let through (a NUL inside a string, which
- * text cannot hold): its data exceptions, SQLSTATE class 22, are the caller's input, so a 400.
- * Anything else unknown stays `internal`.
+ * The database refuses some values the API's own checks let through (a NUL inside a string,
+ * which text cannot hold): those are the caller's input, so a 400. Anything else unknown stays
+ * `internal`.
  */
 function relayErrorOf(cause: unknown): RelayError {
-  if (cause instanceof PostgresError && cause.code.startsWith("22")) {
+  if (isRefusedValue(cause)) {
     return new RelayError("bad_request", "a value in this request cannot be stored");
   }
   return RelayError.from(cause);
