@@ -3,6 +3,7 @@ import { RelayError } from "../core/errors.ts";
 import type { Role } from "../core/model.ts";
 import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
 import type { Sql } from "../store/db.ts";
+import { memberByTokenHash } from "../store/members.ts";
 
 export type Caller =
   | { kind: "anonymous" }
@@ -40,8 +41,7 @@ export async function authenticate(
   const hash = await hashSecret(token);
   if (timingSafeEqual(hash, credentials.adminTokenHash)) return { kind: "admin" };
   if (timingSafeEqual(hash, credentials.edgeTokenHash)) return { kind: "edge" };
-  const [member] = await sql<{ id: string; projectId: string; role: Role; tokenHash: Buffer }[]>`
-    select id, project_id, role, token_hash from members where token_hash = ${hash}`;
+  const member = await memberByTokenHash(sql, hash);
   if (!member || !timingSafeEqual(new Uint8Array(member.tokenHash), hash)) {
     throw new RelayError("unauthenticated", "missing or invalid token");
   }

@@ -5,6 +5,8 @@ import type { Plan, Role } from "../../core/model.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Sql } from "../../store/db.ts";
+import { isUniqueViolation } from "../../store/errors.ts";
+import { projectBySlug } from "../../store/projects.ts";
 import type { Caller } from "../auth.ts";
 
 export interface Deps {
@@ -57,8 +59,7 @@ export async function projectAccess(
     throw new RelayError("unauthenticated", "missing or invalid token");
   }
   if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
-  const [project] = await ctx.sql<{ id: string; slug: string; plan: Plan }[]>`
-    select id, slug, plan from projects where slug = ${slug}`;
+  const project = await projectBySlug(ctx.sql, slug);
   if (!project || (caller.kind === "member" && caller.projectId !== project.id)) {
     throw new RelayError("not_found", `no project '${slug}'`);
   }
@@ -69,10 +70,10 @@ export async function projectAccess(
   return { projectId: project.id, slug: project.slug, plan: project.plan, role };
 }
 
-/** Postgres unique violations become a 409 with a message the caller can act on. */
+/** Unique violations become a 409 with a message the caller can act on. */
 export function conflictOnDuplicate(message: string) {
   return (cause: unknown): never => {
-    if ((cause as { code?: string }).code === "23505") throw new RelayError("conflict", message);
+    if (isUniqueViolation(cause)) throw new RelayError("conflict", message);
     throw cause;
   };
 }

@@ -1,17 +1,12 @@
 /** Projects, members and the key policy. */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import {
-  keyModes,
-  type Plan,
-  type Policy,
-  PROJECT_SLUG,
-  plans,
-  type Role,
-  roles,
-} from "../../core/model.ts";
-import { hashSecret, memberTokenPrefix, newId, newSecret } from "../../core/secrets.ts";
-import { grantCredits } from "../../store/credits.ts";
+import { type Policy, PROJECT_SLUG, plans, type Role, roles } from "../../core/model.ts";
+import { hashSecret, memberTokenPrefix, newSecret } from "../../core/secrets.ts";
+import type { MemberView } from "../../store/members.ts";
+import * as members from "../../store/members.ts";
+import type { ProjectView } from "../../store/projects.ts";
+import * as projects from "../../store/projects.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
@@ -38,41 +33,23 @@ const policySchema = z.strictObject({
   editorsMayCreateNonExpiringKeys: z.boolean(),
 });
 
-export interface ProjectView {
-  slug: string;
-  name: string;
-  plan: Plan;
-  createdAt: Date;
-}
-
-export interface MemberView {
-  id: string;
-  name: string;
-  role: Role;
-  createdAt: Date;
-}
+export type { MemberView } from "../../store/members.ts";
+export type { ProjectView } from "../../store/projects.ts";
 
 export async function createProject(ctx: Ctx, input: unknown) {
   requireAdmin(ctx.caller);
   const { slug, name, plan, ownerName } = parseInput(createProjectSchema, input);
   const ownerToken = newSecret(memberTokenPrefix);
   const tokenHash = await hashSecret(ownerToken);
-  return ctx.sql
-    .begin(async (tx) => {
-      const projectId = newId("prj");
-      const [project] = await tx<ProjectView[]>`
-        insert into projects (id, slug, name, plan) values (${projectId}, ${slug}, ${name}, ${plan})
-        returning slug, name, plan, created_at`;
-      const [owner] = await tx<MemberView[]>`
-        insert into members (id, project_id, name, role, token_hash)
-        values (${newId("mem")}, ${projectId}, ${ownerName}, 'owner', ${tokenHash})
-        returning id, name, role, created_at`;
-      for (const pool of keyModes) {
-        if (ctx.initialCredits > 0) await grantCredits(tx, projectId, pool, ctx.initialCredits);
-      }
-      return { project: project as ProjectView, owner: owner as MemberView, ownerToken };
-    })
+  const created = await projects
+    .createProject(
+      ctx.sql,
+      { slug, name, plan },
+      { name: ownerName, tokenHash },
+      ctx.initialCredits,
+    )
     .catch(conflictOnDuplicate(`a project '${slug}' already exists`));
+  return { ...created, ownerToken };
 }
 
 /** A project with where it is reached: the panel builds example requests and links from these. */
@@ -87,8 +64,7 @@ export interface ProjectDetail extends ProjectView {
 
 export async function getProject(ctx: Ctx, slug: string): Promise<ProjectDetail> {
   const access = await projectAccess(ctx, slug);
-  const [project] = await ctx.sql<ProjectView[]>`
-    select slug, name, plan, created_at from projects where id = ${access.projectId}`;
+  const project = await projects.projectById(ctx.sql, access.projectId);
   if (!project) throw new RelayError("not_found", `no project '${slug}'`);
   const edge = ctx.links.edgeBaseUrl;
   // Temporal not answering is no reason to fail the page; its own pages say so.
@@ -116,14 +92,10 @@ export async function listProjects(ctx: Ctx): Promise<Membership[]> {
   }
   if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
   if (caller.kind === "admin") {
-    const all = await ctx.sql<ProjectView[]>`
-      select slug, name, plan, created_at from projects order by slug`;
+    const all = await projects.allProjects(ctx.sql);
     return all.map((project) => ({ project, role: "owner", memberName: "" }));
   }
-  const rows = await ctx.sql<(ProjectView & { role: Role; memberName: string })[]>`
-    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name
-    from members m join projects p on p.id = m.project_id
-    where m.id = ${caller.memberId}`;
+  const rows = await members.membershipsOf(ctx.sql, caller.memberId);
   return rows.map(({ role, memberName, ...project }) => ({ project, role, memberName }));
 }
 
@@ -131,18 +103,18 @@ export async function addMember(ctx: Ctx, slug: string, input: unknown) {
   const access = await projectAccess(ctx, slug, "owner");
   const { name, role } = parseInput(addMemberSchema, input);
   const token = newSecret(memberTokenPrefix);
-  const [member] = await ctx.sql<MemberView[]>`
-    insert into members (id, project_id, name, role, token_hash)
-    values (${newId("mem")}, ${access.projectId}, ${name}, ${role}, ${await hashSecret(token)})
-    returning id, name, role, created_at`;
-  return { member: member as MemberView, token };
+  const member = await members.insertMember(ctx.sql, {
+    projectId: access.projectId,
+    name,
+    role,
+    tokenHash: await hashSecret(token),
+  });
+  return { member, token };
 }
 
 export async function listMembers(ctx: Ctx, slug: string): Promise<MemberView[]> {
   const access = await projectAccess(ctx, slug);
-  return ctx.sql<MemberView[]>`
-    select id, name, role, created_at from members
-    where project_id = ${access.projectId} order by created_at, id`;
+  return members.listMembers(ctx.sql, access.projectId);
 }
 
 /** Owner only; an owner cannot remove themselves, so a project always keeps one. */
@@ -151,9 +123,8 @@ export async function removeMember(ctx: Ctx, slug: string, memberId: string): Pr
   if (ctx.caller.kind === "member" && ctx.caller.memberId === memberId) {
     throw new RelayError("conflict", "an owner cannot remove themselves");
   }
-  const removed = await ctx.sql`
-    delete from members where id = ${memberId} and project_id = ${access.projectId}`;
-  if (removed.count === 0) throw new RelayError("not_found", `no member '${memberId}'`);
+  const removed = await members.deleteMember(ctx.sql, access.projectId, memberId);
+  if (!removed) throw new RelayError("not_found", `no member '${memberId}'`);
 }
 
 export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {
@@ -164,19 +135,12 @@ export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {
 export async function updatePolicy(ctx: Ctx, slug: string, input: unknown): Promise<Policy> {
   const access = await projectAccess(ctx, slug, "owner");
   const policy = parseInput(policySchema, input);
-  await ctx.sql`
-    update projects set
-      default_key_ttl_days = ${policy.defaultKeyTtlDays},
-      max_key_ttl_days = ${policy.maxKeyTtlDays},
-      editors_may_create_non_expiring_keys = ${policy.editorsMayCreateNonExpiringKeys}
-    where id = ${access.projectId}`;
+  await projects.updatePolicy(ctx.sql, access.projectId, policy);
   return policy;
 }
 
 export async function readPolicy(ctx: Pick<Ctx, "sql">, projectId: string): Promise<Policy> {
-  const [policy] = await ctx.sql<Policy[]>`
-    select default_key_ttl_days, max_key_ttl_days, editors_may_create_non_expiring_keys
-    from projects where id = ${projectId}`;
+  const policy = await projects.projectPolicy(ctx.sql, projectId);
   if (!policy) throw new RelayError("not_found", "no such project");
   return policy;
 }
