@@ -10,11 +10,11 @@ import {
   watchChanges,
 } from "../../store/changes.ts";
 import { exhaustedPools } from "../../store/credits.ts";
+import { type ProjectView, projectBySlug } from "../../store/projects.ts";
+import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
-import type { ProjectView } from "./projects.ts";
-import { loadEndpoints } from "./routing.ts";
 
 /** Plan defaults for endpoints without a rate limit of their own. */
 export const planRateLimits: Record<Plan, RateLimit> = {
@@ -44,8 +44,7 @@ export async function resolveKey(
 
 export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState | null> {
   requireEdge(ctx.caller);
-  const [project] = await ctx.sql<(ProjectView & { id: string })[]>`
-    select id, slug, name, plan, created_at from projects where slug = ${slug}`;
+  const project = await projectBySlug(ctx.sql, slug);
   if (!project) return null;
   const { id, ...view } = project;
   return {

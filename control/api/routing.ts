@@ -2,13 +2,12 @@
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
-import { deliveryModes, type Endpoint, type JsonValue } from "../../core/model.ts";
+import { deliveryModes, type Endpoint } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
-import { newId } from "../../core/secrets.ts";
 import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
-import { recordChange } from "../../store/changes.ts";
-import type { Queryable, Sql } from "../../store/db.ts";
-import { addSigningSecret } from "../../store/signing.ts";
+import type { Sql } from "../../store/db.ts";
+import type { LineView } from "../../store/routing.ts";
+import * as routing from "../../store/routing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
@@ -84,42 +83,31 @@ const endpointSpecSchema = (rules: SavedTargetRules) =>
       }
     });
 
-type EndpointSpec = z.infer<ReturnType<typeof endpointSpecSchema>>;
-
-export interface LineView {
-  key: string;
-  createdAt: Date;
-}
+export type { LineView } from "../../store/routing.ts";
 
 export async function listLines(ctx: Ctx, slug: string): Promise<LineView[]> {
   const access = await projectAccess(ctx, slug);
-  return ctx.sql<LineView[]>`
-    select key, created_at from lines where project_id = ${access.projectId} order by key`;
+  return routing.listLines(ctx.sql, access.projectId);
 }
 
 export async function createLine(ctx: Ctx, slug: string, input: unknown): Promise<LineView> {
   const access = await projectAccess(ctx, slug);
   const { key } = parseInput(z.strictObject({ key: segment }), input);
-  const [line] = await ctx.sql<LineView[]>`
-    insert into lines (project_id, key) values (${access.projectId}, ${key})
-    returning key, created_at`.catch(conflictOnDuplicate(`a line '${key}' already exists`));
-  return line as LineView;
+  return routing
+    .insertLine(ctx.sql, access.projectId, key)
+    .catch(conflictOnDuplicate(`a line '${key}' already exists`));
 }
 
 export async function deleteLine(ctx: Ctx, slug: string, key: string): Promise<void> {
   const access = await projectAccess(ctx, slug);
-  await ctx.sql.begin(async (tx) => {
-    const deleted = await tx`
-      delete from lines where project_id = ${access.projectId} and key = ${key}`;
-    if (deleted.count === 0) throw new RelayError("not_found", `no line '${key}'`);
-    await recordChange(tx, access.projectId, "routing");
-  });
+  const deleted = await routing.deleteLine(ctx.sql, access.projectId, key);
+  if (!deleted) throw new RelayError("not_found", `no line '${key}'`);
 }
 
 export async function listEndpoints(ctx: Ctx, slug: string, line: string): Promise<Endpoint[]> {
   const access = await projectAccess(ctx, slug);
   await requireLine(ctx.sql, access.projectId, line);
-  return loadEndpoints(ctx.sql, access.projectId, { line });
+  return routing.loadEndpoints(ctx.sql, access.projectId, { line });
 }
 
 export async function getEndpoint(
@@ -129,7 +117,7 @@ export async function getEndpoint(
   path: string,
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
-  const [endpoint] = await loadEndpoints(ctx.sql, access.projectId, { line, path });
+  const [endpoint] = await routing.loadEndpoints(ctx.sql, access.projectId, { line, path });
   if (!endpoint) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
   return endpoint;
 }
@@ -143,18 +131,8 @@ export async function createEndpoint(
   const access = await projectAccess(ctx, slug);
   const spec = parseInput(endpointSpecSchema(ctx.targetRules), input);
   await requireLine(ctx.sql, access.projectId, line);
-  const signingSecret = await ctx.sql
-    .begin(async (tx) => {
-      const endpointId = newId("ep");
-      await tx`
-        insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, rate_limit)
-        values (${endpointId}, ${access.projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
-          ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)})`;
-      await insertTargets(tx, endpointId, spec.targets, new Map());
-      const secret = await addSigningSecret(tx, ctx.sealingKey, endpointId, ctx.now());
-      await recordChange(tx, access.projectId, "routing");
-      return secret;
-    })
+  const signingSecret = await routing
+    .insertEndpoint(ctx.sql, ctx.sealingKey, ctx.now(), access.projectId, line, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   // The signing secret is in this answer only; no read shows it again.
   return { ...(await getEndpoint(ctx, slug, line, spec.path)), signingSecret };
@@ -169,27 +147,10 @@ export async function updateEndpoint(
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
   const spec = parseInput(endpointSpecSchema(ctx.targetRules), { path, ...(input as object) });
-  await ctx.sql
-    .begin(async (tx) => {
-      const [endpoint] = await tx<{ id: string }[]>`
-        update endpoints set path = ${spec.path}, ip_allowlist = ${spec.ipAllowlist},
-          schema = ${jsonOrNull(tx, spec.schema)}, rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
-          version = version + 1, updated_at = now()
-        where project_id = ${access.projectId} and line_key = ${line} and path = ${path}
-        returning id`;
-      if (!endpoint) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
-      // Targets keep their id across edits when their name stays, so delivery ids stay stable.
-      const previous = await tx<{ id: string; name: string }[]>`
-        delete from targets where endpoint_id = ${endpoint.id} returning id, name`;
-      await insertTargets(
-        tx,
-        endpoint.id,
-        spec.targets,
-        new Map(previous.map((t) => [t.name, t.id])),
-      );
-      await recordChange(tx, access.projectId, "routing");
-    })
+  const replaced = await routing
+    .replaceEndpoint(ctx.sql, access.projectId, line, path, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
+  if (!replaced) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
   return getEndpoint(ctx, slug, line, spec.path);
 }
 
@@ -200,55 +161,11 @@ export async function deleteEndpoint(
   path: string,
 ): Promise<void> {
   const access = await projectAccess(ctx, slug);
-  await ctx.sql.begin(async (tx) => {
-    const deleted = await tx`
-      delete from endpoints
-      where project_id = ${access.projectId} and line_key = ${line} and path = ${path}`;
-    if (deleted.count === 0) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
-    await recordChange(tx, access.projectId, "routing");
-  });
-}
-
-/** Endpoints with their targets in one query; the edge's project state uses it too. */
-export async function loadEndpoints(
-  sql: Sql,
-  projectId: string,
-  where: { line?: string; path?: string } = {},
-): Promise<Endpoint[]> {
-  const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
-    select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit, e.version, e.updated_at,
-      coalesce((select json_agg(json_build_object(
-          'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
-          'timeoutSeconds', t.timeout_seconds, 'headers', t.headers) order by t.position)
-        from targets t where t.endpoint_id = e.id), '[]') as targets
-    from endpoints e
-    where e.project_id = ${projectId}
-      ${where.line === undefined ? sql`` : sql`and e.line_key = ${where.line}`}
-      ${where.path === undefined ? sql`` : sql`and e.path = ${where.path}`}
-    order by e.line_key, e.path`;
-  return rows.map(({ lineKey, ...endpoint }) => ({ line: lineKey, ...endpoint }));
+  const deleted = await routing.deleteEndpoint(ctx.sql, access.projectId, line, path);
+  if (!deleted) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
 }
 
 async function requireLine(sql: Sql, projectId: string, line: string): Promise<void> {
-  const [found] = await sql`select 1 from lines where project_id = ${projectId} and key = ${line}`;
-  if (!found) throw new RelayError("not_found", `no line '${line}'`);
-}
-
-async function insertTargets(
-  sql: Queryable,
-  endpointId: string,
-  targets: EndpointSpec["targets"],
-  idsByName: Map<string, string>,
-): Promise<void> {
-  for (const [position, t] of targets.entries()) {
-    await sql`
-      insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
-        timeout_seconds, headers)
-      values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
-        ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)})`;
-  }
-}
-
-function jsonOrNull(sql: Queryable, value: JsonValue) {
-  return value === null ? null : sql.json(value);
+  if (!(await routing.lineExists(sql, projectId, line)))
+    throw new RelayError("not_found", `no line '${line}'`);
 }

@@ -1,0 +1,167 @@
+/**
+ * A project's routing as stored: its lines, their endpoints and each endpoint's targets in order.
+ * Every change goes on the change feed, so edges reload the project's state.
+ */
+import type { DeliveryTarget } from "../core/delivery.ts";
+import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
+import { newId } from "../core/secrets.ts";
+import { recordChange } from "./changes.ts";
+import type { Queryable, Sql } from "./db.ts";
+import { addSigningSecret } from "./signing.ts";
+
+export interface LineView {
+  key: string;
+  createdAt: Date;
+}
+
+/** An endpoint as saved: what the stored row and its targets are built from. */
+export interface EndpointSpec {
+  path: string;
+  targets: Omit<DeliveryTarget, "id">[];
+  ipAllowlist: string[];
+  schema: JsonObject | null;
+  rateLimit: RateLimit | null;
+}
+
+export function listLines(sql: Sql, projectId: string): Promise<LineView[]> {
+  return sql<LineView[]>`
+    select key, created_at from lines where project_id = ${projectId} order by key`;
+}
+
+/** A taken key fails with a unique violation. */
+export async function insertLine(sql: Sql, projectId: string, key: string): Promise<LineView> {
+  const [line] = await sql<LineView[]>`
+    insert into lines (project_id, key) values (${projectId}, ${key})
+    returning key, created_at`;
+  return line as LineView;
+}
+
+export async function lineExists(sql: Sql, projectId: string, key: string): Promise<boolean> {
+  const [found] = await sql`select 1 from lines where project_id = ${projectId} and key = ${key}`;
+  return found !== undefined;
+}
+
+/** Deletes the line with its endpoints; false when the project has no such line. */
+export function deleteLine(sql: Sql, projectId: string, key: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const deleted = await tx`delete from lines where project_id = ${projectId} and key = ${key}`;
+    if (deleted.count === 0) return false;
+    await recordChange(tx, projectId, "routing");
+    return true;
+  });
+}
+
+/** Endpoints with their targets in one query: for the API's reads and the edge's project state. */
+export async function loadEndpoints(
+  sql: Sql,
+  projectId: string,
+  where: { line?: string; path?: string } = {},
+): Promise<Endpoint[]> {
+  const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
+    select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit, e.version, e.updated_at,
+      coalesce((select json_agg(json_build_object(
+          'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
+          'timeoutSeconds', t.timeout_seconds, 'headers', t.headers) order by t.position)
+        from targets t where t.endpoint_id = e.id), '[]') as targets
+    from endpoints e
+    where e.project_id = ${projectId}
+      ${where.line === undefined ? sql`` : sql`and e.line_key = ${where.line}`}
+      ${where.path === undefined ? sql`` : sql`and e.path = ${where.path}`}
+    order by e.line_key, e.path`;
+  return rows.map(({ lineKey, ...endpoint }) => ({ line: lineKey, ...endpoint }));
+}
+
+/**
+ * A new endpoint on `line` with its targets and its first signing secret; answers the secret's
+ * plaintext. A taken path fails with a unique violation.
+ */
+export function insertEndpoint(
+  sql: Sql,
+  sealingKey: CryptoKey,
+  now: Date,
+  projectId: string,
+  line: string,
+  spec: EndpointSpec,
+): Promise<string> {
+  return sql.begin(async (tx) => {
+    const endpointId = newId("ep");
+    await tx`
+      insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, rate_limit)
+      values (${endpointId}, ${projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
+        ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)})`;
+    await insertTargets(tx, endpointId, spec.targets, new Map());
+    const secret = await addSigningSecret(tx, sealingKey, endpointId, now);
+    await recordChange(tx, projectId, "routing");
+    return secret;
+  });
+}
+
+/**
+ * Replaces the endpoint at `line/path` (its path may change) and its targets; false when there is
+ * none. A path taken by another endpoint fails with a unique violation.
+ */
+export function replaceEndpoint(
+  sql: Sql,
+  projectId: string,
+  line: string,
+  path: string,
+  spec: EndpointSpec,
+): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const [endpoint] = await tx<{ id: string }[]>`
+      update endpoints set path = ${spec.path}, ip_allowlist = ${spec.ipAllowlist},
+        schema = ${jsonOrNull(tx, spec.schema)}, rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
+        version = version + 1, updated_at = now()
+      where project_id = ${projectId} and line_key = ${line} and path = ${path}
+      returning id`;
+    if (!endpoint) return false;
+    // Targets keep their id across edits when their name stays, so delivery ids stay stable.
+    const previous = await tx<{ id: string; name: string }[]>`
+      delete from targets where endpoint_id = ${endpoint.id} returning id, name`;
+    await insertTargets(
+      tx,
+      endpoint.id,
+      spec.targets,
+      new Map(previous.map((t) => [t.name, t.id])),
+    );
+    await recordChange(tx, projectId, "routing");
+    return true;
+  });
+}
+
+/** Deletes the endpoint with its targets and secrets; false when there is none. */
+export function deleteEndpoint(
+  sql: Sql,
+  projectId: string,
+  line: string,
+  path: string,
+): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const deleted = await tx`
+      delete from endpoints
+      where project_id = ${projectId} and line_key = ${line} and path = ${path}`;
+    if (deleted.count === 0) return false;
+    await recordChange(tx, projectId, "routing");
+    return true;
+  });
+}
+
+async function insertTargets(
+  sql: Queryable,
+  endpointId: string,
+  targets: EndpointSpec["targets"],
+  idsByName: Map<string, string>,
+): Promise<void> {
+  for (const [position, t] of targets.entries()) {
+    await sql`
+      insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
+        timeout_seconds, headers)
+      values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
+        ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)})`;
+  }
+}
+
+/** A JSON column's value; spread, as TypeScript takes no interface (RateLimit) for a JsonValue. */
+function jsonOrNull(sql: Queryable, value: JsonObject | RateLimit | null) {
+  return value === null ? null : sql.json({ ...value });
+}
