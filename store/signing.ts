@@ -5,6 +5,7 @@
 import { open, seal } from "../core/sealing.ts";
 import { newId } from "../core/secrets.ts";
 import { decodeSigningSecret, newSigningSecret } from "../core/signing.ts";
+import { recordChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
 
 /** A live secret, sealed as stored. */
@@ -28,6 +29,51 @@ export async function addSigningSecret(
     insert into signing_secrets (id, endpoint_id, sealed_secret, created_at)
     values (${id}, ${endpointId}, ${Buffer.from(sealed)}, ${now})`;
   return secret;
+}
+
+export interface SigningRotation {
+  /** The new secret's plaintext. */
+  signingSecret: string;
+  /** When the previous secrets stop signing; null when there were none. */
+  previousExpiresAt: Date | null;
+  /** The change that tells edges; a rotation is done once they have it. */
+  sequence: bigint;
+}
+
+/**
+ * Rotates the signing secrets of the endpoint at `line/path`, in one transaction: secrets that
+ * stopped signing by `now` go, the live ones sign until `overlapEnd` at the latest (never later
+ * than an earlier rotation gave them), and a new one signs from now. Null when there is no such
+ * endpoint.
+ */
+export function rotateSigningSecrets(
+  sql: Sql,
+  sealingKey: CryptoKey,
+  endpoint: { projectId: string; line: string; path: string },
+  now: Date,
+  overlapEnd: Date,
+): Promise<SigningRotation | null> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: string }[]>`
+      select id from endpoints
+      where project_id = ${endpoint.projectId} and line_key = ${endpoint.line}
+        and path = ${endpoint.path}
+      for update`;
+    if (!row) return null;
+    await tx`delete from signing_secrets where endpoint_id = ${row.id} and expires_at <= ${now}`;
+    const previous = await tx<{ expiresAt: Date }[]>`
+      update signing_secrets
+      set expires_at = least(coalesce(expires_at, ${overlapEnd}), ${overlapEnd})
+      where endpoint_id = ${row.id}
+      returning expires_at`;
+    const signingSecret = await addSigningSecret(tx, sealingKey, row.id, now);
+    const previousExpiresAt = previous.reduce<Date | null>(
+      (max, p) => (max === null || p.expiresAt > max ? p.expiresAt : max),
+      null,
+    );
+    const sequence = await recordChange(tx, endpoint.projectId, "routing");
+    return { signingSecret, previousExpiresAt, sequence };
+  });
 }
 
 /** The secrets that sign at `now` for the endpoint that owns `targetId`, sealed. */

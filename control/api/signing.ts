@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { DEFAULT_OVERLAP_SECONDS, MAX_OVERLAP_SECONDS } from "../../core/signing.ts";
-import { recordChange, waitForEdges } from "../../store/changes.ts";
-import { addSigningSecret } from "../../store/signing.ts";
+import { waitForEdges } from "../../store/changes.ts";
+import { rotateSigningSecrets } from "../../store/signing.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
@@ -37,27 +37,14 @@ export async function rotateSigningSecret(
   const { overlapSeconds } = parseInput(rotateInput, input ?? {});
   const now = ctx.now();
   const overlapEnd = new Date(now.getTime() + overlapSeconds * 1000);
-  const { rotated, sequence } = await ctx.sql.begin(async (tx) => {
-    const [endpoint] = await tx<{ id: string }[]>`
-      select id from endpoints
-      where project_id = ${access.projectId} and line_key = ${line} and path = ${path}
-      for update`;
-    if (!endpoint) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
-    await tx`delete from signing_secrets where endpoint_id = ${endpoint.id} and expires_at <= ${now}`;
-    const previous = await tx<{ expiresAt: Date }[]>`
-      update signing_secrets set expires_at = least(coalesce(expires_at, ${overlapEnd}), ${overlapEnd})
-      where endpoint_id = ${endpoint.id}
-      returning expires_at`;
-    const signingSecret = await addSigningSecret(tx, ctx.sealingKey, endpoint.id, now);
-    const latest = previous.reduce<Date | null>(
-      (max, row) => (max === null || row.expiresAt > max ? row.expiresAt : max),
-      null,
-    );
-    return {
-      rotated: { signingSecret, previousExpiresAt: latest },
-      sequence: await recordChange(tx, access.projectId, "routing"),
-    };
-  });
-  await waitForEdges(ctx.sql, sequence);
-  return rotated;
+  const rotated = await rotateSigningSecrets(
+    ctx.sql,
+    ctx.sealingKey,
+    { projectId: access.projectId, line, path },
+    now,
+    overlapEnd,
+  );
+  if (!rotated) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+  await waitForEdges(ctx.sql, rotated.sequence);
+  return { signingSecret: rotated.signingSecret, previousExpiresAt: rotated.previousExpiresAt };
 }
