@@ -8,7 +8,7 @@ import type { KeyMode } from "../core/model.ts";
 import { expiryFor } from "../core/policy.ts";
 import { hashSecret, newApiKey, newId } from "../core/secrets.ts";
 import { recordChange } from "./changes.ts";
-import type { Queryable } from "./db.ts";
+import type { Queryable, Sql } from "./db.ts";
 
 export interface KeyView {
   id: string;
@@ -78,4 +78,93 @@ export function selectKeys(sql: Queryable, projectId: string, id?: string) {
 
 export function keyView({ revokedAt, keyHash: _, ...key }: KeyRow, now: Date): KeyView {
   return { ...key, status: keyState({ expiresAt: key.expiresAt, revokedAt }, now) };
+}
+
+/**
+ * A linked successor for the key, in one transaction with the key locked. `lifetimeOf` judges
+ * the locked key: it answers the successor's lifetime, or throws to refuse (nothing is written).
+ * A successor auto-rotated but never revealed gives way: its plaintext is now unreachable. Null
+ * when the project has no such key.
+ */
+export function rotateKey(
+  sql: Sql,
+  now: Date,
+  projectId: string,
+  keyId: string,
+  lifetimeOf: (predecessor: KeyRow) => number | null,
+): Promise<IssuedKey | null> {
+  return sql.begin(async (tx) => {
+    const predecessor = await lockKey(tx, projectId, keyId);
+    if (!predecessor) return null;
+    const lifetime = lifetimeOf(predecessor);
+    await tx`
+      update api_keys set revoked_at = ${now}, sealed_plaintext = null
+      where predecessor_id = ${keyId} and sealed_plaintext is not null`;
+    return insertKey(tx, now, {
+      projectId,
+      name: predecessor.name,
+      mode: predecessor.mode,
+      lifetime,
+      predecessorId: keyId,
+    });
+  });
+}
+
+/**
+ * Revokes the key at `now` (a sealed plaintext destroyed with it), in one transaction with the
+ * key locked; `check` may refuse the locked key by throwing. A key revoked already stays as it
+ * was, with no change to wait for (sequence null). Null when the project has no such key.
+ */
+export function revokeKey(
+  sql: Sql,
+  now: Date,
+  projectId: string,
+  keyId: string,
+  check: (key: KeyRow) => void,
+): Promise<{ key: KeyRow; sequence: bigint | null } | null> {
+  return sql.begin(async (tx) => {
+    const key = await lockKey(tx, projectId, keyId);
+    if (!key) return null;
+    if (key.revokedAt) return { key, sequence: null };
+    check(key);
+    const [revoked] = await tx<KeyRow[]>`
+      update api_keys set revoked_at = ${now}, sealed_plaintext = null where id = ${keyId}
+      returning id, name, mode, expires_at, created_at, predecessor_id, revoked_at, key_hash,
+        (select id from api_keys s where s.predecessor_id = ${keyId}
+          order by s.created_at desc limit 1) as successor_id`;
+    const sequence = await recordChange(tx, projectId, "key", key.keyHash);
+    return { key: revoked as KeyRow, sequence };
+  });
+}
+
+/** The key's newest auto-rotated successor, revealed or not. */
+export async function autoRotatedSuccessorId(sql: Sql, keyId: string): Promise<string | undefined> {
+  const [successor] = await sql<{ id: string }[]>`
+    select id from api_keys
+    where predecessor_id = ${keyId} and auto_rotated order by created_at desc limit 1`;
+  return successor?.id;
+}
+
+/**
+ * Takes a successor's sealed plaintext, destroying the stored copy as it is read (and noting the
+ * reveal), so only one caller ever gets it; undefined once it is gone.
+ */
+export async function claimSealedPlaintext(
+  sql: Sql,
+  keyId: string,
+  now: Date,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const [claimed] = await sql<{ sealedPlaintext: Buffer }[]>`
+    update api_keys k set sealed_plaintext = null, revealed_at = ${now}
+    from (select sealed_plaintext from api_keys where id = ${keyId} for update) old
+    where k.id = ${keyId} and old.sealed_plaintext is not null
+    returning old.sealed_plaintext`;
+  return claimed && new Uint8Array(claimed.sealedPlaintext);
+}
+
+/** The key, locked for the rest of the transaction; another project's key is not found. */
+async function lockKey(tx: Queryable, projectId: string, keyId: string) {
+  await tx`select 1 from api_keys where id = ${keyId} and project_id = ${projectId} for update`;
+  const [key] = await selectKeys(tx, projectId, keyId);
+  return key;
 }
