@@ -35,3 +35,19 @@ export function requestSearchAttributes(
     [searchAttributes.status]: status,
   };
 }
+
+/**
+ * The same attributes as the Temporal SDK client's `searchAttributes` takes them: a list of
+ * values per name (the control plane's replays start through the SDK, the edge through HTTP).
+ */
+export function requestSearchAttributeLists(
+  request: { project: string; line: string; endpoint: string },
+  status: RequestStatus,
+): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(requestSearchAttributes(request, status)).map(([name, value]) => [
+      name,
+      [value],
+    ]),
+  );
+}

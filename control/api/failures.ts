@@ -8,7 +8,7 @@ import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
-import { DELIVERY_WORKFLOW, searchAttributes, TASK_QUEUE } from "../../core/temporal.ts";
+import { DELIVERY_WORKFLOW, requestSearchAttributeLists, TASK_QUEUE } from "../../core/temporal.ts";
 import { failedTargets, markDelivering } from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import {
@@ -69,12 +69,7 @@ export async function replayRequest(
     taskQueue: TASK_QUEUE,
     workflowId: `${requestId}-replay-${Date.now()}`,
     args: [{ ...original, targets }],
-    searchAttributes: {
-      [searchAttributes.project]: [original.project],
-      [searchAttributes.line]: [original.line],
-      [searchAttributes.endpoint]: [original.endpoint],
-      [searchAttributes.status]: ["delivering"],
-    },
+    searchAttributes: requestSearchAttributeLists(original, "delivering"),
   });
   return getRequest(ctx, slug, requestId);
 }
