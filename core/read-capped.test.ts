@@ -73,3 +73,36 @@ test("a stream that errors rejects with its error", async () => {
   });
   await expect(readCapped(stream, 8)).rejects.toThrow("reset");
 });
+
+/** Chunks as an async iterable (a Node stream, a target's answer); records its end. */
+function iterated(chunks: string[]) {
+  const seen = { returned: false, pulled: 0 };
+  async function* chunksOf() {
+    try {
+      for (const chunk of chunks) {
+        seen.pulled++;
+        yield new TextEncoder().encode(chunk);
+      }
+    } finally {
+      seen.returned = true;
+    }
+  }
+  return { body: chunksOf(), seen };
+}
+
+test("an async iterable reads the same way, and is ended unread past the limit", async () => {
+  expect(text(await readCapped(iterated(["12", "345"]).body, 8))).toBe("12345");
+  const { body, seen } = iterated(["12345", "6789", "never read"]);
+  expect(await readCapped(body, 8)).toBe(TOO_LARGE);
+  await Promise.resolve();
+  expect(seen.returned).toBe(true);
+  expect(seen.pulled).toBe(2);
+});
+
+test("an async iterable that fails rejects with its error", async () => {
+  async function* failing(): AsyncGenerator<Uint8Array> {
+    yield new TextEncoder().encode("12");
+    throw new Error("reset");
+  }
+  await expect(readCapped(failing(), 8)).rejects.toThrow("reset");
+});

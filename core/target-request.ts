@@ -52,7 +52,7 @@ export function targetRequest(call: TargetCall): TargetInit {
   };
 }
 
-/** A target's answer to a stream call: its body as it arrives, decoded of gzip, deflate or br. */
+/** A target's answer: its body as it arrives, decoded of gzip, deflate or br. */
 export interface TargetAnswer {
   status: number;
   headers: Headers;

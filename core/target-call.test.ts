@@ -1,0 +1,170 @@
+import { expect, test } from "vitest";
+import type { DeliveryTarget } from "./delivery.ts";
+import { TOO_LARGE } from "./read-capped.ts";
+import { decodeSigningSecret, importSigningKey, newSigningSecret, verify } from "./signing.ts";
+import {
+  discardAnswer,
+  readAnswer,
+  sendToTarget,
+  type TargetCallInput,
+  targetFailure,
+} from "./target-call.ts";
+import {
+  type CallTarget,
+  type TargetAnswer,
+  type TargetInit,
+  TargetRefused,
+} from "./target-request.ts";
+
+const target: DeliveryTarget = {
+  id: "tgt_1",
+  name: "t",
+  targetUrl: "https://example.com/in",
+  deliveryMode: "async",
+  timeoutSeconds: 5,
+  headers: { "x-api-key": "configured" },
+};
+
+function input(overrides: Partial<TargetCallInput> = {}): TargetCallInput {
+  return {
+    requestId: "req_1",
+    target,
+    attempt: 2,
+    callerHeaders: { "content-type": "application/json", "x-api-key": "from-the-caller" },
+    body: new TextEncoder().encode('{"a":1}'),
+    signingKeys: [],
+    signedAt: new Date("2030-01-01T00:00:00Z"),
+    signal: new AbortController().signal,
+    timeoutBounds: "answer",
+    ...overrides,
+  };
+}
+
+/** Chunks as they arrive; then, given a signal, a stall until it aborts. */
+async function* chunks(parts: string[], signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+  for (const part of parts) yield new TextEncoder().encode(part);
+  if (signal) await aborted(signal);
+}
+
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+/** A transport that records its call and answers `answer` (or what `answer` makes of it). */
+function transport(answer: (init: TargetInit) => Promise<TargetAnswer>) {
+  const calls: { url: string; init: TargetInit }[] = [];
+  const callTarget: CallTarget = (url, init) => {
+    calls.push({ url, init });
+    return answer(init);
+  };
+  return { callTarget, calls };
+}
+
+const ok = (body: AsyncIterable<Uint8Array> | null = null): Promise<TargetAnswer> =>
+  Promise.resolve({ status: 200, headers: new Headers({ "content-type": "text/plain" }), body });
+
+test("a call is signed and built as targetRequest builds it, then answered", async () => {
+  const secret = newSigningSecret();
+  const key = await importSigningKey(decodeSigningSecret(secret));
+  const { callTarget, calls } = transport(() => ok(chunks(["hel", "lo"])));
+  const call = input({ signingKeys: [{ key, expiresAt: null }] });
+  const sent = await sendToTarget(callTarget, call);
+  if ("failure" in sent) throw new Error(sent.failure.message);
+  expect(sent.answer.status).toBe(200);
+  const [made] = calls;
+  expect(made?.url).toBe(target.targetUrl);
+  const headers = made?.init.headers as Headers;
+  expect(headers.get("x-api-key")).toBe("configured");
+  expect(headers.get("x-relay-attempt")).toBe("2");
+  expect(headers.get("webhook-id")).toBe("req_1.tgt_1");
+  expect(headers.get("webhook-timestamp")).toBe(String(call.signedAt.getTime() / 1000));
+  expect(made?.init.redirect).toBe("manual");
+  const signature = {
+    id: headers.get("webhook-id") ?? "",
+    timestamp: headers.get("webhook-timestamp") ?? "",
+    signature: headers.get("webhook-signature") ?? "",
+  };
+  expect(await verify(secret, signature, call.body, call.signedAt)).toBe(true);
+  const read = await readAnswer(sent, 5);
+  expect("body" in read && new TextDecoder().decode(read.body as Uint8Array)).toBe("hello");
+});
+
+test("a refused address is a refused failure, with the transport's reason", async () => {
+  const reason = "target localhost refused: 127.0.0.1 is a loopback address";
+  const { callTarget } = transport(() => Promise.reject(new TargetRefused(reason)));
+  expect(await sendToTarget(callTarget, input())).toEqual({
+    failure: { kind: "refused", message: reason },
+  });
+});
+
+test("any other error is unreachable, described with its cause", async () => {
+  const error = new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
+  const { callTarget } = transport(() => Promise.reject(error));
+  expect(await sendToTarget(callTarget, input())).toEqual({
+    failure: { kind: "unreachable", message: "TypeError: fetch failed (connect ECONNREFUSED)" },
+  });
+  expect(targetFailure("gone", false)).toEqual({ kind: "unreachable", message: "gone" });
+});
+
+test("a target that does not start answering in time is a timeout, whatever the bounds", async () => {
+  for (const timeoutBounds of ["start", "answer"] as const) {
+    const { callTarget } = transport((init) => aborted(init.signal));
+    const quick = { ...target, timeoutSeconds: 0.02 };
+    const sent = await sendToTarget(callTarget, input({ target: quick, timeoutBounds }));
+    expect("failure" in sent && sent.failure.kind).toBe("timeout");
+    expect("failure" in sent && sent.failure.message).toMatch(/^TimeoutError/);
+  }
+});
+
+test("the caller's signal aborts the call: unreachable, not a timeout", async () => {
+  const caller = new AbortController();
+  const { callTarget } = transport((init) => aborted(init.signal));
+  const sending = sendToTarget(callTarget, input({ signal: caller.signal }));
+  caller.abort(new Error("caller left"));
+  expect(await sending).toEqual({
+    failure: { kind: "unreachable", message: "Error: caller left" },
+  });
+});
+
+test("bounding the whole answer, a body still arriving at the timeout is a timeout", async () => {
+  const { callTarget } = transport((init) => ok(chunks(["12"], init.signal)));
+  const quick = { ...target, timeoutSeconds: 0.02 };
+  const sent = await sendToTarget(callTarget, input({ target: quick }));
+  if ("failure" in sent) throw new Error(sent.failure.message);
+  const read = await readAnswer(sent, 100);
+  expect("failure" in read && read.failure.kind).toBe("timeout");
+});
+
+test("bounding only the start, the timeout no longer runs once the answer started", async () => {
+  const { callTarget } = transport(() => ok(chunks(["12"])));
+  const quick = { ...target, timeoutSeconds: 0.02 };
+  const sent = await sendToTarget(callTarget, input({ target: quick, timeoutBounds: "start" }));
+  if ("failure" in sent) throw new Error(sent.failure.message);
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  expect(sent.signal.aborted).toBe(false);
+  expect(sent.timeout.aborted).toBe(false);
+});
+
+test("a body past the limit is too large and dropped; a discarded one ends the call", async () => {
+  const { callTarget } = transport(() => ok(chunks(["12345", "6789"])));
+  const sent = await sendToTarget(callTarget, input());
+  if ("failure" in sent) throw new Error(sent.failure.message);
+  expect(await readAnswer(sent, 8)).toEqual({ body: TOO_LARGE });
+  expect(sent.signal.aborted).toBe(true);
+
+  const again = await sendToTarget(callTarget, input());
+  if ("failure" in again) throw new Error(again.failure.message);
+  discardAnswer(again);
+  expect(again.signal.aborted).toBe(true);
+  expect(again.timeout.aborted).toBe(false);
+});
+
+test("a null body reads as empty", async () => {
+  const { callTarget } = transport(() => ok(null));
+  const sent = await sendToTarget(callTarget, input());
+  if ("failure" in sent) throw new Error(sent.failure.message);
+  expect(await readAnswer(sent, 8)).toEqual({ body: new Uint8Array() });
+});

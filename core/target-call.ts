@@ -1,0 +1,152 @@
+/**
+ * One call to a target, whoever makes it: the worker (async, sync) and the edge (stream). It signs
+ * the body, builds the request (`targetRequest`), bounds it with the target's timeout and calls
+ * through the runtime's `CallTarget`, which checks (and pins) the address where it connects. A
+ * call that gets no answer comes back as a typed failure, never as a throw.
+ */
+import type { DeliveryTarget } from "./delivery.ts";
+import { readCapped, TOO_LARGE } from "./read-capped.ts";
+import { type Hmac, type SigningKey, webhookHeaders } from "./signing.ts";
+import {
+  type CallTarget,
+  deliveryId,
+  type TargetAnswer,
+  TargetRefused,
+  targetRequest,
+} from "./target-request.ts";
+
+export interface TargetCallInput {
+  requestId: string;
+  target: DeliveryTarget;
+  /** 1 for the first try. */
+  attempt: number;
+  /** The caller's forwardable headers (`forwardableHeaders`). */
+  callerHeaders: Record<string, string>;
+  body: Uint8Array<ArrayBuffer>;
+  /** The endpoint's signing keys: those that sign at `signedAt` sign the body. */
+  signingKeys: SigningKey[];
+  /** The stack's clock (the dev clock's, under tests). */
+  signedAt: Date;
+  /** The runtime's fastest HMAC; Web Crypto's when absent. */
+  hmac?: Hmac;
+  /** The caller's own: a caller hanging up, an activity cancelled. */
+  signal: AbortSignal;
+  /**
+   * What the target's timeout bounds: the wait for its answer to start (a stream, which then
+   * runs as long as it streams), or the whole answer, its body read to the end (async, sync).
+   */
+  timeoutBounds: "start" | "answer";
+}
+
+/** Why a call came to no answer, with what the request log says of it. */
+export interface TargetFailure {
+  /** refused: the target rules refuse its address; it was never reached. */
+  kind: "refused" | "timeout" | "unreachable";
+  message: string;
+}
+
+/** A target's answer, its body still to come. */
+export interface Answered {
+  answer: TargetAnswer;
+  /**
+   * Aborted by the caller's signal, by the timeout while it bounds the whole answer, or by
+   * `discardAnswer`: the body is read under it.
+   */
+  signal: AbortSignal;
+  /** Aborted once the target's timeout passed. */
+  timeout: AbortSignal;
+  /** Ends the call, the body left unread (and its connection with it). */
+  drop: AbortController;
+}
+
+export type TargetCallResult = Answered | { failure: TargetFailure };
+
+/** Calls the target once, through `callTarget`; its answer as it starts to arrive, or why none. */
+export async function sendToTarget(
+  callTarget: CallTarget,
+  call: TargetCallInput,
+): Promise<TargetCallResult> {
+  const { requestId, target, body } = call;
+  const signature = await webhookHeaders(
+    call.signingKeys,
+    deliveryId(requestId, target),
+    call.signedAt,
+    body,
+    call.hmac,
+  );
+  const timeout = deadline(target.timeoutSeconds * 1000, call.timeoutBounds);
+  const drop = new AbortController();
+  const signal = AbortSignal.any([call.signal, timeout.signal, drop.signal]);
+  try {
+    const answer = await callTarget(
+      target.targetUrl,
+      targetRequest({
+        requestId,
+        target,
+        attempt: call.attempt,
+        callerHeaders: call.callerHeaders,
+        signature,
+        body,
+        signal,
+      }),
+    );
+    return { answer, signal, timeout: timeout.signal, drop };
+  } catch (error) {
+    return { failure: targetFailure(error, timeout.signal.aborted) };
+  } finally {
+    timeout.answered();
+  }
+}
+
+/**
+ * An answer's whole body, or TOO_LARGE past `limit` bytes (the rest left unread); a body that
+ * fails, or outlasts the timeout, is the call's failure.
+ */
+export async function readAnswer(
+  answered: Answered,
+  limit: number,
+): Promise<{ body: Uint8Array<ArrayBuffer> | typeof TOO_LARGE } | { failure: TargetFailure }> {
+  try {
+    const body = await readCapped(answered.answer.body, limit, answered.signal);
+    if (body === TOO_LARGE) discardAnswer(answered);
+    return { body };
+  } catch (error) {
+    return { failure: targetFailure(error, answered.timeout.aborted) };
+  }
+}
+
+/** Drops an answer's body unread: only its status and headers count. */
+export function discardAnswer(answered: Answered): void {
+  answered.drop.abort(new DOMException("the answer's body is not read", "AbortError"));
+}
+
+/** A call's failure: refused by the target rules, timed out, or any other (unreachable). */
+export function targetFailure(error: unknown, timedOut: boolean): TargetFailure {
+  if (error instanceof TargetRefused) return { kind: "refused", message: error.message };
+  return { kind: timedOut ? "timeout" : "unreachable", message: describeError(error) };
+}
+
+/** An error in the log: its name and message, and what caused it (often the only useful part). */
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { cause } = error;
+  const described = `${error.name}: ${error.message}`;
+  return cause instanceof Error ? `${described} (${cause.message})` : described;
+}
+
+/**
+ * The target's timeout: aborts its signal (with a TimeoutError, as `AbortSignal.timeout`) once it
+ * passes. `answered` stops it when it bounds only the wait for the answer to start.
+ */
+function deadline(ms: number, bounds: "start" | "answer") {
+  if (bounds === "answer") return { signal: AbortSignal.timeout(ms), answered: () => {} };
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () =>
+      controller.abort(
+        new DOMException("The operation was aborted due to timeout", "TimeoutError"),
+      ),
+    ms,
+  );
+  return { signal: controller.signal, answered: () => clearTimeout(timer) };
+}
