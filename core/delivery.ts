@@ -227,14 +227,20 @@ export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
     : "failed";
 }
 
-export interface SyncInput extends Omit<DeliveryInput, "targets"> {
+/** A request as a call to one of its targets carries it: the delivery input, less its targets. */
+export type RequestInput = Omit<DeliveryInput, "targets">;
+
+export interface SyncInput extends RequestInput {
   target: DeliveryTarget;
   /** Mixed mode: the async workflow owns the request's status; this one only logs its attempt. */
   ownsStatus: boolean;
 }
 
-/** A finished stream, as the edge reports it for the request log and billing. */
-export interface StreamRecord extends Omit<SyncInput, "headers" | "bodyBase64"> {
+/** A stream call as the edge starts it: the body and the caller's headers stay with the edge. */
+export type StreamStart = Omit<SyncInput, "headers" | "bodyBase64">;
+
+/** How a stream ended. */
+export interface StreamEnd {
   /** Null when the target was never reached. */
   statusCode: number | null;
   latencyMs: number;
@@ -242,6 +248,9 @@ export interface StreamRecord extends Omit<SyncInput, "headers" | "bodyBase64"> 
   bytes: number;
   error: string | null;
 }
+
+/** A finished stream, as the edge reports it for the request log and billing. */
+export interface StreamRecord extends StreamStart, StreamEnd {}
 
 /** The workflow id of the call that answers the caller: the request id, unless async targets hold it. */
 export function answeringWorkflowId(

@@ -3,16 +3,11 @@
  * it is produced, metered for billing, and a target that cuts its stream cuts the caller's.
  */
 import { StreamMeter } from "../core/billing.ts";
-import type { StreamRecord } from "../core/delivery.ts";
+import type { StreamStart } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
-import { type SigningKey, webhookHeaders } from "../core/signing.ts";
-import {
-  deliveryId,
-  type TargetAnswer,
-  TargetRefused,
-  targetRequest,
-} from "../core/target-request.ts";
+import type { SigningKey } from "../core/signing.ts";
+import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
 import type { EdgeDeps } from "./app.ts";
 
 export interface StreamCall {
@@ -20,7 +15,7 @@ export interface StreamCall {
   request: Request;
   body: Uint8Array<ArrayBuffer>;
   /** Relay's own answer headers (key status, rate limit, request id). */
-  headers: Headers;
+  responseHeaders: Headers;
   /** The endpoint's signing keys. */
   signingKeys: SigningKey[];
 }
@@ -35,7 +30,7 @@ export interface StreamCall {
 export async function proxyStream(
   deps: EdgeDeps,
   call: StreamCall,
-  stream: Omit<StreamRecord, "statusCode" | "latencyMs" | "bytes" | "error">,
+  stream: StreamStart,
 ): Promise<Response> {
   const { requestId, target } = stream;
   const started = performance.now();
@@ -47,37 +42,25 @@ export async function proxyStream(
   };
   const callerHeaders = forwardableHeaders(call.request.headers);
   callerHeaders["accept-encoding"] = "identity";
-  const signature = await webhookHeaders(
-    call.signingKeys,
-    deliveryId(requestId, target),
-    deps.state.now(),
-    call.body,
-    deps.hmac,
-  );
-  const answerTimeout = new AbortController();
-  const timer = setTimeout(() => answerTimeout.abort(), target.timeoutSeconds * 1000);
-  let upstream: TargetAnswer;
-  try {
-    upstream = await deps.callTarget(
-      target.targetUrl,
-      targetRequest({
-        requestId,
-        target,
-        attempt: 1,
-        callerHeaders,
-        signature,
-        body: call.body,
-        signal: AbortSignal.any([call.request.signal, answerTimeout.signal]),
-      }),
-    );
-  } catch (error) {
-    const failure = callFailure(error, answerTimeout.signal.aborted);
+  const sent = await sendToTarget(deps.callTarget, {
+    requestId,
+    target,
+    attempt: 1,
+    callerHeaders,
+    body: call.body,
+    signingKeys: call.signingKeys,
+    signedAt: deps.state.now(),
+    hmac: deps.hmac,
+    signal: call.request.signal,
+    timeoutBounds: "start",
+  });
+  if ("failure" in sent) {
+    const failure = callFailure(sent.failure);
     record(null, 0, failure.logged);
     throw failure.answer;
-  } finally {
-    clearTimeout(timer);
   }
-  const headers = answerHeaders(upstream.headers, call.headers, requestId);
+  const upstream = sent.answer;
+  const headers = answerHeaders(upstream.headers, call.responseHeaders, requestId);
   const meter = new StreamMeter(upstream.headers.get("content-type"));
   const body = metered(upstream.body, meter, (cut) =>
     record(upstream.status, meter.finish(), cut ? "the stream was cut short" : null),
@@ -86,16 +69,17 @@ export async function proxyStream(
 }
 
 /** Why a call got no answer: in the request log, and to the caller. */
-function callFailure(error: unknown, timedOut: boolean): { logged: string; answer: RelayError } {
-  if (error instanceof TargetRefused) {
+function callFailure(failure: TargetFailure): { logged: string; answer: RelayError } {
+  if (failure.kind === "refused") {
     return {
-      logged: error.message,
+      logged: failure.message,
       answer: new RelayError("target_unreachable", "the stream target's address is refused"),
     };
   }
-  const [code, message] = timedOut
-    ? (["target_timeout", "the stream target did not answer in time"] as const)
-    : (["target_unreachable", "the stream target could not be reached"] as const);
+  const [code, message] =
+    failure.kind === "timeout"
+      ? (["target_timeout", "the stream target did not answer in time"] as const)
+      : (["target_unreachable", "the stream target could not be reached"] as const);
   return { logged: message, answer: new RelayError(code, message) };
 }
 

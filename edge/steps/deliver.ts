@@ -66,7 +66,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       const streamCall = {
         request: call.request,
         body: call.body,
-        headers: call.responseHeaders,
+        responseHeaders: call.responseHeaders,
         signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
       };
       return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
