@@ -18,15 +18,17 @@ import {
   syncStatus,
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
+import { TOO_LARGE } from "../core/read-capped.ts";
 import { open } from "../core/sealing.ts";
+import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
 import {
-  decodeSigningSecret,
-  importSigningKey,
-  type SigningKey,
-  webhookHeaders,
-} from "../core/signing.ts";
-import { deliveryId, targetRequest } from "../core/target-request.ts";
-import { deliveryAddressProblem, type ResolveHost, type TargetRules } from "../core/targets.ts";
+  discardAnswer,
+  readAnswer,
+  sendToTarget,
+  type TargetCallInput,
+  type TargetFailure,
+} from "../core/target-call.ts";
+import type { CallTarget } from "../core/target-request.ts";
 import { loadBody } from "../store/bodies.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
@@ -46,8 +48,11 @@ export interface RetryPolicy extends Backoff {
 export interface ActivityDeps {
   sql: Sql;
   retryPolicy: RetryPolicy;
-  /** Reaches targets: connects only to addresses `targetRules` allow, checked as it connects. */
-  fetch: typeof fetch;
+  /**
+   * Reaches targets, as the Node edge's streams do: connects only to addresses the target rules
+   * allow, checked (and pinned) where it connects; a refused one rejects with `TargetRefused`.
+   */
+  callTarget: CallTarget;
   /** Real time plus the dev clock's offset, read from Postgres. */
   now: () => Promise<Date>;
   sealingKey: CryptoKey;
@@ -55,9 +60,6 @@ export interface ActivityDeps {
   logRetentionMs: number;
   /** Told of every finished attempt (the log and the metrics). */
   observeAttempt: (attempt: AttemptOutcome) => void;
-  /** Where deliveries may go; each target's addresses are checked before each attempt. */
-  targetRules: TargetRules;
-  resolveHost: ResolveHost;
 }
 
 export interface DeliverInput {
@@ -80,245 +82,256 @@ export type RequestRow = requestLog.RequestOpening;
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  /** Read only when asked for (sync); null when longer than the sync cap. */
-  body: Uint8Array | null;
-}
-
-export function createActivities({
-  sql,
-  fetch,
-  now,
-  sealingKey,
-  retryPolicy,
-  logRetentionMs,
-  targetRules,
-  resolveHost,
-  observeAttempt,
-}: ActivityDeps) {
-  const signingKeysOf = signingKeys(sql, sealingKey);
-
-  /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
-  function endAttempt(
-    attemptId: string,
-    a: {
-      requestId: string;
-      project: string;
-      keyMode: KeyMode;
-      target: DeliveryTarget;
-      attempt: number;
-      statusCode: number | null;
-      latencyMs: number;
-      error: string | null;
-      billedBytes: number;
-    },
-    finishing?: requestLog.Finishing,
-  ): Promise<RequestStatus | undefined> {
-    observeAttempt({
-      requestId: a.requestId,
-      target: a.target.name,
-      mode: a.target.deliveryMode,
-      attempt: a.attempt,
-      statusCode: a.statusCode,
-      latencyMs: a.latencyMs,
-      error: a.error,
-    });
-    const charge = {
-      project: a.project,
-      pool: a.keyMode,
-      requestId: a.requestId,
-      targetId: a.target.id,
-      bytes: a.billedBytes,
-    };
-    const { statusCode, latencyMs, error } = a;
-    return requestLog.endAttempt(
-      sql,
-      attemptId,
-      { statusCode, latencyMs, error, charge },
-      finishing,
-    );
-  }
-
-  /**
-   * One POST to a target, logged (and charged, by the body's bytes) as an attempt whatever
-   * comes of it. A target whose name now resolves to a refused address is logged as refused
-   * and never called; a redirect is its answer, not followed.
-   */
-  async function postToTarget(
-    call: DeliverInput & {
-      /** A request's first attempt opens the request in the log (startAttempt). */
-      opening?: RequestRow;
-      /**
-       * A sync call: read the answer; tried once, so it is attempt 1, logged beside the call
-       * rather than before it (a worker lost mid-call leaves it in the log with no outcome).
-       */
-      sync?: boolean;
-      /** The request's status after this attempt, when it ends the request. */
-      finishing?: (sent: Sent) => requestLog.Finishing | undefined;
-    },
-  ): Promise<Sent & { status: RequestStatus | undefined }> {
-    const { requestId, target, headers } = call;
-    const body = call.bodyRef
-      ? await loadBody(sql, call.bodyRef)
-      : call.body !== undefined
-        ? new TextEncoder().encode(call.body)
-        : decodeBody(call.bodyBase64);
-    // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
-    const signedAt = await now();
-    const signature = await webhookHeaders(
-      await signingKeysOf(target.id, signedAt),
-      deliveryId(requestId, target),
-      signedAt,
-      body,
-    );
-    const starting = requestLog.startAttempt(sql, {
-      opening: call.opening,
-      requestId,
-      target,
-      startedAt: new Date(),
-    });
-    starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
-    // An async attempt is in the log before the call, so one lost with its worker shows.
-    const attempt = call.sync ? 1 : (await starting).attempt;
-    const started = performance.now();
-    const timeout = AbortSignal.timeout(target.timeoutSeconds * 1000);
-    const refusal = await deliveryAddressProblem(target.targetUrl, targetRules, resolveHost);
-    let answer: Answer | null = null;
-    let error: string | null = refusal;
-    if (!refusal) {
-      try {
-        const response = await fetch(
-          target.targetUrl,
-          targetRequest({
-            requestId,
-            target,
-            attempt,
-            callerHeaders: headers,
-            signature,
-            body,
-            signal: AbortSignal.any([Context.current().cancellationSignal, timeout]),
-          }),
-        );
-        const answerBody = call.sync ? await readCapped(response, MAX_SYNC_ANSWER_BYTES) : null;
-        if (!call.sync) await response.body?.cancel();
-        answer = { status: response.status, headers: response.headers, body: answerBody };
-      } catch (cause) {
-        error = describeFailure(cause);
-      }
-    }
-    const sent: Sent = { attempt, answer, error, timedOut: timeout.aborted, refused: !!refusal };
-    const status = await endAttempt(
-      (await starting).id,
-      {
-        requestId,
-        project: call.project,
-        keyMode: call.keyMode,
-        target,
-        attempt,
-        statusCode: answer?.status ?? null,
-        latencyMs: Math.round(performance.now() - started),
-        error,
-        billedBytes: body.byteLength,
-      },
-      call.finishing?.(sent),
-    );
-    return { ...sent, status };
-  }
-
+export function createActivities(deps: ActivityDeps) {
+  const { sql, now, sealingKey, retryPolicy, logRetentionMs } = deps;
+  const attempts: AttemptDeps = { ...deps, signingKeysOf: signingKeys(sql, sealingKey) };
   return {
     openRequest: (input: RequestRow): Promise<void> => requestLog.openRequest(sql, input),
     settleRequest: (requestId: string): Promise<RequestStatus> =>
       requestLog.settleRequest(sql, requestId),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
-
-    /**
-     * A request's first attempt at a target, run as a local activity in the workflow's first
-     * task: opens the request in the log, then tries once. Answers its verdict, never throws for
-     * the target's sake, so a request whose targets all answer costs Temporal no other task.
-     */
-    async firstAttempt(
+    firstAttempt: (
       request: RequestRow,
       delivery: DeliverInput,
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
-    ): Promise<FirstAttempt> {
-      const sent = await postToTarget({
-        ...delivery,
-        opening: request,
-        finishing: (sent) =>
-          only && verdictOn(sent, retryPolicy).kind !== "retry" ? "settled" : undefined,
-      });
-      return { ...verdictOn(sent, retryPolicy), ...(sent.status && { settled: sent.status }) };
-    },
-
-    /** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
-    async deliver(input: DeliverInput): Promise<number> {
-      const context = Context.current();
-      const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
-      const verdict = verdictOn(
-        await postToTarget(input).finally(() => clearInterval(beating)),
-        retryPolicy,
-      );
-      if (verdict.kind === "delivered") return verdict.status;
-      throw ApplicationFailure.create({
-        message: verdict.message,
-        type: verdict.type,
-        ...(verdict.kind === "failed"
-          ? { nonRetryable: true }
-          : { nextRetryDelay: verdict.delayMs }),
-      });
-    },
-
-    /**
-     * A sync call, whole: open the request, call the target once, log it, close the request.
-     * One local activity, so the caller waits for one workflow task and no more; two commits,
-     * one of them beside the call.
-     */
-    async relaySyncCall(input: SyncInput): Promise<SyncOutcome> {
-      const { target, headers, bodyBase64, ownsStatus, ...request } = input;
-      const sent = await postToTarget({
-        requestId: request.requestId,
-        project: request.project,
-        keyMode: request.keyMode,
-        target,
-        headers,
-        bodyBase64,
-        bodyRef: request.bodyRef,
-        opening: request,
-        sync: true,
-        finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
-      });
-      return syncOutcome(sent);
-    },
-
-    /** A stream the edge proxied: into the log, billed by the bytes it streamed back. */
-    async recordStreamCall(record: StreamRecord): Promise<void> {
-      const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
-      const startedAt = new Date(Date.parse(request.receivedAt));
-      const { id: attemptId, attempt } = await requestLog.startAttempt(sql, {
-        ...request,
-        opening: request,
-        target,
-        startedAt,
-      });
-      const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
-      await endAttempt(
-        attemptId,
-        { ...request, target, attempt, statusCode, latencyMs, error, billedBytes: bytes },
-        ownsStatus ? (delivered ? "delivered" : "failed") : undefined,
-      );
-    },
-
-    async rotateExpiringKeys(): Promise<number> {
-      return rotateExpiringKeys(sql, await now(), sealingKey);
-    },
-
-    async pruneExpiredRequests(): Promise<Pruned> {
-      return pruneRequestLog(sql, await now(), logRetentionMs);
-    },
+    ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
+    deliver: (input: DeliverInput): Promise<number> => deliver(attempts, input),
+    relaySyncCall: (input: SyncInput): Promise<SyncOutcome> => relaySyncCall(attempts, input),
+    recordStreamCall: (record: StreamRecord): Promise<void> => recordStreamCall(attempts, record),
+    rotateExpiringKeys: async (): Promise<number> =>
+      rotateExpiringKeys(sql, await now(), sealingKey),
+    pruneExpiredRequests: async (): Promise<Pruned> =>
+      pruneRequestLog(sql, await now(), logRetentionMs),
   };
+}
+
+/** What an attempt at a target needs of the worker. */
+interface AttemptDeps
+  extends Pick<ActivityDeps, "sql" | "now" | "callTarget" | "observeAttempt" | "retryPolicy"> {
+  /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
+  signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
+}
+
+/**
+ * A request's first attempt at a target, run as a local activity in the workflow's first task:
+ * opens the request in the log, then tries once. Answers its verdict, never throws for the
+ * target's sake, so a request whose targets all answer costs Temporal no other task.
+ */
+async function firstAttempt(
+  deps: AttemptDeps,
+  request: RequestRow,
+  delivery: DeliverInput,
+  only: boolean,
+): Promise<FirstAttempt> {
+  const sent = await postToTarget(deps, {
+    ...delivery,
+    opening: request,
+    finishing: (sent) =>
+      only && verdictOn(sent, deps.retryPolicy).kind !== "retry" ? "settled" : undefined,
+  });
+  return { ...verdictOn(sent, deps.retryPolicy), ...(sent.status && { settled: sent.status }) };
+}
+
+/** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
+async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number> {
+  const context = Context.current();
+  const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
+  const verdict = verdictOn(
+    await postToTarget(deps, input).finally(() => clearInterval(beating)),
+    deps.retryPolicy,
+  );
+  if (verdict.kind === "delivered") return verdict.status;
+  throw ApplicationFailure.create({
+    message: verdict.message,
+    type: verdict.type,
+    ...(verdict.kind === "failed" ? { nonRetryable: true } : { nextRetryDelay: verdict.delayMs }),
+  });
+}
+
+/**
+ * A sync call, whole: open the request, call the target once, log it, close the request. One
+ * local activity, so the caller waits for one workflow task and no more; two commits, one of them
+ * beside the call.
+ */
+async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncOutcome> {
+  const { target, headers, bodyBase64, ownsStatus, ...request } = input;
+  const sent = await postToTarget(deps, {
+    requestId: request.requestId,
+    project: request.project,
+    keyMode: request.keyMode,
+    target,
+    headers,
+    bodyBase64,
+    bodyRef: request.bodyRef,
+    opening: request,
+    sync: true,
+    finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
+  });
+  return syncOutcome(sent);
+}
+
+/** A stream the edge proxied: into the log, billed by the bytes it streamed back. */
+async function recordStreamCall(deps: AttemptDeps, record: StreamRecord): Promise<void> {
+  const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
+  const startedAt = new Date(Date.parse(request.receivedAt));
+  const { id: attemptId, attempt } = await requestLog.startAttempt(deps.sql, {
+    ...request,
+    opening: request,
+    target,
+    startedAt,
+  });
+  const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
+  await endAttempt(
+    deps,
+    attemptId,
+    { ...request, target, attempt, statusCode, latencyMs, error, billedBytes: bytes },
+    ownsStatus ? (delivered ? "delivered" : "failed") : undefined,
+  );
+}
+
+/** An attempt to make, as `postToTarget` takes it. */
+interface Attempt extends DeliverInput {
+  /** A request's first attempt opens the request in the log (startAttempt). */
+  opening?: RequestRow;
+  /**
+   * A sync call: read the answer; tried once, so it is attempt 1, logged beside the call rather
+   * than before it (a worker lost mid-call leaves it in the log with no outcome).
+   */
+  sync?: boolean;
+  /** The request's status after this attempt, when it ends the request. */
+  finishing?: (sent: Sent) => requestLog.Finishing | undefined;
+}
+
+/**
+ * One POST to a target, logged (and charged, by the body's bytes) as an attempt whatever comes
+ * of it. A target whose name now resolves to a refused address is logged as refused and never
+ * reached; a redirect is its answer, not followed.
+ */
+async function postToTarget(
+  deps: AttemptDeps,
+  call: Attempt,
+): Promise<Sent & { status: RequestStatus | undefined }> {
+  const { requestId, target } = call;
+  const body = await bodyOf(deps.sql, call);
+  // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
+  const signedAt = await deps.now();
+  const signingKeys = await deps.signingKeysOf(target.id, signedAt);
+  const starting = requestLog.startAttempt(deps.sql, {
+    opening: call.opening,
+    requestId,
+    target,
+    startedAt: new Date(),
+  });
+  starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
+  // An async attempt is in the log before the call, so one lost with its worker shows.
+  const attempt = call.sync ? 1 : (await starting).attempt;
+  const started = performance.now();
+  const called = await callAndRead(
+    deps.callTarget,
+    {
+      requestId,
+      target,
+      attempt,
+      callerHeaders: call.headers,
+      body,
+      signingKeys,
+      signedAt,
+      signal: Context.current().cancellationSignal,
+      timeoutBounds: "answer",
+    },
+    call.sync === true,
+  );
+  const sent: Sent = { attempt, ...called };
+  const status = await endAttempt(
+    deps,
+    (await starting).id,
+    {
+      requestId,
+      project: call.project,
+      keyMode: call.keyMode,
+      target,
+      attempt,
+      statusCode: sent.answer?.status ?? null,
+      latencyMs: Math.round(performance.now() - started),
+      error: sent.failure?.message ?? null,
+      billedBytes: body.byteLength,
+    },
+    call.finishing?.(sent),
+  );
+  return { ...sent, status };
+}
+
+/**
+ * The call, and its answer: a sync one read whole up to the cap (its body null past it), an async
+ * one's status and headers only, its body dropped unread.
+ */
+async function callAndRead(
+  callTarget: CallTarget,
+  input: TargetCallInput,
+  sync: boolean,
+): Promise<Pick<Sent, "answer" | "failure">> {
+  const sent = await sendToTarget(callTarget, input);
+  if ("failure" in sent) return { answer: null, failure: sent.failure };
+  const { status, headers } = sent.answer;
+  if (!sync) {
+    discardAnswer(sent);
+    return { answer: { status, headers, body: null }, failure: null };
+  }
+  const read = await readAnswer(sent, MAX_SYNC_ANSWER_BYTES);
+  if ("failure" in read) return { answer: null, failure: read.failure };
+  const body = read.body === TOO_LARGE ? null : read.body;
+  return { answer: { status, headers, body }, failure: null };
+}
+
+/** A request's body: from Postgres when it waits there, else from the input itself. */
+async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBuffer>> {
+  if (input.bodyRef) return loadBody(sql, input.bodyRef);
+  return input.body !== undefined
+    ? new TextEncoder().encode(input.body)
+    : decodeBody(input.bodyBase64);
+}
+
+/** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
+function endAttempt(
+  deps: Pick<ActivityDeps, "sql" | "observeAttempt">,
+  attemptId: string,
+  a: {
+    requestId: string;
+    project: string;
+    keyMode: KeyMode;
+    target: DeliveryTarget;
+    attempt: number;
+    statusCode: number | null;
+    latencyMs: number;
+    error: string | null;
+    billedBytes: number;
+  },
+  finishing?: requestLog.Finishing,
+): Promise<RequestStatus | undefined> {
+  deps.observeAttempt({
+    requestId: a.requestId,
+    target: a.target.name,
+    mode: a.target.deliveryMode,
+    attempt: a.attempt,
+    statusCode: a.statusCode,
+    latencyMs: a.latencyMs,
+    error: a.error,
+  });
+  const charge = {
+    project: a.project,
+    pool: a.keyMode,
+    requestId: a.requestId,
+    targetId: a.target.id,
+    bytes: a.billedBytes,
+  };
+  const { statusCode, latencyMs, error } = a;
+  return requestLog.endAttempt(
+    deps.sql,
+    attemptId,
+    { statusCode, latencyMs, error, charge },
+    finishing,
+  );
 }
 
 /**
@@ -349,41 +362,41 @@ function signingKeys(sql: Sql, sealingKey: CryptoKey) {
 }
 
 /** The verdict on an attempt at an async target. */
-function verdictOn({ attempt, answer, error, refused }: Sent, policy: RetryPolicy): AttemptVerdict {
+function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): AttemptVerdict {
   const seen = {
     status: answer?.status ?? null,
     retryAfter: answer?.headers.get("retry-after") ?? null,
-    error,
-    refused,
+    error: failure?.message ?? null,
+    refused: failure?.kind === "refused",
   };
   return attemptVerdict(seen, attempt, policy, new Date());
-}
-
-/**
- * A failed call in the log: fetch's own error and what caused it (a refused or unreachable
- * address says so only in its cause).
- */
-function describeFailure(failure: unknown): string {
-  if (!(failure instanceof Error)) return String(failure);
-  const { cause } = failure;
-  const described = `${failure.name}: ${failure.message}`;
-  return cause instanceof Error ? `${described} (${cause.message})` : described;
 }
 
 /** A first attempt's verdict, and the request's status when the attempt settled it. */
 export type FirstAttempt = AttemptVerdict & { settled?: RequestStatus };
 
+/** A target's answer to an attempt. */
+interface Answer {
+  status: number;
+  headers: Headers;
+  /** Read only when asked for (sync); null when longer than the sync cap. */
+  body: Uint8Array | null;
+}
+
 /** What a call to a target came to. */
 interface Sent {
   attempt: number;
   answer: Answer | null;
-  error: string | null;
-  timedOut: boolean;
-  refused: boolean;
+  /** Why there is no answer: refused, timed out or unreachable, as the log says it. */
+  failure: TargetFailure | null;
 }
 
-function syncOutcome({ answer, error, timedOut }: Sent): SyncOutcome {
-  if (!answer) return timedOut ? { kind: "timeout" } : { kind: "unreachable", error: error ?? "" };
+function syncOutcome({ answer, failure }: Sent): SyncOutcome {
+  if (!answer) {
+    return failure?.kind === "timeout"
+      ? { kind: "timeout" }
+      : { kind: "unreachable", error: failure?.message ?? "" };
+  }
   if (answer.body === null) return { kind: "too_large" };
   return {
     kind: "answered",
@@ -391,22 +404,6 @@ function syncOutcome({ answer, error, timedOut }: Sent): SyncOutcome {
     headers: Object.fromEntries(answer.headers),
     bodyBase64: Buffer.from(answer.body).toString("base64"),
   };
-}
-
-/** The whole body, or null past `limit` bytes. */
-async function readCapped(response: Response, limit: number): Promise<Uint8Array | null> {
-  if (!response.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.byteLength;
-    if (size > limit) {
-      await response.body.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 export type Activities = ReturnType<typeof createActivities>;

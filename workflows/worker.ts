@@ -1,5 +1,4 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
-import { lookup } from "node:dns/promises";
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
 import { opsHandler } from "../core/ops.ts";
@@ -7,7 +6,7 @@ import { DAY_MS } from "../core/policy.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
-import { targetDispatcher } from "../platform/targets.ts";
+import { targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { connectTemporal, ensureSchedules } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
@@ -46,14 +45,11 @@ const worker = await Worker.create({
   workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
   activities: createActivities({
     sql,
-    fetch: (input, init) => fetch(input, { ...init, dispatcher } as RequestInit),
+    callTarget: targetCaller(dispatcher),
     now: workerClock(sql, config.RELAY_DEV_CLOCK),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
-    targetRules,
     observeAttempt,
-    resolveHost: async (hostname) =>
-      (await lookup(hostname, { all: true })).map((answer) => answer.address),
     retryPolicy: {
       initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
       backoffCoefficient: config.RELAY_RETRY_BACKOFF,
