@@ -34,9 +34,8 @@ const layers: Record<string, { owns: string; imports: string[] }> = {
   dev: { owns: "the stack on one machine: npm start, the tests' stack", imports: ["core"] },
 };
 
-/** The edge's Node adapter serves it on node:http and reaches targets as the worker does. */
+/** The edge's Node entry reaches targets through the same pinned connection as the worker. */
 const exceptions: Record<string, string[]> = {
-  "edge/adapters/node.ts": ["platform"],
   "edge/main.ts": ["platform"],
 };
 
