@@ -227,6 +227,11 @@ export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
     : "failed";
 }
 
+/** A stream's request is delivered when its target answered 2xx, like any other. */
+export function streamStatus(statusCode: number | null): "delivered" | "failed" {
+  return statusCode !== null && classifyStatus(statusCode) === "delivered" ? "delivered" : "failed";
+}
+
 /** A request as a call to one of its targets carries it: the delivery input, less its targets. */
 export type RequestInput = Omit<DeliveryInput, "targets">;
 

@@ -1,4 +1,4 @@
-/** The request log's one rule, delivered, on the test stack's Postgres. */
+/** The request log's rules (delivered; a stream logged once), on the test stack's Postgres. */
 import { afterAll, expect, test } from "vitest";
 import { classifyStatus } from "../core/delivery.ts";
 import { newId } from "../core/secrets.ts";
@@ -8,7 +8,9 @@ import {
   deliveriesPerHour,
   endAttempt,
   failedTargets,
+  type LoggedStream,
   type RequestOpening,
+  recordStream,
   settleRequest,
   startAttempt,
 } from "./request-log.ts";
@@ -75,5 +77,65 @@ test("a target that never answered is not delivered: beside a delivered one, the
     hour: before?.hour,
     delivered: (before?.delivered ?? 0) + 1,
     failedAttempts: (before?.failedAttempts ?? 0) + 1,
+  });
+});
+
+/** A stream of `bytes` to target `s`, ended with `statusCode`, as an edge reports it. */
+function streamOf(statusCode: number | null, bytes = 70_000): LoggedStream {
+  return {
+    requestId: newId("req"),
+    project,
+    line: "l",
+    endpoint: "e",
+    keyMode: "test",
+    receivedAt: startedAt.toISOString(),
+    bodyBytes: 1,
+    target: { id: "s", name: "s" },
+    ownsStatus: true,
+    statusCode,
+    latencyMs: 5,
+    bytes,
+    error: statusCode === null ? "the stream target could not be reached" : null,
+  };
+}
+
+const loggedStream = async (requestId: string) => ({
+  attempts: await sql`
+    select attempt, status_code, latency_ms from attempts where request_id = ${requestId}`,
+  charged: (
+    await sql<{ amount: string }[]>`
+      select amount from credit_ledger where request_id = ${requestId}`
+  ).map((row) => Number(row.amount)),
+  status: (await sql`select status from requests where id = ${requestId}`)[0]?.status,
+});
+
+test("a stream's record sent again, even at once, is one attempt and one charge", async () => {
+  const stream = streamOf(200);
+  await Promise.all([recordStream(sql, stream), recordStream(sql, stream)]);
+  await recordStream(sql, stream);
+  expect(await loggedStream(stream.requestId)).toEqual({
+    attempts: [{ attempt: 1, statusCode: 200, latencyMs: 5 }],
+    charged: [-2], // 70,000 bytes: two started 64 KiB
+    status: "delivered",
+  });
+});
+
+test("a stream that never reached its target is logged failed and not charged", async () => {
+  const stream = streamOf(null);
+  await recordStream(sql, stream);
+  expect(await loggedStream(stream.requestId)).toEqual({
+    attempts: [{ attempt: 1, statusCode: null, latencyMs: 5 }],
+    charged: [],
+    status: "failed",
+  });
+});
+
+test("beside async targets, a stream logs its attempt and leaves the request's status to them", async () => {
+  const stream = { ...streamOf(502), ownsStatus: false };
+  await recordStream(sql, stream);
+  expect(await loggedStream(stream.requestId)).toMatchObject({
+    attempts: [{ attempt: 1, statusCode: 502 }],
+    charged: [-2],
+    status: "delivering",
   });
 });

@@ -1,10 +1,16 @@
 /**
  * The request log: a row per request and one per attempt at each of its targets. The worker
- * writes it (opens a request, starts and ends attempts, settles the request); the management API
+ * writes it (opens a request, starts and ends attempts, settles the request), the control plane
+ * writes the streams edges report (`recordStream`); the management API
  * reads it, counts it per hour and resets a request it replays. What "delivered" means in SQL is
  * written once here (`delivered`); store/retention.ts prunes the log.
  */
-import type { DeliveryInput, DeliveryTarget } from "../core/delivery.ts";
+import {
+  type DeliveryInput,
+  type DeliveryTarget,
+  type StreamRecord,
+  streamStatus,
+} from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { type Charge, chargeDelivery } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
@@ -125,6 +131,49 @@ export async function endAttempt(
         where id = ${requestId}`;
     }
     return finishing;
+  });
+}
+
+/** A finished stream as the log keeps it: of its target, only which one it was. */
+export type LoggedStream = Omit<StreamRecord, "target"> & {
+  target: Pick<DeliveryTarget, "id" | "name">;
+};
+
+/**
+ * A stream an edge proxied, logged whole once it ended: the request opened, its one attempt with
+ * its outcome, the charge when the target answered, and the request's status when the stream owns
+ * it, in one transaction. A stream is tried once, so a repeat of its record (an edge retrying a
+ * call whose answer it lost) finds the attempt there and changes nothing; the request's row lock
+ * orders two repeats arriving at once.
+ */
+export async function recordStream(sql: Sql, record: LoggedStream): Promise<void> {
+  const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
+  await sql.begin(async (tx) => {
+    await insertRequest(tx, request);
+    const [opened] = await tx`select 1 from requests where id = ${request.requestId} for update`;
+    if (!opened) return; // its project is gone
+    const [logged] = await tx`
+      select 1 from attempts where request_id = ${request.requestId} and target_id = ${target.id}`;
+    if (logged) return;
+    await tx`
+      insert into attempts (request_id, target_id, target_name, attempt, started_at, status_code,
+        latency_ms, error)
+      values (${request.requestId}, ${target.id}, ${target.name}, 1, ${request.receivedAt},
+        ${statusCode}, ${latencyMs}, ${error})`;
+    if (statusCode !== null) {
+      await chargeDelivery(tx, {
+        project: request.project,
+        pool: request.keyMode,
+        requestId: request.requestId,
+        targetId: target.id,
+        bytes,
+      });
+    }
+    if (ownsStatus) {
+      await tx`
+        update requests set status = ${streamStatus(statusCode)}, updated_at = now()
+        where id = ${request.requestId}`;
+    }
   });
 }
 

@@ -1,4 +1,7 @@
-/** What edges ask: a key by hash, a project's routing state, the change feed and its acks. */
+/**
+ * What edges ask: a key by hash, a project's routing state, the change feed and its acks, and
+ * the log of the streams they proxied.
+ */
 
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
@@ -11,6 +14,7 @@ import {
 } from "../../store/changes.ts";
 import { exhaustedPools } from "../../store/credits.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
+import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
 import { requireEdge } from "../auth.ts";
@@ -70,4 +74,29 @@ export async function ack(ctx: Ctx, edgeId: string, sequence: bigint, leaseMs: n
     );
   }
   await ackChanges(ctx.sql, edgeId, sequence, leaseMs);
+}
+
+/**
+ * A stream an edge proxied, logged and billed once it ended (`store/request-log.ts`). Streams
+ * are recorded here rather than through a workflow: a record is one write, and a workflow per
+ * stream cost Temporal and the worker more than the stream itself (docs/benchmarks.md).
+ */
+export async function recordStream(ctx: Ctx, stream: LoggedStream): Promise<void> {
+  requireEdge(ctx.caller);
+  const problem = streamProblem(stream);
+  if (problem) throw new RelayError("bad_request", `a stream record ${problem}`);
+  await logStream(ctx.sql, stream);
+}
+
+function streamProblem(stream: LoggedStream): string | null {
+  if (!stream.requestId || !stream.project || !stream.target.id) {
+    return "needs a request, a project and a target";
+  }
+  if (stream.keyMode !== "live" && stream.keyMode !== "test") return "needs a key mode";
+  if (Number.isNaN(Date.parse(stream.receivedAt))) return "needs the time it was received";
+  const counts = [stream.latencyMs, stream.bytes, stream.bodyBytes];
+  if (!counts.every((n) => Number.isSafeInteger(n) && n >= 0)) {
+    return "has a negative or unsafe count";
+  }
+  return null;
 }

@@ -2,8 +2,9 @@
  * Protobuf messages <-> the plain values the operations take and answer: enums, timestamps,
  * int64s and nulls. Pure, no routing.
  */
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { KeyState } from "../../core/keys.ts";
+import type { KeyMode } from "../../core/model.ts";
 import {
   deliveryModes,
   type Endpoint,
@@ -13,10 +14,12 @@ import {
   requestStatuses,
   roles,
 } from "../../core/model.ts";
+import type { RecordStreamRequest } from "../../gen/relay/v1/edge_pb.ts";
 import type { RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
 import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
 import type { PoolUsage, Usage } from "../../store/credits.ts";
 import type { KeyView } from "../../store/keys.ts";
+import type { LoggedStream } from "../../store/request-log.ts";
 import type { MemberView, ProjectView } from "../api/projects.ts";
 import type { RequestView } from "../api/requests.ts";
 
@@ -119,4 +122,24 @@ export function nullsToUndefined<T extends object>(value: T) {
   return Object.fromEntries(
     Object.entries(value).map(([k, v]) => [k, v === null ? undefined : v]),
   ) as { [K in keyof T]: Exclude<T[K], null> | undefined };
+}
+
+/** An edge's stream record; its key mode and counts are checked by the operation. */
+export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
+  return {
+    requestId: req.requestId,
+    project: req.project,
+    line: req.line,
+    endpoint: req.endpoint,
+    keyMode: req.keyMode as KeyMode,
+    receivedAt: req.receivedAt ? timestampDate(req.receivedAt).toISOString() : "",
+    bodyBytes: Number(req.bodyBytes),
+    ...(req.bodyRef && { bodyRef: req.bodyRef }),
+    target: { id: req.targetId, name: req.targetName },
+    ownsStatus: req.ownsStatus,
+    statusCode: req.statusCode ?? null,
+    latencyMs: Number(req.latencyMs),
+    bytes: Number(req.bytes),
+    error: req.error ?? null,
+  };
 }

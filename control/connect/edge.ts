@@ -4,7 +4,7 @@ import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
 import type { ControlApp } from "../app.ts";
 import type { ContextOf } from "./caller.ts";
-import { edgeKeyOut, endpointOut, optionalTs, projectOut } from "./convert.ts";
+import { edgeKeyOut, endpointOut, optionalTs, projectOut, streamRecordIn } from "./convert.ts";
 
 /** Room for StoreBody's other fields beside the body. */
 const ENVELOPE_BYTES = 64 * 1024;
@@ -43,6 +43,10 @@ export function edgeService(
         return {
           bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body),
         };
+      },
+      async recordStream(req, h) {
+        await edge.recordStream(ctxOf(h), streamRecordIn(req));
+        return {};
       },
       async ackChanges(req, h) {
         await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIj4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiEAoOUm91dGluZ0NoYW5nZWQiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJMo4DCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIj4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiEAoOUm91dGluZ0NoYW5nZWQiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIusCChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlMt0DCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2USTQoMUmVjb3JkU3RyZWFtEh0ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVxdWVzdBoeLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -451,6 +451,118 @@ export const StoreBodyResponseSchema: GenMessage<StoreBodyResponse> = /*@__PURE_
   messageDesc(file_relay_v1_edge, 15);
 
 /**
+ * @generated from message relay.v1.RecordStreamRequest
+ */
+export type RecordStreamRequest = Message<"relay.v1.RecordStreamRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string project = 2;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string line = 3;
+   */
+  line: string;
+
+  /**
+   * @generated from field: string endpoint = 4;
+   */
+  endpoint: string;
+
+  /**
+   * "live" or "test": the credit pool the stream is billed to.
+   *
+   * @generated from field: string key_mode = 5;
+   */
+  keyMode: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp received_at = 6;
+   */
+  receivedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 body_bytes = 7;
+   */
+  bodyBytes: bigint;
+
+  /**
+   * Set when the request's body was stored (StoreBody) for async targets beside the stream.
+   *
+   * @generated from field: string body_ref = 8;
+   */
+  bodyRef: string;
+
+  /**
+   * @generated from field: string target_id = 9;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: string target_name = 10;
+   */
+  targetName: string;
+
+  /**
+   * False when async targets beside the stream own the request's status.
+   *
+   * @generated from field: bool owns_status = 11;
+   */
+  ownsStatus: boolean;
+
+  /**
+   * The target's status; unset when it was never reached.
+   *
+   * @generated from field: optional int32 status_code = 12;
+   */
+  statusCode?: number | undefined;
+
+  /**
+   * @generated from field: int64 latency_ms = 13;
+   */
+  latencyMs: bigint;
+
+  /**
+   * What reached the caller, heartbeats excluded: the billed size.
+   *
+   * @generated from field: int64 bytes = 14;
+   */
+  bytes: bigint;
+
+  /**
+   * Why the stream failed or was cut; unset when it ended whole.
+   *
+   * @generated from field: optional string error = 15;
+   */
+  error?: string | undefined;
+};
+
+/**
+ * Describes the message relay.v1.RecordStreamRequest.
+ * Use `create(RecordStreamRequestSchema)` to create a new message.
+ */
+export const RecordStreamRequestSchema: GenMessage<RecordStreamRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 16);
+
+/**
+ * @generated from message relay.v1.RecordStreamResponse
+ */
+export type RecordStreamResponse = Message<"relay.v1.RecordStreamResponse"> & {
+};
+
+/**
+ * Describes the message relay.v1.RecordStreamResponse.
+ * Use `create(RecordStreamResponseSchema)` to create a new message.
+ */
+export const RecordStreamResponseSchema: GenMessage<RecordStreamResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 17);
+
+/**
  * What edges ask the control plane. Callers authenticate with the edge token.
  *
  * @generated from service relay.v1.EdgeService
@@ -506,6 +618,17 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof StoreBodyRequestSchema;
     output: typeof StoreBodyResponseSchema;
+  },
+  /**
+   * Logs and bills a stream the edge proxied, once it ended. A repeat of a record already
+   * logged changes nothing, so an edge may retry one whose answer it lost.
+   *
+   * @generated from rpc relay.v1.EdgeService.RecordStream
+   */
+  recordStream: {
+    methodKind: "unary";
+    input: typeof RecordStreamRequestSchema;
+    output: typeof RecordStreamResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_edge, 0);
