@@ -30,11 +30,11 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       startDelivery: async () => {},
       claimSync: () => null,
       runSync: () => Promise.reject(new Error("no sync targets in this test")),
-      recordStream: async () => {},
     },
     callTarget: () => Promise.reject(new Error("no targets in this test")),
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
+    recordStream: () => {},
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,
   });

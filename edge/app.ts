@@ -5,6 +5,7 @@
  * rules gets the earlier: method 405, Host 400, key 401, line and endpoint 404, IP allowlist 403,
  * Idempotency-Key 400, body size 413, payload 415/422, rate limit 429, credits 402, then delivery.
  */
+import type { StreamRecord } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import type { Cidr } from "../core/ip.ts";
 import { hashSecret } from "../core/secrets.ts";
@@ -39,6 +40,8 @@ export interface EdgeDeps {
   /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hmac?: Hmac;
   temporal: WorkflowStarter;
+  /** Takes a finished stream to be logged and billed (./stream-records.ts); never throws. */
+  recordStream: (record: StreamRecord) => void;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */

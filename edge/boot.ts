@@ -12,6 +12,7 @@ import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
 import { EdgeState } from "./state.ts";
+import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter } from "./temporal.ts";
 import { taskQueueHealth } from "./workers.ts";
 
@@ -73,6 +74,10 @@ export async function bootEdge(
     callTarget: runtime.callTarget({ allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal,
+    recordStream: streamRecorder({
+      send: (record) => control.recordStream(record),
+      logError: telemetry.logError,
+    }),
     newRequestId: () => newId("req"),
     maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
     bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,

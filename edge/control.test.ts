@@ -29,6 +29,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
       if (options.ackHangs && acks > 1) await never();
     },
     storeBody: async () => "",
+    recordStream: async () => {},
   };
   return { control, streams: () => streams };
 }

@@ -1,7 +1,11 @@
-/** The edge's view of the control plane: keys by hash and project routing, over Connect. */
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+/**
+ * The edge's view of the control plane, over Connect: keys by hash and project routing, and where
+ * large bodies and finished streams go.
+ */
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import { importSigningKey, type SigningKey } from "../core/signing.ts";
@@ -37,6 +41,8 @@ export interface ControlPlane {
   ack(edgeId: string, sequence: bigint, leaseMs: number): Promise<void>;
   /** Keeps a large body for the worker; answers its reference. */
   storeBody(project: string, requestId: string, body: Uint8Array): Promise<string>;
+  /** Logs and bills a finished stream; a repeat of one already logged changes nothing. */
+  recordStream(record: StreamRecord): Promise<void>;
 }
 
 export function connectControlPlane(options: {
@@ -91,6 +97,25 @@ export function connectControlPlane(options: {
     },
     async storeBody(project, requestId, body) {
       return (await client.storeBody({ project, requestId, body })).bodyRef;
+    },
+    async recordStream(record) {
+      await client.recordStream({
+        requestId: record.requestId,
+        project: record.project,
+        line: record.line,
+        endpoint: record.endpoint,
+        keyMode: record.keyMode,
+        receivedAt: timestampFromDate(new Date(record.receivedAt)),
+        bodyBytes: BigInt(record.bodyBytes),
+        bodyRef: record.bodyRef ?? "",
+        targetId: record.target.id,
+        targetName: record.target.name,
+        ownsStatus: record.ownsStatus,
+        ...(record.statusCode !== null && { statusCode: record.statusCode }),
+        latencyMs: BigInt(record.latencyMs),
+        bytes: BigInt(record.bytes),
+        ...(record.error !== null && { error: record.error }),
+      });
     },
   };
 }

@@ -36,6 +36,7 @@ function scripted() {
     },
     ack: async () => {},
     storeBody: async () => "",
+    recordStream: async () => {},
   };
   let sequence = 0n;
   return {

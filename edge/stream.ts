@@ -36,9 +36,7 @@ export async function proxyStream(
   const started = performance.now();
   const record = (statusCode: number | null, bytes: number, error: string | null) => {
     const latencyMs = Math.round(performance.now() - started);
-    deps.temporal
-      .recordStream({ ...stream, statusCode, latencyMs, bytes, error })
-      .catch((err: unknown) => deps.logError({ err, requestId }, "stream record lost"));
+    deps.recordStream({ ...stream, statusCode, latencyMs, bytes, error });
   };
   const callerHeaders = forwardableHeaders(call.request.headers);
   callerHeaders["accept-encoding"] = "identity";

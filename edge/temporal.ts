@@ -11,7 +11,6 @@
 import {
   answeringWorkflowId,
   type DeliveryInput,
-  type StreamRecord,
   type SyncInput,
   type SyncOutcome,
 } from "../core/delivery.ts";
@@ -19,7 +18,6 @@ import { RelayError } from "../core/errors.ts";
 import {
   DELIVERY_WORKFLOW,
   requestSearchAttributes,
-  STREAM_RECORD_WORKFLOW,
   SYNC_WORKFLOW,
   TASK_QUEUE,
 } from "../core/temporal.ts";
@@ -40,8 +38,6 @@ export interface WorkflowStarter {
   claimSync(project: string): { release(): void } | null;
   /** Runs the sync workflow and answers its outcome (a repeat's: the first one's). */
   runSync(input: SyncInput, signal: AbortSignal, bodyTag?: string): Promise<SyncOutcome>;
-  /** Hands a finished stream to the worker for the request log and billing. */
-  recordStream(record: StreamRecord): Promise<void>;
 }
 
 export interface TemporalHttpOptions {
@@ -93,7 +89,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   async function start(
     workflowId: string,
     workflowType: string,
-    input: DeliveryInput | SyncInput | StreamRecord,
+    input: DeliveryInput | SyncInput,
     extra: Record<string, unknown> = {},
     bodyTag?: string,
   ): Promise<void> {
@@ -169,10 +165,6 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     },
     startDelivery: (input, bodyTag) =>
       admitted(input.project, () => start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag)),
-    // Not admitted: the stream was answered already, and a refused record would be lost. Streams
-    // in flight bound these.
-    recordStream: (record) =>
-      start(answeringWorkflowId(record, "stream"), STREAM_RECORD_WORKFLOW, record),
 
     async runSync(input, signal, bodyTag) {
       const workflowId = answeringWorkflowId(input, "sync");

@@ -1,8 +1,11 @@
 /** Stream targets: proxied chunk by chunk, aborts flow upstream, unreachable is 502. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createGzip } from "node:zlib";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { request } from "undici";
 import { afterAll, describe, expect, test } from "vitest";
+import type { StreamRecord } from "../core/delivery.ts";
+import { connectControlPlane } from "../edge/control.ts";
 import { api, eventually, projectWithEndpoint, stack, targetServer } from "./helpers.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -210,5 +213,60 @@ describe("streams in the request log and the bill", () => {
     });
     expect(list[0]?.attempts).toMatchObject([{ statusCode: null }]);
     expect(await used(p)).toBe(0);
+  });
+
+  test("a stream's record sent again by an edge (its answer lost) is logged and billed once; a malformed one is refused", async () => {
+    const target = await sseServer((_, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`data: ${"x".repeat(70_000)}\n\n`);
+    });
+    closers.push(target.close);
+    const p = await projectWithEndpoint([
+      { name: "live", targetUrl: target.url, deliveryMode: "stream" },
+    ]);
+    const response = await streamCall(p.slug, p.key);
+    await response.body.text();
+    const requestId = response.headers["x-relay-request-id"] as string;
+    type Attempt = { targetId: string; targetName: string; statusCode: number };
+    const log = (await logOf(p, requestId)) as Log & { attempts: Attempt[] };
+    await eventually(async () => (await used(p)) > 0);
+
+    // The edge's own client, as its recorder retries a record.
+    const control = connectControlPlane({
+      baseUrl: stack().controlUrl,
+      edgeToken: stack().edgeToken,
+      fetch,
+    });
+    const attempt = log.attempts[0] as Attempt;
+    const record: StreamRecord = {
+      requestId,
+      project: p.slug,
+      line: "v1",
+      endpoint: "hook",
+      keyMode: "live",
+      receivedAt: new Date().toISOString(),
+      bodyBytes: 2,
+      target: {
+        id: attempt.targetId,
+        name: attempt.targetName,
+        targetUrl: target.url,
+        deliveryMode: "stream",
+        timeoutSeconds: 30,
+        headers: {},
+      },
+      ownsStatus: true,
+      statusCode: 200,
+      latencyMs: 3,
+      bytes: 70_009,
+      error: null,
+    };
+    await control.recordStream(record);
+    expect((await logOf(p, requestId)).attempts).toHaveLength(1);
+    expect(await used(p)).toBe(2);
+
+    const refused = await control
+      .recordStream({ ...record, keyMode: "gold" as never })
+      .catch((error: unknown) => ConnectError.from(error));
+    expect(refused).toMatchObject({ code: Code.InvalidArgument });
   });
 });

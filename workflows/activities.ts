@@ -8,7 +8,6 @@ import {
   type AttemptVerdict,
   attemptVerdict,
   type Backoff,
-  classifyStatus,
   type DeliveryTarget,
   decodeBody,
   MAX_SYNC_ANSWER_BYTES,
@@ -98,7 +97,8 @@ export function createActivities(deps: ActivityDeps) {
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
     deliver: (input: DeliverInput): Promise<number> => deliver(attempts, input),
     relaySyncCall: (input: SyncInput): Promise<SyncOutcome> => relaySyncCall(attempts, input),
-    recordStreamCall: (record: StreamRecord): Promise<void> => recordStreamCall(attempts, record),
+    /** A stream record queued before edges sent them to the control plane (workflows.ts). */
+    recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
     rotateExpiringKeys: async (): Promise<number> =>
       rotateExpiringKeys(sql, await now(), sealingKey),
     pruneExpiredRequests: async (): Promise<Pruned> =>
@@ -169,25 +169,6 @@ async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncO
     finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
   });
   return syncOutcome(sent);
-}
-
-/** A stream the edge proxied: into the log, billed by the bytes it streamed back. */
-async function recordStreamCall(deps: AttemptDeps, record: StreamRecord): Promise<void> {
-  const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
-  const startedAt = new Date(Date.parse(request.receivedAt));
-  const { id: attemptId, attempt } = await requestLog.startAttempt(deps.sql, {
-    ...request,
-    opening: request,
-    target,
-    startedAt,
-  });
-  const delivered = statusCode !== null && classifyStatus(statusCode) === "delivered";
-  await endAttempt(
-    deps,
-    attemptId,
-    { ...request, target, attempt, statusCode, latencyMs, error, billedBytes: bytes },
-    ownsStatus ? (delivered ? "delivered" : "failed") : undefined,
-  );
 }
 
 /** An attempt to make, as `postToTarget` takes it. */

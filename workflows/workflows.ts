@@ -3,7 +3,7 @@
  * - deliverRequest: one per request (workflow id = request id): each async target's first
  *   attempt in the first workflow task, then retries as activities.
  * - relaySync: one per sync call; the edge waits for its result.
- * - recordStream: logs and bills a stream the edge proxied.
+ * - recordStream: logs and bills a stream an edge of an older release proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  * - pruneRequestLog: the daily log retention, started by a Schedule.
  */
@@ -179,9 +179,10 @@ export async function relaySync(input: SyncInput): Promise<SyncOutcome> {
 }
 
 /**
- * Bookkeeping for a stream the edge proxied, retried until it is written: a local activity, so
- * a record costs Temporal one workflow task (a record per stream, landing as the next streams
- * start, was most of what the edge added to their first byte under load).
+ * Bookkeeping for a stream the edge proxied, retried until it is written. Edges now send their
+ * stream records to the control plane (EdgeService.RecordStream: one write, where a workflow per
+ * stream cost Temporal and the worker more than the stream itself); this stays so records queued
+ * before an upgrade still finish. Remove once no edge of an older release can start one.
  */
 const recordOptions = {
   startToCloseTimeout: "30 seconds",

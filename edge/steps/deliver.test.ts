@@ -30,7 +30,6 @@ function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
       synced.push(input);
       return sync;
     },
-    recordStream: async () => {},
   };
   const deps = {
     state: { now: () => new Date(0) },
