@@ -9,13 +9,14 @@ import {
   endAttempt,
   failedTargets,
   type LoggedStream,
+  openRequest,
   type RequestOpening,
   recordStream,
   settleRequest,
   startAttempt,
 } from "./request-log.ts";
 
-const sql = connect(stack().databaseUrl, { max: 2 });
+const sql = connect(stack().databaseUrl, { max: 6 });
 const project = newId("prj");
 await sql`insert into projects (id, slug, name, plan) values (${project}, ${project}, 'log', 'free')`;
 afterAll(async () => {
@@ -25,18 +26,21 @@ afterAll(async () => {
 
 const startedAt = new Date();
 
+/** A new request of this file's project, as the log opens it. */
+const openingOf = (requestId = newId("req")): RequestOpening => ({
+  requestId,
+  project,
+  line: "l",
+  endpoint: "e",
+  keyMode: "test",
+  receivedAt: startedAt.toISOString(),
+  bodyBytes: 1,
+});
+
 /** A request with one ended attempt per target; answers its id. */
 async function requestWith(targets: Record<string, number | null>): Promise<string> {
-  const requestId = newId("req");
-  const opening: RequestOpening = {
-    requestId,
-    project,
-    line: "l",
-    endpoint: "e",
-    keyMode: "test",
-    receivedAt: startedAt.toISOString(),
-    bodyBytes: 1,
-  };
+  const opening = openingOf();
+  const { requestId } = opening;
   for (const [target, statusCode] of Object.entries(targets)) {
     const { id } = await startAttempt(sql, {
       opening,
@@ -83,13 +87,7 @@ test("a target that never answered is not delivered: beside a delivered one, the
 /** A stream of `bytes` to target `s`, ended with `statusCode`, as an edge reports it. */
 function streamOf(statusCode: number | null, bytes = 70_000): LoggedStream {
   return {
-    requestId: newId("req"),
-    project,
-    line: "l",
-    endpoint: "e",
-    keyMode: "test",
-    receivedAt: startedAt.toISOString(),
-    bodyBytes: 1,
+    ...openingOf(),
     target: { id: "s", name: "s" },
     ownsStatus: true,
     statusCode,
@@ -111,7 +109,9 @@ const loggedStream = async (requestId: string) => ({
 
 test("a stream's record sent again, even at once, is one attempt and one charge", async () => {
   const stream = streamOf(200);
-  await Promise.all([recordStream(sql, stream), recordStream(sql, stream)]);
+  // Opened already, as async targets beside a stream open it: only the row's lock orders them.
+  await openRequest(sql, stream);
+  await Promise.all(Array.from({ length: 5 }, () => recordStream(sql, stream)));
   await recordStream(sql, stream);
   expect(await loggedStream(stream.requestId)).toEqual({
     attempts: [{ attempt: 1, statusCode: 200, latencyMs: 5 }],

@@ -140,20 +140,28 @@ describe("streams in the request log and the bill", () => {
     (await api<{ pools: { live: { used: number } } }>(p.ownerToken, "GET", `${p.base}/usage`)).body
       .pools.live.used;
 
-  test("a finished stream is logged as delivered and billed by the bytes streamed back", async () => {
-    const big = "x".repeat(70_000);
-    const target = await sseServer((_, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(`: ${"h".repeat(100_000)}\n\n`); // a heartbeat: free, however long
-      res.end(`data: ${big}\n\n`);
-    });
+  /** One whole stream through a project whose only target answers with `answer`. */
+  async function streamedOnce(answer: (res: ServerResponse) => void) {
+    const target = await sseServer((_, res) => answer(res));
     closers.push(target.close);
     const p = await projectWithEndpoint([
       { name: "live", targetUrl: target.url, deliveryMode: "stream" },
     ]);
     const response = await streamCall(p.slug, p.key);
     await response.body.text();
-    const requestId = response.headers["x-relay-request-id"] as string;
+    return {
+      p,
+      targetUrl: target.url,
+      requestId: response.headers["x-relay-request-id"] as string,
+    };
+  }
+
+  test("a finished stream is logged as delivered and billed by the bytes streamed back", async () => {
+    const { p, requestId } = await streamedOnce((res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`: ${"h".repeat(100_000)}\n\n`); // a heartbeat: free, however long
+      res.end(`data: ${"x".repeat(70_000)}\n\n`);
+    });
     expect(await logOf(p, requestId)).toMatchObject({
       status: "delivered",
       attempts: [{ statusCode: 200, error: null }],
@@ -216,17 +224,10 @@ describe("streams in the request log and the bill", () => {
   });
 
   test("a stream's record sent again by an edge (its answer lost) is logged and billed once; a malformed one is refused", async () => {
-    const target = await sseServer((_, res) => {
+    const { p, targetUrl, requestId } = await streamedOnce((res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.end(`data: ${"x".repeat(70_000)}\n\n`);
     });
-    closers.push(target.close);
-    const p = await projectWithEndpoint([
-      { name: "live", targetUrl: target.url, deliveryMode: "stream" },
-    ]);
-    const response = await streamCall(p.slug, p.key);
-    await response.body.text();
-    const requestId = response.headers["x-relay-request-id"] as string;
     type Attempt = { targetId: string; targetName: string; statusCode: number };
     const log = (await logOf(p, requestId)) as Log & { attempts: Attempt[] };
     await eventually(async () => (await used(p)) > 0);
@@ -249,7 +250,7 @@ describe("streams in the request log and the bill", () => {
       target: {
         id: attempt.targetId,
         name: attempt.targetName,
-        targetUrl: target.url,
+        targetUrl,
         deliveryMode: "stream",
         timeoutSeconds: 30,
         headers: {},
