@@ -77,6 +77,7 @@ export async function bootEdge(
     recordStream: streamRecorder({
       send: (record) => control.recordStream(record),
       logError: telemetry.logError,
+      observe: telemetry.streamRecorded,
     }),
     newRequestId: () => newId("req"),
     maxBodyBytes: config.RELAY_MAX_BODY_BYTES,

@@ -7,6 +7,7 @@ import pino from "pino";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { TaskQueueHealth } from "../core/task-queue.ts";
 import type { Answered } from "./app.ts";
+import type { StreamRecordOutcome } from "./stream-records.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -41,6 +42,12 @@ export function edgeTelemetry() {
     labelNames: ["cache"],
     registers,
   });
+  const streamRecords = new Counter({
+    name: "relay_edge_stream_records_total",
+    help: "Finished streams sent to the control plane to be logged, by outcome (logged, retried, lost)",
+    labelNames: ["outcome"],
+    registers,
+  });
   return {
     log,
     registry,
@@ -65,6 +72,9 @@ export function edgeTelemetry() {
     },
     temporalStarted(workflow: string, seconds: number): void {
       temporalStart.observe({ workflow }, seconds);
+    },
+    streamRecorded(outcome: StreamRecordOutcome): void {
+      streamRecords.inc({ outcome });
     },
     keyLookedUp(cached: boolean): void {
       keyLookups.inc({ cache: cached ? "hit" : "miss" });

@@ -9,6 +9,7 @@ const streamOf = (requestId: string) => ({ requestId }) as StreamRecord;
 function recorderWith(outcomes: (Error | null)[], maxPending?: number) {
   const sent: string[] = [];
   const lost: string[] = [];
+  const observed: string[] = [];
   const recordStream = streamRecorder({
     send: async (r) => {
       sent.push(r.requestId);
@@ -16,21 +17,23 @@ function recorderWith(outcomes: (Error | null)[], maxPending?: number) {
       if (outcome) throw outcome;
     },
     logError: (fields) => lost.push(String(fields.requestId)),
+    observe: (outcome) => observed.push(outcome),
     retryDelaysMs: [0, 0, 0],
     ...(maxPending !== undefined && { maxPending }),
   });
-  return { recordStream, sent, lost };
+  return { recordStream, sent, lost, observed };
 }
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 test("a record the control plane could not take is sent again until it is", async () => {
   const down = new ConnectError("restarting", Code.Unavailable);
-  const { recordStream, sent, lost } = recorderWith([down, down, null]);
+  const { recordStream, sent, lost, observed } = recorderWith([down, down, null]);
   recordStream(streamOf("req_1"));
   await settled();
   expect(sent).toEqual(["req_1", "req_1", "req_1"]);
   expect(lost).toEqual([]);
+  expect(observed).toEqual(["retried", "retried", "logged"]);
 });
 
 test("after the last retry, or when refused, a record is logged as lost", async () => {
@@ -42,6 +45,7 @@ test("after the last retry, or when refused, a record is logged as lost", async 
   refusal.recordStream(streamOf("req_bad"));
   await settled();
   expect([retried.sent.length, retried.lost]).toEqual([4, ["req_down"]]);
+  expect(retried.observed).toEqual(["retried", "retried", "retried", "lost"]);
   expect([refusal.sent.length, refusal.lost]).toEqual([1, ["req_bad"]]);
 });
 

@@ -10,11 +10,16 @@ import type { StreamRecord } from "../core/delivery.ts";
 export interface StreamRecorderOptions {
   send: (record: StreamRecord) => Promise<void>;
   logError: (fields: Record<string, unknown>, message: string) => void;
+  /** Told of each send's outcome, for the metrics. */
+  observe?: (outcome: StreamRecordOutcome) => void;
   /** The waits before each retry; the record is lost after the last. */
   retryDelaysMs?: readonly number[];
   /** Records sent or waiting to be retried at once. */
   maxPending?: number;
 }
+
+/** What became of one send of a record: taken, to be tried again, or given up on. */
+export type StreamRecordOutcome = "logged" | "retried" | "lost";
 
 /** About two minutes of retries: a control plane restarting is back well within it. */
 const RETRY_DELAYS_MS = [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -35,19 +40,24 @@ export function streamRecorder(options: StreamRecorderOptions): (record: StreamR
   const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   const maxPending = options.maxPending ?? MAX_PENDING;
   let pending = 0;
-  const lost = (record: StreamRecord, err: unknown) =>
+  const observe = options.observe ?? (() => {});
+  const lost = (record: StreamRecord, err: unknown) => {
+    observe("lost");
     options.logError({ err, requestId: record.requestId }, "stream record lost");
+  };
 
   async function deliver(record: StreamRecord): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         await options.send(record);
+        observe("logged");
         return;
       } catch (err) {
         const delay = delays[attempt];
         if (delay === undefined || !TRANSIENT.has(ConnectError.from(err).code)) {
           return lost(record, err);
         }
+        observe("retried");
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
