@@ -220,16 +220,16 @@ export type SyncOutcome =
 /** A sync answer travels through Temporal's history, which refuses payloads past 2 MB. */
 export const MAX_SYNC_ANSWER_BYTES = 1024 * 1024;
 
-/** A sync request is delivered when its target answered 2xx, as an async one would be. */
-export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
-  return outcome.kind === "answered" && classifyStatus(outcome.status) === "delivered"
-    ? "delivered"
-    : "failed";
+/**
+ * The status of a request whose one target was called once (sync, stream): delivered when it
+ * answered 2xx, as an async attempt would be; null is no answer.
+ */
+export function answeredStatus(statusCode: number | null): "delivered" | "failed" {
+  return statusCode !== null && classifyStatus(statusCode) === "delivered" ? "delivered" : "failed";
 }
 
-/** A stream's request is delivered when its target answered 2xx, like any other. */
-export function streamStatus(statusCode: number | null): "delivered" | "failed" {
-  return statusCode !== null && classifyStatus(statusCode) === "delivered" ? "delivered" : "failed";
+export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
+  return answeredStatus(outcome.kind === "answered" ? outcome.status : null);
 }
 
 /** A request as a call to one of its targets carries it: the delivery input, less its targets. */
@@ -257,10 +257,7 @@ export interface StreamEnd {
 /** A finished stream, as the edge reports it for the request log and billing. */
 export interface StreamRecord extends StreamStart, StreamEnd {}
 
-/** The workflow id of the call that answers the caller: the request id, unless async targets hold it. */
-export function answeringWorkflowId(
-  input: { requestId: string; ownsStatus: boolean },
-  kind: "sync" | "stream",
-) {
-  return input.ownsStatus ? input.requestId : `${input.requestId}-${kind}`;
+/** A sync call's workflow id: the request id, unless async targets' workflow holds it. */
+export function syncWorkflowId(input: { requestId: string; ownsStatus: boolean }) {
+  return input.ownsStatus ? input.requestId : `${input.requestId}-sync`;
 }

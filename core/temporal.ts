@@ -5,7 +5,6 @@ export const TASK_QUEUE = "relay";
 
 export const DELIVERY_WORKFLOW = "deliverRequest";
 export const SYNC_WORKFLOW = "relaySync";
-export const STREAM_RECORD_WORKFLOW = "recordStream";
 
 /** The daily key auto-rotation: a Schedule, visible with its runs in the Temporal UI. */
 export const ROTATION_WORKFLOW = "rotateKeys";

@@ -9,10 +9,10 @@
  * throttles (429), the caller gets 503 with Retry-After at once rather than a growing queue.
  */
 import {
-  answeringWorkflowId,
   type DeliveryInput,
   type SyncInput,
   type SyncOutcome,
+  syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import {
@@ -167,7 +167,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       admitted(input.project, () => start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag)),
 
     async runSync(input, signal, bodyTag) {
-      const workflowId = answeringWorkflowId(input, "sync");
+      const workflowId = syncWorkflowId(input);
       const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
       await admitted(input.project, () =>
         start(

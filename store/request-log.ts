@@ -6,10 +6,10 @@
  * written once here (`delivered`); store/retention.ts prunes the log.
  */
 import {
+  answeredStatus,
   type DeliveryInput,
   type DeliveryTarget,
   type StreamRecord,
-  streamStatus,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { type Charge, chargeDelivery } from "./credits.ts";
@@ -171,7 +171,7 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
     }
     if (ownsStatus) {
       await tx`
-        update requests set status = ${streamStatus(statusCode)}, updated_at = now()
+        update requests set status = ${answeredStatus(statusCode)}, updated_at = now()
         where id = ${request.requestId}`;
     }
   });
