@@ -269,5 +269,17 @@ describe("streams in the request log and the bill", () => {
       .recordStream({ ...record, keyMode: "gold" as never })
       .catch((error: unknown) => ConnectError.from(error));
     expect(refused).toMatchObject({ code: Code.InvalidArgument });
+
+    // An error of any length is logged, cut to 1,000 characters.
+    const failedId = `${requestId}_failed`;
+    await control.recordStream({
+      ...record,
+      requestId: failedId,
+      statusCode: null,
+      error: "e".repeat(5_000),
+    });
+    expect((await logOf(p, failedId)).attempts).toMatchObject([
+      { statusCode: null, error: "e".repeat(1_000) },
+    ]);
   });
 });

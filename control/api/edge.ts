@@ -85,8 +85,12 @@ export async function recordStream(ctx: Ctx, stream: LoggedStream): Promise<void
   requireEdge(ctx.caller);
   const problem = streamProblem(stream);
   if (problem) throw new RelayError("bad_request", `a stream record ${problem}`);
-  await logStream(ctx.sql, stream);
+  const error = stream.error?.slice(0, MAX_STREAM_ERROR_CHARS) ?? null;
+  await logStream(ctx.sql, { ...stream, error });
 }
+
+/** An edge's own failure messages are short; a longer one is cut, not refused (it bills). */
+const MAX_STREAM_ERROR_CHARS = 1_000;
 
 function streamProblem(stream: LoggedStream): string | null {
   if (!stream.requestId || !stream.project || !stream.target.id) {
