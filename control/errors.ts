@@ -20,6 +20,7 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
   key_not_active: Code.FailedPrecondition,
+  request_already_delivered: Code.FailedPrecondition,
   successor_already_revealed: Code.FailedPrecondition,
   insufficient_credits: Code.ResourceExhausted,
   rate_limited: Code.ResourceExhausted,

@@ -10,6 +10,7 @@ import { opsHandler } from "../core/ops.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
 import { postgresAnswers } from "../store/db.ts";
+import * as cancel from "./api/cancel.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
 import * as deliveries from "./api/deliveries.ts";
@@ -172,6 +173,9 @@ const routes: Route[] = [
   ),
   route("GET", `${base}/requests/:requestId`, ({ ctx, params }) =>
     requests.getRequest(ctx, p(params).project, p(params).requestId),
+  ),
+  route("DELETE", `${base}/requests/:requestId`, ({ ctx, params }) =>
+    cancel.cancelRequest(ctx, p(params).project, p(params).requestId),
   ),
   route(
     "POST",

@@ -34,6 +34,11 @@ export interface DeliveryInput {
   bodyRef?: string;
   /** The body's size in bytes as received. */
   bodyBytes: number;
+  /**
+   * A delayed call's time (RFC 3339, on the stack's clock, as `receivedAt`): its workflow waits
+   * until then (core/schedule.ts). Absent for a call delivered at once, and for a replay.
+   */
+  notBefore?: string;
   targets: DeliveryTarget[];
 }
 

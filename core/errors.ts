@@ -17,6 +17,7 @@ export const errorStatus = {
   request_timeout: 408,
   conflict: 409,
   key_not_active: 409,
+  request_already_delivered: 409,
   successor_already_revealed: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

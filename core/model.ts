@@ -29,12 +29,15 @@ export type KeyMode = (typeof keyModes)[number];
 export const deliveryModes = ["async", "sync", "stream"] as const;
 export type DeliveryMode = (typeof deliveryModes)[number];
 
+/** In the order of the proto enum RequestStatus (the Connect converters map by position). */
 export const requestStatuses = [
   "queued",
   "delivering",
   "delivered",
   "partially_failed",
   "failed",
+  "scheduled",
+  "cancelled",
 ] as const;
 export type RequestStatus = (typeof requestStatuses)[number];
 

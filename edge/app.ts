@@ -26,6 +26,7 @@ import { observe } from "./steps/observe.ts";
 import { payload } from "./steps/payload.ts";
 import { project } from "./steps/project.ts";
 import { rate, rateHeaders } from "./steps/rate.ts";
+import { schedule } from "./steps/schedule.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
 export interface ConnInfo {
@@ -100,6 +101,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     .use(rateHeaders(runtime))
     .use(allowlist(trustedProxies))
     .use(idempotency)
+    .use(schedule(deps.state))
     .use(body(deps.maxBodyBytes, deps.bodyTimeoutMs ?? 30_000))
     .use(payload)
     .use(rate(runtime))

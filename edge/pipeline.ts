@@ -25,6 +25,8 @@ export interface Envelope {
   compiled?: CompiledEndpoint;
   /** The caller's Idempotency-Key, when it sent one (idempotency step). */
   idempotencyKey?: string | null;
+  /** When to deliver: null at once, else a delayed call's time (schedule step). */
+  notBefore?: Date | null;
   /** The whole request body (body step). */
   body?: Uint8Array<ArrayBuffer>;
   /** The rate limit's verdict on this call (rate step). */
@@ -35,7 +37,7 @@ export interface Envelope {
 export type With<K extends keyof Envelope> = Envelope & Required<Pick<Envelope, K>>;
 export type Authenticated = With<"project" | "key">;
 export type Routed = With<"project" | "key" | "endpoint" | "projectState" | "compiled">;
-export type Received = Routed & With<"idempotencyKey" | "body">;
+export type Received = Routed & With<"idempotencyKey" | "notBefore" | "body">;
 
 export type Next<T> = (envelope: T) => Promise<Response>;
 /** One step: takes an envelope of at least `In`, and hands `next` one of at least `Out`. */

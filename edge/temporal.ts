@@ -109,7 +109,9 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
             workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
           }),
           input: [input],
-          searchAttributes: { indexedFields: requestSearchAttributes(input, "queued") },
+          searchAttributes: {
+            indexedFields: requestSearchAttributes(input, input.notBefore ? "scheduled" : "queued"),
+          },
           ...extra,
         }),
       })

@@ -25,17 +25,38 @@ const delivered = (q: Queryable) => q`coalesce(status_code between 200 and 299, 
 /** A request as the log opens it: the delivery input without what only its calls need. */
 export type RequestOpening = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
 
-/** Idempotent: a retried or replayed open leaves the first row as it is. */
-const insertRequest = (q: Queryable, input: RequestOpening) => q`
-  insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-    body_bytes, received_at)
-  select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-    'delivering', ${input.bodyBytes}, ${input.receivedAt}
-  from projects p where p.slug = ${input.project}
-  on conflict (id) do nothing`;
+/** The statuses a request is opened in: waiting for its time, delivering, or cancelled. */
+type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled">;
 
-export async function openRequest(sql: Sql, input: RequestOpening): Promise<void> {
-  await insertRequest(sql, input);
+/**
+ * Opens a request in the log. Idempotent: a retried or replayed open leaves the row as it is,
+ * except that a scheduled request starts delivering when its time comes, and a cancel ends any.
+ */
+const insertRequest = (q: Queryable, input: RequestOpening, status: Opening = "delivering") => q`
+  insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
+    body_bytes, received_at, not_before)
+  select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
+    ${status}, ${input.bodyBytes}, ${input.receivedAt}, ${input.notBefore ?? null}
+  from projects p where p.slug = ${input.project}
+  on conflict (id) do update set status = excluded.status, updated_at = now()
+  where excluded.status = 'cancelled'
+    or (requests.status = 'scheduled' and excluded.status = 'delivering')`;
+
+/** Opens a request: delivering, or (a delayed one) scheduled until its time. */
+export async function openRequest(
+  sql: Sql,
+  input: RequestOpening,
+  status: Extract<Opening, "scheduled" | "delivering"> = "delivering",
+): Promise<void> {
+  await insertRequest(sql, input, status);
+}
+
+/**
+ * A request cancelled before it was delivered: no further attempts will be made (its workflow
+ * stopped them). Opens it, cancelled, when it was cancelled before its first task.
+ */
+export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<void> {
+  await insertRequest(sql, input, "cancelled");
 }
 
 /**
@@ -207,6 +228,8 @@ export interface RequestView {
   line: string;
   endpoint: string;
   receivedAt: Date;
+  /** A delayed request's time; null for one delivered at once. */
+  notBefore: Date | null;
   updatedAt: Date;
   bodyBytes: number;
   attempts: AttemptView[];
@@ -255,7 +278,7 @@ async function selectRequests(
 ): Promise<RequestView[]> {
   const requests = await sql<Omit<RequestView, "attempts">[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
-      updated_at, body_bytes
+      not_before, updated_at, body_bytes
     from requests where project_id = ${projectId} ${filter}`;
   if (requests.length === 0) return [];
   const attempts = await sql<(AttemptView & { requestId: string })[]>`

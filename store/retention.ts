@@ -21,7 +21,7 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
       delete from requests where id in (
         select id from requests
         where received_at < ${cutoff}
-          and status in ('delivered', 'partially_failed', 'failed')
+          and status in ('delivered', 'partially_failed', 'failed', 'cancelled')
         limit ${BATCH})`;
     pruned.requests += deleted.count;
     if (deleted.count < BATCH) break;

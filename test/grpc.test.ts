@@ -6,7 +6,6 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, expect, test } from "vitest";
@@ -25,7 +24,7 @@ import {
   Plan,
   ProjectService,
 } from "../gen/relay/v1/projects_pb.ts";
-import { newProject, stack } from "./helpers.ts";
+import { memberClient, newProject, stack } from "./helpers.ts";
 
 const client = new grpc.Client(new URL(stack().controlUrl).host, grpc.credentials.createInsecure());
 afterAll(() => client.close());
@@ -148,18 +147,7 @@ test.each([
   ["Connect", createConnectTransport],
 ])("the same port answers %s (connect-web, as a browser would call it)", async (_, transport) => {
   const project = await newProject("free");
-  const client = createClient(
-    ProjectService,
-    transport({
-      baseUrl: stack().controlUrl,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("authorization", `Bearer ${project.ownerToken}`);
-          return next(req);
-        },
-      ],
-    }),
-  );
+  const client = memberClient(ProjectService, project.ownerToken, transport);
   const { project: found } = await client.getProject({ project: project.slug });
   expect(found?.slug).toBe(project.slug);
   expect(found?.plan).toBe(Plan.FREE);

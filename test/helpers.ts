@@ -1,5 +1,8 @@
 /** What the integration tests share: the stack's addresses, API calls, and real target servers. */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, type GrpcWebTransportOptions } from "@connectrpc/connect-web";
 import { Webhook } from "standardwebhooks";
 import { request } from "undici";
 import { inject, vi } from "vitest";
@@ -72,6 +75,26 @@ export async function projectWithEndpoint(
   });
   if (created.status !== 201) throw new Error(`endpoint: ${created.text}`);
   return { ...project, base, key: await mintKey({ ...project, base }, "live") };
+}
+
+/** A Connect client of `service` on the stack's control plane, calling as the member `token`. */
+export function memberClient<T extends DescService>(
+  service: T,
+  token: string,
+  transport: (options: GrpcWebTransportOptions) => Transport = createConnectTransport,
+): Client<T> {
+  return createClient(
+    service,
+    transport({
+      baseUrl: stack().controlUrl,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${token}`);
+          return next(req);
+        },
+      ],
+    }),
+  );
 }
 
 /** A new API key's plaintext. */
@@ -171,7 +194,7 @@ export async function eventually<T>(
   }
 }
 
-/** A request's log entry once it is finished (neither queued nor delivering). */
+/** A request's log entry once it is finished (not queued, scheduled or delivering). */
 export async function finishedLog<T extends { status: string } = RequestLog>(
   p: { base: string; ownerToken: string },
   requestId: string,
@@ -179,7 +202,11 @@ export async function finishedLog<T extends { status: string } = RequestLog>(
 ): Promise<T> {
   return eventually(async () => {
     const log = await api<T>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
-    return log.status === 200 && !["queued", "delivering"].includes(log.body.status) && log.body;
+    return (
+      log.status === 200 &&
+      !["queued", "scheduled", "delivering"].includes(log.body.status) &&
+      log.body
+    );
   }, timeoutMs);
 }
 

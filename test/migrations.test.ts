@@ -43,7 +43,7 @@ test("a ledger written before pools kept their balance is carried into them, the
       ('prj_a', 'live', -2, 'delivery', 'r2', 't'), ('prj_a', 'test', 10, 'grant', null, null),
       ('prj_b', 'live', 1, 'grant', null, null), ('prj_b', 'live', -4, 'delivery', 'r3', 't')`;
 
-  expect(await migrate(db)).toEqual(["007_credit_pools.sql"]);
+  expect(await migrate(db)).toContain("007_credit_pools.sql");
   const pools = () =>
     db<{ projectId: string; pool: string; balance: string; used: string }[]>`
       select project_id, pool, balance, used from credit_pools order by project_id, pool`;

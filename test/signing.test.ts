@@ -5,14 +5,13 @@
  * new one only.
  */
 import { toJsonString } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, describe, expect, test } from "vitest";
 import { EndpointService, GetEndpointResponseSchema } from "../gen/relay/v1/routing_pb.ts";
 import {
   api,
   eventually,
   finishedLog,
+  memberClient,
   mintKey,
   newProject,
   type Received,
@@ -200,18 +199,7 @@ describe("signed deliveries", () => {
 
   test("RotateSigningSecret over Connect answers the new secret once", async () => {
     const p = await setup();
-    const client = createClient(
-      EndpointService,
-      createConnectTransport({
-        baseUrl: stack().controlUrl,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${p.ownerToken}`);
-            return next(req);
-          },
-        ],
-      }),
-    );
+    const client = memberClient(EndpointService, p.ownerToken);
     const rotated = await client.rotateSigningSecret({
       project: p.slug,
       line: "v1",

@@ -85,7 +85,9 @@ export function createActivities(deps: ActivityDeps) {
   const { sql, now, sealingKey, retryPolicy, logRetentionMs } = deps;
   const attempts: AttemptDeps = { ...deps, signingKeysOf: signingKeys(sql, sealingKey) };
   return {
-    openRequest: (input: RequestRow): Promise<void> => requestLog.openRequest(sql, input),
+    openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
+      requestLog.openRequest(sql, input, status),
+    cancelRequest: (input: RequestRow): Promise<void> => requestLog.cancelRequest(sql, input),
     settleRequest: (requestId: string): Promise<RequestStatus> =>
       requestLog.settleRequest(sql, requestId),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,

@@ -128,8 +128,11 @@ const activities: Activities = {
     calls.push({ name: "retryPolicy", args: [] });
     return policy;
   },
-  async openRequest(request: RequestRow) {
-    calls.push({ name: "openRequest", args: [request] });
+  async openRequest(request: RequestRow, status?: "scheduled" | "delivering") {
+    calls.push({ name: "openRequest", args: status ? [request, status] : [request] });
+  },
+  async cancelRequest(request: RequestRow) {
+    calls.push({ name: "cancelRequest", args: [request] });
   },
   async settleRequest(requestId: string) {
     calls.push({ name: "settleRequest", args: [requestId] });
@@ -431,4 +434,76 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
   });
   expect(await retention.result()).toEqual({ requests: 5, bodies: 2 });
   await recordHistory(retention, "log-pruned");
+});
+
+/** An input asking to be delivered `delayMs` after it was received. */
+function delayed(targets: DeliveryTarget[], delayMs: number): DeliveryInput {
+  const input = delivery(targets);
+  return { ...input, notBefore: new Date(Date.parse(input.receivedAt) + delayMs).toISOString() };
+}
+
+/** Resolves once the workflow has made `name`'s call. */
+async function called(name: keyof Activities, requestId: string) {
+  for (let i = 0; i < 200; i++) {
+    if (calls.some((c) => c.name === name && JSON.stringify(c.args).includes(requestId))) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no ${name} call for ${requestId}`);
+}
+
+test("a delayed deliverRequest opens its request scheduled, waits on a timer, then delivers", async () => {
+  const later = target("later");
+  const input = delayed([later], 1500);
+  const handle = await start(input);
+
+  expect(await handle.result()).toBe("delivered");
+  const { targets: _, headers: __, bodyBase64: ___, ...request } = input;
+  expect(callsOf("openRequest").find((c) => c.args[1] === "scheduled")?.args[0]).toEqual(request);
+  const [wait] = await timers(handle);
+  expect(wait).toBeGreaterThan(1000);
+  expect(wait).toBeLessThanOrEqual(1500);
+  const [tried] = attemptsOf(input.requestId) as [Attempt];
+  expect(tried.at - Date.parse(input.receivedAt)).toBeGreaterThanOrEqual(1500);
+  await recordHistory(handle, "delayed");
+});
+
+test("a cancelled deliverRequest stops where it waits, makes no further attempt and ends cancelled", async () => {
+  const waiting = target("waiting");
+  const scheduled = await start(delayed([waiting], 60_000));
+  await called("openRequest", scheduled.workflowId);
+  await scheduled.cancel();
+  expect(await scheduled.result()).toBe("cancelled");
+  expect(attemptsOf(scheduled.workflowId)).toEqual([]);
+  expect(callsOf("cancelRequest").map((c) => (c.args[0] as RequestRow).requestId)).toContain(
+    scheduled.workflowId,
+  );
+  expect(await relayStatus(scheduled)).toBe("cancelled");
+  await recordHistory(scheduled, "cancelled-while-scheduled");
+
+  const down = target("down");
+  script.set(down.id, [{ status: 503, retryAfter: "60" }]);
+  const retrying = await start(delivery([down]));
+  await called("firstAttempt", retrying.workflowId);
+  await retrying.cancel();
+  expect(await retrying.result()).toBe("cancelled");
+  expect(attemptsOf(retrying.workflowId)).toHaveLength(1);
+  expect(await relayStatus(retrying)).toBe("cancelled");
+});
+
+test("a deliverRequest cancelled before its first task never tries its targets", async () => {
+  const never = target("never");
+  const input = delivery([never]);
+  // Its first task waits (Temporal's start delay), so the cancel is there when it runs.
+  const handle = await env.client.workflow.start<typeof deliverRequest>("deliverRequest", {
+    taskQueue,
+    workflowId: input.requestId,
+    args: [input],
+    startDelay: "2 seconds",
+  });
+  await handle.cancel();
+  expect(await handle.result()).toBe("cancelled");
+  expect(attemptsOf(input.requestId)).toEqual([]);
+  expect(callsOf("cancelRequest").map((c) => (c.args[0] as RequestRow).requestId)).toContain(
+    input.requestId,
+  );
 });

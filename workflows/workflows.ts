@@ -1,7 +1,8 @@
 /**
  * Relay's workflows: orchestration only, deterministic; the I/O is in activities.ts.
- * - deliverRequest: one per request (workflow id = request id): each async target's first
- *   attempt in the first workflow task, then retries as activities.
+ * - deliverRequest: one per request (workflow id = request id): a delayed one waits for its
+ *   time on a timer, then each async target's first attempt in one workflow task, then retries
+ *   as activities; a cancel (Temporal's) stops it wherever it is.
  * - relaySync: one per sync call; the edge waits for its result.
  * - recordStream: logs and bills a stream an edge of an older release proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
@@ -9,6 +10,9 @@
  */
 import { defineSearchAttributeKey } from "@temporalio/common";
 import {
+  ActivityCancellationType,
+  CancellationScope,
+  isCancellation,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -37,10 +41,13 @@ import type {
 } from "./activities.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
-const { openRequest, settleRequest } = proxyActivities<Activities>({
+const bookkeeping = {
   startToCloseTimeout: "10 seconds",
   retry: { maximumInterval: "1 minute" },
-});
+} as const;
+const { openRequest, settleRequest, cancelRequest } = proxyActivities<Activities>(bookkeeping);
+/** A delayed request is opened (scheduled) in the task that starts its wait. */
+const openLocally = proxyLocalActivities<Activities>(bookkeeping);
 
 const { rotateExpiringKeys, pruneExpiredRequests } = proxyActivities<Activities>({
   startToCloseTimeout: "1 minute",
@@ -77,6 +84,9 @@ function deliveryActivities(policy: RetryPolicy) {
   return proxyActivities<Activities>({
     // An attempt lost with its worker is retried once its heartbeat stops, or this passes.
     startToCloseTimeout: policy.attemptTimeoutMs,
+    // A cancelled request's attempt in flight is aborted (its heartbeat learns of the cancel)
+    // and logged before the request is marked cancelled, so nothing lands after that.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     heartbeatTimeout: 3 * ATTEMPT_HEARTBEAT_MS,
     scheduleToCloseTimeout: Math.max(policy.windowMs - elapsedMs, 1000),
     retry: {
@@ -92,9 +102,39 @@ const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
 /**
  * Also runs a replay: the same input with only the targets that failed. A request whose first
- * attempts all end (delivered, or failed for good) completes in its first workflow task.
+ * attempts all end (delivered, or failed for good) completes in its first workflow task. A
+ * cancel (DELETE .../requests/{id}) ends it wherever it waits: its time, a retry's backoff, an
+ * open attempt (aborted and logged first).
  */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
+  const { targets, headers, bodyBase64, body, ...request } = input;
+  try {
+    const waitMs = timeToWait(input);
+    if (waitMs > 0) {
+      await openLocally.openRequest(request, "scheduled");
+      await sleep(waitMs);
+    }
+    return await deliverAll(input);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    return CancellationScope.nonCancellable(async () => {
+      await cancelRequest(request);
+      return settle("cancelled");
+    });
+  }
+}
+
+/**
+ * How long a delayed request still waits: the delay it asked for at the edge (both times on the
+ * stack's clock), less what has passed since its workflow started (Temporal's clock).
+ */
+function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
+  if (!notBefore) return 0;
+  const asked = Date.parse(notBefore) - Date.parse(receivedAt);
+  return asked - (Date.now() - workflowInfo().startTime.getTime());
+}
+
+async function deliverAll(input: DeliveryInput): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, ...request } = input;
   const deliveries: DeliverInput[] = targets
     .filter((target) => target.deliveryMode === "async")

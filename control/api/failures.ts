@@ -55,7 +55,8 @@ export async function replayRequest(
       `request '${requestId}' cannot be replayed: only queued deliveries within Temporal's retention replay`,
     );
   }
-  const original = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
+  // A replay delivers now, whatever time the original waited for.
+  const { notBefore: _, ...original } = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
   const failed = await failedTargets(ctx.sql, requestId);
   const targets = original.targets.filter((t) => failed.includes(t.id));
   if (targets.length === 0) {

@@ -93,6 +93,7 @@ export const requestOut = (r: RequestView) => ({
   ...r,
   status: toEnum(requestStatuses, r.status),
   receivedAt: ts(r.receivedAt),
+  notBefore: r.notBefore ? ts(r.notBefore) : undefined,
   updatedAt: ts(r.updatedAt),
   bodyBytes: BigInt(r.bodyBytes),
   attempts: r.attempts.map((a) => ({

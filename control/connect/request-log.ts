@@ -1,5 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
+import * as cancel from "../api/cancel.ts";
 import * as requests from "../api/requests.ts";
 import type { ContextOf } from "./caller.ts";
 import { pageOut, pageQuery, requestOut } from "./convert.ts";
@@ -12,6 +13,11 @@ export function requestLogService(router: ConnectRouter, ctxOf: ContextOf): void
     async getRequest(req, h) {
       return {
         request: requestOut(await requests.getRequest(ctxOf(h), req.project, req.requestId)),
+      };
+    },
+    async cancelRequest(req, h) {
+      return {
+        request: requestOut(await cancel.cancelRequest(ctxOf(h), req.project, req.requestId)),
       };
     },
   });

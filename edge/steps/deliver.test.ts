@@ -62,6 +62,17 @@ test("async targets are queued in one workflow and the caller gets 202 with the 
   expect(input.headers).toEqual({ "x-custom": "kept" });
 });
 
+test("a delayed call is 202 scheduled, its workflow told when", async () => {
+  const { deps, started } = edgeWith();
+  const call = Object.assign(callTo([target("a", "async")]), {
+    notBefore: new Date("2026-11-24T13:00:00Z"),
+  });
+  const answer = await deliver(deps)(call);
+  expect(answer.status).toBe(202);
+  expect(await answer.json()).toEqual({ status: "scheduled", requestId: "req_new" });
+  expect(started.map((s) => s.input.notBefore)).toEqual(["2026-11-24T13:00:00.000Z"]);
+});
+
 test("a sync target answers the caller while the async ones are queued beside it", async () => {
   const { deps, started, synced } = edgeWith({
     kind: "answered",

@@ -58,7 +58,8 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
         : null;
     if (!answering) {
       await queued;
-      return json(202, { status: "queued", requestId }, call.responseHeaders);
+      const status = call.notBefore ? "scheduled" : "queued";
+      return json(202, { status, requestId }, call.responseHeaders);
     }
     if (answering.deliveryMode === "stream") {
       await queued;
@@ -131,6 +132,7 @@ function deliveryInput(
     bodyBase64: bodyRef ? "" : encodeBody(call.body),
     ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
+    ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
     targets: [],
   };
 }

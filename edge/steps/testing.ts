@@ -67,6 +67,7 @@ export function received(
     projectState: state,
     compiled: new EndpointRuntime().compile(endpoint),
     idempotencyKey: null,
+    notBefore: null,
     body: new Uint8Array(),
   });
 }

@@ -30,13 +30,16 @@ export const requestStatusNames: Record<RequestStatus, string> = {
   [RequestStatus.DELIVERED]: "delivered",
   [RequestStatus.PARTIALLY_FAILED]: "partially failed",
   [RequestStatus.FAILED]: "failed",
+  [RequestStatus.SCHEDULED]: "scheduled",
+  [RequestStatus.CANCELLED]: "cancelled",
 };
 
 /** Statuses after which a request changes only by a replay. */
 export const finished = (status: RequestStatus) =>
   status === RequestStatus.DELIVERED ||
   status === RequestStatus.PARTIALLY_FAILED ||
-  status === RequestStatus.FAILED;
+  status === RequestStatus.FAILED ||
+  status === RequestStatus.CANCELLED;
 
 export const deliveryModeNames: Record<DeliveryMode, string> = {
   [DeliveryMode.UNSPECIFIED]: "async",

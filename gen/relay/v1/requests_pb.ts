@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEi4gEKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCDQoLX2xhdGVuY3lfbXNCCAoGX2Vycm9yIoACCgdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJwoGc3RhdHVzGAIgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1cxIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEi8KC3JlY2VpdmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiMKCGF0dGVtcHRzGAggAygLMhEucmVsYXkudjEuQXR0ZW1wdCJsCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBQgkKB19zdGF0dXNCCwoJX2VuZHBvaW50Im4KE0xpc3RSZXF1ZXN0c1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0UmVxdWVzdHNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOAoRR2V0UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjgKEkdldFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJuChNMaXN0RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdEZhaWx1cmVzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjsKFFJlcGxheVJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVSZXBsYXlSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiUQoVUmVwbGF5RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlciIqChZSZXBsYXlGYWlsdXJlc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFKscBCg1SZXF1ZXN0U3RhdHVzEh4KGlJFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUkVRVUVTVF9TVEFUVVNfUVVFVUVEEAESHQoZUkVRVUVTVF9TVEFUVVNfREVMSVZFUklORxACEhwKGFJFUVVFU1RfU1RBVFVTX0RFTElWRVJFRBADEiMKH1JFUVVFU1RfU1RBVFVTX1BBUlRJQUxMWV9GQUlMRUQQBBIZChVSRVFVRVNUX1NUQVRVU19GQUlMRUQQBTKrAQoRUmVxdWVzdExvZ1NlcnZpY2USTQoMTGlzdFJlcXVlc3RzEh0ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEkcKCkdldFJlcXVlc3QSGy5yZWxheS52MS5HZXRSZXF1ZXN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFJlcXVlc3RSZXNwb25zZTKLAgoTRmFpbHVyZVF1ZXVlU2VydmljZRJNCgxMaXN0RmFpbHVyZXMSHS5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVzcG9uc2USUAoNUmVwbGF5UmVxdWVzdBIeLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlc3BvbnNlElMKDlJlcGxheUZhaWx1cmVzEh8ucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXF1ZXN0GiAucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEi4gEKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCDQoLX2xhdGVuY3lfbXNCCAoGX2Vycm9yIsQCCgdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJwoGc3RhdHVzGAIgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1cxIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEi8KC3JlY2VpdmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiMKCGF0dGVtcHRzGAggAygLMhEucmVsYXkudjEuQXR0ZW1wdBIzCgpub3RfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19ub3RfYmVmb3JlImwKDVJlcXVlc3RGaWx0ZXISLAoGc3RhdHVzGAEgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1c0gAiAEBEhUKCGVuZHBvaW50GAIgASgJSAGIAQFCCQoHX3N0YXR1c0ILCglfZW5kcG9pbnQibgoTTGlzdFJlcXVlc3RzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI4ChFHZXRSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOAoSR2V0UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IjsKFENhbmNlbFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqDAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcy/QEKEVJlcXVlc3RMb2dTZXJ2aWNlEk0KDExpc3RSZXF1ZXN0cxIdLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHi5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJHCgpHZXRSZXF1ZXN0EhsucmVsYXkudjEuR2V0UmVxdWVzdFJlcXVlc3QaHC5yZWxheS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USUAoNQ2FuY2VsUmVxdWVzdBIeLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -108,6 +108,13 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: repeated relay.v1.Attempt attempts = 8;
    */
   attempts: Attempt[];
+
+  /**
+   * A delayed request's time (Relay-Delay, Relay-Not-Before); absent for one delivered at once.
+   *
+   * @generated from field: optional google.protobuf.Timestamp not_before = 9;
+   */
+  notBefore?: Timestamp | undefined;
 };
 
 /**
@@ -237,6 +244,45 @@ export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PUR
   messageDesc(file_relay_v1_requests, 6);
 
 /**
+ * @generated from message relay.v1.CancelRequestRequest
+ */
+export type CancelRequestRequest = Message<"relay.v1.CancelRequestRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message relay.v1.CancelRequestRequest.
+ * Use `create(CancelRequestRequestSchema)` to create a new message.
+ */
+export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 7);
+
+/**
+ * @generated from message relay.v1.CancelRequestResponse
+ */
+export type CancelRequestResponse = Message<"relay.v1.CancelRequestResponse"> & {
+  /**
+   * @generated from field: relay.v1.Request request = 1;
+   */
+  request?: Request | undefined;
+};
+
+/**
+ * Describes the message relay.v1.CancelRequestResponse.
+ * Use `create(CancelRequestResponseSchema)` to create a new message.
+ */
+export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 8);
+
+/**
  * @generated from message relay.v1.ListFailuresRequest
  */
 export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
@@ -266,7 +312,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 7);
+  messageDesc(file_relay_v1_requests, 9);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -288,7 +334,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 8);
+  messageDesc(file_relay_v1_requests, 10);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -310,7 +356,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 9);
+  messageDesc(file_relay_v1_requests, 11);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -327,7 +373,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 10);
+  messageDesc(file_relay_v1_requests, 12);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -349,7 +395,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 11);
+  messageDesc(file_relay_v1_requests, 13);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -366,7 +412,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 12);
+  messageDesc(file_relay_v1_requests, 14);
 
 /**
  * @generated from enum relay.v1.RequestStatus
@@ -401,6 +447,20 @@ export enum RequestStatus {
    * @generated from enum value: REQUEST_STATUS_FAILED = 5;
    */
   FAILED = 5,
+
+  /**
+   * A delayed request waiting for its time (Relay-Delay, Relay-Not-Before).
+   *
+   * @generated from enum value: REQUEST_STATUS_SCHEDULED = 6;
+   */
+  SCHEDULED = 6,
+
+  /**
+   * Cancelled before it was delivered: no further attempts.
+   *
+   * @generated from enum value: REQUEST_STATUS_CANCELLED = 7;
+   */
+  CANCELLED = 7,
 }
 
 /**
@@ -430,6 +490,16 @@ export const RequestLogService: GenService<{
     methodKind: "unary";
     input: typeof GetRequestRequestSchema;
     output: typeof GetRequestResponseSchema;
+  },
+  /**
+   * Stops a request not yet delivered (scheduled, or between attempts): no further attempts.
+   *
+   * @generated from rpc relay.v1.RequestLogService.CancelRequest
+   */
+  cancelRequest: {
+    methodKind: "unary";
+    input: typeof CancelRequestRequestSchema;
+    output: typeof CancelRequestResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_requests, 0);

@@ -1,7 +1,7 @@
 /**
  * One request: its status and, per target, every attempt on a timeline (when it started, what
  * the target answered, how long it took, the error), a link to its workflow in the Temporal UI,
- * and a replay when it failed.
+ * a replay when it failed, and a cancel while it waits (scheduled, or between attempts).
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -35,6 +35,9 @@ export function RequestPage({ requestId }: { requestId: string }) {
   const replay = useMutation(FailureQueueService.method.replayRequest, {
     onSuccess: () => invalidate(),
   });
+  const cancel = useMutation(RequestLogService.method.cancelRequest, {
+    onSuccess: () => invalidate(),
+  });
   return (
     <Loaded query={request} token={token}>
       {({ request }) => {
@@ -43,6 +46,8 @@ export function RequestPage({ requestId }: { requestId: string }) {
         const canReplay =
           request.status === RequestStatus.FAILED ||
           request.status === RequestStatus.PARTIALLY_FAILED;
+        const canCancel =
+          request.status === RequestStatus.SCHEDULED || request.status === RequestStatus.DELIVERING;
         return (
           <>
             <dl className="facts">
@@ -60,6 +65,12 @@ export function RequestPage({ requestId }: { requestId: string }) {
               </dd>
               <dt>Received</dt>
               <dd>{formatTime(request.receivedAt)}</dd>
+              {request.notBefore && (
+                <>
+                  <dt>Not before</dt>
+                  <dd data-testid="request-not-before">{formatTime(request.notBefore)}</dd>
+                </>
+              )}
               <dt>Body</dt>
               <dd>{request.bodyBytes.toString()} bytes</dd>
               <dt>Workflow</dt>
@@ -94,6 +105,18 @@ export function RequestPage({ requestId }: { requestId: string }) {
               </p>
             )}
             <FormError problem={replay.error ? problemOf(replay.error) : null} />
+            {canCancel && (
+              <p>
+                <button
+                  type="button"
+                  disabled={cancel.isPending}
+                  onClick={() => cancel.mutate({ project, requestId })}
+                >
+                  Cancel: no further attempts
+                </button>
+              </p>
+            )}
+            <FormError problem={cancel.error ? problemOf(cancel.error) : null} />
             <h2>Attempts</h2>
             {byTarget.size === 0 && <p>No attempt yet.</p>}
             {[...byTarget].map(([target, attempts]) => (

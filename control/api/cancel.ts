@@ -1,0 +1,85 @@
+/**
+ * Cancel: a request not yet delivered (scheduled, or between attempts) gets no further attempts.
+ * Its workflow does the stopping (Temporal's cancel: a timer or a backoff ends at once, an attempt
+ * in flight is aborted and logged) and marks it cancelled, so the log has one writer; this waits
+ * a while for that and answers the request as it then stands.
+ */
+import { type Client, WorkflowNotFoundError } from "@temporalio/client";
+import { defineSearchAttributeKey } from "@temporalio/common";
+import { RelayError } from "../../core/errors.ts";
+import type { RequestStatus } from "../../core/model.ts";
+import { DELIVERY_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
+import * as requestLog from "../../store/request-log.ts";
+import { type Ctx, projectAccess } from "./context.ts";
+import type { RequestView } from "./requests.ts";
+
+/** How long a cancel waits for the workflow to stop: past an attempt's heartbeat, with room. */
+const STOP_WAIT_MS = 15_000;
+
+const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
+
+export async function cancelRequest(
+  ctx: Ctx,
+  slug: string,
+  requestId: string,
+): Promise<RequestView> {
+  const access = await projectAccess(ctx, slug);
+  const logged = () => requestLog.findRequest(ctx.sql, access.projectId, requestId);
+  const before = await logged();
+  if (before?.status === "cancelled") return before;
+  if (before) refuseFinished(before);
+  const client = await ctx.temporal();
+  const handle = client.workflow.getHandle(requestId);
+  // A request the worker has not opened yet is only in Temporal: its project is on the workflow.
+  const workflow = await handle.describe().catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  });
+  const ours =
+    workflow?.type === DELIVERY_WORKFLOW &&
+    workflow.typedSearchAttributes.get(projectKey) === access.slug;
+  if (!ours) {
+    if (!before) throw new RelayError("not_found", `no request '${requestId}'`);
+    throw new RelayError(
+      "conflict",
+      `request '${requestId}' cannot be cancelled: only async deliveries within Temporal's retention can`,
+    );
+  }
+  const running = workflow.status.name === "RUNNING";
+  if (running) {
+    await handle.cancel().catch((error: unknown) => {
+      if (!(error instanceof WorkflowNotFoundError)) throw error; // it ended meanwhile
+    });
+    await stopped(client, () => handle.result());
+  }
+  const after = await logged();
+  if (after?.status === "cancelled") return after;
+  if (after) refuseFinished(after);
+  if (!running || !after) {
+    // Ended with nothing to stop: a replay's delivery runs under a workflow of its own.
+    throw new RelayError("conflict", `request '${requestId}' has no delivery left to cancel`);
+  }
+  return after; // still stopping (an attempt that does not heed its abort): cancelled soon
+}
+
+/** A request that ended before the cancel took (delivered, failed) stays as it ended. */
+function refuseFinished(request: RequestView): void {
+  const ended: RequestStatus[] = ["delivered", "partially_failed", "failed"];
+  if (request.status === "delivered") {
+    throw new RelayError(
+      "request_already_delivered",
+      `request '${request.requestId}' was already delivered`,
+    );
+  }
+  if (ended.includes(request.status)) {
+    throw new RelayError(
+      "conflict",
+      `request '${request.requestId}' has ${request.status.replace("_", " ")}: it makes no further attempts (replay it instead)`,
+    );
+  }
+}
+
+/** Waits at most STOP_WAIT_MS for the workflow to end, however it ends. */
+async function stopped(client: Client, result: () => Promise<unknown>): Promise<void> {
+  await client.withAbortSignal(AbortSignal.timeout(STOP_WAIT_MS), result).catch(() => {});
+}
