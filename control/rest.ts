@@ -16,6 +16,7 @@ import * as credits from "./api/credits.ts";
 import * as deliveries from "./api/deliveries.ts";
 import * as failures from "./api/failures.ts";
 import * as keys from "./api/keys.ts";
+import * as notifications from "./api/notifications.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
 import * as routing from "./api/routing.ts";
@@ -81,6 +82,21 @@ const routes: Route[] = [
   route("GET", `${base}/policy`, ({ ctx, params }) => projects.getPolicy(ctx, p(params).project)),
   route("PUT", `${base}/policy`, ({ ctx, params, body }) =>
     projects.updatePolicy(ctx, p(params).project, body),
+  ),
+  route("GET", `${base}/notifications`, ({ ctx, params }) =>
+    notifications.getNotifications(ctx, p(params).project),
+  ),
+  route("PUT", `${base}/notifications`, ({ ctx, params, body }) =>
+    notifications.setNotifications(ctx, p(params).project, body),
+  ),
+  route("POST", `${base}/notifications/rotate-secret`, ({ ctx, params }) =>
+    notifications.rotateNotificationSecret(ctx, p(params).project),
+  ),
+  route(
+    "DELETE",
+    `${base}/notifications`,
+    ({ ctx, params }) => notifications.deleteNotifications(ctx, p(params).project),
+    204,
   ),
   route("GET", `${base}/lines`, ({ ctx, params }) =>
     routing.listLines(ctx, p(params).project).then((lines) => ({ lines })),

@@ -9,6 +9,7 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.ts";
 import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.ts";
 import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../../gen/relay/v1/keys_pb.ts";
+import { NotificationService } from "../../gen/relay/v1/notifications_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../../gen/relay/v1/projects_pb.ts";
 import { FailureQueueService, RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, LineService } from "../../gen/relay/v1/routing_pb.ts";
@@ -24,6 +25,7 @@ import { failureQueueService } from "./failure-queue.ts";
 import { keyService } from "./key.ts";
 import { lineService } from "./line.ts";
 import { memberService } from "./member.ts";
+import { notificationService } from "./notifications.ts";
 import { policyService } from "./policy.ts";
 import { projectService } from "./project.ts";
 import { requestLogService } from "./request-log.ts";
@@ -42,6 +44,7 @@ export const relayServices = [
   RequestLogService,
   FailureQueueService,
   UsageService,
+  NotificationService,
   EdgeService,
 ];
 
@@ -66,6 +69,7 @@ export function relayRoutes(app: ControlApp, limits: MessageLimits) {
     endpointService(router, ctxOf);
     keyService(router, ctxOf);
     usageService(router, ctxOf);
+    notificationService(router, ctxOf);
     failureQueueService(router, ctxOf);
     requestLogService(router, ctxOf);
     edgeService(router, ctxOf, app, limits.edgeBytes);
