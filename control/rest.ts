@@ -11,6 +11,7 @@ import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
 import { postgresAnswers } from "../store/db.ts";
 import * as cancel from "./api/cancel.ts";
+import * as circuits from "./api/circuits.ts";
 import type { Ctx } from "./api/context.ts";
 import * as credits from "./api/credits.ts";
 import * as deliveries from "./api/deliveries.ts";
@@ -131,6 +132,41 @@ const routes: Route[] = [
       routing.deleteEndpoint(ctx, p(params).project, p(params).line, p(params).path),
     204,
   ),
+  route("GET", `${base}/lines/:line/endpoints/:path/circuits`, ({ ctx, params }) =>
+    circuits.getCircuits(ctx, p(params).project, endpointRef(params)),
+  ),
+  ...([true, false] as const).flatMap((paused) => {
+    const action = paused ? "pause" : "resume";
+    return [
+      route(
+        "POST",
+        `${base}/lines/:line/endpoints/:path/${action}`,
+        ({ ctx, params }) =>
+          circuits.pauseEndpoint(ctx, p(params).project, endpointRef(params), paused),
+        200,
+      ),
+      route(
+        "POST",
+        `${base}/lines/:line/endpoints/:path/targets/:target/${action}`,
+        ({ ctx, params }) =>
+          circuits.pauseTarget(
+            ctx,
+            p(params).project,
+            endpointRef(params),
+            p(params).target,
+            paused,
+          ),
+        200,
+      ),
+    ];
+  }),
+  route(
+    "POST",
+    `${base}/lines/:line/endpoints/:path/targets/:target/enable`,
+    ({ ctx, params }) =>
+      circuits.enableTarget(ctx, p(params).project, endpointRef(params), p(params).target),
+    200,
+  ),
   route(
     "POST",
     `${base}/lines/:line/endpoints/:path/signing-secret/rotate`,
@@ -226,8 +262,17 @@ function devOnly(app: ControlApp, ctx: Ctx): void {
 
 /** Route parameters (see `decodeParam`); a route only runs when its groups matched. */
 function p(params: Record<string, string>) {
-  return params as Record<"project" | "line" | "path" | "requestId" | "keyId" | "memberId", string>;
+  return params as Record<
+    "project" | "line" | "path" | "target" | "requestId" | "keyId" | "memberId",
+    string
+  >;
 }
+
+/** The endpoint a route's path names. */
+const endpointRef = (params: Record<string, string>) => ({
+  line: p(params).line,
+  path: p(params).path,
+});
 
 /**
  * A path segment or query value, URL-decoded. A malformed escape or a control character (NUL,

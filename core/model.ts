@@ -1,4 +1,5 @@
 /** The domain's vocabulary, shared by the control plane, the edge and the workflows. */
+import type { CircuitBreaker } from "./circuit.ts";
 import type { DeliveryTarget } from "./delivery.ts";
 
 export type JsonValue =
@@ -53,6 +54,8 @@ export interface Endpoint {
   ipAllowlist: string[];
   schema: JsonObject | null;
   rateLimit: RateLimit | null;
+  /** When its targets' circuits open and disable (core/circuit.ts); absent or null: defaults. */
+  circuitBreaker?: CircuitBreaker | null;
   version: number;
   updatedAt: Date;
 }

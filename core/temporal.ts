@@ -14,6 +14,12 @@ export const ROTATION_SCHEDULE_ID = "relay-key-rotation";
 export const RETENTION_WORKFLOW = "pruneRequestLog";
 export const RETENTION_SCHEDULE_ID = "relay-log-retention";
 
+/** One per target while its deliveries wait: probes an open circuit, lets waiting ones go. */
+export const CIRCUIT_WORKFLOW = "targetCircuit";
+export const circuitWorkflowId = (targetId: string) => `circuit-${targetId}`;
+/** Tells a target's circuit workflow that a member changed it (resumed, enabled). */
+export const CIRCUIT_CHANGED_SIGNAL = "changed";
+
 /** Custom search attributes the delivery workflow sets; registered when Temporal starts. */
 export const searchAttributes = {
   project: "RelayProject",

@@ -6,6 +6,9 @@ import {
   ScheduleOverlapPolicy,
 } from "@temporalio/client";
 import {
+  CIRCUIT_CHANGED_SIGNAL,
+  CIRCUIT_WORKFLOW,
+  circuitWorkflowId,
   RETENTION_SCHEDULE_ID,
   RETENTION_WORKFLOW,
   ROTATION_SCHEDULE_ID,
@@ -58,5 +61,18 @@ export async function runScheduledNow<T>(
   return client.workflow.execute<() => Promise<T>>(workflowType, {
     taskQueue: TASK_QUEUE,
     workflowId: `${workflowType}-manual-${Date.now()}`,
+  });
+}
+
+/**
+ * Starts a target's circuit workflow, or wakes the one running: its circuit just opened, or a
+ * member resumed or enabled it, so its waiting deliveries may go (or be probed).
+ */
+export async function wakeCircuit(client: Client, targetId: string): Promise<void> {
+  await client.workflow.signalWithStart(CIRCUIT_WORKFLOW, {
+    workflowId: circuitWorkflowId(targetId),
+    taskQueue: TASK_QUEUE,
+    args: [{ targetId }],
+    signal: CIRCUIT_CHANGED_SIGNAL,
   });
 }

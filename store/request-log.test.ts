@@ -53,6 +53,8 @@ async function requestWith(targets: Record<string, number | null>): Promise<stri
       latencyMs: 1,
       error: statusCode === null ? "refused" : null,
       charge: { project, pool: "live", requestId, targetId: target, bytes: 1 },
+      circuit: "neutral",
+      endedAt: startedAt,
     });
   }
   return requestId;

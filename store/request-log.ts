@@ -5,6 +5,8 @@
  * reads it, counts it per hour and resets a request it replays. What "delivered" means in SQL is
  * written once here (`delivered`); store/retention.ts prunes the log.
  */
+
+import type { CircuitOutcome } from "../core/circuit.ts";
 import {
   answeredStatus,
   type DeliveryInput,
@@ -12,6 +14,7 @@ import {
   type StreamRecord,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
+import { recordCircuitOutcome } from "./circuits.ts";
 import { type Charge, chargeDelivery } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
 
@@ -120,38 +123,50 @@ export interface AttemptEnd {
   error: string | null;
   /** Charged when the target answered (once per delivery: a retry finds its charge there). */
   charge: Charge;
+  /** How the attempt moves its target's circuit (async deliveries only). */
+  circuit: CircuitOutcome;
+  endedAt: Date;
+}
+
+/** What an attempt's end changed beyond itself. */
+export interface AttemptEnded {
+  /** The request's status, when this attempt set it. */
+  status: RequestStatus | undefined;
+  /** The target's circuit, when this attempt opened or closed it. */
+  circuit: "opened" | "recovered" | null;
 }
 
 /**
- * An attempt's outcome, charged when the target answered, and the request's final status when
- * the caller knows it (`finishing`; "settled": from its attempts, this one included): one
- * transaction, one commit. Answers the status it set.
+ * An attempt's outcome, charged when the target answered, its target's circuit moved, and the
+ * request's final status when the caller knows it (`finishing`; "settled": from its attempts,
+ * this one included): one transaction, one commit.
  */
 export async function endAttempt(
   sql: Sql,
   attemptId: string,
   end: AttemptEnd,
   finishing?: Finishing,
-): Promise<RequestStatus | undefined> {
+): Promise<AttemptEnded> {
   const record = (q: Queryable) => q`
     update attempts set status_code = ${end.statusCode}, latency_ms = ${end.latencyMs},
       error = ${end.error}
     where id = ${attemptId}`;
-  if (end.statusCode === null && !finishing) {
+  if (end.statusCode === null && !finishing && end.circuit === "neutral") {
     await record(sql);
-    return undefined;
+    return { status: undefined, circuit: null };
   }
-  const { requestId } = end.charge;
+  const { requestId, targetId } = end.charge;
   return sql.begin(async (tx) => {
     await record(tx);
     if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
-    if (finishing === "settled") return settleRequest(tx, requestId);
+    const circuit = await recordCircuitOutcome(tx, targetId, end.circuit, end.endedAt);
+    if (finishing === "settled") return { status: await settleRequest(tx, requestId), circuit };
     if (finishing) {
       await tx`
         update requests set status = ${finishing}, updated_at = now()
         where id = ${requestId}`;
     }
-    return finishing;
+    return { status: finishing, circuit };
   });
 }
 

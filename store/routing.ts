@@ -2,6 +2,7 @@
  * A project's routing as stored: its lines, their endpoints and each endpoint's targets in order.
  * Every change goes on the change feed, so edges reload the project's state.
  */
+import type { CircuitBreaker } from "../core/circuit.ts";
 import type { DeliveryTarget } from "../core/delivery.ts";
 import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
@@ -21,6 +22,7 @@ export interface EndpointSpec {
   ipAllowlist: string[];
   schema: JsonObject | null;
   rateLimit: RateLimit | null;
+  circuitBreaker: CircuitBreaker | null;
 }
 
 export function listLines(sql: Sql, projectId: string): Promise<LineView[]> {
@@ -58,7 +60,8 @@ export async function loadEndpoints(
   where: { line?: string; path?: string } = {},
 ): Promise<Endpoint[]> {
   const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
-    select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit, e.version, e.updated_at,
+    select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit,
+      e.circuit_breaker, e.version, e.updated_at,
       coalesce((select json_agg(json_build_object(
           'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
           'timeoutSeconds', t.timeout_seconds, 'headers', t.headers) order by t.position)
@@ -69,6 +72,25 @@ export async function loadEndpoints(
       ${where.path === undefined ? sql`` : sql`and e.path = ${where.path}`}
     order by e.line_key, e.path`;
   return rows.map(({ lineKey, ...endpoint }) => ({ line: lineKey, ...endpoint }));
+}
+
+/** An endpoint's id and its targets' ids by name; undefined when there is no such endpoint. */
+export async function endpointTargets(
+  sql: Sql,
+  projectId: string,
+  line: string,
+  path: string,
+): Promise<{ endpointId: string; targets: Map<string, string> } | undefined> {
+  const rows = await sql<{ endpointId: string; targetId: string | null; name: string | null }[]>`
+    select e.id as endpoint_id, t.id as target_id, t.name
+    from endpoints e left join targets t on t.endpoint_id = e.id
+    where e.project_id = ${projectId} and e.line_key = ${line} and e.path = ${path}`;
+  const [first] = rows;
+  if (!first) return undefined;
+  const targets = rows.flatMap((r) =>
+    r.targetId && r.name ? [[r.name, r.targetId] as const] : [],
+  );
+  return { endpointId: first.endpointId, targets: new Map(targets) };
 }
 
 /**
@@ -86,9 +108,11 @@ export function insertEndpoint(
   return sql.begin(async (tx) => {
     const endpointId = newId("ep");
     await tx`
-      insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, rate_limit)
+      insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, rate_limit,
+        circuit_breaker)
       values (${endpointId}, ${projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
-        ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)})`;
+        ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)},
+        ${jsonOrNull(tx, spec.circuitBreaker)})`;
     await insertTargets(tx, endpointId, spec.targets, new Map());
     const secret = await addSigningSecret(tx, sealingKey, endpointId, now);
     await recordChange(tx, projectId, "routing");
@@ -111,6 +135,7 @@ export function replaceEndpoint(
     const [endpoint] = await tx<{ id: string }[]>`
       update endpoints set path = ${spec.path}, ip_allowlist = ${spec.ipAllowlist},
         schema = ${jsonOrNull(tx, spec.schema)}, rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
+        circuit_breaker = ${jsonOrNull(tx, spec.circuitBreaker)},
         version = version + 1, updated_at = now()
       where project_id = ${projectId} and line_key = ${line} and path = ${path}
       returning id`;
@@ -162,6 +187,6 @@ async function insertTargets(
 }
 
 /** A JSON column's value; spread, as TypeScript takes no interface (RateLimit) for a JsonValue. */
-function jsonOrNull(sql: Queryable, value: JsonObject | RateLimit | null) {
+function jsonOrNull(sql: Queryable, value: JsonObject | RateLimit | CircuitBreaker | null) {
   return value === null ? null : sql.json({ ...value });
 }

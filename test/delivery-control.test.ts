@@ -105,7 +105,11 @@ test("a bad delay is a 400 with the error body and queues nothing", async () => 
     [p, { "Relay-Delay": "8d" }, /at most 7 days/],
     [p, { "Relay-Delay": "soon" }, /whole number of s, m, h or d/],
     [p, { "Relay-Not-Before": "tomorrow" }, /RFC 3339/],
-    [p, { "Relay-Not-Before": new Date(Date.now() + 8 * 86_400_000).toISOString() }, /7 days/],
+    [
+      p,
+      { "Relay-Not-Before": new Date((await stackNow()) + 8 * 86_400_000).toISOString() },
+      /7 days/,
+    ],
     [p, { "Relay-Delay": "1m", "Relay-Not-Before": "2030-01-01T00:00:00Z" }, /not both/],
     [sync, { "Relay-Delay": "30s" }, /async endpoints only/],
   ];

@@ -3,6 +3,7 @@
  * before its outcome is reported to Temporal, so the request log shows every try.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { type CircuitOutcome, circuitOutcome, type Hold } from "../core/circuit.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type AttemptVerdict,
@@ -29,11 +30,13 @@ import {
 } from "../core/target-call.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { loadBody } from "../store/bodies.ts";
+import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
+import { notifier } from "./notify.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
@@ -59,6 +62,13 @@ export interface ActivityDeps {
   logRetentionMs: number;
   /** Told of every finished attempt (the log and the metrics). */
   observeAttempt: (attempt: AttemptOutcome) => void;
+  /** Told of a circuit opened, recovered or disabled (the log and the metrics). */
+  observeCircuit: (targetId: string, transition: "opened" | "recovered" | "disabled") => void;
+  /**
+   * Starts (or wakes) the target's circuit workflow: it probes an open circuit and lets the
+   * waiting deliveries go once the target may be tried again.
+   */
+  startCircuit: (targetId: string) => Promise<void>;
 }
 
 export interface DeliverInput {
@@ -73,6 +83,8 @@ export interface DeliverInput {
   /** An input queued before bodies travelled in base64 carries its body as text. */
   body?: string;
   bodyRef?: string | undefined;
+  /** The one try an open circuit lets through (circuit.ts); any other hold still holds it. */
+  probe?: boolean;
 }
 
 /** A request as its workflow opens it in the log. */
@@ -97,10 +109,24 @@ export function createActivities(deps: ActivityDeps) {
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
-    deliver: (input: DeliverInput): Promise<number> => deliver(attempts, input),
+    deliver: (input: DeliverInput): Promise<number | "held"> => deliver(attempts, input),
+    holdDelivery: (targetId: string, workflowId: string): Promise<Hold | null> =>
+      circuits.holdDelivery(sql, targetId, workflowId),
+    circuitState: (targetId: string): Promise<circuits.CircuitState> =>
+      circuits.circuitState(sql, targetId),
+    releaseHeld: (targetId: string, limit: number, probe: boolean): Promise<string[]> =>
+      circuits.releaseHeld(sql, targetId, limit, probe),
+    recordProbeFailed: (targetId: string): Promise<void> =>
+      circuits.recordProbeFailed(sql, targetId),
+    disableTarget: async (targetId: string): Promise<boolean> => {
+      const disabled = await circuits.disableTarget(sql, targetId);
+      if (disabled) deps.observeCircuit(targetId, "disabled");
+      return disabled;
+    },
     relaySyncCall: (input: SyncInput): Promise<SyncOutcome> => relaySyncCall(attempts, input),
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
+    notify: notifier({ sql, sealingKey, callTarget: deps.callTarget, now }),
     rotateExpiringKeys: async (): Promise<number> =>
       rotateExpiringKeys(sql, await now(), sealingKey),
     pruneExpiredRequests: async (): Promise<Pruned> =>
@@ -110,7 +136,16 @@ export function createActivities(deps: ActivityDeps) {
 
 /** What an attempt at a target needs of the worker. */
 interface AttemptDeps
-  extends Pick<ActivityDeps, "sql" | "now" | "callTarget" | "observeAttempt" | "retryPolicy"> {
+  extends Pick<
+    ActivityDeps,
+    | "sql"
+    | "now"
+    | "callTarget"
+    | "observeAttempt"
+    | "observeCircuit"
+    | "startCircuit"
+    | "retryPolicy"
+  > {
   /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
   signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
 }
@@ -118,7 +153,9 @@ interface AttemptDeps
 /**
  * A request's first attempt at a target, run as a local activity in the workflow's first task:
  * opens the request in the log, then tries once. Answers its verdict, never throws for the
- * target's sake, so a request whose targets all answer costs Temporal no other task.
+ * target's sake, so a request whose targets all answer costs Temporal no other task. A target
+ * whose deliveries wait (open circuit, paused) is not tried: the request is opened and the
+ * verdict says so.
  */
 async function firstAttempt(
   deps: AttemptDeps,
@@ -126,6 +163,11 @@ async function firstAttempt(
   delivery: DeliverInput,
   only: boolean,
 ): Promise<FirstAttempt> {
+  const hold = await circuits.targetHold(deps.sql, delivery.target.id);
+  if (hold) {
+    await requestLog.openRequest(deps.sql, request);
+    return { kind: "held", hold };
+  }
   const sent = await postToTarget(deps, {
     ...delivery,
     opening: request,
@@ -135,8 +177,13 @@ async function firstAttempt(
   return { ...verdictOn(sent, deps.retryPolicy), ...(sent.status && { settled: sent.status }) };
 }
 
-/** A later attempt, an activity Temporal retries (or not) by the verdict it throws. */
-async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number> {
+/**
+ * A later attempt, an activity Temporal retries (or not) by the verdict it throws; "held" when
+ * the target's deliveries wait (an open circuit, a pause): then it is not tried.
+ */
+async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held"> {
+  const hold = await circuits.targetHold(deps.sql, input.target.id);
+  if (hold && !(input.probe && hold === "circuit_open")) return "held";
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
   const verdict = verdictOn(
@@ -226,7 +273,7 @@ async function postToTarget(
     call.sync === true,
   );
   const sent: Sent = { attempt, ...called };
-  const status = await endAttempt(
+  const ended = await endAttempt(
     deps,
     (await starting).id,
     {
@@ -239,10 +286,16 @@ async function postToTarget(
       latencyMs: Math.round(performance.now() - started),
       error: sent.failure?.message ?? null,
       billedBytes: body.byteLength,
+      // A sync call answers its caller: its target's failures are the caller's to see.
+      circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
     },
     call.finishing?.(sent),
   );
-  return { ...sent, status };
+  if (ended.circuit) {
+    deps.observeCircuit(target.id, ended.circuit);
+    if (ended.circuit === "opened") await deps.startCircuit(target.id);
+  }
+  return { ...sent, status: ended.status };
 }
 
 /**
@@ -289,9 +342,10 @@ function endAttempt(
     latencyMs: number;
     error: string | null;
     billedBytes: number;
+    circuit: CircuitOutcome;
   },
   finishing?: requestLog.Finishing,
-): Promise<RequestStatus | undefined> {
+): Promise<requestLog.AttemptEnded> {
   deps.observeAttempt({
     requestId: a.requestId,
     target: a.target.name,
@@ -308,11 +362,11 @@ function endAttempt(
     targetId: a.target.id,
     bytes: a.billedBytes,
   };
-  const { statusCode, latencyMs, error } = a;
+  const { statusCode, latencyMs, error, circuit } = a;
   return requestLog.endAttempt(
     deps.sql,
     attemptId,
-    { statusCode, latencyMs, error, charge },
+    { statusCode, latencyMs, error, charge, circuit, endedAt: new Date() },
     finishing,
   );
 }
@@ -355,8 +409,13 @@ function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): Att
   return attemptVerdict(seen, attempt, policy, new Date());
 }
 
-/** A first attempt's verdict, and the request's status when the attempt settled it. */
-export type FirstAttempt = AttemptVerdict & { settled?: RequestStatus };
+/**
+ * A first attempt's verdict, and the request's status when the attempt settled it; or, for a
+ * target whose deliveries wait, why it was not tried.
+ */
+export type FirstAttempt =
+  | (AttemptVerdict & { settled?: RequestStatus })
+  | { kind: "held"; hold: Hold };
 
 /** A target's answer to an attempt. */
 interface Answer {

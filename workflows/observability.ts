@@ -39,3 +39,16 @@ export function observeAttempt(a: AttemptOutcome): void {
   latency.observe({ mode: a.mode }, a.latencyMs / 1000);
   log.info({ ...a, outcome }, "attempt");
 }
+
+const circuits = new Counter({
+  name: "relay_worker_circuit_transitions_total",
+  help: "Target circuits opened (a run of failed attempts), recovered (a success closed one) and disabled (open too long)",
+  labelNames: ["transition"],
+  registers: [registry],
+});
+
+/** Logs and counts a target's circuit moving. */
+export function observeCircuit(targetId: string, transition: "opened" | "recovered" | "disabled") {
+  circuits.inc({ transition });
+  log.warn({ targetId, transition }, "circuit");
+}

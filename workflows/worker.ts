@@ -7,12 +7,12 @@ import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { targetCaller, targetDispatcher } from "../platform/targets.ts";
-import { connectTemporal, ensureSchedules } from "../platform/temporal.ts";
+import { connectTemporal, ensureSchedules, wakeCircuit } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
 import { loadWorkerConfig } from "./config.ts";
-import { log, observeAttempt, registry } from "./observability.ts";
+import { log, observeAttempt, observeCircuit, registry } from "./observability.ts";
 import { workerPolling } from "./tuning.ts";
 
 const config = loadWorkerConfig(process.env);
@@ -27,7 +27,8 @@ const connection = await NativeConnection.connect({
   address: config.TEMPORAL_ADDRESS,
   ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY, tls: true }),
 });
-await ensureSchedules(await connectTemporal(config));
+const client = await connectTemporal(config);
+await ensureSchedules(client);
 const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
 // Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
@@ -50,6 +51,8 @@ const worker = await Worker.create({
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
     observeAttempt,
+    observeCircuit,
+    startCircuit: (targetId) => wakeCircuit(client, targetId),
     retryPolicy: {
       initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
       backoffCoefficient: config.RELAY_RETRY_BACKOFF,
@@ -85,3 +88,4 @@ await worker.run();
 ops.close();
 await sql.end({ timeout: 5 });
 await connection.close();
+await client.connection.close();

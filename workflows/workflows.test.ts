@@ -16,6 +16,7 @@ import proto from "@temporalio/proto";
 import { TestWorkflowEnvironment } from "@temporalio/testing";
 import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { defaultCircuitBreaker } from "../core/circuit.ts";
 import {
   attemptVerdict,
   classifyStatus,
@@ -26,6 +27,7 @@ import {
   type SyncOutcome,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
+import type { NotificationEvent } from "../core/notifications.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import { findTemporalCli } from "../dev/temporal.ts";
 import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
@@ -42,6 +44,8 @@ import type {
   recordStream,
   relaySync,
   rotateKeys,
+  sendNotification,
+  targetCircuit,
 } from "./workflows.ts";
 
 // The worker's state changes at INFO would fill the test output.
@@ -133,6 +137,31 @@ const activities: Activities = {
   },
   async cancelRequest(request: RequestRow) {
     calls.push({ name: "cancelRequest", args: [request] });
+  },
+  // Targets never wait here: test/circuits.test.ts runs circuits on the real stack.
+  async holdDelivery() {
+    return null;
+  },
+  async circuitState() {
+    return {
+      hold: null,
+      openedAtMs: null,
+      breaker: defaultCircuitBreaker,
+      waiting: 0,
+      exists: false,
+      target: null,
+    };
+  },
+  async releaseHeld() {
+    return [];
+  },
+  async recordProbeFailed() {},
+  async disableTarget() {
+    return false;
+  },
+  async notify(event: NotificationEvent) {
+    calls.push({ name: "notify", args: [event] });
+    return "none" as const;
   },
   async settleRequest(requestId: string) {
     calls.push({ name: "settleRequest", args: [requestId] });
@@ -506,4 +535,30 @@ test("a deliverRequest cancelled before its first task never tries its targets",
   expect(callsOf("cancelRequest").map((c) => (c.args[0] as RequestRow).requestId)).toContain(
     input.requestId,
   );
+});
+
+test("targetCircuit ends when its target is gone; sendNotification answers notify's answer", async () => {
+  const circuit = await env.client.workflow.start<typeof targetCircuit>("targetCircuit", {
+    taskQueue,
+    workflowId: nextId("circuit"),
+    args: [{ targetId: "gone" }],
+  });
+  await circuit.result();
+  await recordHistory(circuit, "circuit-target-gone");
+
+  const event: NotificationEvent = {
+    id: nextId("evt"),
+    type: "request.failed",
+    project: "acme",
+    at: new Date().toISOString(),
+    data: {},
+  };
+  const sent = await env.client.workflow.start<typeof sendNotification>("sendNotification", {
+    taskQueue,
+    workflowId: event.id,
+    args: [event],
+  });
+  expect(await sent.result()).toBe("none");
+  expect(callsOf("notify").at(-1)?.args).toEqual([event]);
+  await recordHistory(sent, "notification-sent");
 });

@@ -4,6 +4,8 @@
  *   time on a timer, then each async target's first attempt in one workflow task, then retries
  *   as activities; a cancel (Temporal's) stops it wherever it is.
  * - relaySync: one per sync call; the edge waits for its result.
+ * - targetCircuit (circuit.ts): one per target while its deliveries wait for it.
+ * - sendNotification (notifications.ts): one per operational event.
  * - recordStream: logs and bills a stream an edge of an older release proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  * - pruneRequestLog: the daily log retention, started by a Schedule.
@@ -11,11 +13,16 @@
 import { defineSearchAttributeKey } from "@temporalio/common";
 import {
   ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
   isCancellation,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -30,7 +37,8 @@ import {
   TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
-import { searchAttributes } from "../core/temporal.ts";
+import type { NotificationEvent } from "../core/notifications.ts";
+import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type {
   Activities,
@@ -39,13 +47,19 @@ import type {
   RequestRow,
   RetryPolicy,
 } from "./activities.ts";
+import { raise } from "./notifications.ts";
+import { probedSignal, releaseSignal } from "./signals.ts";
+
+export { targetCircuit } from "./circuit.ts";
+export { sendNotification } from "./notifications.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
 const bookkeeping = {
   startToCloseTimeout: "10 seconds",
   retry: { maximumInterval: "1 minute" },
 } as const;
-const { openRequest, settleRequest, cancelRequest } = proxyActivities<Activities>(bookkeeping);
+const { openRequest, settleRequest, cancelRequest, holdDelivery } =
+  proxyActivities<Activities>(bookkeeping);
 /** A delayed request is opened (scheduled) in the task that starts its wait. */
 const openLocally = proxyLocalActivities<Activities>(bookkeeping);
 
@@ -79,8 +93,9 @@ function firstAttempts(deliveries: DeliverInput[]) {
  * the request's window (24 h by default) closes; an answer not worth retrying (most 4xx) fails
  * at once. Each attempt names its own next wait (the backoff, or a longer Retry-After).
  */
-function deliveryActivities(policy: RetryPolicy) {
-  const elapsedMs = Date.now() - workflowInfo().startTime.getTime();
+function deliveryActivities(policy: RetryPolicy, heldMs = 0, probe = false) {
+  // Time spent waiting for the target (open circuit, pause) does not count against the window.
+  const elapsedMs = Date.now() - workflowInfo().startTime.getTime() - heldMs;
   return proxyActivities<Activities>({
     // An attempt lost with its worker is retried once its heartbeat stops, or this passes.
     startToCloseTimeout: policy.attemptTimeoutMs,
@@ -94,6 +109,8 @@ function deliveryActivities(policy: RetryPolicy) {
       backoffCoefficient: policy.backoffCoefficient,
       maximumInterval: policy.maximumIntervalMs,
       nonRetryableErrorTypes: [TARGET_REJECTED],
+      // A probe is one try: a failed one waits again, for the circuit's next probe.
+      ...(probe && { maximumAttempts: 1 }),
     },
   });
 }
@@ -108,13 +125,20 @@ const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
  */
 export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, ...request } = input;
+  /** Releases received and not yet taken, by target: whether each came as a probe. */
+  const released = new Map<string, boolean>();
+  setHandler(releaseSignal, ({ targetId, probe }) => {
+    released.set(targetId, probe);
+  });
   try {
     const waitMs = timeToWait(input);
     if (waitMs > 0) {
       await openLocally.openRequest(request, "scheduled");
       await sleep(waitMs);
     }
-    return await deliverAll(input);
+    const status = await deliverAll(input, released);
+    if (status !== "delivered" && patched(NOTIFY_FAILED)) await raise(requestFailed(input, status));
+    return status;
   } catch (error) {
     if (!isCancellation(error)) throw error;
     return CancellationScope.nonCancellable(async () => {
@@ -122,6 +146,26 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
       return settle("cancelled");
     });
   }
+}
+
+/** Failed requests raise `request.failed` (histories begun before replay without it). */
+const NOTIFY_FAILED = "notify-request-failed";
+
+/** The failure queue's newcomer, told to the project: once per request, once per replay. */
+function requestFailed(input: DeliveryInput, status: RequestStatus): NotificationEvent {
+  return {
+    id: `request.failed.${workflowInfo().workflowId}`,
+    type: "request.failed",
+    project: input.project,
+    at: new Date().toISOString(),
+    data: {
+      requestId: input.requestId,
+      line: input.line,
+      endpoint: input.endpoint,
+      status,
+      targets: input.targets.map((t) => ({ id: t.id, name: t.name })),
+    },
+  };
 }
 
 /**
@@ -134,7 +178,10 @@ function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
   return asked - (Date.now() - workflowInfo().startTime.getTime());
 }
 
-async function deliverAll(input: DeliveryInput): Promise<RequestStatus> {
+async function deliverAll(
+  input: DeliveryInput,
+  released: Map<string, boolean>,
+): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, ...request } = input;
   const deliveries: DeliverInput[] = targets
     .filter((target) => target.deliveryMode === "async")
@@ -159,24 +206,88 @@ async function deliverAll(input: DeliveryInput): Promise<RequestStatus> {
   );
   const retrying = deliveries.flatMap((delivery, i) => {
     const verdict = verdicts[i];
+    if (verdict?.kind === "held") return [{ delivery, delayMs: 0, held: true }];
     return !verdict || verdict.kind === "retry"
-      ? [{ delivery, delayMs: verdict?.delayMs ?? 0 }]
+      ? [{ delivery, delayMs: verdict?.delayMs ?? 0, held: false }]
       : [];
   });
   if (retrying.length === 0) {
-    return settle(verdicts[0]?.settled ?? (await first.settleRequest(input.requestId)));
+    const [verdict] = verdicts;
+    const settled = verdict && "settled" in verdict ? verdict.settled : undefined;
+    return settle(settled ?? (await first.settleRequest(input.requestId)));
   }
 
   setStatus("delivering");
-  const { deliver } = deliveryActivities(await retryPolicy());
+  const policy = await retryPolicy();
   await openRequest(request);
   await Promise.allSettled(
-    retrying.map(async ({ delivery, delayMs }) => {
+    retrying.map(async ({ delivery, delayMs, held }) => {
       if (delayMs > 0) await sleep(delayMs);
-      await deliver(delivery);
+      await deliverToTarget(delivery, policy, held, released);
     }),
   );
   return settle(await settleRequest(input.requestId));
+}
+
+/** How long a held delivery waits for its release before it looks again itself. */
+const HOLD_RECHECK = "1 hour";
+
+/**
+ * Tries one target until the attempt series ends. While the target's deliveries wait (its
+ * circuit open, a pause) this one waits too, durably and without attempts, until released;
+ * that time does not count against the retry window.
+ */
+async function deliverToTarget(
+  delivery: DeliverInput,
+  policy: RetryPolicy,
+  heldFirst: boolean,
+  released: Map<string, boolean>,
+) {
+  const targetId = delivery.target.id;
+  let held = heldFirst;
+  let heldMs = 0;
+  for (;;) {
+    let probe = false;
+    if (held) {
+      const since = Date.now();
+      probe = await waitForTarget(targetId, released);
+      heldMs += Date.now() - since;
+    }
+    const { deliver } = deliveryActivities(policy, heldMs, probe);
+    const outcome = probe
+      ? await deliver({ ...delivery, probe })
+          .catch((error: unknown) => heldUnlessRejected(error))
+          .finally(() => tellProbed(targetId))
+      : await deliver(delivery);
+    if (outcome !== "held") return;
+    held = true;
+  }
+}
+
+/** Holds this delivery for its target until released; answers whether it goes as the probe. */
+async function waitForTarget(targetId: string, released: Map<string, boolean>): Promise<boolean> {
+  released.delete(targetId);
+  while (await holdDelivery(targetId, workflowInfo().workflowId)) {
+    if (await condition(() => released.has(targetId), HOLD_RECHECK)) {
+      const probe = released.get(targetId) ?? false;
+      released.delete(targetId);
+      return probe;
+    }
+  }
+  return false;
+}
+
+/** A probe that failed waits again; one the target rejected for good (most 4xx) ends. */
+function heldUnlessRejected(error: unknown): "held" {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.nonRetryable) throw error;
+  return "held";
+}
+
+async function tellProbed(targetId: string): Promise<void> {
+  await getExternalWorkflowHandle(circuitWorkflowId(targetId))
+    .signal(probedSignal)
+    .catch(() => {}); // a circuit workflow that ended has nothing to learn
 }
 
 /**

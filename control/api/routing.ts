@@ -1,5 +1,7 @@
 /** Lines and endpoints with their targets. */
+
 import { z } from "zod";
+import { circuitBreakerBounds, defaultCircuitBreaker } from "../../core/circuit.ts";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint } from "../../core/model.ts";
@@ -41,6 +43,15 @@ const targetSchema = (rules: SavedTargetRules) =>
       }),
   });
 
+/** A circuit breaker setting: a whole number in its bounds, the default when absent. */
+const bounded = (name: keyof typeof circuitBreakerBounds) =>
+  z
+    .number()
+    .int()
+    .min(circuitBreakerBounds[name].min)
+    .max(circuitBreakerBounds[name].max)
+    .default(defaultCircuitBreaker[name]);
+
 /** An endpoint as saved; where its targets may point depends on the deployment's rules. */
 const endpointSpecSchema = (rules: SavedTargetRules) =>
   z
@@ -56,6 +67,14 @@ const endpointSpecSchema = (rules: SavedTargetRules) =>
         .strictObject({
           requestsPerSecond: z.number().positive().max(1_000_000),
           burst: z.number().int().min(1).max(10_000_000),
+        })
+        .nullable()
+        .default(null),
+      circuitBreaker: z
+        .strictObject({
+          failureThreshold: bounded("failureThreshold"),
+          windowSeconds: bounded("windowSeconds"),
+          disableAfterSeconds: bounded("disableAfterSeconds"),
         })
         .nullable()
         .default(null),

@@ -65,6 +65,7 @@ export const endpointOut = (e: Endpoint) => ({
   targets: e.targets.map((t) => ({ ...t, deliveryMode: toEnum(deliveryModes, t.deliveryMode) })),
   schema: e.schema ?? undefined,
   rateLimit: e.rateLimit ?? undefined,
+  circuitBreaker: e.circuitBreaker ?? undefined,
   updatedAt: ts(e.updatedAt),
 });
 export const endpointIn = (spec: EndpointSpec | undefined) => ({
@@ -79,6 +80,7 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
   ipAllowlist: spec?.ipAllowlist,
   schema: spec?.schema ?? null,
   rateLimit: spec?.rateLimit ?? null,
+  circuitBreaker: spec?.circuitBreaker ?? null,
 });
 const poolOut = (pool: PoolUsage) => ({
   used: BigInt(pool.used),

@@ -7,6 +7,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.ts";
 import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.ts";
+import { DeliveryControlService } from "../../gen/relay/v1/circuits_pb.ts";
 import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../../gen/relay/v1/keys_pb.ts";
 import { NotificationService } from "../../gen/relay/v1/notifications_pb.ts";
@@ -19,6 +20,7 @@ import type { ControlApp } from "../app.ts";
 import { healthService } from "../health.ts";
 import { reflectionService } from "../reflection.ts";
 import { contextOf } from "./caller.ts";
+import { deliveryControlService } from "./delivery-control.ts";
 import { edgeService } from "./edge.ts";
 import { endpointService } from "./endpoint.ts";
 import { failureQueueService } from "./failure-queue.ts";
@@ -40,6 +42,7 @@ export const relayServices = [
   PolicyService,
   LineService,
   EndpointService,
+  DeliveryControlService,
   KeyService,
   RequestLogService,
   FailureQueueService,
@@ -67,6 +70,7 @@ export function relayRoutes(app: ControlApp, limits: MessageLimits) {
     policyService(router, ctxOf);
     lineService(router, ctxOf);
     endpointService(router, ctxOf);
+    deliveryControlService(router, ctxOf);
     keyService(router, ctxOf);
     usageService(router, ctxOf);
     notificationService(router, ctxOf);

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/routing.proto.
  */
 export const file_relay_v1_routing: GenFile = /*@__PURE__*/
-  fileDesc("ChZyZWxheS92MS9yb3V0aW5nLnByb3RvEghyZWxheS52MSJDCgRMaW5lEgsKA2tleRgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL3AQoGVGFyZ2V0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdGFyZ2V0X3VybBgDIAEoCRItCg1kZWxpdmVyeV9tb2RlGAQgASgOMhYucmVsYXkudjEuRGVsaXZlcnlNb2RlEhwKD3RpbWVvdXRfc2Vjb25kcxgFIAEoBUgAiAEBEi4KB2hlYWRlcnMYBiADKAsyHS5yZWxheS52MS5UYXJnZXQuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhIKEF90aW1lb3V0X3NlY29uZHMiNwoJUmF0ZUxpbWl0EhsKE3JlcXVlc3RzX3Blcl9zZWNvbmQYASABKAESDQoFYnVyc3QYAiABKAUilgIKCEVuZHBvaW50EgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCRIhCgd0YXJnZXRzGAMgAygLMhAucmVsYXkudjEuVGFyZ2V0EhQKDGlwX2FsbG93bGlzdBgEIAMoCRIsCgZzY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESLAoKcmF0ZV9saW1pdBgGIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdEgBiAEBEg8KB3ZlcnNpb24YByABKAUSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHX3NjaGVtYUINCgtfcmF0ZV9saW1pdCLLAQoMRW5kcG9pbnRTcGVjEgwKBHBhdGgYASABKAkSIQoHdGFyZ2V0cxgCIAMoCzIQLnJlbGF5LnYxLlRhcmdldBIUCgxpcF9hbGxvd2xpc3QYAyADKAkSLAoGc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEiwKCnJhdGVfbGltaXQYBSABKAsyEy5yZWxheS52MS5SYXRlTGltaXRIAYgBAUIJCgdfc2NoZW1hQg0KC19yYXRlX2xpbWl0IiMKEExpc3RMaW5lc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSIyChFMaXN0TGluZXNSZXNwb25zZRIdCgVsaW5lcxgBIAMoCzIOLnJlbGF5LnYxLkxpbmUiMQoRQ3JlYXRlTGluZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRILCgNrZXkYAiABKAkiMgoSQ3JlYXRlTGluZVJlc3BvbnNlEhwKBGxpbmUYASABKAsyDi5yZWxheS52MS5MaW5lIjEKEURlbGV0ZUxpbmVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSCwoDa2V5GAIgASgJIhQKEkRlbGV0ZUxpbmVSZXNwb25zZSI1ChRMaXN0RW5kcG9pbnRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkiPgoVTGlzdEVuZHBvaW50c1Jlc3BvbnNlEiUKCWVuZHBvaW50cxgBIAMoCzISLnJlbGF5LnYxLkVuZHBvaW50IkEKEkdldEVuZHBvaW50UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSI7ChNHZXRFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQiYAoVQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIoCghlbmRwb2ludBgDIAEoCzIWLnJlbGF5LnYxLkVuZHBvaW50U3BlYyJWChZDcmVhdGVFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQSFgoOc2lnbmluZ19zZWNyZXQYAiABKAkibgoVVXBkYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEigKCGVuZHBvaW50GAQgASgLMhYucmVsYXkudjEuRW5kcG9pbnRTcGVjIj4KFlVwZGF0ZUVuZHBvaW50UmVzcG9uc2USJAoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludCJEChVEZWxldGVFbmRwb2ludFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkiGAoWRGVsZXRlRW5kcG9pbnRSZXNwb25zZSJ7ChpSb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCRIcCg9vdmVybGFwX3NlY29uZHMYBCABKAVIAIgBAUISChBfb3ZlcmxhcF9zZWNvbmRzIosBChtSb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USFgoOc2lnbmluZ19zZWNyZXQYASABKAkSPAoTcHJldmlvdXNfZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUIWChRfcHJldmlvdXNfZXhwaXJlc19hdCp4CgxEZWxpdmVyeU1vZGUSHQoZREVMSVZFUllfTU9ERV9VTlNQRUNJRklFRBAAEhcKE0RFTElWRVJZX01PREVfQVNZTkMQARIWChJERUxJVkVSWV9NT0RFX1NZTkMQAhIYChRERUxJVkVSWV9NT0RFX1NUUkVBTRADMuUBCgtMaW5lU2VydmljZRJECglMaXN0TGluZXMSGi5yZWxheS52MS5MaXN0TGluZXNSZXF1ZXN0GhsucmVsYXkudjEuTGlzdExpbmVzUmVzcG9uc2USRwoKQ3JlYXRlTGluZRIbLnJlbGF5LnYxLkNyZWF0ZUxpbmVSZXF1ZXN0GhwucmVsYXkudjEuQ3JlYXRlTGluZVJlc3BvbnNlEkcKCkRlbGV0ZUxpbmUSGy5yZWxheS52MS5EZWxldGVMaW5lUmVxdWVzdBocLnJlbGF5LnYxLkRlbGV0ZUxpbmVSZXNwb25zZTKSBAoPRW5kcG9pbnRTZXJ2aWNlElAKDUxpc3RFbmRwb2ludHMSHi5yZWxheS52MS5MaXN0RW5kcG9pbnRzUmVxdWVzdBofLnJlbGF5LnYxLkxpc3RFbmRwb2ludHNSZXNwb25zZRJKCgtHZXRFbmRwb2ludBIcLnJlbGF5LnYxLkdldEVuZHBvaW50UmVxdWVzdBodLnJlbGF5LnYxLkdldEVuZHBvaW50UmVzcG9uc2USUwoOQ3JlYXRlRW5kcG9pbnQSHy5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlcXVlc3QaIC5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlc3BvbnNlElMKDlVwZGF0ZUVuZHBvaW50Eh8ucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXF1ZXN0GiAucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXNwb25zZRJTCg5EZWxldGVFbmRwb2ludBIfLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVxdWVzdBogLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVzcG9uc2USYgoTUm90YXRlU2lnbmluZ1NlY3JldBIkLnJlbGF5LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0GiUucmVsYXkudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZyZWxheS92MS9yb3V0aW5nLnByb3RvEghyZWxheS52MSJDCgRMaW5lEgsKA2tleRgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL3AQoGVGFyZ2V0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdGFyZ2V0X3VybBgDIAEoCRItCg1kZWxpdmVyeV9tb2RlGAQgASgOMhYucmVsYXkudjEuRGVsaXZlcnlNb2RlEhwKD3RpbWVvdXRfc2Vjb25kcxgFIAEoBUgAiAEBEi4KB2hlYWRlcnMYBiADKAsyHS5yZWxheS52MS5UYXJnZXQuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhIKEF90aW1lb3V0X3NlY29uZHMiNwoJUmF0ZUxpbWl0EhsKE3JlcXVlc3RzX3Blcl9zZWNvbmQYASABKAESDQoFYnVyc3QYAiABKAUiYgoOQ2lyY3VpdEJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKAUSFgoOd2luZG93X3NlY29uZHMYAiABKAUSHQoVZGlzYWJsZV9hZnRlcl9zZWNvbmRzGAMgASgFIuICCghFbmRwb2ludBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSIQoHdGFyZ2V0cxgDIAMoCzIQLnJlbGF5LnYxLlRhcmdldBIUCgxpcF9hbGxvd2xpc3QYBCADKAkSLAoGc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEiwKCnJhdGVfbGltaXQYBiABKAsyEy5yZWxheS52MS5SYXRlTGltaXRIAYgBARIPCgd2ZXJzaW9uGAcgASgFEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKD2NpcmN1aXRfYnJlYWtlchgJIAEoCzIYLnJlbGF5LnYxLkNpcmN1aXRCcmVha2VySAKIAQFCCQoHX3NjaGVtYUINCgtfcmF0ZV9saW1pdEISChBfY2lyY3VpdF9icmVha2VyIpcCCgxFbmRwb2ludFNwZWMSDAoEcGF0aBgBIAEoCRIhCgd0YXJnZXRzGAIgAygLMhAucmVsYXkudjEuVGFyZ2V0EhQKDGlwX2FsbG93bGlzdBgDIAMoCRIsCgZzY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESLAoKcmF0ZV9saW1pdBgFIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdEgBiAEBEjYKD2NpcmN1aXRfYnJlYWtlchgGIAEoCzIYLnJlbGF5LnYxLkNpcmN1aXRCcmVha2VySAKIAQFCCQoHX3NjaGVtYUINCgtfcmF0ZV9saW1pdEISChBfY2lyY3VpdF9icmVha2VyIiMKEExpc3RMaW5lc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSIyChFMaXN0TGluZXNSZXNwb25zZRIdCgVsaW5lcxgBIAMoCzIOLnJlbGF5LnYxLkxpbmUiMQoRQ3JlYXRlTGluZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRILCgNrZXkYAiABKAkiMgoSQ3JlYXRlTGluZVJlc3BvbnNlEhwKBGxpbmUYASABKAsyDi5yZWxheS52MS5MaW5lIjEKEURlbGV0ZUxpbmVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSCwoDa2V5GAIgASgJIhQKEkRlbGV0ZUxpbmVSZXNwb25zZSI1ChRMaXN0RW5kcG9pbnRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkiPgoVTGlzdEVuZHBvaW50c1Jlc3BvbnNlEiUKCWVuZHBvaW50cxgBIAMoCzISLnJlbGF5LnYxLkVuZHBvaW50IkEKEkdldEVuZHBvaW50UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSI7ChNHZXRFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQiYAoVQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIoCghlbmRwb2ludBgDIAEoCzIWLnJlbGF5LnYxLkVuZHBvaW50U3BlYyJWChZDcmVhdGVFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQSFgoOc2lnbmluZ19zZWNyZXQYAiABKAkibgoVVXBkYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEigKCGVuZHBvaW50GAQgASgLMhYucmVsYXkudjEuRW5kcG9pbnRTcGVjIj4KFlVwZGF0ZUVuZHBvaW50UmVzcG9uc2USJAoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludCJEChVEZWxldGVFbmRwb2ludFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkiGAoWRGVsZXRlRW5kcG9pbnRSZXNwb25zZSJ7ChpSb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCRIcCg9vdmVybGFwX3NlY29uZHMYBCABKAVIAIgBAUISChBfb3ZlcmxhcF9zZWNvbmRzIosBChtSb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USFgoOc2lnbmluZ19zZWNyZXQYASABKAkSPAoTcHJldmlvdXNfZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUIWChRfcHJldmlvdXNfZXhwaXJlc19hdCp4CgxEZWxpdmVyeU1vZGUSHQoZREVMSVZFUllfTU9ERV9VTlNQRUNJRklFRBAAEhcKE0RFTElWRVJZX01PREVfQVNZTkMQARIWChJERUxJVkVSWV9NT0RFX1NZTkMQAhIYChRERUxJVkVSWV9NT0RFX1NUUkVBTRADMuUBCgtMaW5lU2VydmljZRJECglMaXN0TGluZXMSGi5yZWxheS52MS5MaXN0TGluZXNSZXF1ZXN0GhsucmVsYXkudjEuTGlzdExpbmVzUmVzcG9uc2USRwoKQ3JlYXRlTGluZRIbLnJlbGF5LnYxLkNyZWF0ZUxpbmVSZXF1ZXN0GhwucmVsYXkudjEuQ3JlYXRlTGluZVJlc3BvbnNlEkcKCkRlbGV0ZUxpbmUSGy5yZWxheS52MS5EZWxldGVMaW5lUmVxdWVzdBocLnJlbGF5LnYxLkRlbGV0ZUxpbmVSZXNwb25zZTKSBAoPRW5kcG9pbnRTZXJ2aWNlElAKDUxpc3RFbmRwb2ludHMSHi5yZWxheS52MS5MaXN0RW5kcG9pbnRzUmVxdWVzdBofLnJlbGF5LnYxLkxpc3RFbmRwb2ludHNSZXNwb25zZRJKCgtHZXRFbmRwb2ludBIcLnJlbGF5LnYxLkdldEVuZHBvaW50UmVxdWVzdBodLnJlbGF5LnYxLkdldEVuZHBvaW50UmVzcG9uc2USUwoOQ3JlYXRlRW5kcG9pbnQSHy5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlcXVlc3QaIC5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlc3BvbnNlElMKDlVwZGF0ZUVuZHBvaW50Eh8ucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXF1ZXN0GiAucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXNwb25zZRJTCg5EZWxldGVFbmRwb2ludBIfLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVxdWVzdBogLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVzcG9uc2USYgoTUm90YXRlU2lnbmluZ1NlY3JldBIkLnJlbGF5LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0GiUucmVsYXkudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Line
@@ -105,6 +105,41 @@ export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
   messageDesc(file_relay_v1_routing, 2);
 
 /**
+ * When a target's circuit opens and disables; every field has a default (README).
+ *
+ * @generated from message relay.v1.CircuitBreaker
+ */
+export type CircuitBreaker = Message<"relay.v1.CircuitBreaker"> & {
+  /**
+   * Failed attempts in a row that open the circuit.
+   *
+   * @generated from field: int32 failure_threshold = 1;
+   */
+  failureThreshold: number;
+
+  /**
+   * The run counts only while its first failure is at most this old.
+   *
+   * @generated from field: int32 window_seconds = 2;
+   */
+  windowSeconds: number;
+
+  /**
+   * An open circuit past this disables the target.
+   *
+   * @generated from field: int32 disable_after_seconds = 3;
+   */
+  disableAfterSeconds: number;
+};
+
+/**
+ * Describes the message relay.v1.CircuitBreaker.
+ * Use `create(CircuitBreakerSchema)` to create a new message.
+ */
+export const CircuitBreakerSchema: GenMessage<CircuitBreaker> = /*@__PURE__*/
+  messageDesc(file_relay_v1_routing, 3);
+
+/**
  * @generated from message relay.v1.Endpoint
  */
 export type Endpoint = Message<"relay.v1.Endpoint"> & {
@@ -155,6 +190,13 @@ export type Endpoint = Message<"relay.v1.Endpoint"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 8;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Absent: the defaults.
+   *
+   * @generated from field: optional relay.v1.CircuitBreaker circuit_breaker = 9;
+   */
+  circuitBreaker?: CircuitBreaker | undefined;
 };
 
 /**
@@ -162,7 +204,7 @@ export type Endpoint = Message<"relay.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 3);
+  messageDesc(file_relay_v1_routing, 4);
 
 /**
  * The writable part of an endpoint; the line and path come from the request.
@@ -194,6 +236,11 @@ export type EndpointSpec = Message<"relay.v1.EndpointSpec"> & {
    * @generated from field: optional relay.v1.RateLimit rate_limit = 5;
    */
   rateLimit?: RateLimit | undefined;
+
+  /**
+   * @generated from field: optional relay.v1.CircuitBreaker circuit_breaker = 6;
+   */
+  circuitBreaker?: CircuitBreaker | undefined;
 };
 
 /**
@@ -201,7 +248,7 @@ export type EndpointSpec = Message<"relay.v1.EndpointSpec"> & {
  * Use `create(EndpointSpecSchema)` to create a new message.
  */
 export const EndpointSpecSchema: GenMessage<EndpointSpec> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 4);
+  messageDesc(file_relay_v1_routing, 5);
 
 /**
  * @generated from message relay.v1.ListLinesRequest
@@ -218,7 +265,7 @@ export type ListLinesRequest = Message<"relay.v1.ListLinesRequest"> & {
  * Use `create(ListLinesRequestSchema)` to create a new message.
  */
 export const ListLinesRequestSchema: GenMessage<ListLinesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 5);
+  messageDesc(file_relay_v1_routing, 6);
 
 /**
  * @generated from message relay.v1.ListLinesResponse
@@ -235,7 +282,7 @@ export type ListLinesResponse = Message<"relay.v1.ListLinesResponse"> & {
  * Use `create(ListLinesResponseSchema)` to create a new message.
  */
 export const ListLinesResponseSchema: GenMessage<ListLinesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 6);
+  messageDesc(file_relay_v1_routing, 7);
 
 /**
  * @generated from message relay.v1.CreateLineRequest
@@ -257,7 +304,7 @@ export type CreateLineRequest = Message<"relay.v1.CreateLineRequest"> & {
  * Use `create(CreateLineRequestSchema)` to create a new message.
  */
 export const CreateLineRequestSchema: GenMessage<CreateLineRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 7);
+  messageDesc(file_relay_v1_routing, 8);
 
 /**
  * @generated from message relay.v1.CreateLineResponse
@@ -274,7 +321,7 @@ export type CreateLineResponse = Message<"relay.v1.CreateLineResponse"> & {
  * Use `create(CreateLineResponseSchema)` to create a new message.
  */
 export const CreateLineResponseSchema: GenMessage<CreateLineResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 8);
+  messageDesc(file_relay_v1_routing, 9);
 
 /**
  * @generated from message relay.v1.DeleteLineRequest
@@ -296,7 +343,7 @@ export type DeleteLineRequest = Message<"relay.v1.DeleteLineRequest"> & {
  * Use `create(DeleteLineRequestSchema)` to create a new message.
  */
 export const DeleteLineRequestSchema: GenMessage<DeleteLineRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 9);
+  messageDesc(file_relay_v1_routing, 10);
 
 /**
  * @generated from message relay.v1.DeleteLineResponse
@@ -309,7 +356,7 @@ export type DeleteLineResponse = Message<"relay.v1.DeleteLineResponse"> & {
  * Use `create(DeleteLineResponseSchema)` to create a new message.
  */
 export const DeleteLineResponseSchema: GenMessage<DeleteLineResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 10);
+  messageDesc(file_relay_v1_routing, 11);
 
 /**
  * @generated from message relay.v1.ListEndpointsRequest
@@ -331,7 +378,7 @@ export type ListEndpointsRequest = Message<"relay.v1.ListEndpointsRequest"> & {
  * Use `create(ListEndpointsRequestSchema)` to create a new message.
  */
 export const ListEndpointsRequestSchema: GenMessage<ListEndpointsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 11);
+  messageDesc(file_relay_v1_routing, 12);
 
 /**
  * @generated from message relay.v1.ListEndpointsResponse
@@ -348,7 +395,7 @@ export type ListEndpointsResponse = Message<"relay.v1.ListEndpointsResponse"> & 
  * Use `create(ListEndpointsResponseSchema)` to create a new message.
  */
 export const ListEndpointsResponseSchema: GenMessage<ListEndpointsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 12);
+  messageDesc(file_relay_v1_routing, 13);
 
 /**
  * @generated from message relay.v1.GetEndpointRequest
@@ -375,7 +422,7 @@ export type GetEndpointRequest = Message<"relay.v1.GetEndpointRequest"> & {
  * Use `create(GetEndpointRequestSchema)` to create a new message.
  */
 export const GetEndpointRequestSchema: GenMessage<GetEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 13);
+  messageDesc(file_relay_v1_routing, 14);
 
 /**
  * @generated from message relay.v1.GetEndpointResponse
@@ -392,7 +439,7 @@ export type GetEndpointResponse = Message<"relay.v1.GetEndpointResponse"> & {
  * Use `create(GetEndpointResponseSchema)` to create a new message.
  */
 export const GetEndpointResponseSchema: GenMessage<GetEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 14);
+  messageDesc(file_relay_v1_routing, 15);
 
 /**
  * @generated from message relay.v1.CreateEndpointRequest
@@ -419,7 +466,7 @@ export type CreateEndpointRequest = Message<"relay.v1.CreateEndpointRequest"> & 
  * Use `create(CreateEndpointRequestSchema)` to create a new message.
  */
 export const CreateEndpointRequestSchema: GenMessage<CreateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 15);
+  messageDesc(file_relay_v1_routing, 16);
 
 /**
  * @generated from message relay.v1.CreateEndpointResponse
@@ -443,7 +490,7 @@ export type CreateEndpointResponse = Message<"relay.v1.CreateEndpointResponse"> 
  * Use `create(CreateEndpointResponseSchema)` to create a new message.
  */
 export const CreateEndpointResponseSchema: GenMessage<CreateEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 16);
+  messageDesc(file_relay_v1_routing, 17);
 
 /**
  * @generated from message relay.v1.UpdateEndpointRequest
@@ -475,7 +522,7 @@ export type UpdateEndpointRequest = Message<"relay.v1.UpdateEndpointRequest"> & 
  * Use `create(UpdateEndpointRequestSchema)` to create a new message.
  */
 export const UpdateEndpointRequestSchema: GenMessage<UpdateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 17);
+  messageDesc(file_relay_v1_routing, 18);
 
 /**
  * @generated from message relay.v1.UpdateEndpointResponse
@@ -492,7 +539,7 @@ export type UpdateEndpointResponse = Message<"relay.v1.UpdateEndpointResponse"> 
  * Use `create(UpdateEndpointResponseSchema)` to create a new message.
  */
 export const UpdateEndpointResponseSchema: GenMessage<UpdateEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 18);
+  messageDesc(file_relay_v1_routing, 19);
 
 /**
  * @generated from message relay.v1.DeleteEndpointRequest
@@ -519,7 +566,7 @@ export type DeleteEndpointRequest = Message<"relay.v1.DeleteEndpointRequest"> & 
  * Use `create(DeleteEndpointRequestSchema)` to create a new message.
  */
 export const DeleteEndpointRequestSchema: GenMessage<DeleteEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 19);
+  messageDesc(file_relay_v1_routing, 20);
 
 /**
  * @generated from message relay.v1.DeleteEndpointResponse
@@ -532,7 +579,7 @@ export type DeleteEndpointResponse = Message<"relay.v1.DeleteEndpointResponse"> 
  * Use `create(DeleteEndpointResponseSchema)` to create a new message.
  */
 export const DeleteEndpointResponseSchema: GenMessage<DeleteEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 20);
+  messageDesc(file_relay_v1_routing, 21);
 
 /**
  * @generated from message relay.v1.RotateSigningSecretRequest
@@ -567,7 +614,7 @@ export type RotateSigningSecretRequest = Message<"relay.v1.RotateSigningSecretRe
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 21);
+  messageDesc(file_relay_v1_routing, 22);
 
 /**
  * @generated from message relay.v1.RotateSigningSecretResponse
@@ -593,7 +640,7 @@ export type RotateSigningSecretResponse = Message<"relay.v1.RotateSigningSecretR
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 22);
+  messageDesc(file_relay_v1_routing, 23);
 
 /**
  * @generated from enum relay.v1.DeliveryMode

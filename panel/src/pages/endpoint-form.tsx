@@ -7,6 +7,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { type FormEvent, useState } from "react";
 import {
+  type CircuitBreaker,
   DeliveryMode,
   type Endpoint,
   type EndpointSpecSchema,
@@ -37,6 +38,8 @@ interface Draft {
   customRateLimit: boolean;
   requestsPerSecond: string;
   burst: string;
+  /** Not edited here (the API sets it); kept as it is so a save does not reset it. */
+  circuitBreaker?: CircuitBreaker | undefined;
 }
 
 let rows = 0;
@@ -78,6 +81,7 @@ function draftOf(endpoint: Endpoint | undefined): Draft {
     customRateLimit: Boolean(endpoint.rateLimit),
     requestsPerSecond: String(endpoint.rateLimit?.requestsPerSecond ?? 10),
     burst: String(endpoint.rateLimit?.burst ?? 20),
+    circuitBreaker: endpoint.circuitBreaker,
   };
 }
 
@@ -139,6 +143,7 @@ function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, string>
         .filter(Boolean),
       ...(schema && { schema }),
       ...(rateLimit && { rateLimit }),
+      ...(draft.circuitBreaker && { circuitBreaker: draft.circuitBreaker }),
     },
   };
 }

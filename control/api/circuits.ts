@@ -1,0 +1,79 @@
+/**
+ * Delivery control per target, for owners and editors: each target's circuit (state, waiting
+ * deliveries, history), a pause by hand for one target or a whole endpoint, and a disabled
+ * target enabled again. Letting deliveries go is the target's circuit workflow's work: a resume
+ * or an enable wakes it (platform/temporal.ts `wakeCircuit`), and it drains them at a bounded rate.
+ */
+import { RelayError } from "../../core/errors.ts";
+import { wakeCircuit } from "../../platform/temporal.ts";
+import * as circuits from "../../store/circuits.ts";
+import { endpointTargets } from "../../store/routing.ts";
+import { type Ctx, projectAccess } from "./context.ts";
+
+/** A target's circuit as the API answers it: with the target's name. */
+export type TargetCircuit = circuits.CircuitView & { targetName: string };
+
+interface EndpointRef {
+  line: string;
+  path: string;
+}
+
+async function endpointOf(ctx: Ctx, slug: string, { line, path }: EndpointRef) {
+  const access = await projectAccess(ctx, slug);
+  const endpoint = await endpointTargets(ctx.sql, access.projectId, line, path);
+  if (!endpoint) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+  return endpoint;
+}
+
+async function targetOf(ctx: Ctx, slug: string, ref: EndpointRef, name: string) {
+  const endpoint = await endpointOf(ctx, slug, ref);
+  const targetId = endpoint.targets.get(name);
+  if (!targetId)
+    throw new RelayError("not_found", `no target '${name}' on '${ref.line}/${ref.path}'`);
+  return { ...endpoint, targetId };
+}
+
+async function circuitsView(
+  ctx: Ctx,
+  endpoint: { endpointId: string; targets: Map<string, string> },
+): Promise<{ targets: TargetCircuit[] }> {
+  const names = new Map([...endpoint.targets].map(([name, id]) => [id, name]));
+  const views = await circuits.circuitsOf(ctx.sql, endpoint.endpointId);
+  return { targets: views.map((v) => ({ ...v, targetName: names.get(v.targetId) ?? "" })) };
+}
+
+/** Wakes the circuit workflow of each target: its waiting deliveries may go. */
+async function letGo(ctx: Ctx, targetIds: string[]): Promise<void> {
+  const client = await ctx.temporal();
+  await Promise.all(targetIds.map((id) => wakeCircuit(client, id)));
+}
+
+export async function getCircuits(ctx: Ctx, slug: string, ref: EndpointRef) {
+  return circuitsView(ctx, await endpointOf(ctx, slug, ref));
+}
+
+export async function pauseEndpoint(ctx: Ctx, slug: string, ref: EndpointRef, paused: boolean) {
+  const endpoint = await endpointOf(ctx, slug, ref);
+  const changed = await circuits.pauseEndpoint(ctx.sql, endpoint.endpointId, paused);
+  if (changed && !paused) await letGo(ctx, changed);
+  return circuitsView(ctx, endpoint);
+}
+
+export async function pauseTarget(
+  ctx: Ctx,
+  slug: string,
+  ref: EndpointRef,
+  name: string,
+  paused: boolean,
+) {
+  const target = await targetOf(ctx, slug, ref, name);
+  const changed = await circuits.pauseTarget(ctx.sql, target.targetId, paused);
+  if (changed && !paused) await letGo(ctx, [target.targetId]);
+  return circuitsView(ctx, target);
+}
+
+export async function enableTarget(ctx: Ctx, slug: string, ref: EndpointRef, name: string) {
+  const target = await targetOf(ctx, slug, ref, name);
+  if (await circuits.enableTarget(ctx.sql, target.targetId)) await letGo(ctx, [target.targetId]);
+  return circuitsView(ctx, target);
+}

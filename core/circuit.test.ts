@@ -1,0 +1,35 @@
+import { expect, test } from "vitest";
+import {
+  circuitOutcome,
+  defaultCircuitBreaker,
+  disablesAt,
+  holdOf,
+  MAX_PROBE_MS,
+  probeDelayMs,
+} from "./circuit.ts";
+
+test("probes come a doubling interval apart, at most ten minutes", () => {
+  expect([0, 1, 2, 3].map(probeDelayMs)).toEqual([5000, 10_000, 20_000, 40_000]);
+  expect(probeDelayMs(7)).toBe(MAX_PROBE_MS);
+  expect(probeDelayMs(10_000)).toBe(MAX_PROBE_MS);
+});
+
+test("a delivered attempt ends the run, a retryable failure extends it, a rejection leaves it", () => {
+  expect(circuitOutcome({ kind: "delivered" })).toBe("succeeded");
+  expect(circuitOutcome({ kind: "retry" })).toBe("failed");
+  expect(circuitOutcome({ kind: "failed" })).toBe("neutral");
+});
+
+test("a pause holds before the circuit does; a closed circuit holds nothing", () => {
+  const gate = { state: "closed", targetPaused: false, endpointPaused: false } as const;
+  expect(holdOf(gate)).toBeNull();
+  expect(holdOf({ ...gate, state: "open" })).toBe("circuit_open");
+  expect(holdOf({ ...gate, state: "disabled" })).toBe("disabled");
+  expect(holdOf({ ...gate, state: "open", endpointPaused: true })).toBe("paused");
+  expect(holdOf({ ...gate, targetPaused: true })).toBe("paused");
+});
+
+test("an open circuit disables its target after its endpoint's limit", () => {
+  expect(disablesAt(1000, defaultCircuitBreaker)).toBe(1000 + 86_400_000);
+  expect(disablesAt(0, { ...defaultCircuitBreaker, disableAfterSeconds: 5 })).toBe(5000);
+});

@@ -1,0 +1,79 @@
+/**
+ * A target's circuit breaker, the rules alone (store/circuits.ts keeps the state, the
+ * `targetCircuit` workflow runs it). A run of failed attempts within a window opens the circuit:
+ * the target's deliveries then wait, durably and without attempts, while one probe at a time
+ * tries it on a growing interval. The first success closes it and the waiting deliveries drain
+ * at a bounded rate; a circuit open past a longer limit disables the target until a member
+ * enables it again. A pause by hand holds deliveries the same way.
+ */
+import type { AttemptVerdict } from "./delivery.ts";
+
+export interface CircuitBreaker {
+  /** Failed attempts in a row that open the circuit. */
+  failureThreshold: number;
+  /** The run counts only while its first failure is at most this old. */
+  windowSeconds: number;
+  /** An open circuit past this disables the target. */
+  disableAfterSeconds: number;
+}
+
+/** Defaults (README, "Delivery control"): ten failures in a row within five minutes; a day open. */
+export const defaultCircuitBreaker: CircuitBreaker = {
+  failureThreshold: 10,
+  windowSeconds: 300,
+  disableAfterSeconds: 24 * 60 * 60,
+};
+
+/** Bounds on an endpoint's settings. */
+export const circuitBreakerBounds = {
+  failureThreshold: { min: 1, max: 1000 },
+  windowSeconds: { min: 1, max: 7 * 24 * 60 * 60 },
+  disableAfterSeconds: { min: 5, max: 30 * 24 * 60 * 60 },
+} as const;
+
+/** The first probe comes this long after the circuit opens; each failed one doubles the wait. */
+export const FIRST_PROBE_MS = 5_000;
+export const MAX_PROBE_MS = 10 * 60_000;
+
+/** How fast waiting deliveries are let go once the target may be tried again. */
+export const DRAIN_PER_SECOND = 20;
+export const DRAIN_BATCH = 10;
+
+/** The wait before the probe after `failedProbes` failed ones. */
+export function probeDelayMs(failedProbes: number): number {
+  return Math.min(FIRST_PROBE_MS * 2 ** Math.min(failedProbes, 30), MAX_PROBE_MS);
+}
+
+/** How an attempt's outcome moves its target's circuit. */
+export type CircuitOutcome = "failed" | "succeeded" | "neutral";
+
+/**
+ * A delivered attempt closes the run; one worth retrying (no answer, a timeout, 408, 425, 429,
+ * 5xx) extends it; an answer not worth retrying (most 4xx) shows the target is up, but not that
+ * it takes deliveries, so it leaves the run as it is.
+ */
+export function circuitOutcome(verdict: Pick<AttemptVerdict, "kind">): CircuitOutcome {
+  if (verdict.kind === "delivered") return "succeeded";
+  return verdict.kind === "retry" ? "failed" : "neutral";
+}
+
+/** Why a target's deliveries wait, or null when they may go. */
+export type Hold = "paused" | "circuit_open" | "disabled";
+
+export interface TargetGateState {
+  state: "closed" | "open" | "disabled";
+  targetPaused: boolean;
+  endpointPaused: boolean;
+}
+
+/** What holds a target's deliveries now: a pause first (a member's word), then its circuit. */
+export function holdOf(gate: TargetGateState): Hold | null {
+  if (gate.targetPaused || gate.endpointPaused) return "paused";
+  if (gate.state === "disabled") return "disabled";
+  return gate.state === "open" ? "circuit_open" : null;
+}
+
+/** When an open circuit has been open long enough to disable its target, in ms since the epoch. */
+export function disablesAt(openedAtMs: number, breaker: CircuitBreaker): number {
+  return openedAtMs + breaker.disableAfterSeconds * 1000;
+}

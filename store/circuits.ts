@@ -1,0 +1,280 @@
+/**
+ * Each target's circuit, pause and waiting deliveries (migration 010; the rules are in
+ * core/circuit.ts). A target's `target_circuits` row is its lock: whoever holds a delivery,
+ * lets deliveries go, or moves the circuit takes it first, so a delivery never waits on a
+ * target that was let go a moment before.
+ */
+import {
+  type CircuitBreaker,
+  type CircuitOutcome,
+  defaultCircuitBreaker,
+  type Hold,
+  holdOf,
+  type TargetGateState,
+} from "../core/circuit.ts";
+import type { Queryable, Sql } from "./db.ts";
+
+/** A target's circuit history is kept this long, newest first. */
+const EVENTS_KEPT = 50;
+
+export type CircuitEvent =
+  | "opened"
+  | "probe_failed"
+  | "recovered"
+  | "disabled"
+  | "enabled"
+  | "paused"
+  | "resumed";
+
+const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<TargetGateState[]>`
+  select coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
+    e.paused_at is not null as endpoint_paused
+  from targets t join endpoints e on e.id = t.endpoint_id
+    ${lock ? q`join` : q`left join`} target_circuits c on c.target_id = t.id
+  where t.id = ${targetId}
+  ${lock ? q`for update of c` : q``}`;
+
+/** What holds a target's deliveries now; null when they may go (or the target is gone). */
+export async function targetHold(sql: Sql, targetId: string): Promise<Hold | null> {
+  const [gate] = await gateOf(sql, targetId, false);
+  return gate ? holdOf(gate) : null;
+}
+
+/** Takes the target's lock row (made when missing), in the caller's transaction. */
+async function lockTarget(tx: Queryable, targetId: string): Promise<TargetGateState | undefined> {
+  await tx`insert into target_circuits (target_id) values (${targetId}) on conflict do nothing`;
+  const [gate] = await gateOf(tx, targetId, true);
+  return gate;
+}
+
+async function recordEvent(tx: Queryable, targetId: string, event: CircuitEvent): Promise<void> {
+  await tx`insert into circuit_events (target_id, event) values (${targetId}, ${event})`;
+  await tx`
+    delete from circuit_events where target_id = ${targetId} and id < (
+      select id from circuit_events where target_id = ${targetId}
+      order by id desc offset ${EVENTS_KEPT - 1} limit 1)`;
+}
+
+/**
+ * Holds a delivery for its target when something still holds it: answers why, or null when the
+ * target may be tried now (the delivery goes on instead of waiting).
+ */
+export function holdDelivery(sql: Sql, targetId: string, workflowId: string): Promise<Hold | null> {
+  return sql.begin(async (tx) => {
+    const gate = await lockTarget(tx, targetId);
+    const hold = gate ? holdOf(gate) : null;
+    if (hold) {
+      await tx`
+        insert into held_deliveries (target_id, workflow_id) values (${targetId}, ${workflowId})
+        on conflict do nothing`;
+    }
+    return hold;
+  });
+}
+
+/**
+ * Lets go of up to `limit` waiting deliveries, oldest first, when nothing holds the target (or,
+ * for a probe, when only its open circuit does): answers their workflow ids.
+ */
+export function releaseHeld(
+  sql: Sql,
+  targetId: string,
+  limit: number,
+  probe = false,
+): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    const gate = await lockTarget(tx, targetId);
+    const hold = gate ? holdOf(gate) : null;
+    if (hold !== null && !(probe && hold === "circuit_open")) return [];
+    const rows = await tx<{ workflowId: string }[]>`
+      delete from held_deliveries where (target_id, workflow_id) in (
+        select target_id, workflow_id from held_deliveries where target_id = ${targetId}
+        order by held_at limit ${limit})
+      returning workflow_id`;
+    return rows.map((r) => r.workflowId);
+  });
+}
+
+/** An open circuit's state, as its workflow reads it each round. */
+export interface CircuitState {
+  hold: Hold | null;
+  /** In ms since the epoch: a workflow's activity results travel as JSON. */
+  openedAtMs: number | null;
+  breaker: CircuitBreaker;
+  waiting: number;
+  /** False once the target's endpoint (or the target) is deleted. */
+  exists: boolean;
+  /** Where the target is, for the events its circuit raises. */
+  target: { project: string; line: string; endpoint: string; name: string } | null;
+}
+
+export async function circuitState(sql: Sql, targetId: string): Promise<CircuitState> {
+  const [row] = await sql<
+    (TargetGateState & {
+      openedAt: Date | null;
+      breaker: CircuitBreaker | null;
+      waiting: number;
+      project: string;
+      line: string;
+      endpoint: string;
+      name: string;
+    })[]
+  >`
+    select coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
+      e.paused_at is not null as endpoint_paused, c.opened_at, e.circuit_breaker as breaker,
+      (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,
+      p.slug as project, e.line_key as line, e.path as endpoint, t.name
+    from targets t join endpoints e on e.id = t.endpoint_id
+      join projects p on p.id = e.project_id
+      left join target_circuits c on c.target_id = t.id
+    where t.id = ${targetId}`;
+  return {
+    hold: row ? holdOf(row) : null,
+    openedAtMs: row?.openedAt?.getTime() ?? null,
+    breaker: row?.breaker ?? defaultCircuitBreaker,
+    waiting: row?.waiting ?? 0,
+    exists: row !== undefined,
+    target: row
+      ? { project: row.project, line: row.line, endpoint: row.endpoint, name: row.name }
+      : null,
+  };
+}
+
+/**
+ * Moves a target's circuit by one attempt's outcome, in the caller's transaction: a failure
+ * extends the run (a new run when the last began outside the window) and opens the circuit at
+ * the threshold; a success ends the run and closes an open circuit. Answers a transition.
+ */
+export async function recordCircuitOutcome(
+  tx: Queryable,
+  targetId: string,
+  outcome: CircuitOutcome,
+  now: Date,
+): Promise<"opened" | "recovered" | null> {
+  if (outcome === "neutral") return null;
+  if (outcome === "succeeded") {
+    const [closed] = await tx<{ wasOpen: boolean }[]>`
+      update target_circuits c set failures = 0, failing_since = null,
+        state = case when c.state = 'open' then 'closed' else c.state end,
+        opened_at = case when c.state = 'open' then null else c.opened_at end
+      from (select state from target_circuits where target_id = ${targetId} for update) before
+      where c.target_id = ${targetId} and (c.failures > 0 or c.state = 'open')
+      returning before.state = 'open' as was_open`;
+    if (!closed?.wasOpen) return null;
+    await recordEvent(tx, targetId, "recovered");
+    return "recovered";
+  }
+  const [endpoint] = await tx<{ breaker: CircuitBreaker | null }[]>`
+    select e.circuit_breaker as breaker from targets t join endpoints e on e.id = t.endpoint_id
+    where t.id = ${targetId}`;
+  const breaker = endpoint?.breaker ?? defaultCircuitBreaker;
+  const windowStart = new Date(now.getTime() - breaker.windowSeconds * 1000);
+  const [run] = await tx<{ failures: number; state: string }[]>`
+    insert into target_circuits as c (target_id, failures, failing_since)
+    values (${targetId}, 1, ${now})
+    on conflict (target_id) do update set
+      failures = case when c.failing_since >= ${windowStart} then c.failures + 1 else 1 end,
+      failing_since = case when c.failing_since >= ${windowStart} then c.failing_since
+        else ${now} end
+    returning c.failures, c.state`;
+  if (run?.state !== "closed" || run.failures < breaker.failureThreshold) return null;
+  await tx`
+    update target_circuits set state = 'open', opened_at = ${now} where target_id = ${targetId}`;
+  await recordEvent(tx, targetId, "opened");
+  return "opened";
+}
+
+/** A failed probe, for the circuit's history. */
+export async function recordProbeFailed(sql: Sql, targetId: string): Promise<void> {
+  await recordEvent(sql, targetId, "probe_failed");
+}
+
+/** Disables a target whose circuit is still open; false when it closed meanwhile. */
+export function disableTarget(sql: Sql, targetId: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const gate = await lockTarget(tx, targetId);
+    if (gate?.state !== "open") return false;
+    await tx`update target_circuits set state = 'disabled' where target_id = ${targetId}`;
+    await recordEvent(tx, targetId, "disabled");
+    return true;
+  });
+}
+
+/** A member's word: closes a disabled (or open) circuit; false when it was closed already. */
+export function enableTarget(sql: Sql, targetId: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const gate = await lockTarget(tx, targetId);
+    if (!gate || gate.state === "closed") return false;
+    await tx`
+      update target_circuits set state = 'closed', failures = 0, failing_since = null,
+        opened_at = null
+      where target_id = ${targetId}`;
+    await recordEvent(tx, targetId, "enabled");
+    return true;
+  });
+}
+
+/** Pauses or resumes one target; false when it already was so. */
+export function pauseTarget(sql: Sql, targetId: string, paused: boolean): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const gate = await lockTarget(tx, targetId);
+    if (!gate || gate.targetPaused === paused) return false;
+    await tx`
+      update target_circuits set paused_at = ${paused ? tx`now()` : null}
+      where target_id = ${targetId}`;
+    await recordEvent(tx, targetId, paused ? "paused" : "resumed");
+    return true;
+  });
+}
+
+/** Pauses or resumes a whole endpoint; answers its targets' ids, or null when it already was so. */
+export function pauseEndpoint(
+  sql: Sql,
+  endpointId: string,
+  paused: boolean,
+): Promise<string[] | null> {
+  return sql.begin(async (tx) => {
+    const [changed] = await tx`
+      update endpoints set paused_at = ${paused ? tx`now()` : null}
+      where id = ${endpointId} and (paused_at is null) = ${paused}
+      returning id`;
+    if (!changed) return null;
+    const targets = await tx<{ id: string }[]>`
+      select id from targets where endpoint_id = ${endpointId} order by position`;
+    for (const { id } of targets) await recordEvent(tx, id, paused ? "paused" : "resumed");
+    return targets.map((t) => t.id);
+  });
+}
+
+/** A target's circuit as members see it. */
+export interface CircuitView {
+  targetId: string;
+  state: "closed" | "open" | "disabled";
+  /** Paused by hand, the target itself or its whole endpoint. */
+  paused: boolean;
+  failures: number;
+  openedAt: Date | null;
+  /** Deliveries waiting for it. */
+  waiting: number;
+  events: { event: CircuitEvent; at: Date }[];
+}
+
+/** The circuits of an endpoint's targets, in the targets' order. */
+export async function circuitsOf(sql: Sql, endpointId: string): Promise<CircuitView[]> {
+  const rows = await sql<(Omit<CircuitView, "events"> & { events: CircuitView["events"] })[]>`
+    select t.id as target_id, coalesce(c.state, 'closed') as state,
+      (c.paused_at is not null or e.paused_at is not null) as paused,
+      coalesce(c.failures, 0) as failures, c.opened_at,
+      (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,
+      coalesce((select json_agg(json_build_object('event', v.event, 'at', v.at) order by v.id desc)
+        from (select * from circuit_events where target_id = t.id order by id desc limit 10) v),
+        '[]') as events
+    from targets t join endpoints e on e.id = t.endpoint_id
+      left join target_circuits c on c.target_id = t.id
+    where t.endpoint_id = ${endpointId}
+    order by t.position`;
+  return rows.map((row) => ({
+    ...row,
+    events: row.events.map((e) => ({ event: e.event, at: new Date(e.at) })),
+  }));
+}

@@ -1,0 +1,31 @@
+/**
+ * sendNotification: one per operational event (workflow id = the event's id, so an event is
+ * sent once however often it is raised), started apart from the workflow that raised it, so a
+ * notification URL that is down delays neither a request nor a circuit.
+ */
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
+import { ParentClosePolicy, proxyActivities, startChild } from "@temporalio/workflow";
+import type { NotificationEvent } from "../core/notifications.ts";
+import type { Activities } from "./activities.ts";
+
+/** Retried for a day, at most an hour apart, as a delivery is; then given up. */
+const { notify } = proxyActivities<Activities>({
+  startToCloseTimeout: "30 seconds",
+  scheduleToCloseTimeout: "24 hours",
+  retry: { maximumInterval: "1 hour" },
+});
+
+export async function sendNotification(event: NotificationEvent): Promise<string> {
+  return notify(event);
+}
+
+/** Raises `event`: its notification goes out on its own, after the raising workflow ends too. */
+export async function raise(event: NotificationEvent): Promise<void> {
+  await startChild(sendNotification, {
+    workflowId: event.id,
+    args: [event],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+  }).catch((error: unknown) => {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  });
+}
