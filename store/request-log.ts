@@ -6,7 +6,7 @@
  * written once here (`delivered`); store/retention.ts prunes the log.
  */
 
-import type { CircuitOutcome } from "../core/circuit.ts";
+import { type CircuitOutcome, type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
 import {
   answeredStatus,
   type DeliveryInput,
@@ -248,6 +248,8 @@ export interface RequestView {
   updatedAt: Date;
   bodyBytes: number;
   attempts: AttemptView[];
+  /** Targets this request waits for, and why (an open circuit, disabled, paused). */
+  waiting: { targetId: string; targetName: string; reason: Hold }[];
 }
 
 export interface RequestFilter {
@@ -291,20 +293,28 @@ async function selectRequests(
   projectId: string,
   filter: ReturnType<Sql>,
 ): Promise<RequestView[]> {
-  const requests = await sql<Omit<RequestView, "attempts">[]>`
+  const requests = await sql<Omit<RequestView, "attempts" | "waiting">[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
       not_before, updated_at, body_bytes
     from requests where project_id = ${projectId} ${filter}`;
   if (requests.length === 0) return [];
+  const ids = requests.map((r) => r.requestId);
   const attempts = await sql<(AttemptView & { requestId: string })[]>`
     select request_id, target_id, target_name, attempt, started_at, status_code, latency_ms, error
-    from attempts where request_id in ${sql(requests.map((r) => r.requestId))}
+    from attempts where request_id in ${sql(ids)}
     order by id`;
+  const held = await heldFor(sql, ids);
   return requests.map((request) => ({
     ...request,
     attempts: attempts
       .filter((a) => a.requestId === request.requestId)
       .map(({ requestId: _, ...attempt }) => attempt),
+    waiting: held
+      .filter((h) => h.requestId === request.requestId)
+      .flatMap(({ requestId: _, targetId, targetName, ...gate }) => {
+        const reason = holdOf(gate);
+        return reason ? [{ targetId, targetName, reason }] : [];
+      }),
   }));
 }
 
@@ -350,4 +360,16 @@ export async function deliveriesPerHour(
     delivered: Number(row.delivered),
     failedAttempts: Number(row.failedAttempts),
   }));
+}
+
+/** The deliveries of these requests that wait for their target, with the target's state. */
+function heldFor(sql: Sql, requestIds: string[]) {
+  return sql<(TargetGateState & { requestId: string; targetId: string; targetName: string })[]>`
+    select h.workflow_id as request_id, h.target_id, t.name as target_name,
+      coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
+      e.paused_at is not null as endpoint_paused
+    from held_deliveries h join targets t on t.id = h.target_id
+      join endpoints e on e.id = t.endpoint_id
+      left join target_circuits c on c.target_id = h.target_id
+    where h.workflow_id in ${sql(requestIds)}`;
 }

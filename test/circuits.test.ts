@@ -80,7 +80,11 @@ test("a failing target opens its circuit, only probes reach it, and recovery dra
     "GET",
     `${p.base}/requests/${held[0]}`,
   );
-  expect(log.body).toMatchObject({ status: "delivering", attempts: [] });
+  expect(log.body).toMatchObject({
+    status: "delivering",
+    attempts: [],
+    waiting: [{ targetName: "t", reason: "circuit_open" }],
+  });
   // Open: the three first attempts, then one probe (5 s after opening), failing; the next
   // comes 10 s after it. The held deliveries' retries make no attempt.
   await new Promise((resolve) => setTimeout(resolve, 8000));
@@ -146,6 +150,10 @@ test("a paused target holds its deliveries without attempts until resumed", asyn
   const ids = [await send(p, 1), await send(p, 2)];
   await eventually(async () => (await p.circuit()).waiting === 2);
   expect(target.received).toEqual([]);
+  const log = await api(p.ownerToken, "GET", `${p.base}/requests/${ids[0]}`);
+  expect(log.body.waiting).toEqual([
+    { targetId: expect.any(String), targetName: "t", reason: "paused" },
+  ]);
 
   const resumed = await api<Circuits>(p.ownerToken, "POST", `${p.endpoint}/targets/t/resume`);
   expect(resumed.body.targets[0]?.paused).toBe(false);

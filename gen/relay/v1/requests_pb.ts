@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEi4gEKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCDQoLX2xhdGVuY3lfbXNCCAoGX2Vycm9yIsQCCgdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJwoGc3RhdHVzGAIgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1cxIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEi8KC3JlY2VpdmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiMKCGF0dGVtcHRzGAggAygLMhEucmVsYXkudjEuQXR0ZW1wdBIzCgpub3RfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19ub3RfYmVmb3JlImwKDVJlcXVlc3RGaWx0ZXISLAoGc3RhdHVzGAEgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1c0gAiAEBEhUKCGVuZHBvaW50GAIgASgJSAGIAQFCCQoHX3N0YXR1c0ILCglfZW5kcG9pbnQibgoTTGlzdFJlcXVlc3RzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI4ChFHZXRSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOAoSR2V0UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IjsKFENhbmNlbFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqDAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcy/QEKEVJlcXVlc3RMb2dTZXJ2aWNlEk0KDExpc3RSZXF1ZXN0cxIdLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHi5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJHCgpHZXRSZXF1ZXN0EhsucmVsYXkudjEuR2V0UmVxdWVzdFJlcXVlc3QaHC5yZWxheS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USUAoNQ2FuY2VsUmVxdWVzdBIeLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEi4gEKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCDQoLX2xhdGVuY3lfbXNCCAoGX2Vycm9yIugCCgdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJwoGc3RhdHVzGAIgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1cxIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEi8KC3JlY2VpdmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiMKCGF0dGVtcHRzGAggAygLMhEucmVsYXkudjEuQXR0ZW1wdBIzCgpub3RfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEiIKB3dhaXRpbmcYCiADKAsyES5yZWxheS52MS5XYWl0aW5nQg0KC19ub3RfYmVmb3JlIkEKB1dhaXRpbmcSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJsCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBQgkKB19zdGF0dXNCCwoJX2VuZHBvaW50Im4KE0xpc3RSZXF1ZXN0c1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0UmVxdWVzdHNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOAoRR2V0UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjgKEkdldFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCI7ChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0Im4KE0xpc3RGYWlsdXJlc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0RmFpbHVyZXNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOwoUUmVwbGF5UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjsKFVJlcGxheVJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJRChVSZXBsYXlGYWlsdXJlc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyIioKFlJlcGxheUZhaWx1cmVzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUqgwIKDVJlcXVlc3RTdGF0dXMSHgoaUkVRVUVTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVSRVFVRVNUX1NUQVRVU19RVUVVRUQQARIdChlSRVFVRVNUX1NUQVRVU19ERUxJVkVSSU5HEAISHAoYUkVRVUVTVF9TVEFUVVNfREVMSVZFUkVEEAMSIwofUkVRVUVTVF9TVEFUVVNfUEFSVElBTExZX0ZBSUxFRBAEEhkKFVJFUVVFU1RfU1RBVFVTX0ZBSUxFRBAFEhwKGFJFUVVFU1RfU1RBVFVTX1NDSEVEVUxFRBAGEhwKGFJFUVVFU1RfU1RBVFVTX0NBTkNFTExFRBAHMv0BChFSZXF1ZXN0TG9nU2VydmljZRJNCgxMaXN0UmVxdWVzdHMSHS5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVzcG9uc2USRwoKR2V0UmVxdWVzdBIbLnJlbGF5LnYxLkdldFJlcXVlc3RSZXF1ZXN0GhwucmVsYXkudjEuR2V0UmVxdWVzdFJlc3BvbnNlElAKDUNhbmNlbFJlcXVlc3QSHi5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVxdWVzdBofLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZTKLAgoTRmFpbHVyZVF1ZXVlU2VydmljZRJNCgxMaXN0RmFpbHVyZXMSHS5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVzcG9uc2USUAoNUmVwbGF5UmVxdWVzdBIeLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlc3BvbnNlElMKDlJlcGxheUZhaWx1cmVzEh8ucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXF1ZXN0GiAucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -115,6 +115,13 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: optional google.protobuf.Timestamp not_before = 9;
    */
   notBefore?: Timestamp | undefined;
+
+  /**
+   * Targets the request waits for, and why.
+   *
+   * @generated from field: repeated relay.v1.Waiting waiting = 10;
+   */
+  waiting: Waiting[];
 };
 
 /**
@@ -123,6 +130,35 @@ export type Request = Message<"relay.v1.Request"> & {
  */
 export const RequestSchema: GenMessage<Request> = /*@__PURE__*/
   messageDesc(file_relay_v1_requests, 1);
+
+/**
+ * A delivery waiting for its target: "circuit_open", "disabled" or "paused".
+ *
+ * @generated from message relay.v1.Waiting
+ */
+export type Waiting = Message<"relay.v1.Waiting"> & {
+  /**
+   * @generated from field: string target_id = 1;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: string target_name = 2;
+   */
+  targetName: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message relay.v1.Waiting.
+ * Use `create(WaitingSchema)` to create a new message.
+ */
+export const WaitingSchema: GenMessage<Waiting> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 2);
 
 /**
  * @generated from message relay.v1.RequestFilter
@@ -146,7 +182,7 @@ export type RequestFilter = Message<"relay.v1.RequestFilter"> & {
  * Use `create(RequestFilterSchema)` to create a new message.
  */
 export const RequestFilterSchema: GenMessage<RequestFilter> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 2);
+  messageDesc(file_relay_v1_requests, 3);
 
 /**
  * @generated from message relay.v1.ListRequestsRequest
@@ -178,7 +214,7 @@ export type ListRequestsRequest = Message<"relay.v1.ListRequestsRequest"> & {
  * Use `create(ListRequestsRequestSchema)` to create a new message.
  */
 export const ListRequestsRequestSchema: GenMessage<ListRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 3);
+  messageDesc(file_relay_v1_requests, 4);
 
 /**
  * @generated from message relay.v1.ListRequestsResponse
@@ -202,7 +238,7 @@ export type ListRequestsResponse = Message<"relay.v1.ListRequestsResponse"> & {
  * Use `create(ListRequestsResponseSchema)` to create a new message.
  */
 export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 4);
+  messageDesc(file_relay_v1_requests, 5);
 
 /**
  * @generated from message relay.v1.GetRequestRequest
@@ -224,7 +260,7 @@ export type GetRequestRequest = Message<"relay.v1.GetRequestRequest"> & {
  * Use `create(GetRequestRequestSchema)` to create a new message.
  */
 export const GetRequestRequestSchema: GenMessage<GetRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 5);
+  messageDesc(file_relay_v1_requests, 6);
 
 /**
  * @generated from message relay.v1.GetRequestResponse
@@ -241,7 +277,7 @@ export type GetRequestResponse = Message<"relay.v1.GetRequestResponse"> & {
  * Use `create(GetRequestResponseSchema)` to create a new message.
  */
 export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 6);
+  messageDesc(file_relay_v1_requests, 7);
 
 /**
  * @generated from message relay.v1.CancelRequestRequest
@@ -263,7 +299,7 @@ export type CancelRequestRequest = Message<"relay.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 7);
+  messageDesc(file_relay_v1_requests, 8);
 
 /**
  * @generated from message relay.v1.CancelRequestResponse
@@ -280,7 +316,7 @@ export type CancelRequestResponse = Message<"relay.v1.CancelRequestResponse"> & 
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 8);
+  messageDesc(file_relay_v1_requests, 9);
 
 /**
  * @generated from message relay.v1.ListFailuresRequest
@@ -312,7 +348,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 9);
+  messageDesc(file_relay_v1_requests, 10);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -334,7 +370,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 10);
+  messageDesc(file_relay_v1_requests, 11);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -356,7 +392,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 11);
+  messageDesc(file_relay_v1_requests, 12);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -373,7 +409,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 12);
+  messageDesc(file_relay_v1_requests, 13);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -395,7 +431,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 13);
+  messageDesc(file_relay_v1_requests, 14);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -412,7 +448,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 14);
+  messageDesc(file_relay_v1_requests, 15);
 
 /**
  * @generated from enum relay.v1.RequestStatus
