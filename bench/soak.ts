@@ -2,6 +2,11 @@
  * Soak (not part of npm test): SOAK_REQUESTS requests to a target that fails 30% of attempts at
  * random (503); every request must end delivered. Prints the attempts it took and how long the
  * queue took to drain. Retries are shrunk (first 100 ms, at most 2 s apart) so it ends in minutes.
+ *
+ * With SOAK_OUTAGE_SECONDS (`npm run soak:outage`: 1,000 requests, 60 s) the target is down
+ * (503) for that long instead, and the requests are sent evenly across the outage: its circuit
+ * opens, the deliveries wait, probes alone reach it, and once it is up they drain. Prints the
+ * attempts the target got while down beside the probes the circuit made.
  */
 
 import { mkdtemp, rm } from "node:fs/promises";
@@ -13,13 +18,21 @@ import { request } from "undici";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
 
 const total = Number(process.env.SOAK_REQUESTS ?? 500);
-const failureRate = Number(process.env.SOAK_FAILURE_RATE ?? 0.3);
+const outageMs = Number(process.env.SOAK_OUTAGE_SECONDS ?? 0) * 1000;
+const failureRate = outageMs > 0 ? 0 : Number(process.env.SOAK_FAILURE_RATE ?? 0.3);
 
 const delivered = new Set<string>();
 let attempts = 0;
+let attemptsWhileDown = 0;
+/** When the outage ends; set as the first request is sent. */
+let upAt = Number.POSITIVE_INFINITY;
 const target = createServer((req, res) => {
   req.resume();
   attempts++;
+  if (Date.now() < upAt && outageMs > 0) {
+    attemptsWhileDown++;
+    return res.writeHead(503).end();
+  }
   if (Math.random() < failureRate) return res.writeHead(503).end();
   delivered.add(String(req.headers["x-relay-request-id"]));
   res.end("ok");
@@ -69,8 +82,12 @@ try {
   });
 
   const started = Date.now();
+  upAt = outageMs > 0 ? started + outageMs : 0;
   const ids: string[] = [];
   for (let i = 0; i < total; i++) {
+    // Across the outage, evenly: most requests come while the circuit is open.
+    const due = started + (i * outageMs) / total;
+    if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
     const answer = await request(`${stack.edgeUrl}/v1/hook`, {
       method: "POST",
       headers: {
@@ -98,11 +115,15 @@ try {
   }
   const drained = Date.now();
   const [logged] = await sql<{ n: number }[]>`select count(*)::int as n from attempts`;
+  const events = await sql<{ event: string; n: number }[]>`
+    select event, count(*)::int as n from circuit_events group by event order by event`;
   await sql.end();
 
   const lost = ids.filter((id) => !delivered.has(id)).length;
   console.log(
-    `\nSoak: ${total} requests, target failing ${failureRate * 100}% of attempts at random\n`,
+    outageMs > 0
+      ? `\nSoak: ${total} requests sent across a ${outageMs / 1000} s outage of the target (503), then up\n`
+      : `\nSoak: ${total} requests, target failing ${failureRate * 100}% of attempts at random\n`,
   );
   console.log(
     "| requests | 202s | delivered (log) | delivered (target) | attempts (target) | attempts (log) | lost | accept s | drain s |",
@@ -111,6 +132,12 @@ try {
   console.log(
     `| ${total} | ${ids.length} | ${settled} | ${delivered.size} | ${attempts} | ${logged?.n} | ${lost} | ${((accepted - started) / 1000).toFixed(1)} | ${((drained - started) / 1000).toFixed(1)} |`,
   );
+  if (outageMs > 0) {
+    const count = (event: string) => events.find((e) => e.event === event)?.n ?? 0;
+    console.log(
+      `\n| attempts while down | circuit opened | probes failed | recovered |\n|---|---|---|---|\n| ${attemptsWhileDown} | ${count("opened")} | ${count("probe_failed")} | ${count("recovered")} |`,
+    );
+  }
   if (lost > 0 || settled !== total) process.exitCode = 1;
 } finally {
   await stack.stop();
