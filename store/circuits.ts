@@ -42,7 +42,9 @@ export async function targetHold(sql: Sql, targetId: string): Promise<Hold | nul
 
 /** Takes the target's lock row (made when missing), in the caller's transaction. */
 async function lockTarget(tx: Queryable, targetId: string): Promise<TargetGateState | undefined> {
-  await tx`insert into target_circuits (target_id) values (${targetId}) on conflict do nothing`;
+  await tx`
+    insert into target_circuits (target_id) select id from targets where id = ${targetId}
+    on conflict do nothing`;
   const [gate] = await gateOf(tx, targetId, true);
   return gate;
 }
@@ -67,6 +69,10 @@ export function holdDelivery(sql: Sql, targetId: string, workflowId: string): Pr
       await tx`
         insert into held_deliveries (target_id, workflow_id) values (${targetId}, ${workflowId})
         on conflict do nothing`;
+    } else {
+      // Let go without a release (it looked again itself): it waits no more.
+      await tx`
+        delete from held_deliveries where target_id = ${targetId} and workflow_id = ${workflowId}`;
     }
     return hold;
   });
@@ -277,4 +283,11 @@ export async function circuitsOf(sql: Sql, endpointId: string): Promise<CircuitV
     ...row,
     events: row.events.map((e) => ({ event: e.event, at: new Date(e.at) })),
   }));
+}
+
+/** Forgets the circuits of targets that are gone (their endpoint deleted or edited without them). */
+export async function forgetTargets(tx: Queryable, targetIds: string[]): Promise<void> {
+  if (targetIds.length === 0) return;
+  await tx`delete from target_circuits where target_id in ${tx(targetIds)}`;
+  await tx`delete from circuit_events where target_id in ${tx(targetIds)}`;
 }

@@ -7,6 +7,7 @@ import type { DeliveryTarget } from "../core/delivery.ts";
 import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
 import { recordChange } from "./changes.ts";
+import { forgetTargets } from "./circuits.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { addSigningSecret } from "./signing.ts";
 
@@ -46,8 +47,15 @@ export async function lineExists(sql: Sql, projectId: string, key: string): Prom
 /** Deletes the line with its endpoints; false when the project has no such line. */
 export function deleteLine(sql: Sql, projectId: string, key: string): Promise<boolean> {
   return sql.begin(async (tx) => {
+    const targets = await tx<{ id: string }[]>`
+      select t.id from targets t join endpoints e on e.id = t.endpoint_id
+      where e.project_id = ${projectId} and e.line_key = ${key}`;
     const deleted = await tx`delete from lines where project_id = ${projectId} and key = ${key}`;
     if (deleted.count === 0) return false;
+    await forgetTargets(
+      tx,
+      targets.map((t) => t.id),
+    );
     await recordChange(tx, projectId, "routing");
     return true;
   });
@@ -149,6 +157,11 @@ export function replaceEndpoint(
       spec.targets,
       new Map(previous.map((t) => [t.name, t.id])),
     );
+    const kept = new Set(spec.targets.map((t) => t.name));
+    await forgetTargets(
+      tx,
+      previous.filter((t) => !kept.has(t.name)).map((t) => t.id),
+    );
     await recordChange(tx, projectId, "routing");
     return true;
   });
@@ -162,10 +175,19 @@ export function deleteEndpoint(
   path: string,
 ): Promise<boolean> {
   return sql.begin(async (tx) => {
-    const deleted = await tx`
+    const deleted = await tx<{ id: string }[]>`
+      delete from targets where endpoint_id in (
+        select id from endpoints
+        where project_id = ${projectId} and line_key = ${line} and path = ${path})
+      returning id`;
+    const endpoint = await tx`
       delete from endpoints
       where project_id = ${projectId} and line_key = ${line} and path = ${path}`;
-    if (deleted.count === 0) return false;
+    if (endpoint.count === 0) return false;
+    await forgetTargets(
+      tx,
+      deleted.map((t) => t.id),
+    );
     await recordChange(tx, projectId, "routing");
     return true;
   });

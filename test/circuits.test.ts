@@ -6,6 +6,7 @@
  * notification URL, signed.
  */
 import { afterAll, expect, test } from "vitest";
+import { connect } from "../store/db.ts";
 import {
   api,
   eventually,
@@ -13,6 +14,7 @@ import {
   projectWithEndpoint,
   type Received,
   relay,
+  stack,
   targetServer,
   verifiesSignature,
 } from "./helpers.ts";
@@ -20,7 +22,8 @@ import {
 type Circuit = { targetName: string; state: string; paused: boolean; waiting: number };
 type Circuits = { targets: Circuit[] };
 
-const closers: (() => Promise<void>)[] = [];
+const sql = connect(stack().databaseUrl, { max: 1 });
+const closers: (() => Promise<void>)[] = [() => sql.end()];
 afterAll(() => Promise.all(closers.map((close) => close())));
 
 /** A target that answers 503 while `down`. */
@@ -170,6 +173,17 @@ test("a paused target holds its deliveries without attempts until resumed", asyn
   await api(p.ownerToken, "POST", `${p.endpoint}/resume`);
   await finishedLog(p, third, 60_000);
   expect(target.received).toHaveLength(3);
+
+  // A deleted endpoint's targets leave no circuit behind.
+  const { targetId } = (await p.circuit()) as Circuit & { targetId: string };
+  const rows = async () =>
+    (
+      await sql`select 1 from target_circuits where target_id = ${targetId}
+      union all select 1 from circuit_events where target_id = ${targetId}`
+    ).length;
+  expect(await rows()).toBeGreaterThan(0);
+  expect((await api(p.ownerToken, "DELETE", p.endpoint)).status).toBe(204);
+  expect(await rows()).toBe(0);
 }, 120_000);
 
 test("a request that fails is told to the project, signed", async () => {
