@@ -35,10 +35,14 @@ async function switchable() {
 }
 
 /** A project whose endpoint has one async target `t`, and its notifications going to a receiver. */
-async function setup(targetUrl: string, circuitBreaker: Record<string, number>) {
+async function setup(
+  targetUrl: string,
+  circuitBreaker: Record<string, number>,
+  others: { name: string; targetUrl: string }[] = [],
+) {
   const notifications = await targetServer();
   closers.push(notifications.close);
-  const p = await projectWithEndpoint([{ name: "t", targetUrl }], { circuitBreaker });
+  const p = await projectWithEndpoint([{ name: "t", targetUrl }, ...others], { circuitBreaker });
   const set = await api<{ secret: string }>(p.ownerToken, "PUT", `${p.base}/notifications`, {
     url: notifications.url,
   });
@@ -62,7 +66,11 @@ async function notified(notifications: { received: Received[] }, type: string) {
 
 test("a failing target opens its circuit, only probes reach it, and recovery drains every held delivery once", async () => {
   const target = await switchable();
-  const p = await setup(target.url, { failureThreshold: 3, windowSeconds: 60 });
+  const fine = await targetServer();
+  closers.push(fine.close);
+  const p = await setup(target.url, { failureThreshold: 3, windowSeconds: 60 }, [
+    { name: "fine", targetUrl: fine.url },
+  ]);
 
   const first = [await send(p, 1), await send(p, 2), await send(p, 3)];
   await eventually(async () => (await p.circuit()).state === "open");
@@ -85,7 +93,7 @@ test("a failing target opens its circuit, only probes reach it, and recovery dra
   );
   expect(log.body).toMatchObject({
     status: "delivering",
-    attempts: [],
+    attempts: [{ targetName: "fine", statusCode: 200 }],
     waiting: [{ targetName: "t", reason: "circuit_open" }],
   });
   // Open: the three first attempts, then one probe (5 s after opening), failing; the next
@@ -99,6 +107,13 @@ test("a failing target opens its circuit, only probes reach it, and recovery dra
     `${p.endpoint}/circuits`,
   );
   expect(history.body.targets[0]?.events.map((e) => e.event)).toEqual(["probe_failed", "opened"]);
+  // The endpoint's other target is not held: it had every request at once.
+  expect(fine.received.map((r) => JSON.parse(r.body).n).sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  expect(history.body.targets[1]).toMatchObject({
+    targetName: "fine",
+    state: "closed",
+    waiting: 0,
+  });
 
   target.state.down = false;
   for (const id of [...first, ...held]) await finishedLog(p, id, 90_000);
