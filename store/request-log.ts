@@ -59,7 +59,11 @@ export async function openRequest(
  * stopped them). Opens it, cancelled, when it was cancelled before its first task.
  */
 export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<void> {
-  await insertRequest(sql, input, "cancelled");
+  await sql.begin(async (tx) => {
+    await insertRequest(tx, input, "cancelled");
+    // It waits for no target any more (store/circuits.ts).
+    await tx`delete from held_deliveries where workflow_id = ${input.requestId}`;
+  });
 }
 
 /**

@@ -183,6 +183,13 @@ test("a paused target holds its deliveries without attempts until resumed", asyn
   expect(endpointPaused.body.targets[0]?.paused).toBe(true);
   const unknown = await api(p.ownerToken, "POST", `${p.endpoint}/targets/nope/pause`);
   expect(unknown.status).toBe(404);
+  // A request cancelled while it waits waits no more.
+  const cancelled = await send(p, 0);
+  await eventually(async () => (await p.circuit()).waiting === 1);
+  expect((await api(p.ownerToken, "DELETE", `${p.base}/requests/${cancelled}`)).body.status).toBe(
+    "cancelled",
+  );
+  expect((await p.circuit()).waiting).toBe(0);
   const third = await send(p, 3);
   await eventually(async () => (await p.circuit()).waiting === 1);
   await api(p.ownerToken, "POST", `${p.endpoint}/resume`);
