@@ -1,6 +1,7 @@
 /** The generated enums as the words the API's REST side and the panel's pages use. */
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { CircuitState } from "../../gen/relay/v1/circuits_pb.ts";
 import { KeyMode, KeyStatus } from "../../gen/relay/v1/keys_pb.ts";
 import { Role } from "../../gen/relay/v1/projects_pb.ts";
 import { RequestStatus } from "../../gen/relay/v1/requests_pb.ts";
@@ -46,6 +47,13 @@ export const deliveryModeNames: Record<DeliveryMode, string> = {
   [DeliveryMode.ASYNC]: "async",
   [DeliveryMode.SYNC]: "sync",
   [DeliveryMode.STREAM]: "stream",
+};
+
+export const circuitStateNames: Record<CircuitState, string> = {
+  [CircuitState.UNSPECIFIED]: "unknown",
+  [CircuitState.CLOSED]: "closed",
+  [CircuitState.OPEN]: "open",
+  [CircuitState.DISABLED]: "disabled",
 };
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });

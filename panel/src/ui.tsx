@@ -189,6 +189,36 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
 }
 
 /**
+ * A secret's one showing, focused so it is read out and can be copied at once: the API answers
+ * it only in this call and Relay keeps it only sealed or hashed. `warning` says what it is for.
+ */
+export function OneTimeSecret(props: {
+  secret: string;
+  heading: string;
+  warning: ReactNode;
+  testId: string;
+  onDone: () => void;
+  doneLabel: string;
+}) {
+  const id = useId();
+  const box = useRef<HTMLElement>(null);
+  useEffect(() => box.current?.focus(), []);
+  return (
+    <section className="plaintext" ref={box} tabIndex={-1} aria-labelledby={id}>
+      <h2 id={id}>{props.heading}</h2>
+      <p className="warning">{props.warning}</p>
+      <p>
+        <code data-testid={props.testId}>{props.secret}</code>
+      </p>
+      <CopyButton text={props.secret} label="Copy secret" />{" "}
+      <button type="button" onClick={props.onDone}>
+        {props.doneLabel}
+      </button>
+    </section>
+  );
+}
+
+/**
  * A destructive action asked twice: the first press shows the question and moves focus to the
  * confirming button, so keyboard users land on the choice.
  */

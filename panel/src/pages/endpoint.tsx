@@ -1,10 +1,10 @@
 /**
- * One endpoint: its inbound URL and a copyable example request, its signing secret (shown once
- * at creation and at each rotation), its settings (edited in place) and deletion. Also the page
- * that creates an endpoint.
+ * One endpoint: its inbound URL and a copyable example request, its targets' delivery control
+ * (circuits, pauses), its signing secret (shown once at creation and at each rotation), its
+ * settings (edited in place) and deletion. Also the page that creates an endpoint.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
 import { DeliveryMode, type Endpoint, EndpointService } from "../../../gen/relay/v1/routing_pb.ts";
 import { problemOf } from "../errors.ts";
@@ -12,7 +12,8 @@ import { curlExample, keyPlaceholder, sampleFor } from "../example.ts";
 import { deliveryModeNames, formatTime } from "../model.ts";
 import { projectPath, useInvalidate, useProject } from "../project.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
-import { ConfirmButton, CopyButton, FormError, Loaded } from "../ui.tsx";
+import { ConfirmButton, CopyButton, FormError, Loaded, OneTimeSecret } from "../ui.tsx";
+import { DeliveryControl } from "./delivery-control.tsx";
 import { EndpointForm } from "./endpoint-form.tsx";
 
 export function NewEndpointPage() {
@@ -84,6 +85,7 @@ export function EndpointPage({ line, path }: { line: string; path: string }) {
               Version {endpoint.version}, changed {formatTime(endpoint.updatedAt)}.
             </p>
             <ExampleRequest endpoint={endpoint} />
+            <DeliveryControl line={line} path={path} />
             <section className="card" aria-labelledby="settings">
               <h2 id="settings">Settings</h2>
               {update.isSuccess && (
@@ -169,8 +171,8 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
 }
 
 /**
- * A signing secret's one showing, focused so it is read out and can be copied at once. Targets
- * verify deliveries with it (any Standard Webhooks library); Relay keeps it only sealed.
+ * A signing secret's one showing. Targets verify deliveries with it (any Standard Webhooks
+ * library); Relay keeps it only sealed.
  */
 function SigningSecret(props: {
   secret: string;
@@ -178,23 +180,17 @@ function SigningSecret(props: {
   onDone: () => void;
   doneLabel: string;
 }) {
-  const box = useRef<HTMLElement>(null);
-  useEffect(() => box.current?.focus(), []);
   return (
-    <section className="plaintext" ref={box} tabIndex={-1} aria-labelledby="secret-heading">
-      <h2 id="secret-heading">{props.heading}</h2>
-      <p className="warning">
-        Copy this secret now and give it to the target: it is shown only this once. Deliveries carry
-        webhook-id, webhook-timestamp and webhook-signature headers signed with it.
-      </p>
-      <p>
-        <code data-testid="signing-secret">{props.secret}</code>
-      </p>
-      <CopyButton text={props.secret} label="Copy secret" />{" "}
-      <button type="button" onClick={props.onDone}>
-        {props.doneLabel}
-      </button>
-    </section>
+    <OneTimeSecret
+      {...props}
+      testId="signing-secret"
+      warning={
+        <>
+          Copy this secret now and give it to the target: it is shown only this once. Deliveries
+          carry webhook-id, webhook-timestamp and webhook-signature headers signed with it.
+        </>
+      }
+    />
   );
 }
 
