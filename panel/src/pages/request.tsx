@@ -1,7 +1,8 @@
 /**
  * One request: its status and, per target, every attempt on a timeline (when it started, what
  * the target answered, how long it took, the error), a link to its workflow in the Temporal UI,
- * a replay when it failed, and a cancel while it waits (scheduled, or between attempts).
+ * a replay when it failed, a cancel while it waits (scheduled, or between attempts), and the
+ * targets it waits for (an open circuit, a disabled target, a pause) with why.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -15,7 +16,8 @@ import {
 } from "../../../gen/relay/v1/requests_pb.ts";
 import { problemOf } from "../errors.ts";
 import { finished, formatTime, requestStatusNames } from "../model.ts";
-import { useInvalidate, useProject } from "../project.ts";
+import { projectPath, useInvalidate, useProject } from "../project.ts";
+import { Link } from "../router.tsx";
 import { FormError, Loaded, StatusBadge } from "../ui.tsx";
 import { refreshMs } from "./requests.tsx";
 
@@ -59,6 +61,27 @@ export function RequestPage({ requestId }: { requestId: string }) {
               <dd data-testid="request-status">
                 <StatusBadge status={requestStatusNames[request.status]} />
               </dd>
+              {request.waiting.length > 0 && (
+                <>
+                  <dt>Waiting</dt>
+                  <dd>
+                    <ul className="plain" data-testid="request-waiting">
+                      {request.waiting.map((w) => (
+                        <li key={w.targetId}>
+                          for <strong>{w.targetName}</strong>:{" "}
+                          {waitingReasons[w.reason] ?? w.reason} (
+                          <Link
+                            to={projectPath(project, "endpoints", request.line, request.endpoint)}
+                          >
+                            delivery control
+                          </Link>
+                          )
+                        </li>
+                      ))}
+                    </ul>
+                  </dd>
+                </>
+              )}
               <dt>Endpoint</dt>
               <dd>
                 {request.line}/{request.endpoint}
@@ -131,6 +154,13 @@ export function RequestPage({ requestId }: { requestId: string }) {
     </Loaded>
   );
 }
+
+/** Why a delivery waits for its target, as the request log names it. */
+const waitingReasons: Record<string, string> = {
+  circuit_open: "its circuit is open; a probe tries it, and the delivery goes once it answers",
+  disabled: "it is disabled (its circuit stayed open too long) until a member enables it",
+  paused: "it is paused until a member resumes it",
+};
 
 function outcome(a: Attempt): "delivered" | "failed" | "in flight" {
   if (a.statusCode !== undefined && classifyStatus(a.statusCode) === "delivered")
