@@ -8,6 +8,7 @@ import { EndpointPage, NewEndpointPage } from "./pages/endpoint.tsx";
 import { EndpointsPage } from "./pages/endpoints.tsx";
 import { FailuresPage } from "./pages/failures.tsx";
 import { KeysPage } from "./pages/keys.tsx";
+import { NotificationsPage } from "./pages/notifications.tsx";
 import { PolicyPage } from "./pages/policy.tsx";
 import { RequestPage } from "./pages/request.tsx";
 import { RequestsPage } from "./pages/requests.tsx";
@@ -51,6 +52,7 @@ const projectRoutes: [
   ["/failures", () => <FailuresPage />, "Failure queue"],
   ["/usage", () => <UsagePage />, "Usage"],
   ["/policy", () => <PolicyPage />, "Key policy"],
+  ["/notifications", () => <NotificationsPage />, "Notifications"],
 ];
 
 const sections: [string, string][] = [
@@ -60,6 +62,7 @@ const sections: [string, string][] = [
   ["failures", "Failure queue"],
   ["usage", "Usage"],
   ["policy", "Key policy"],
+  ["notifications", "Notifications"],
 ];
 
 function Routes() {
