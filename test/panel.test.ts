@@ -404,3 +404,82 @@ test("an auto-rotated successor is revealed once", async () => {
   await page.getByText("this successor was already revealed").waitFor();
   expect(await page.content()).not.toContain(plaintext);
 }, 120_000);
+
+test("a waiting request leads to its endpoint's open circuit, where a member pauses and resumes the target", async () => {
+  const target = await targetServer(() => ({ status: 503 }));
+  closers.push(target.close);
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: target.url }], {
+    circuitBreaker: { failureThreshold: 1 },
+  });
+  const circuit = async () =>
+    (
+      await api<{ targets: { state: string; paused: boolean }[] }>(
+        p.ownerToken,
+        "GET",
+        `${p.base}/lines/v1/endpoints/hook/circuits`,
+      )
+    ).body.targets[0];
+  await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":1}' });
+  await eventually(async () => (await circuit())?.state === "open");
+  // Sent once the circuit is open: it waits, with no attempt.
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":2}' })).json();
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+
+  await page.goto(`/panel/${p.slug}/requests/${requestId}`);
+  const waiting = page.getByTestId("request-waiting");
+  await waiting.getByText("its circuit is open").waitFor();
+  await waiting.getByRole("link", { name: "delivery control" }).click();
+  await page.waitForURL(`**/panel/${p.slug}/endpoints/v1/hook`);
+  const row = page.locator('[data-target="t"]');
+  await row.getByTestId("circuit-state").getByText("open").waitFor();
+  await row.getByText(/^opened · /).waitFor();
+
+  await row.getByRole("button", { name: "Pause t" }).click();
+  await row.getByTestId("circuit-paused").getByText("paused").waitFor();
+  expect(await circuit()).toMatchObject({ state: "open", paused: true });
+  await screenshot(page, "panel-delivery-control");
+  await row.getByRole("button", { name: "Resume t" }).click();
+  await row.getByTestId("circuit-paused").getByText("no").waitFor();
+  expect(await circuit()).toMatchObject({ state: "open", paused: false });
+  await row.getByText(/^resumed · /).waitFor();
+}, 120_000);
+
+test("a notification URL set in the panel shows its secret once; rotated, then removed", async () => {
+  const receiver = await targetServer();
+  closers.push(receiver.close);
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  await openSection(page, "Notifications");
+  // The API answers NotFound while none is set: the page says so, not that something failed.
+  await page.getByText("No notification URL is set").waitFor();
+  await expectEveryControlLabelled(page);
+
+  await page.getByLabel("Notification URL").fill(receiver.url);
+  await page.getByRole("button", { name: "Set URL" }).click();
+  const secret = (await page.getByTestId("notification-secret").textContent()) ?? "";
+  expect(secret).toMatch(/^whsec_/);
+  await page.getByTestId("notification-current").getByText(receiver.url).waitFor();
+  const set = await api(ownerToken, "GET", `/projects/${slug}/notifications`);
+  expect(set.body).toMatchObject({ url: receiver.url });
+  await screenshot(page, "panel-notifications");
+  await page.reload();
+  await page.getByTestId("notification-current").getByText(receiver.url).waitFor();
+  expect(await page.content()).not.toContain(secret);
+
+  await page.getByRole("button", { name: "Rotate secret" }).click();
+  await page.getByRole("button", { name: "Yes, rotate it" }).click();
+  const rotated = (await page.getByTestId("notification-secret").textContent()) ?? "";
+  expect(rotated).toMatch(/^whsec_/);
+  expect(rotated).not.toBe(secret);
+  await page.getByRole("button", { name: "I have copied it" }).click();
+  expect(await page.content()).not.toContain(rotated);
+
+  await page.getByRole("button", { name: "Remove notification URL" }).click();
+  await page.getByRole("button", { name: "Yes, remove it" }).click();
+  await page.getByText("No notification URL is set").waitFor();
+  expect((await api(ownerToken, "GET", `/projects/${slug}/notifications`)).status).toBe(404);
+}, 120_000);
