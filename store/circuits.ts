@@ -256,8 +256,10 @@ export function pauseEndpoint(
 export interface CircuitView {
   targetId: string;
   state: "closed" | "open" | "disabled";
-  /** Paused by hand, the target itself or its whole endpoint. */
+  /** The target paused by hand. */
   paused: boolean;
+  /** Its whole endpoint paused by hand (each lifts only with its own resume). */
+  endpointPaused: boolean;
   failures: number;
   openedAt: Date | null;
   /** Deliveries waiting for it. */
@@ -269,7 +271,7 @@ export interface CircuitView {
 export async function circuitsOf(sql: Sql, endpointId: string): Promise<CircuitView[]> {
   const rows = await sql<(Omit<CircuitView, "events"> & { events: CircuitView["events"] })[]>`
     select t.id as target_id, coalesce(c.state, 'closed') as state,
-      (c.paused_at is not null or e.paused_at is not null) as paused,
+      c.paused_at is not null as paused, e.paused_at is not null as endpoint_paused,
       coalesce(c.failures, 0) as failures, c.opened_at,
       (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,
       coalesce((select json_agg(json_build_object('event', v.event, 'at', v.at) order by v.id desc)

@@ -22,7 +22,11 @@ import { refreshMs } from "./requests.tsx";
  * deliveries come and go (a paused target's pile up), and a run of failures may open it.
  */
 const watched = (t: TargetCircuit) =>
-  t.state !== CircuitState.CLOSED || t.paused || t.waiting > 0 || t.failures > 0;
+  t.state !== CircuitState.CLOSED ||
+  t.paused ||
+  t.endpointPaused ||
+  t.waiting > 0 ||
+  t.failures > 0;
 
 export function DeliveryControl({ line, path }: { line: string; path: string }) {
   const { project, token } = useProject();
@@ -86,7 +90,9 @@ export function DeliveryControl({ line, path }: { line: string; path: string }) 
                       <StatusBadge status={circuitStateNames[t.state]} />
                     </td>
                     <td data-testid="circuit-paused">
-                      {t.paused ? <StatusBadge status="paused" /> : "no"}
+                      {t.paused && <StatusBadge status="paused" />}
+                      {t.endpointPaused && <StatusBadge status="endpoint paused" />}
+                      {!t.paused && !t.endpointPaused && "no"}
                     </td>
                     <td>{t.failures}</td>
                     <td>{formatTime(t.openedAt)}</td>
