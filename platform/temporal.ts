@@ -76,3 +76,17 @@ export async function wakeCircuit(client: Client, targetId: string): Promise<voi
     signal: CIRCUIT_CHANGED_SIGNAL,
   });
 }
+
+/**
+ * Starts a target's circuit workflow unless one runs: its circuit just opened, or a delivery
+ * waits on it, so something must probe it. A running one is left as it is (it reads the circuit
+ * each round).
+ */
+export async function ensureCircuit(client: Client, targetId: string): Promise<void> {
+  await client.workflow.start(CIRCUIT_WORKFLOW, {
+    workflowId: circuitWorkflowId(targetId),
+    taskQueue: TASK_QUEUE,
+    args: [{ targetId }],
+    workflowIdConflictPolicy: "USE_EXISTING",
+  });
+}

@@ -6,6 +6,8 @@
  * notification URL, signed.
  */
 import { afterAll, expect, test } from "vitest";
+import { circuitWorkflowId } from "../core/temporal.ts";
+import { connectTemporal } from "../platform/temporal.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
@@ -207,6 +209,27 @@ test("a paused target holds its deliveries without attempts until resumed", asyn
   expect((await api(p.ownerToken, "DELETE", p.endpoint)).status).toBe(204);
   expect(await rows()).toBe(0);
 }, 120_000);
+
+test("a delivery waiting on an open circuit whose workflow is gone starts it again", async () => {
+  const target = await switchable();
+  const p = await setup(target.url, { failureThreshold: 1 });
+  await send(p, 1);
+  await eventually(async () => (await p.circuit()).state === "open");
+  // An operator terminates the circuit's workflow in the Temporal UI.
+  const { targetId } = (await p.circuit()) as Circuit & { targetId: string };
+  const temporal = await connectTemporal({
+    TEMPORAL_ADDRESS: stack().temporalAddress,
+    TEMPORAL_NAMESPACE: "default",
+  });
+  closers.push(() => temporal.connection.close());
+  await temporal.workflow.getHandle(circuitWorkflowId(targetId)).terminate("test");
+
+  target.state.down = false;
+  const held = await send(p, 2);
+  const log = await finishedLog<{ status: string }>(p, held, 60_000);
+  expect(log.status).toBe("delivered");
+  expect((await p.circuit()).state).toBe("closed");
+}, 90_000);
 
 test("a request that fails is told to the project, signed", async () => {
   const refusing = await targetServer(() => ({ status: 404 }));

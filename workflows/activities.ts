@@ -65,10 +65,10 @@ export interface ActivityDeps {
   /** Told of a circuit opened, recovered or disabled (the log and the metrics). */
   observeCircuit: (targetId: string, transition: "opened" | "recovered" | "disabled") => void;
   /**
-   * Starts (or wakes) the target's circuit workflow: it probes an open circuit and lets the
+   * Starts the target's circuit workflow unless it runs: it probes an open circuit and lets the
    * waiting deliveries go once the target may be tried again.
    */
-  startCircuit: (targetId: string) => Promise<void>;
+  ensureCircuit: (targetId: string) => Promise<void>;
 }
 
 export interface DeliverInput {
@@ -110,8 +110,12 @@ export function createActivities(deps: ActivityDeps) {
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
     deliver: (input: DeliverInput): Promise<number | "held"> => deliver(attempts, input),
-    holdDelivery: (targetId: string, workflowId: string): Promise<Hold | null> =>
-      circuits.holdDelivery(sql, targetId, workflowId),
+    holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
+      const hold = await circuits.holdDelivery(sql, targetId, workflowId);
+      // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
+      if (hold === "circuit_open") await deps.ensureCircuit(targetId);
+      return hold;
+    },
     circuitState: (targetId: string): Promise<circuits.CircuitState> =>
       circuits.circuitState(sql, targetId),
     releaseHeld: (targetId: string, limit: number, probe: boolean): Promise<string[]> =>
@@ -143,7 +147,7 @@ interface AttemptDeps
     | "callTarget"
     | "observeAttempt"
     | "observeCircuit"
-    | "startCircuit"
+    | "ensureCircuit"
     | "retryPolicy"
   > {
   /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
@@ -293,7 +297,7 @@ async function postToTarget(
   );
   if (ended.circuit) {
     deps.observeCircuit(target.id, ended.circuit);
-    if (ended.circuit === "opened") await deps.startCircuit(target.id);
+    if (ended.circuit === "opened") await deps.ensureCircuit(target.id);
   }
   return { ...sent, status: ended.status };
 }

@@ -7,7 +7,7 @@ import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { targetCaller, targetDispatcher } from "../platform/targets.ts";
-import { connectTemporal, ensureSchedules, wakeCircuit } from "../platform/temporal.ts";
+import { connectTemporal, ensureCircuit, ensureSchedules } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
@@ -52,7 +52,7 @@ const worker = await Worker.create({
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
     observeAttempt,
     observeCircuit,
-    startCircuit: (targetId) => wakeCircuit(client, targetId),
+    ensureCircuit: (targetId) => ensureCircuit(client, targetId),
     retryPolicy: {
       initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
       backoffCoefficient: config.RELAY_RETRY_BACKOFF,
