@@ -28,6 +28,15 @@ test("a caller's own signature headers are not forwarded: Relay signs each deliv
   expect(forwardableHeaders(headers)).toEqual({ "x-trace": "abc" });
 });
 
+test("a delay asked of Relay is done by Relay, not passed on", () => {
+  const headers = new Headers({
+    "relay-delay": "30s",
+    "relay-not-before": "2026-11-24T12:00:00Z",
+    "idempotency-key": "order-1",
+  });
+  expect(forwardableHeaders(headers)).toEqual({ "idempotency-key": "order-1" });
+});
+
 test("a target's framing, cookies and Relay-namespaced headers do not reach the caller", () => {
   const answer = new Headers({
     "content-type": "text/event-stream",

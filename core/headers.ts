@@ -19,6 +19,9 @@ const DROPPED_TO_TARGET = new Set([
   "webhook-id",
   "webhook-timestamp",
   "webhook-signature",
+  // Told to Relay, done by Relay (core/schedule.ts); the delivery itself is not delayed again.
+  "relay-delay",
+  "relay-not-before",
 ]);
 
 /** Never passed back from a target: hop-by-hop headers, cookies, and encodings undone on the way. */

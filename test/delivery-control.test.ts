@@ -79,6 +79,7 @@ test("a delayed request is 202 scheduled, waits as such, and arrives no earlier 
   expect(log.status).toBe("delivered");
   expect(later.received).toHaveLength(1);
   expect((later.received[0]?.at ?? 0) - sent).toBeGreaterThanOrEqual(3000);
+  expect(later.received[0]?.headers["relay-delay"]).toBeUndefined();
 
   // The same by time: two seconds ahead on the stack's clock.
   const at = new Date((await stackNow()) + 2000);
