@@ -18,19 +18,10 @@ import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import { freePorts } from "./ports.ts";
 import { adopt, stopChild } from "./processes.ts";
+import { DOC, docProblems } from "./quickstart-doc.ts";
 import { freeStackPorts, type Stack, startStack } from "./stack.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const DOC = "docs/quickstart.md";
-/** The example files the doc shows whole, each under a link to itself. */
-const EXAMPLES = [
-  "examples/node/caller.ts",
-  "examples/node/receiver.ts",
-  "examples/python/caller.py",
-  "examples/python/receiver.py",
-  "examples/go/caller/main.go",
-  "examples/go/receiver/main.go",
-];
 /**
  * The callers reach the edge at `http://localhost:{port}`. The edge takes the project from the
  * Host's first label, and `{project}.localhost` names do not resolve for Node, Python or Go on
@@ -209,26 +200,6 @@ class Background {
   stop(): Promise<void> {
     return stopChild(this.child, 5000);
   }
-}
-
-/** Where the doc does not show an example file as it is. */
-async function docProblems(): Promise<string[]> {
-  const doc = await readFile(join(ROOT, DOC), "utf8");
-  const problems: string[] = [];
-  for (const file of EXAMPLES) {
-    const heading = `[\`${file}\`](../${file})`;
-    const at = doc.indexOf(`${heading}\n`);
-    // The fenced block right under the link, whole.
-    const block = /\n*```[^\n]*\n([\s\S]*?\n)```(?:\n|$)/y;
-    block.lastIndex = at + heading.length + 1;
-    const shown = at < 0 ? null : block.exec(doc);
-    if (!shown) {
-      problems.push(`${DOC} has no code block under ${heading}`);
-    } else if (shown[1] !== (await readFile(join(ROOT, file), "utf8"))) {
-      problems.push(`${DOC} shows ${file} otherwise than the file is`);
-    }
-  }
-  return problems;
 }
 
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
