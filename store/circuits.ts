@@ -26,9 +26,16 @@ export type CircuitEvent =
   | "paused"
   | "resumed";
 
+/**
+ * A target's gate (`TargetGateState`) as columns, from `t` (targets), `e` (its endpoint) and `c`
+ * (its circuit row, when any).
+ */
+export const gateColumns = (q: Queryable) => q`
+  coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
+  e.paused_at is not null as endpoint_paused`;
+
 const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<TargetGateState[]>`
-  select coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
-    e.paused_at is not null as endpoint_paused
+  select ${gateColumns(q)}
   from targets t join endpoints e on e.id = t.endpoint_id
     ${lock ? q`join` : q`left join`} target_circuits c on c.target_id = t.id
   where t.id = ${targetId}
@@ -126,8 +133,7 @@ export async function circuitState(sql: Sql, targetId: string): Promise<CircuitS
       name: string;
     })[]
   >`
-    select coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
-      e.paused_at is not null as endpoint_paused, c.opened_at, e.circuit_breaker as breaker,
+    select ${gateColumns(sql)}, c.opened_at, e.circuit_breaker as breaker,
       (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,
       p.slug as project, e.line_key as line, e.path as endpoint, t.name
     from targets t join endpoints e on e.id = t.endpoint_id
@@ -255,6 +261,7 @@ export function pauseEndpoint(
 /** A target's circuit as members see it. */
 export interface CircuitView {
   targetId: string;
+  targetName: string;
   state: "closed" | "open" | "disabled";
   /** The target paused by hand. */
   paused: boolean;
@@ -270,7 +277,7 @@ export interface CircuitView {
 /** The circuits of an endpoint's targets, in the targets' order. */
 export async function circuitsOf(sql: Sql, endpointId: string): Promise<CircuitView[]> {
   const rows = await sql<(Omit<CircuitView, "events"> & { events: CircuitView["events"] })[]>`
-    select t.id as target_id, coalesce(c.state, 'closed') as state,
+    select t.id as target_id, t.name as target_name, coalesce(c.state, 'closed') as state,
       c.paused_at is not null as paused, e.paused_at is not null as endpoint_paused,
       coalesce(c.failures, 0) as failures, c.opened_at,
       (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,

@@ -14,7 +14,7 @@ import {
   type StreamRecord,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
-import { recordCircuitOutcome } from "./circuits.ts";
+import { gateColumns, recordCircuitOutcome } from "./circuits.ts";
 import { type Charge, chargeDelivery } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
 
@@ -369,9 +369,7 @@ export async function deliveriesPerHour(
 /** The deliveries of these requests that wait for their target, with the target's state. */
 function heldFor(sql: Sql, requestIds: string[]) {
   return sql<(TargetGateState & { requestId: string; targetId: string; targetName: string })[]>`
-    select h.workflow_id as request_id, h.target_id, t.name as target_name,
-      coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
-      e.paused_at is not null as endpoint_paused
+    select h.workflow_id as request_id, h.target_id, t.name as target_name, ${gateColumns(sql)}
     from held_deliveries h join targets t on t.id = h.target_id
       join endpoints e on e.id = t.endpoint_id
       left join target_circuits c on c.target_id = h.target_id

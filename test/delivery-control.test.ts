@@ -183,6 +183,9 @@ test("cancel answers 409 for a delivered request and 404 for one the project doe
 
   const unknown = await api(p.ownerToken, "DELETE", `${p.base}/requests/req_unknown`);
   expect(unknown.status).toBe(404);
+  // Longer than any workflow id Temporal takes: still just no such request.
+  const long = await api(p.ownerToken, "DELETE", `${p.base}/requests/req_${"x".repeat(2000)}`);
+  expect(long.status).toBe(404);
   const other = await newProject();
   const elsewhere = await api(
     other.ownerToken,

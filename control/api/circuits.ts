@@ -10,8 +10,7 @@ import * as circuits from "../../store/circuits.ts";
 import { endpointTargets } from "../../store/routing.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 
-/** A target's circuit as the API answers it: with the target's name. */
-export type TargetCircuit = circuits.CircuitView & { targetName: string };
+export type { CircuitView as TargetCircuit } from "../../store/circuits.ts";
 
 interface EndpointRef {
   line: string;
@@ -33,13 +32,8 @@ async function targetOf(ctx: Ctx, slug: string, ref: EndpointRef, name: string) 
   return { ...endpoint, targetId };
 }
 
-async function circuitsView(
-  ctx: Ctx,
-  endpoint: { endpointId: string; targets: Map<string, string> },
-): Promise<{ targets: TargetCircuit[] }> {
-  const names = new Map([...endpoint.targets].map(([name, id]) => [id, name]));
-  const views = await circuits.circuitsOf(ctx.sql, endpoint.endpointId);
-  return { targets: views.map((v) => ({ ...v, targetName: names.get(v.targetId) ?? "" })) };
+async function circuitsView(ctx: Ctx, endpoint: { endpointId: string }) {
+  return { targets: await circuits.circuitsOf(ctx.sql, endpoint.endpointId) };
 }
 
 /** Wakes the circuit workflow of each target: its waiting deliveries may go. */
