@@ -39,6 +39,8 @@ export interface DeliveryInput {
    * until then (core/schedule.ts). Absent for a call delivered at once, and for a replay.
    */
   notBefore?: string;
+  /** The W3C trace the call's spans belong to, when the edge traces (the request log keeps it). */
+  traceId?: string;
   targets: DeliveryTarget[];
 }
 

@@ -43,4 +43,8 @@ export const sharedEnv = {
   RELAY_ALLOW_PRIVATE_TARGETS: envFlag,
   /** "1": the control plane's dev clock (and its admin routes) stand in for real time. */
   RELAY_DEV_CLOCK: envFlag,
+  /** An OTLP/HTTP collector: set, the process exports its traces (core/telemetry.ts). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  /** The same for traces alone, as a full URL (`.../v1/traces`). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
 };

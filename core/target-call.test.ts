@@ -15,6 +15,7 @@ import {
   type TargetInit,
   TargetRefused,
 } from "./target-request.ts";
+import { untraced } from "./tracing.ts";
 
 const target: DeliveryTarget = {
   id: "tgt_1",
@@ -36,6 +37,7 @@ function input(overrides: Partial<TargetCallInput> = {}): TargetCallInput {
     signedAt: new Date("2030-01-01T00:00:00Z"),
     signal: new AbortController().signal,
     timeoutBounds: "answer",
+    trace: untraced,
     ...overrides,
   };
 }

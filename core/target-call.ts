@@ -14,6 +14,14 @@ import {
   TargetRefused,
   targetRequest,
 } from "./target-request.ts";
+import {
+  endFailed,
+  type Span,
+  spanAttribute,
+  startClientSpan,
+  type TraceContext,
+  traceHeaders,
+} from "./tracing.ts";
 
 export interface TargetCallInput {
   requestId: string;
@@ -36,6 +44,8 @@ export interface TargetCallInput {
    * runs as long as it streams), or the whole answer, its body read to the end (async, sync).
    */
   timeoutBounds: "start" | "answer";
+  /** The span the attempt's own span is a child of (the edge's, an activity's). */
+  trace: TraceContext;
 }
 
 /** Why a call came to no answer, with what the request log says of it. */
@@ -77,6 +87,11 @@ export async function sendToTarget(
   const timeout = deadline(target.timeoutSeconds * 1000, call.timeoutBounds);
   const drop = new AbortController();
   const signal = AbortSignal.any([call.signal, timeout.signal, drop.signal]);
+  const traced = startClientSpan(`POST ${target.name}`, call.trace, {
+    [spanAttribute.requestId]: requestId,
+    [spanAttribute.target]: target.name,
+    [spanAttribute.attempt]: call.attempt,
+  });
   try {
     const answer = await callTarget(
       target.targetUrl,
@@ -86,16 +101,32 @@ export async function sendToTarget(
         attempt: call.attempt,
         callerHeaders: call.callerHeaders,
         signature,
+        traceHeaders: traceHeaders(traced.context),
         body,
         signal,
       }),
     );
+    endAnswered(traced.span, answer.status);
     return { answer, signal, timeout: timeout.signal, drop };
   } catch (error) {
-    return { failure: targetFailure(error, timeout.signal.aborted) };
+    const failure = targetFailure(error, timeout.signal.aborted);
+    traced.span.setAttribute(spanAttribute.outcome, failure.kind);
+    endFailed(traced.span, failure.kind);
+    return { failure };
   } finally {
     timeout.answered();
   }
+}
+
+/**
+ * The attempt's span ends as its answer starts (a stream's runs on in the edge's span): a 5xx is
+ * an error of the target's, any other status is the target's answer.
+ */
+function endAnswered(span: Span, status: number): void {
+  span.setAttribute(spanAttribute.httpStatus, status);
+  span.setAttribute(spanAttribute.outcome, String(status));
+  if (status >= 500) endFailed(span, `the target answered ${status}`);
+  else span.end();
 }
 
 /**

@@ -14,6 +14,8 @@ export interface TargetCall {
   callerHeaders: Record<string, string>;
   /** The `webhook-*` headers signing this body. */
   signature: Record<string, string>;
+  /** `traceparent` naming the attempt's span (replacing the caller's); empty when untraced. */
+  traceHeaders: Record<string, string>;
   body: Uint8Array<ArrayBuffer>;
   signal: AbortSignal;
 }
@@ -44,6 +46,7 @@ export function targetRequest(call: TargetCall): TargetInit {
       "x-relay-request-id": call.requestId,
       "x-relay-delivery-id": deliveryId(call.requestId, call.target),
       "x-relay-attempt": String(call.attempt),
+      ...call.traceHeaders,
       ...call.signature,
     }),
     body: call.body,

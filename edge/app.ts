@@ -11,6 +11,7 @@ import type { Cidr } from "../core/ip.ts";
 import { hashSecret } from "../core/secrets.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import { markRefused, untraced } from "../core/tracing.ts";
 import { EndpointRuntime } from "./endpoints.ts";
 import { type Envelope, json, Pipeline } from "./pipeline.ts";
 import type { EdgeState } from "./state.ts";
@@ -27,6 +28,7 @@ import { payload } from "./steps/payload.ts";
 import { project } from "./steps/project.ts";
 import { rate, rateHeaders } from "./steps/rate.ts";
 import { schedule } from "./steps/schedule.ts";
+import { trace } from "./steps/trace.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
 export interface ConnInfo {
@@ -82,6 +84,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
   const pipeline = Pipeline.start<Envelope>((cause, envelope) => {
     const error = RelayError.from(cause);
     if (error.code === "internal") deps.logError({ err: cause }, "internal error");
+    markRefused(envelope.trace, error.code);
     const headers = envelope.responseHeaders;
     // Too many unknown keys from one source, or lookups in flight: worth a retry shortly.
     if (
@@ -92,6 +95,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     }
     return json(error.status, error.toBody(), headers);
   })
+    .use(trace)
     .use(observe(deps.observe))
     .use(method)
     .use(project)
@@ -107,7 +111,8 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     .use(rate(runtime))
     .use(credits)
     .use(deliver(deps));
-  return (request, conn) => pipeline.handle({ request, conn, responseHeaders: new Headers() });
+  return (request, conn) =>
+    pipeline.handle({ request, conn, responseHeaders: new Headers(), trace: untraced });
 }
 
 /** What a request target other than a path gets (`*`, `http://host/path`), from any adapter. */

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { opsHandler } from "../core/ops.ts";
 import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
+import { startTracing } from "../core/telemetry.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
@@ -39,8 +40,11 @@ export async function bootEdge(
   state: EdgeState;
   log: Logger;
   logError: EdgeDeps["logError"];
+  /** Flushes the spans still queued (none when traces are not exported). */
+  flushTraces(): Promise<void>;
 }> {
   const config = loadEdgeConfig(env);
+  const tracing = startTracing(config, "relay-edge");
   const telemetry = edgeTelemetry();
   const control = connectControlPlane({
     baseUrl: config.RELAY_CONTROL_URL,
@@ -114,5 +118,12 @@ export async function bootEdge(
   });
   const handler: EdgeHandler = async (request, conn) =>
     (await ops(request, conn.remoteAddress)) ?? relay(request, conn);
-  return { config, handler, state, log: telemetry.log, logError: telemetry.logError };
+  return {
+    config,
+    handler,
+    state,
+    log: telemetry.log,
+    logError: telemetry.logError,
+    flushTraces: async () => tracing?.shutdown(),
+  };
 }

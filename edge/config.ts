@@ -48,6 +48,8 @@ const schema = z.object({
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,
+  OTEL_EXPORTER_OTLP_ENDPOINT: sharedEnv.OTEL_EXPORTER_OTLP_ENDPOINT,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sharedEnv.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
   TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */

@@ -108,6 +108,7 @@ export function connectControlPlane(options: {
         receivedAt: timestampFromDate(new Date(record.receivedAt)),
         bodyBytes: BigInt(record.bodyBytes),
         bodyRef: record.bodyRef ?? "",
+        ...(record.traceId && { traceId: record.traceId }),
         targetId: record.target.id,
         targetName: record.target.name,
         ownsStatus: record.ownsStatus,

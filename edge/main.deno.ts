@@ -154,7 +154,7 @@ function callTarget(rules: TargetRules): CallTarget {
   };
 }
 
-const { config, handler, state, log } = await bootEdge(Deno.env.toObject(), {
+const { config, handler, state, log, flushTraces } = await bootEdge(Deno.env.toObject(), {
   fetch,
   callTarget,
 });
@@ -186,6 +186,9 @@ const server = Deno.serve(
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.addSignalListener(signal, () => {
     state.stop();
-    void server.shutdown().then(() => Deno.exit(0));
+    void server
+      .shutdown()
+      .then(flushTraces)
+      .finally(() => Deno.exit(0));
   });
 }

@@ -11,7 +11,7 @@ function pooledFetch(connections?: number): typeof fetch {
     undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 }
 
-const { config, handler, state, log, logError } = await bootEdge(process.env, {
+const { config, handler, state, log, logError, flushTraces } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
   pooledFetch,
   hashKey: sha256,
@@ -26,7 +26,7 @@ server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
 });
 const shutdown = () => {
   state.stop();
-  server.close(() => process.exit(0));
+  server.close(() => void flushTraces().finally(() => process.exit(0)));
 };
 process.once("SIGTERM", shutdown);
 process.once("SIGINT", shutdown);

@@ -1,11 +1,13 @@
 import { expect, test } from "vitest";
 import { RelayError } from "../core/errors.ts";
+import { untraced } from "../core/tracing.ts";
 import { type Envelope, Pipeline, type With } from "./pipeline.ts";
 
 const call = (): Envelope => ({
   request: new Request("http://acme.relay.test/v1/hook", { method: "POST" }),
   conn: { remoteAddress: "192.0.2.1" },
   responseHeaders: new Headers(),
+  trace: untraced,
 });
 
 test("steps run in order, each handed what the ones before added; a throw is answered where it happened", async () => {

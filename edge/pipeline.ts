@@ -5,6 +5,7 @@
  */
 import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
+import type { TraceContext } from "../core/tracing.ts";
 import type { ConnInfo } from "./app.ts";
 import type { ProjectState } from "./control.ts";
 import type { CompiledEndpoint } from "./endpoints.ts";
@@ -15,6 +16,8 @@ export interface Envelope {
   readonly conn: ConnInfo;
   /** Relay's own headers on its answer (key status, rate limit, request id, Retry-After). */
   readonly responseHeaders: Headers;
+  /** The edge's span once the trace step started it: what the call's spans are children of. */
+  trace: TraceContext;
   /** The project the Host names (project step); not yet known to hold the key. */
   project?: string;
   /** The caller's key, valid for the project (auth step). */

@@ -8,6 +8,7 @@ import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import type { SigningKey } from "../core/signing.ts";
 import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
+import type { TraceContext } from "../core/tracing.ts";
 import type { EdgeDeps } from "./app.ts";
 
 export interface StreamCall {
@@ -18,6 +19,8 @@ export interface StreamCall {
   responseHeaders: Headers;
   /** The endpoint's signing keys. */
   signingKeys: SigningKey[];
+  /** The edge's span: the attempt's is its child. */
+  trace: TraceContext;
 }
 
 /**
@@ -51,6 +54,7 @@ export async function proxyStream(
     hmac: deps.hmac,
     signal: call.request.signal,
     timeoutBounds: "start",
+    trace: call.trace,
   });
   if ("failure" in sent) {
     const failure = callFailure(sent.failure);

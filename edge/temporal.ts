@@ -21,6 +21,13 @@ import {
   SYNC_WORKFLOW,
   TASK_QUEUE,
 } from "../core/temporal.ts";
+import {
+  endFailed,
+  spanAttribute,
+  startClientSpan,
+  type TraceContext,
+  traceHeaders,
+} from "../core/tracing.ts";
 import { StartAdmission } from "./admission.ts";
 
 /**
@@ -30,14 +37,20 @@ import { StartAdmission } from "./admission.ts";
 export interface WorkflowStarter {
   /** Resolves when Temporal answers; for readiness. */
   ready(): Promise<void>;
-  startDelivery(input: DeliveryInput, bodyTag?: string): Promise<void>;
+  /** `trace`: the span the start's own span is a child of; the workflow's continues it. */
+  startDelivery(input: DeliveryInput, trace: TraceContext, bodyTag?: string): Promise<void>;
   /**
    * One of the project's sync slots on this edge, held until `release`; null when all are
    * taken. Taken before anything is queued, so a refused call queues none of its targets.
    */
   claimSync(project: string): { release(): void } | null;
   /** Runs the sync workflow and answers its outcome (a repeat's: the first one's). */
-  runSync(input: SyncInput, signal: AbortSignal, bodyTag?: string): Promise<SyncOutcome>;
+  runSync(
+    input: SyncInput,
+    signal: AbortSignal,
+    trace: TraceContext,
+    bodyTag?: string,
+  ): Promise<SyncOutcome>;
 }
 
 export interface TemporalHttpOptions {
@@ -58,6 +71,13 @@ export interface TemporalHttpOptions {
   /** Told how long each start took, by workflow type (a metric). */
   onStart?: (workflowType: string, seconds: number) => void;
 }
+
+/**
+ * The workflow header Temporal's OpenTelemetry interceptors read the parent span from
+ * (`TRACE_HEADER` of @temporalio/interceptors-opentelemetry): a JSON payload of the
+ * `traceparent` carrier, which the HTTP API takes as plain JSON.
+ */
+const TRACE_HEADER = "_tracer-data";
 
 /** Room beyond the target's own timeout for the workflow task around it. */
 const SYNC_SLACK_SECONDS = 10;
@@ -86,12 +106,37 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     return new RelayError("unavailable", "the request could not be queued; try again");
   }
 
+  /**
+   * One start, in a span of its own (as Temporal's client interceptor makes it), which the
+   * workflow's span is then a child of.
+   */
   async function start(
     workflowId: string,
     workflowType: string,
     input: DeliveryInput | SyncInput,
+    trace: TraceContext,
     extra: Record<string, unknown> = {},
     bodyTag?: string,
+  ): Promise<void> {
+    const span = startClientSpan(`StartWorkflow:${workflowType}`, trace, {
+      [spanAttribute.workflowId]: workflowId,
+    });
+    try {
+      await startCall(workflowId, workflowType, input, traceHeaders(span.context), extra, bodyTag);
+      span.span.end();
+    } catch (error) {
+      endFailed(span.span, error instanceof RelayError ? error.code : "failed");
+      throw error;
+    }
+  }
+
+  async function startCall(
+    workflowId: string,
+    workflowType: string,
+    input: DeliveryInput | SyncInput,
+    tracing: Record<string, string>,
+    extra: Record<string, unknown>,
+    bodyTag: string | undefined,
   ): Promise<void> {
     const started = performance.now();
     const response = await options
@@ -112,6 +157,9 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           searchAttributes: {
             indexedFields: requestSearchAttributes(input, input.notBefore ? "scheduled" : "queued"),
           },
+          ...(Object.keys(tracing).length > 0 && {
+            header: { fields: { [TRACE_HEADER]: tracing } },
+          }),
           ...extra,
         }),
       })
@@ -165,10 +213,12 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         },
       };
     },
-    startDelivery: (input, bodyTag) =>
-      admitted(input.project, () => start(input.requestId, DELIVERY_WORKFLOW, input, {}, bodyTag)),
+    startDelivery: (input, trace, bodyTag) =>
+      admitted(input.project, () =>
+        start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag),
+      ),
 
-    async runSync(input, signal, bodyTag) {
+    async runSync(input, signal, trace, bodyTag) {
       const workflowId = syncWorkflowId(input);
       const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
       await admitted(input.project, () =>
@@ -176,6 +226,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           workflowId,
           SYNC_WORKFLOW,
           input,
+          trace,
           { workflowExecutionTimeout: `${budget}s` },
           bodyTag,
         ),

@@ -37,9 +37,10 @@ type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled">;
  */
 const insertRequest = (q: Queryable, input: RequestOpening, status: Opening = "delivering") => q`
   insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-    body_bytes, received_at, not_before)
+    body_bytes, received_at, not_before, trace_id)
   select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-    ${status}, ${input.bodyBytes}, ${input.receivedAt}, ${input.notBefore ?? null}
+    ${status}, ${input.bodyBytes}, ${input.receivedAt}, ${input.notBefore ?? null},
+    ${input.traceId ?? null}
   from projects p where p.slug = ${input.project}
   on conflict (id) do update set status = excluded.status, updated_at = now()
   where excluded.status = 'cancelled'
@@ -249,6 +250,8 @@ export interface RequestView {
   receivedAt: Date;
   /** A delayed request's time; null for one delivered at once. */
   notBefore: Date | null;
+  /** The W3C trace of its spans (32 hex digits); null when the edge did not trace it. */
+  traceId: string | null;
   updatedAt: Date;
   bodyBytes: number;
   attempts: AttemptView[];
@@ -299,7 +302,7 @@ async function selectRequests(
 ): Promise<RequestView[]> {
   const requests = await sql<Omit<RequestView, "attempts" | "waiting">[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
-      not_before, updated_at, body_bytes
+      not_before, trace_id, updated_at, body_bytes
     from requests where project_id = ${projectId} ${filter}`;
   if (requests.length === 0) return [];
   const ids = requests.map((r) => r.requestId);

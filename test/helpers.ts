@@ -42,13 +42,22 @@ export async function api<T = Record<string, unknown>>(
   };
 }
 
+/** A control plane to set projects up on: the stack's, or a test's own stack's. */
+export type ControlPlane = Pick<ReturnType<typeof stack>, "controlUrl" | "adminToken">;
+
 let counter = 0;
 /** A fresh project per test, so tests never see each other's state. */
-export async function newProject(plan: "free" | "paid" = "paid") {
+export async function newProject(plan: "free" | "paid" = "paid", on: ControlPlane = stack()) {
   const slug = `t${Date.now().toString(36)}${(counter++).toString(36)}`;
-  const created = await api(stack().adminToken, "POST", "/projects", { slug, name: slug, plan });
+  const created = await api(
+    on.adminToken,
+    "POST",
+    "/projects",
+    { slug, name: slug, plan },
+    on.controlUrl,
+  );
   if (created.status !== 201) throw new Error(`project: ${created.text}`);
-  return { slug, ownerToken: created.body.ownerToken as string };
+  return { slug, ownerToken: created.body.ownerToken as string, controlUrl: on.controlUrl };
 }
 
 export interface TargetSpec {
@@ -64,15 +73,18 @@ export async function projectWithEndpoint(
   targets: TargetSpec[],
   endpoint: Record<string, unknown> = {},
   plan: "free" | "paid" = "paid",
+  on: ControlPlane = stack(),
 ) {
-  const project = await newProject(plan);
+  const project = await newProject(plan, on);
   const base = `/projects/${project.slug}`;
-  await api(project.ownerToken, "POST", `${base}/lines`, { key: "v1" });
-  const created = await api(project.ownerToken, "POST", `${base}/lines/v1/endpoints`, {
-    path: "hook",
-    targets,
-    ...endpoint,
-  });
+  await api(project.ownerToken, "POST", `${base}/lines`, { key: "v1" }, on.controlUrl);
+  const created = await api(
+    project.ownerToken,
+    "POST",
+    `${base}/lines/v1/endpoints`,
+    { path: "hook", targets, ...endpoint },
+    on.controlUrl,
+  );
   if (created.status !== 201) throw new Error(`endpoint: ${created.text}`);
   return { ...project, base, key: await mintKey({ ...project, base }, "live") };
 }
@@ -98,8 +110,17 @@ export function memberClient<T extends DescService>(
 }
 
 /** A new API key's plaintext. */
-export async function mintKey(p: { base: string; ownerToken: string }, mode: "live" | "test") {
-  const minted = await api(p.ownerToken, "POST", `${p.base}/keys`, { name: mode, mode });
+export async function mintKey(
+  p: { base: string; ownerToken: string; controlUrl?: string },
+  mode: "live" | "test",
+) {
+  const minted = await api(
+    p.ownerToken,
+    "POST",
+    `${p.base}/keys`,
+    { name: mode, mode },
+    p.controlUrl,
+  );
   if (minted.status !== 201) throw new Error(`key: ${minted.text}`);
   return minted.body.plaintext as string;
 }
@@ -196,12 +217,18 @@ export async function eventually<T>(
 
 /** A request's log entry once it is finished (not queued, scheduled or delivering). */
 export async function finishedLog<T extends { status: string } = RequestLog>(
-  p: { base: string; ownerToken: string },
+  p: { base: string; ownerToken: string; controlUrl?: string },
   requestId: string,
   timeoutMs?: number,
 ): Promise<T> {
   return eventually(async () => {
-    const log = await api<T>(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
+    const log = await api<T>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/requests/${requestId}`,
+      undefined,
+      p.controlUrl,
+    );
     return (
       log.status === 200 &&
       !["queued", "scheduled", "delivering"].includes(log.body.status) &&

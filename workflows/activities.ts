@@ -29,6 +29,7 @@ import {
   type TargetFailure,
 } from "../core/target-call.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import { activeTrace } from "../core/tracing.ts";
 import { loadBody } from "../store/bodies.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
@@ -273,6 +274,8 @@ async function postToTarget(
       signedAt,
       signal: Context.current().cancellationSignal,
       timeoutBounds: "answer",
+      // The activity's span, when the worker traces (Temporal's interceptor started it).
+      trace: activeTrace(),
     },
     call.sync === true,
   );

@@ -13,9 +13,11 @@ import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
 import { loadWorkerConfig } from "./config.ts";
 import { log, observeAttempt, observeCircuit, registry } from "./observability.ts";
+import { workerTracing } from "./tracing.ts";
 import { workerPolling } from "./tuning.ts";
 
 const config = loadWorkerConfig(process.env);
+const tracing = workerTracing(config);
 // The SDK's own warnings and errors go to the same JSON log.
 Runtime.install({
   logger: new DefaultLogger("WARN", ({ level, message, meta }) =>
@@ -44,6 +46,7 @@ const worker = await Worker.create({
   // worker takes it): short, so a stopped worker delays its workflows by seconds, not tens.
   stickyQueueScheduleToStartTimeout: "3 seconds",
   workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
+  ...tracing.options,
   activities: createActivities({
     sql,
     callTarget: targetCaller(dispatcher),
@@ -89,3 +92,4 @@ ops.close();
 await sql.end({ timeout: 5 });
 await connection.close();
 await client.connection.close();
+await tracing.shutdown();

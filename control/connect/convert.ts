@@ -96,6 +96,7 @@ export const requestOut = (r: RequestView) => ({
   status: toEnum(requestStatuses, r.status),
   receivedAt: ts(r.receivedAt),
   notBefore: r.notBefore ? ts(r.notBefore) : undefined,
+  traceId: r.traceId ?? undefined,
   updatedAt: ts(r.updatedAt),
   bodyBytes: BigInt(r.bodyBytes),
   attempts: r.attempts.map((a) => ({
@@ -128,6 +129,8 @@ export function nullsToUndefined<T extends object>(value: T) {
 }
 
 /** An edge's stream record; its key mode and counts are checked by the operation. */
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
 export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
   return {
     requestId: req.requestId,
@@ -138,6 +141,8 @@ export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
     receivedAt: req.receivedAt ? timestampDate(req.receivedAt).toISOString() : "",
     bodyBytes: Number(req.bodyBytes),
     ...(req.bodyRef && { bodyRef: req.bodyRef }),
+    // An edge's own, but kept only in its one shape: the log links it to a trace UI.
+    ...(req.traceId && TRACE_ID.test(req.traceId) && { traceId: req.traceId }),
     target: { id: req.targetId, name: req.targetName },
     ownsStatus: req.ownsStatus,
     statusCode: req.statusCode ?? null,

@@ -22,7 +22,7 @@ function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
   let slots = syncSlots;
   const temporal: WorkflowStarter = {
     ready: async () => {},
-    startDelivery: async (input, bodyTag) => {
+    startDelivery: async (input, _trace, bodyTag) => {
       started.push({ input, bodyTag });
     },
     claimSync: () => (slots-- > 0 ? { release: () => slots++ } : null),

@@ -8,6 +8,7 @@ import {
 import { RelayError } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent } from "../../core/idempotency.ts";
+import { traceIdOf } from "../../core/tracing.ts";
 import type { EdgeDeps } from "../app.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
@@ -54,7 +55,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
     const queued =
       async.length > 0
-        ? deps.temporal.startDelivery({ ...request, targets: async }, bodyTag)
+        ? deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag)
         : null;
     if (!answering) {
       await queued;
@@ -68,6 +69,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
         request: call.request,
         body: call.body,
         responseHeaders: call.responseHeaders,
+        trace: call.trace,
         signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
       };
       return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
@@ -78,6 +80,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
         .runSync(
           { ...request, target: answering, ownsStatus: !queued },
           call.request.signal,
+          call.trace,
           bodyTag,
         )
         .finally(() => syncSlot?.release()),
@@ -121,6 +124,7 @@ function deliveryInput(
   requestId: string,
   bodyRef: string | undefined,
 ): DeliveryInput {
+  const traceId = traceIdOf(call.trace);
   return {
     requestId,
     project: call.project,
@@ -132,6 +136,7 @@ function deliveryInput(
     bodyBase64: bodyRef ? "" : encodeBody(call.body),
     ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
+    ...(traceId && { traceId }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
     targets: [],
   };

@@ -1,4 +1,5 @@
 import { expect, test } from "vitest";
+import { untraced } from "../../core/tracing.ts";
 import { EndpointRuntime } from "../endpoints.ts";
 import type { Routed } from "../pipeline.ts";
 import { endpoint } from "./endpoint.ts";
@@ -18,6 +19,7 @@ const call = (path: string, project = "acme") => ({
   request: new Request(`http://acme.relay.test${path}`, { method: "POST" }),
   conn: { remoteAddress: "192.0.2.1" },
   responseHeaders: new Headers(),
+  trace: untraced,
   project,
   key: liveKey,
 });

@@ -1,6 +1,7 @@
 /** Envelopes for the steps' unit tests: a call to acme's `v1/hook`, grown to the stage a step needs. */
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyRecord } from "../../core/model.ts";
+import { untraced } from "../../core/tracing.ts";
 import type { ProjectState } from "../control.ts";
 import { EndpointRuntime } from "../endpoints.ts";
 import type { Envelope, Next, Received } from "../pipeline.ts";
@@ -51,7 +52,7 @@ export function projectState(endpoint: Endpoint, fields: Partial<ProjectState> =
 /** A POST as the edge gets it, from `remoteAddress`. */
 export function arrived(init: RequestInit = {}, remoteAddress = "192.0.2.1"): Envelope {
   const request = new Request("http://acme.relay.test/v1/hook", { method: "POST", ...init });
-  return { request, conn: { remoteAddress }, responseHeaders: new Headers() };
+  return { request, conn: { remoteAddress }, responseHeaders: new Headers(), trace: untraced };
 }
 
 /** An envelope as the body step hands it on: every field up to the body filled. */

@@ -1,0 +1,254 @@
+/**
+ * One trace from caller to target. A stack of its own exports its spans over OTLP/HTTP to a
+ * receiver in this process: an async, a sync and a stream call each make one trace, the caller's,
+ * holding the edge's span, the workflow's and the attempt's, each the child of the one before,
+ * and the target gets a `traceparent` naming the attempt's span. The Deno edge makes the same
+ * spans. The shared stack exports nothing: there the caller's `traceparent` reaches the target
+ * untouched, no span of Relay's between them.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+import { logFile, ManagedProcess } from "../dev/processes.ts";
+import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import {
+  type ControlPlane,
+  eventually,
+  finishedLog,
+  projectWithEndpoint,
+  type Received,
+  relay,
+  type TargetSpec,
+  targetServer,
+} from "./helpers.ts";
+
+interface ExportedSpan {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, string | number | boolean>;
+}
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+const valueOf = (v: OtlpValue) =>
+  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.boolValue ?? ""));
+const attributesOf = (list: { key: string; value: OtlpValue }[] = []) =>
+  Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
+
+/** An OTLP/HTTP collector (JSON): keeps every span it is sent, and the raw bodies. */
+async function otlpReceiver() {
+  const spans: ExportedSpan[] = [];
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      bodies.push(text);
+      const sent = JSON.parse(text) as {
+        resourceSpans: {
+          resource: { attributes: { key: string; value: OtlpValue }[] };
+          scopeSpans: {
+            spans: (Omit<ExportedSpan, "attributes" | "service"> & {
+              attributes?: { key: string; value: OtlpValue }[];
+            })[];
+          }[];
+        }[];
+      };
+      for (const { resource, scopeSpans } of sent.resourceSpans) {
+        const service = String(attributesOf(resource.attributes)["service.name"]);
+        for (const { spans: list } of scopeSpans) {
+          for (const span of list) {
+            spans.push({
+              ...span,
+              service,
+              parentSpanId: span.parentSpanId ?? "",
+              attributes: attributesOf(span.attributes),
+            });
+          }
+        }
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, spans, bodies, close: () => server.close() };
+}
+
+const receiver = await otlpReceiver();
+const traced: Record<string, string> = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  // Batches leave every 100 ms instead of 5 s, so the test need not wait.
+  OTEL_BSP_SCHEDULE_DELAY: "100",
+};
+let stack: Stack;
+let dir: string;
+let edge: { edgeUrl: string; edgePort: number };
+let control: ControlPlane;
+const [denoPort = 0] = await freePorts(1);
+const denoEdge = { edgeUrl: `http://127.0.0.1:${denoPort}`, edgePort: denoPort };
+let deno: ManagedProcess;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "relay-tracing-"));
+  const ports = await freeStackPorts();
+  stack = await startStack({ dir, ports, output: join(dir, "stack.log"), env: traced });
+  edge = { edgeUrl: stack.edgeUrl, edgePort: ports.edge };
+  control = { controlUrl: stack.controlUrl, adminToken: stack.secrets.adminToken };
+  deno = new ManagedProcess(
+    {
+      name: "edge-deno",
+      command: [
+        createRequire(import.meta.url)("deno/install_api.cjs").runInstall() as string,
+        "run",
+        "--allow-net",
+        "--allow-env",
+        "--allow-read",
+        "--allow-sys=hostname",
+      ],
+      entry: "edge/main.deno.ts",
+      readyLine: '"runtime":"deno"',
+      env: {
+        RELAY_EDGE_PORT: String(denoPort),
+        RELAY_CONTROL_URL: stack.controlUrl,
+        RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
+        TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
+        RELAY_ALLOW_PRIVATE_TARGETS: "1",
+        ...traced,
+      },
+    },
+    logFile(join(dir, "deno.log")),
+  );
+  await deno.start();
+}, 240_000);
+afterAll(async () => {
+  await deno?.stop();
+  await stack?.stop();
+  receiver.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const CALLER_SPAN = "00f067aa0ba902b7";
+const callerTraceparent = (traceId: string) => `00-${traceId}-${CALLER_SPAN}-01`;
+const newTraceId = () => crypto.randomUUID().replaceAll("-", "");
+
+/** The spans of one trace, once `done` holds of them. */
+function traceOf(traceId: string, done: (spans: ExportedSpan[]) => boolean) {
+  return eventually(async () => {
+    const spans = receiver.spans.filter((s) => s.traceId === traceId);
+    return done(spans) && spans;
+  }, 20_000);
+}
+
+/** The span named `name` in `spans`, asserting there is exactly one. */
+function only(spans: ExportedSpan[], name: string | RegExp): ExportedSpan {
+  const found = spans.filter((s) =>
+    typeof name === "string" ? s.name === name : name.test(s.name),
+  );
+  expect(
+    found.map((s) => s.name),
+    `one span ${name}`,
+  ).toHaveLength(1);
+  return found[0] as ExportedSpan;
+}
+
+/** `child`'s parent is `parent`, in the same trace. */
+function expectChild(child: ExportedSpan, parent: ExportedSpan) {
+  expect({ trace: child.traceId, parent: child.parentSpanId, name: child.name }).toEqual({
+    trace: parent.traceId,
+    parent: parent.spanId,
+    name: child.name,
+  });
+}
+
+/** The `traceparent` a target received, split: its trace and its parent span. */
+function parentOf(received: Received) {
+  const [, traceId, spanId] = String(received.headers.traceparent).split("-");
+  return { traceId, spanId };
+}
+
+const setUp = (targets: TargetSpec[]) => projectWithEndpoint(targets, {}, "paid", control);
+
+/**
+ * edge → StartWorkflow → RunWorkflow → StartActivity → RunActivity → the attempt, each the child
+ * of the one before; answers the attempt's span.
+ */
+function expectWorkflowChain(
+  spans: ExportedSpan[],
+  edgeSpan: ExportedSpan,
+  workflow: string,
+  activity: string,
+) {
+  const start = only(spans, `StartWorkflow:${workflow}`);
+  const run = only(spans, `RunWorkflow:${workflow}`);
+  const schedule = only(spans, `StartActivity:${activity}`);
+  const execute = only(spans, `RunActivity:${activity}`);
+  expectChild(start, edgeSpan);
+  expectChild(run, start);
+  expectChild(schedule, run);
+  expectChild(execute, schedule);
+  expect([start.service, run.service, execute.service]).toEqual([
+    "relay-edge",
+    "relay-worker",
+    "relay-worker",
+  ]);
+  const attempt = only(spans, "POST t");
+  expectChild(attempt, execute);
+  return attempt;
+}
+
+describe("with the exporter on", () => {
+  test("async: one trace from the caller's span through the edge, the workflow and the attempt to the target", async () => {
+    const target = await targetServer();
+    const p = await setUp([{ name: "t", targetUrl: target.url }]);
+    const traceId = newTraceId();
+    const answer = await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: '{"secret":"body-text"}',
+      headers: { traceparent: callerTraceparent(traceId) },
+      edge,
+    });
+    expect(answer.status).toBe(202);
+    const { requestId } = answer.json();
+    const spans = await traceOf(traceId, (s) =>
+      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
+    );
+    const edgeSpan = only(spans, "POST /v1/hook");
+    expect(edgeSpan.parentSpanId).toBe(CALLER_SPAN);
+    expect(edgeSpan.service).toBe("relay-edge");
+    expect(edgeSpan.attributes).toMatchObject({
+      "relay.request_id": requestId,
+      "relay.project": p.slug,
+      "relay.endpoint": "v1/hook",
+      "http.response.status_code": 202,
+    });
+    const attempt = expectWorkflowChain(spans, edgeSpan, "deliverRequest", "firstAttempt");
+    expect(attempt.attributes).toMatchObject({
+      "relay.request_id": requestId,
+      "relay.target": "t",
+      "relay.attempt": 1,
+      "http.response.status_code": 200,
+    });
+    const [delivery] = target.received;
+    expect(delivery && parentOf(delivery)).toEqual({ traceId, spanId: attempt.spanId });
+    const log = await finishedLog<{ status: string; traceId: string | null }>(p, requestId);
+    expect(log.traceId).toBe(traceId);
+    // No body, key or secret rides on a span.
+    const sent = receiver.bodies.join("\n");
+    expect(sent).not.toContain("body-text");
+    expect(sent).not.toContain(p.key);
+    await target.close();
+  });
+});
