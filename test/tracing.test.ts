@@ -190,6 +190,7 @@ function expectWorkflowChain(
   edgeSpan: ExportedSpan,
   workflow: string,
   activity: string,
+  target = "t",
 ) {
   const start = only(spans, `StartWorkflow:${workflow}`);
   const run = only(spans, `RunWorkflow:${workflow}`);
@@ -204,7 +205,7 @@ function expectWorkflowChain(
     "relay-worker",
     "relay-worker",
   ]);
-  const attempt = only(spans, "POST t");
+  const attempt = only(spans, `POST ${target}`);
   expectChild(attempt, execute);
   return attempt;
 }
@@ -249,6 +250,137 @@ describe("with the exporter on", () => {
     const sent = receiver.bodies.join("\n");
     expect(sent).not.toContain("body-text");
     expect(sent).not.toContain(p.key);
+    await target.close();
+  });
+  test("sync without a caller's traceparent: a new trace, the attempt's span the target's parent", async () => {
+    const target = await targetServer();
+    const p = await setUp([{ name: "t", targetUrl: target.url, deliveryMode: "sync" }]);
+    const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge });
+    expect(answer.status).toBe(200);
+    const requestId = String(answer.headers["x-relay-request-id"]);
+    const [delivery] = target.received;
+    if (!delivery) throw new Error("the sync target was not called");
+    const { traceId, spanId } = parentOf(delivery);
+    const spans = await traceOf(String(traceId), (s) =>
+      s.some((x) => x.name === "RunWorkflow:relaySync"),
+    );
+    const edgeSpan = only(spans, "POST /v1/hook");
+    expect(edgeSpan.parentSpanId).toBe("");
+    expect(edgeSpan.attributes).toMatchObject({
+      "relay.request_id": requestId,
+      "http.response.status_code": 200,
+    });
+    const attempt = expectWorkflowChain(spans, edgeSpan, "relaySync", "relaySyncCall");
+    expect(attempt.spanId).toBe(spanId);
+    expect(
+      (await finishedLog<{ status: string; traceId: string | null }>(p, requestId)).traceId,
+    ).toBe(traceId);
+    await target.close();
+  });
+
+  test("stream: the edge's own attempt is the stream target's parent; the async mirror's workflow joins the same trace", async () => {
+    const streamed = await targetServer();
+    const mirror = await targetServer();
+    const p = await setUp([
+      { name: "t", targetUrl: streamed.url, deliveryMode: "stream" },
+      { name: "mirror", targetUrl: mirror.url },
+    ]);
+    const traceId = newTraceId();
+    const answer = await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: "{}",
+      headers: { traceparent: callerTraceparent(traceId) },
+      edge,
+    });
+    expect(answer.status).toBe(200);
+    const spans = await traceOf(traceId, (s) =>
+      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
+    );
+    const edgeSpan = only(spans, "POST /v1/hook");
+    expect(edgeSpan.parentSpanId).toBe(CALLER_SPAN);
+    const streamAttempt = only(spans, "POST t");
+    expectChild(streamAttempt, edgeSpan);
+    expect(streamAttempt.service).toBe("relay-edge");
+    expect(parentOf(streamed.received[0] as Received)).toEqual({
+      traceId,
+      spanId: streamAttempt.spanId,
+    });
+    const mirrored = expectWorkflowChain(
+      spans,
+      edgeSpan,
+      "deliverRequest",
+      "firstAttempt",
+      "mirror",
+    );
+    await eventually(async () => mirror.received.length > 0);
+    expect(parentOf(mirror.received[0] as Received)).toEqual({ traceId, spanId: mirrored.spanId });
+    await Promise.all([streamed.close(), mirror.close()]);
+  });
+
+  test("under Deno the edge makes the same spans, and the worker's continue them", async () => {
+    const target = await targetServer();
+    const p = await setUp([{ name: "t", targetUrl: target.url }]);
+    const traceId = newTraceId();
+    const answer = await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: "{}",
+      headers: { traceparent: callerTraceparent(traceId) },
+      edge: denoEdge,
+    });
+    expect(answer.status).toBe(202);
+    const spans = await traceOf(traceId, (s) =>
+      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
+    );
+    const edgeSpan = only(spans, "POST /v1/hook");
+    expect(edgeSpan).toMatchObject({ parentSpanId: CALLER_SPAN, service: "relay-edge" });
+    expect(edgeSpan.attributes["relay.request_id"]).toBe(answer.json().requestId);
+    const attempt = expectWorkflowChain(spans, edgeSpan, "deliverRequest", "firstAttempt");
+    await eventually(async () => target.received.length > 0);
+    expect(parentOf(target.received[0] as Received)).toEqual({ traceId, spanId: attempt.spanId });
+    await target.close();
+  });
+
+  test("a refused call's span says why, and nothing else is started", async () => {
+    const p = await setUp([{ name: "t", targetUrl: "http://127.0.0.1:9/never" }]);
+    const traceId = newTraceId();
+    const answer = await relay(p.slug, "/v1/hook", {
+      key: "rk_live_wrong",
+      body: "{}",
+      headers: { traceparent: callerTraceparent(traceId) },
+      edge,
+    });
+    expect(answer.status).toBe(401);
+    const [edgeSpan] = await traceOf(traceId, (s) => s.length > 0);
+    expect(edgeSpan?.attributes).toMatchObject({
+      "relay.refusal": "invalid_or_missing_key",
+      "http.response.status_code": 401,
+    });
+    // The batch that carried it has gone; a start would have been in it or the next.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name)).toEqual([
+      "POST",
+    ]);
+  });
+});
+
+describe("with the exporter off (the shared stack)", () => {
+  test("no span of Relay's: the caller's traceparent reaches the target as it came, and the log has no trace", async () => {
+    const target = await targetServer();
+    const p = await projectWithEndpoint([{ name: "t", targetUrl: target.url }]);
+    const traceparent = callerTraceparent(newTraceId());
+    const answer = await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: "{}",
+      headers: { traceparent },
+    });
+    expect(answer.status).toBe(202);
+    await eventually(async () => target.received.length > 0);
+    expect(target.received[0]?.headers.traceparent).toBe(traceparent);
+    const log = await finishedLog<{ status: string; traceId: string | null }>(
+      p,
+      answer.json().requestId,
+    );
+    expect(log.traceId).toBeNull();
     await target.close();
   });
 });
