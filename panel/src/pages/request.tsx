@@ -1,6 +1,6 @@
 /**
  * One request: its status and, per target, every attempt on a timeline (when it started, what
- * the target answered, how long it took, the error), a link to its workflow in the Temporal UI,
+ * the target answered, how long it took, the error), a link to its workflow in the Temporal UI, its trace id,
  * a replay when it failed, a cancel while it waits (scheduled, or between attempts), and the
  * targets it waits for (an open circuit, a disabled target, a pause) with why.
  */
@@ -110,6 +110,14 @@ export function RequestPage({ requestId }: { requestId: string }) {
                   "…"
                 )}
               </dd>
+              {request.traceId && (
+                <>
+                  <dt>Trace</dt>
+                  <dd data-testid="request-trace">
+                    <code>{request.traceId}</code>
+                  </dd>
+                </>
+              )}
             </dl>
             {canReplay && (
               <p>
