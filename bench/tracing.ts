@@ -1,0 +1,108 @@
+/**
+ * What exporting traces costs (`npm run bench:tracing`): two stacks side by side, one exporting
+ * its spans over OTLP/HTTP to a collector in this process (which only counts what it is sent) and
+ * one not, measured in turns (off, on, off, on) so the machine's drift falls on both. Per turn:
+ * an async 202 at one connection (latency) and at sixteen (throughput), a sync call at one
+ * connection, and sustained delivery (bench/delivery.ts). Prints each turn and the ratio of the
+ * means, on / off, and writes JSON.
+ */
+
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { deliveredPerSecond } from "./delivery.ts";
+import { benchStack, type Cleanup, quick, requireTools, runBench } from "./harness.ts";
+import { wrk } from "./wrk.ts";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
+const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 3 : 20));
+const turns = ["off", "on", "off", "on"] as const;
+
+/** A collector that takes OTLP/HTTP posts and counts them and their bytes, nothing more. */
+async function countingCollector(cleanup: Cleanup) {
+  const received = { posts: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    req.on("data", (chunk: Buffer) => {
+      received.bytes += chunk.byteLength;
+    });
+    req.on("end", () => {
+      received.posts++;
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanup.add(async () => void server.close());
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received };
+}
+
+type Stacked = Awaited<ReturnType<typeof benchStack>>;
+
+async function measure(dir: string, { stack, slug, key, targetPort }: Stacked) {
+  const host = `${slug}.localhost`;
+  const auth = `Bearer ${key}`;
+  const at = (path: string) => `${stack.edgeUrl}${path}`;
+  const async1 = await wrk(dir, at("/v1/async"), { seconds, connections: 1, host, auth });
+  const async16 = await wrk(dir, at("/v1/async"), { seconds, connections: 16, host, auth });
+  const sync1 = await wrk(dir, at("/v1/sync"), { seconds, connections: 1, host, auth });
+  const delivery = await deliveredPerSecond({
+    edgeUrl: stack.edgeUrl,
+    path: "/v1/async",
+    host,
+    auth,
+    targetUrl: `http://127.0.0.1:${targetPort}`,
+    concurrency: 32,
+    seconds: deliverySeconds,
+  });
+  return {
+    asyncP50Ms: async1.p50Ms,
+    asyncPerSecond: async16.requestsPerSecond,
+    syncP50Ms: sync1.p50Ms,
+    deliveredPerSecond: delivery.deliveredPerSecond,
+    errors: async1.errors + async16.errors + sync1.errors + delivery.refused + delivery.lost,
+  };
+}
+
+type Figures = Awaited<ReturnType<typeof measure>>;
+
+await runBench(async (cleanup) => {
+  await requireTools([{ command: "wrk", debianPackage: "wrk" }]);
+  const dir = await mkdtemp(join(tmpdir(), "relay-bench-tracing-"));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  const collector = await countingCollector(cleanup);
+  const stacks = {
+    off: await benchStack(cleanup, join(dir, "off")),
+    on: await benchStack(cleanup, join(dir, "on"), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    }),
+  };
+  for (const stacked of Object.values(stacks)) await measure(dir, stacked); // warm-up
+  const runs: { turn: (typeof turns)[number]; figures: Figures }[] = [];
+  for (const turn of turns) {
+    const figures = await measure(dir, stacks[turn]);
+    runs.push({ turn, figures });
+    console.log(turn.padEnd(4), JSON.stringify(figures));
+  }
+  const mean = (turn: string, key: keyof Figures) => {
+    const values = runs.filter((r) => r.turn === turn).map((r) => r.figures[key]);
+    return values.reduce((a, b) => a + b, 0) / values.length;
+  };
+  const keys = ["asyncP50Ms", "asyncPerSecond", "syncP50Ms", "deliveredPerSecond"] as const;
+  console.log(`\n${"".padEnd(20)}${"off".padStart(10)}${"on".padStart(10)}  on/off`);
+  const ratios = Object.fromEntries(
+    keys.map((key) => {
+      const [off, on] = [mean("off", key), mean("on", key)];
+      console.log(
+        `${key.padEnd(20)}${off.toFixed(2).padStart(10)}${on.toFixed(2).padStart(10)}  ${(on / off).toFixed(2)}x`,
+      );
+      return [key, { off, on, ratio: on / off }];
+    }),
+  );
+  console.log(`collector: ${collector.received.posts} posts, ${collector.received.bytes} bytes`);
+  await mkdir("bench/results", { recursive: true });
+  await writeFile(
+    "bench/results/tracing.json",
+    JSON.stringify({ runs, ratios, collector: collector.received }, null, 2),
+  );
+  console.log("wrote bench/results/tracing.json");
+});
