@@ -67,12 +67,17 @@ type Figures = Awaited<ReturnType<typeof measure>>;
 
 await runBench(async (cleanup) => {
   await requireTools([{ command: "wrk", debianPackage: "wrk" }]);
-  const dir = await mkdtemp(join(tmpdir(), "relay-bench-tracing-"));
-  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  // A folder per stack: run as root, Postgres must reach its folder, which mkdtemp makes 0700.
+  const folder = async (name: string) => {
+    const dir = await mkdtemp(join(tmpdir(), `relay-bench-tracing-${name}-`));
+    cleanup.add(() => rm(dir, { recursive: true, force: true }));
+    return dir;
+  };
+  const dir = await folder("wrk");
   const collector = await countingCollector(cleanup);
   const stacks = {
-    off: await benchStack(cleanup, join(dir, "off")),
-    on: await benchStack(cleanup, join(dir, "on"), {
+    off: await benchStack(cleanup, await folder("off")),
+    on: await benchStack(cleanup, await folder("on"), {
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     }),
   };

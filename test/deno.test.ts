@@ -3,12 +3,11 @@
  * plane and Temporal: async, sync and stream, and a caller's abort reaching the target.
  */
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
 import {
+  denoEdgeProcess,
   edgeEnv,
   eventually,
   projectWithEndpoint,
@@ -19,26 +18,7 @@ import {
 
 const [port = 0] = await freePorts(1);
 const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
-const deno = new ManagedProcess(
-  {
-    name: "edge-deno",
-    // The binary itself: node_modules/.bin/deno is a Node wrapper that would survive a kill of
-    // its own and leave Deno running.
-    command: [
-      createRequire(import.meta.url)("deno/install_api.cjs").runInstall() as string,
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      // pino and prom-client read the host name when loaded.
-      "--allow-sys=hostname",
-    ],
-    entry: "edge/main.deno.ts",
-    readyLine: '"runtime":"deno"',
-    env: edgeEnv(port, { RELAY_ALLOW_PRIVATE_TARGETS: "1" }),
-  },
-  stackLog(),
-);
+const deno = denoEdgeProcess(edgeEnv(port, { RELAY_ALLOW_PRIVATE_TARGETS: "1" }), stackLog());
 const sink = await targetServer();
 let streamClosedAt = 0;
 const streaming = createServer((req, res) => {

@@ -1,5 +1,6 @@
 /** What the integration tests share: the stack's addresses, API calls, and real target servers. */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createRequire } from "node:module";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, type GrpcWebTransportOptions } from "@connectrpc/connect-web";
@@ -274,6 +275,33 @@ export function extraEdge(name: string, port: number, env: Record<string, string
   return new ManagedProcess(
     { name, entry: "edge/main.ts", readyLine: "edge listening", env: edgeEnv(port, env) },
     stackLog(),
+  );
+}
+
+/** The edge under Deno (the `deno` npm package's binary) with `env`; its lines go to `output`. */
+export function denoEdgeProcess(
+  env: Record<string, string>,
+  output: ConstructorParameters<typeof ManagedProcess>[1],
+) {
+  return new ManagedProcess(
+    {
+      name: "edge-deno",
+      // The binary itself: node_modules/.bin/deno is a Node wrapper that would survive a kill of
+      // its own and leave Deno running.
+      command: [
+        createRequire(import.meta.url)("deno/install_api.cjs").runInstall() as string,
+        "run",
+        "--allow-net",
+        "--allow-env",
+        "--allow-read",
+        // pino and prom-client read the host name when loaded.
+        "--allow-sys=hostname",
+      ],
+      entry: "edge/main.deno.ts",
+      readyLine: '"runtime":"deno"',
+      env,
+    },
+    output,
   );
 }
 

@@ -8,15 +8,15 @@
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { logFile, ManagedProcess } from "../dev/processes.ts";
+import { logFile, type ManagedProcess } from "../dev/processes.ts";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
 import {
   type ControlPlane,
+  denoEdgeProcess,
   eventually,
   finishedLog,
   projectWithEndpoint,
@@ -41,10 +41,10 @@ interface OtlpValue {
   intValue?: string | number;
   boolValue?: boolean;
 }
-const valueOf = (v: OtlpValue) =>
+const plainValue = (v: OtlpValue) =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.boolValue ?? ""));
 const attributesOf = (list: { key: string; value: OtlpValue }[] = []) =>
-  Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
+  Object.fromEntries(list.map(({ key, value }) => [key, plainValue(value)]));
 
 /** An OTLP/HTTP collector (JSON): keeps every span it is sent, and the raw bodies. */
 async function otlpReceiver() {
@@ -107,27 +107,14 @@ beforeAll(async () => {
   stack = await startStack({ dir, ports, output: join(dir, "stack.log"), env: traced });
   edge = { edgeUrl: stack.edgeUrl, edgePort: ports.edge };
   control = { controlUrl: stack.controlUrl, adminToken: stack.secrets.adminToken };
-  deno = new ManagedProcess(
+  deno = denoEdgeProcess(
     {
-      name: "edge-deno",
-      command: [
-        createRequire(import.meta.url)("deno/install_api.cjs").runInstall() as string,
-        "run",
-        "--allow-net",
-        "--allow-env",
-        "--allow-read",
-        "--allow-sys=hostname",
-      ],
-      entry: "edge/main.deno.ts",
-      readyLine: '"runtime":"deno"',
-      env: {
-        RELAY_EDGE_PORT: String(denoPort),
-        RELAY_CONTROL_URL: stack.controlUrl,
-        RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-        TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
-        RELAY_ALLOW_PRIVATE_TARGETS: "1",
-        ...traced,
-      },
+      RELAY_EDGE_PORT: String(denoPort),
+      RELAY_CONTROL_URL: stack.controlUrl,
+      RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
+      TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
+      RELAY_ALLOW_PRIVATE_TARGETS: "1",
+      ...traced,
     },
     logFile(join(dir, "deno.log")),
   );
