@@ -6,7 +6,7 @@ import { requireAdmin } from "../auth.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
-const grantSchema = z.strictObject({
+export const addCreditsBody = z.strictObject({
   pool: z.enum(keyModes),
   amount: z.number().int().min(1).max(1_000_000_000),
 });
@@ -20,7 +20,7 @@ export async function getUsage(ctx: Ctx, slug: string): Promise<Usage> {
 export async function addCredits(ctx: Ctx, slug: string, input: unknown): Promise<Usage> {
   requireAdmin(ctx.caller);
   const access = await projectAccess(ctx, slug);
-  const { pool, amount } = parseInput(grantSchema, input);
+  const { pool, amount } = parseInput(addCreditsBody, input);
   await ctx.sql.begin((tx) => grantCredits(tx, access.projectId, pool, amount));
   return poolUsage(ctx.sql, access.projectId, access.plan);
 }

@@ -4,7 +4,7 @@ import { type DeliveryHour, deliveriesPerHour } from "../../store/request-log.ts
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
-const historySchema = z.object({
+export const deliveryHistoryQuery = z.object({
   hours: z.coerce.number().int().min(1).max(168).default(24),
 });
 
@@ -19,6 +19,6 @@ export async function deliveryHistory(
   query: unknown,
 ): Promise<DeliveryHour[]> {
   const access = await projectAccess(ctx, slug);
-  const { hours } = parseInput(historySchema, query);
+  const { hours } = parseInput(deliveryHistoryQuery, query);
   return deliveriesPerHour(ctx.sql, access.projectId, ctx.now(), hours);
 }

@@ -20,7 +20,7 @@ import {
 } from "./requests.ts";
 import { parseInput } from "./validation.ts";
 
-const filterSchema = z.strictObject(requestFilter);
+export const replayFailuresBody = z.strictObject(requestFilter);
 
 /** Bulk replays walk the queue in pages of this size, at most this many pages. */
 const BULK_PAGE = 200;
@@ -82,7 +82,7 @@ export async function replayFailures(
   input: unknown,
 ): Promise<{ replayed: number }> {
   await projectAccess(ctx, slug);
-  const filter = parseInput(filterSchema, input);
+  const filter = parseInput(replayFailuresBody, input);
   const ids: string[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < BULK_PAGES; page++) {

@@ -23,7 +23,7 @@ import { type Ctx, projectAccess } from "./context.ts";
 import { readPolicy } from "./projects.ts";
 import { parseInput } from "./validation.ts";
 
-const mintSchema = z.strictObject({
+export const mintKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
   mode: z.enum(keyModes),
   ttlDays: z.number().int().min(1).max(3650).nullable().optional(),
@@ -36,7 +36,7 @@ export async function listKeys(ctx: Ctx, slug: string): Promise<KeyView[]> {
 
 export async function mintKey(ctx: Ctx, slug: string, input: unknown): Promise<IssuedKey> {
   const access = await projectAccess(ctx, slug);
-  const { name, mode, ttlDays } = parseInput(mintSchema, input);
+  const { name, mode, ttlDays } = parseInput(mintKeyBody, input);
   const lifetime = keyLifetimeDays(await readPolicy(ctx, access.projectId), access.role, ttlDays);
   return ctx.sql.begin((tx) =>
     insertKey(tx, ctx.now(), { projectId: access.projectId, name, mode, lifetime }),

@@ -7,10 +7,9 @@
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { MAX_NOTIFICATION_URL_LENGTH } from "../../core/notifications.ts";
-import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
 import * as store from "../../store/notifications.ts";
 import { type Ctx, projectAccess } from "./context.ts";
-import { parseInput } from "./validation.ts";
+import { allowedUrls, parseInput } from "./validation.ts";
 
 export type NotificationsView = store.NotificationSettings;
 
@@ -19,16 +18,9 @@ export interface NotificationsWithSecret extends NotificationsView {
   secret?: string;
 }
 
-const settingsInput = (rules: SavedTargetRules) =>
-  z.strictObject({
-    url: z
-      .string()
-      .max(MAX_NOTIFICATION_URL_LENGTH)
-      .superRefine((url, issues) => {
-        const problem = targetUrlProblem(url, rules);
-        if (problem) issues.addIssue({ code: "custom", message: problem });
-      }),
-  });
+export const notificationsBody = z.strictObject({
+  url: z.string().max(MAX_NOTIFICATION_URL_LENGTH),
+});
 
 export async function getNotifications(ctx: Ctx, slug: string): Promise<NotificationsView> {
   const access = await projectAccess(ctx, slug);
@@ -44,7 +36,10 @@ export async function setNotifications(
   input: unknown,
 ): Promise<NotificationsWithSecret> {
   const access = await projectAccess(ctx, slug);
-  const { url } = parseInput(settingsInput(ctx.targetRules), input);
+  const { url } = parseInput(
+    notificationsBody.superRefine(allowedUrls(ctx.targetRules, ({ url }) => [[["url"], url]])),
+    input,
+  );
   const set = await store.setNotificationUrl(
     ctx.sql,
     ctx.sealingKey,

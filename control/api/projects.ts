@@ -14,20 +14,20 @@ import { parseInput } from "./validation.ts";
 /** A DNS label: the project is the first label of its inbound host. */
 export const slugSchema = z.string().regex(PROJECT_SLUG, "must be a DNS label: a-z, 0-9 and '-'");
 
-const createProjectSchema = z.strictObject({
+export const createProjectBody = z.strictObject({
   slug: slugSchema,
   name: z.string().trim().min(1).max(200),
   plan: z.enum(plans).default("free"),
   ownerName: z.string().trim().min(1).max(200).default("owner"),
 });
 
-const addMemberSchema = z.strictObject({
+export const addMemberBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
   role: z.enum(roles),
 });
 
 const ttlDays = z.number().int().min(1).max(3650).nullable();
-const policySchema = z.strictObject({
+export const policyBody = z.strictObject({
   defaultKeyTtlDays: ttlDays,
   maxKeyTtlDays: ttlDays,
   editorsMayCreateNonExpiringKeys: z.boolean(),
@@ -38,7 +38,7 @@ export type { ProjectView } from "../../store/projects.ts";
 
 export async function createProject(ctx: Ctx, input: unknown) {
   requireAdmin(ctx.caller);
-  const { slug, name, plan, ownerName } = parseInput(createProjectSchema, input);
+  const { slug, name, plan, ownerName } = parseInput(createProjectBody, input);
   const ownerToken = newSecret(memberTokenPrefix);
   const tokenHash = await hashSecret(ownerToken);
   const created = await projects
@@ -101,7 +101,7 @@ export async function listProjects(ctx: Ctx): Promise<Membership[]> {
 
 export async function addMember(ctx: Ctx, slug: string, input: unknown) {
   const access = await projectAccess(ctx, slug, "owner");
-  const { name, role } = parseInput(addMemberSchema, input);
+  const { name, role } = parseInput(addMemberBody, input);
   const token = newSecret(memberTokenPrefix);
   const member = await members.insertMember(ctx.sql, {
     projectId: access.projectId,
@@ -134,7 +134,7 @@ export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {
 
 export async function updatePolicy(ctx: Ctx, slug: string, input: unknown): Promise<Policy> {
   const access = await projectAccess(ctx, slug, "owner");
-  const policy = parseInput(policySchema, input);
+  const policy = parseInput(policyBody, input);
   await projects.updatePolicy(ctx.sql, access.projectId, policy);
   return policy;
 }

@@ -18,7 +18,7 @@ export const requestFilter = {
     .optional(),
 };
 
-const listSchema = z.object({
+export const listRequestsQuery = z.object({
   ...requestFilter,
   cursor: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -52,7 +52,7 @@ export async function listRequests(
   within: RequestStatus[] = [...requestStatuses],
 ) {
   const access = await projectAccess(ctx, slug);
-  const { status, endpoint, cursor, limit } = parseInput(listSchema, query);
+  const { status, endpoint, cursor, limit } = parseInput(listRequestsQuery, query);
   const [line, path] = endpoint?.split("/") ?? [];
   const statuses = status === undefined ? within : within.filter((s) => s === status);
   const rows = await requestLog.listRequests(ctx.sql, access.projectId, {

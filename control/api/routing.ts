@@ -4,14 +4,14 @@ import { z } from "zod";
 import { circuitBreakerBounds, defaultCircuitBreaker } from "../../core/circuit.ts";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
-import { deliveryModes, type Endpoint } from "../../core/model.ts";
+import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
-import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
+import type { SavedTargetRules } from "../../core/targets.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
-import { parseInput } from "./validation.ts";
+import { allowedUrls, jsonObject, parseInput } from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */
 const segment = z
@@ -22,26 +22,21 @@ const segment = z
 const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*|webhook-(id|timestamp|signature))$/i;
 
-const targetSchema = (rules: SavedTargetRules) =>
-  z.strictObject({
-    name: z.string().trim().min(1).max(200),
-    targetUrl: z.string().superRefine((url, issues) => {
-      const problem = targetUrlProblem(url, rules);
-      if (problem) issues.addIssue({ code: "custom", message: problem });
+const targetSchema = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  targetUrl: z.string(),
+  deliveryMode: z.enum(deliveryModes).default("async"),
+  timeoutSeconds: z.number().int().min(1).max(90).default(30),
+  headers: z
+    .record(
+      z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name"),
+      z.string().max(8192),
+    )
+    .default({})
+    .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
+      message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
     }),
-    deliveryMode: z.enum(deliveryModes).default("async"),
-    timeoutSeconds: z.number().int().min(1).max(90).default(30),
-    headers: z
-      .record(
-        z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name"),
-        z.string().max(8192),
-      )
-      .default({})
-      .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
-        message:
-          "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
-      }),
-  });
+});
 
 /** A circuit breaker setting: a whole number in its bounds, the default when absent. */
 const bounded = (name: keyof typeof circuitBreakerBounds) =>
@@ -52,55 +47,74 @@ const bounded = (name: keyof typeof circuitBreakerBounds) =>
     .max(circuitBreakerBounds[name].max)
     .default(defaultCircuitBreaker[name]);
 
-/** An endpoint as saved; where its targets may point depends on the deployment's rules. */
-const endpointSpecSchema = (rules: SavedTargetRules) =>
-  z
+/** An endpoint's settings but its path: the body of a create, with its path, and of an update. */
+const endpointSettings = {
+  targets: z.array(targetSchema).min(1).max(50),
+  ipAllowlist: z
+    .array(z.string().refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 CIDR"))
+    .max(500)
+    .default([]),
+  schema: jsonObject.nullable().default(null),
+  rateLimit: z
     .strictObject({
-      path: segment,
-      targets: z.array(targetSchema(rules)).min(1).max(50),
-      ipAllowlist: z
-        .array(z.string().refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 CIDR"))
-        .max(500)
-        .default([]),
-      schema: z.record(z.string(), z.json()).nullable().default(null),
-      rateLimit: z
-        .strictObject({
-          requestsPerSecond: z.number().positive().max(1_000_000),
-          burst: z.number().int().min(1).max(10_000_000),
-        })
-        .nullable()
-        .default(null),
-      circuitBreaker: z
-        .strictObject({
-          failureThreshold: bounded("failureThreshold"),
-          windowSeconds: bounded("windowSeconds"),
-          disableAfterSeconds: bounded("disableAfterSeconds"),
-        })
-        .nullable()
-        .default(null),
+      requestsPerSecond: z.number().positive().max(1_000_000),
+      burst: z.number().int().min(1).max(10_000_000),
     })
-    .superRefine((spec, issues) => {
-      const answering = spec.targets.filter((t) => t.deliveryMode !== "async");
-      if (answering.length > 1) {
-        issues.addIssue({
-          code: "custom",
-          path: ["targets"],
-          message: "at most one target per endpoint may be sync or stream; the others are async",
-        });
-      }
-      const problem = spec.schema ? schemaProblem(spec.schema) : null;
-      if (problem) {
-        issues.addIssue({
-          code: "custom",
-          path: ["schema"],
-          message: `not a usable JSON Schema: ${problem}`,
-        });
-      }
-      const names = new Set(spec.targets.map((t) => t.name));
-      if (names.size !== spec.targets.length) {
-        issues.addIssue({ code: "custom", path: ["targets"], message: "target names must differ" });
-      }
+    .nullable()
+    .default(null),
+  circuitBreaker: z
+    .strictObject({
+      failureThreshold: bounded("failureThreshold"),
+      windowSeconds: bounded("windowSeconds"),
+      disableAfterSeconds: bounded("disableAfterSeconds"),
+    })
+    .nullable()
+    .default(null),
+};
+
+/** The rules across an endpoint's fields. */
+function endpointRules(
+  spec: { targets: { name: string; deliveryMode: string }[]; schema: JsonObject | null },
+  issues: z.RefinementCtx,
+): void {
+  const answering = spec.targets.filter((t) => t.deliveryMode !== "async");
+  if (answering.length > 1) {
+    issues.addIssue({
+      code: "custom",
+      path: ["targets"],
+      message: "at most one target per endpoint may be sync or stream; the others are async",
     });
+  }
+  const problem = spec.schema ? schemaProblem(spec.schema) : null;
+  if (problem) {
+    issues.addIssue({
+      code: "custom",
+      path: ["schema"],
+      message: `not a usable JSON Schema: ${problem}`,
+    });
+  }
+  const names = new Set(spec.targets.map((t) => t.name));
+  if (names.size !== spec.targets.length) {
+    issues.addIssue({ code: "custom", path: ["targets"], message: "target names must differ" });
+  }
+}
+
+export const createEndpointBody = z
+  .strictObject({ path: segment, ...endpointSettings })
+  .superRefine(endpointRules);
+
+/** An update replaces every setting; a `path` renames the endpoint. */
+export const updateEndpointBody = z
+  .strictObject({ path: segment.optional(), ...endpointSettings })
+  .superRefine(endpointRules);
+
+/** Where this deployment lets the targets point. */
+const allowedTargets = (rules: SavedTargetRules) =>
+  allowedUrls(rules, (spec: { targets: { targetUrl: string }[] }) =>
+    spec.targets.map((t, i) => [["targets", i, "targetUrl"], t.targetUrl]),
+  );
+
+export const createLineBody = z.strictObject({ key: segment });
 
 export type { LineView } from "../../store/routing.ts";
 
@@ -111,7 +125,7 @@ export async function listLines(ctx: Ctx, slug: string): Promise<LineView[]> {
 
 export async function createLine(ctx: Ctx, slug: string, input: unknown): Promise<LineView> {
   const access = await projectAccess(ctx, slug);
-  const { key } = parseInput(z.strictObject({ key: segment }), input);
+  const { key } = parseInput(createLineBody, input);
   return routing
     .insertLine(ctx.sql, access.projectId, key)
     .catch(conflictOnDuplicate(`a line '${key}' already exists`));
@@ -148,7 +162,7 @@ export async function createEndpoint(
   input: unknown,
 ): Promise<Endpoint & { signingSecret: string }> {
   const access = await projectAccess(ctx, slug);
-  const spec = parseInput(endpointSpecSchema(ctx.targetRules), input);
+  const spec = parseInput(createEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
   await requireLine(ctx.sql, access.projectId, line);
   const signingSecret = await routing
     .insertEndpoint(ctx.sql, ctx.sealingKey, ctx.now(), access.projectId, line, spec)
@@ -165,7 +179,8 @@ export async function updateEndpoint(
   input: unknown,
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
-  const spec = parseInput(endpointSpecSchema(ctx.targetRules), { path, ...(input as object) });
+  const update = parseInput(updateEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
+  const spec = { ...update, path: update.path ?? path };
   const replaced = await routing
     .replaceEndpoint(ctx.sql, access.projectId, line, path, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));

@@ -18,7 +18,7 @@ export interface RotatedSecret {
   previousExpiresAt: Date | null;
 }
 
-const rotateInput = z.strictObject({
+export const rotateSigningSecretBody = z.strictObject({
   overlapSeconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(DEFAULT_OVERLAP_SECONDS),
 });
 
@@ -34,7 +34,7 @@ export async function rotateSigningSecret(
   input: unknown,
 ): Promise<RotatedSecret> {
   const access = await projectAccess(ctx, slug);
-  const { overlapSeconds } = parseInput(rotateInput, input ?? {});
+  const { overlapSeconds } = parseInput(rotateSigningSecretBody, input ?? {});
   const now = ctx.now();
   const overlapEnd = new Date(now.getTime() + overlapSeconds * 1000);
   const rotated = await rotateSigningSecrets(
