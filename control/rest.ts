@@ -5,11 +5,12 @@
 import { Readable } from "node:stream";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { z } from "zod";
-import { RelayError } from "../core/errors.ts";
+import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
 import { postgresAnswers } from "../store/db.ts";
+import * as answers from "./api/answers.ts";
 import * as cancel from "./api/cancel.ts";
 import * as circuits from "./api/circuits.ts";
 import type { Ctx } from "./api/context.ts";
@@ -24,9 +25,10 @@ import * as routing from "./api/routing.ts";
 import * as signing from "./api/signing.ts";
 import { parseInput } from "./api/validation.ts";
 import type { ControlApp } from "./app.ts";
-import { authenticate, requireAdmin } from "./auth.ts";
+import { authenticate, type Caller, requireAdmin } from "./auth.ts";
 import { toHttpError } from "./errors.ts";
 import { observeCall, registry } from "./observability.ts";
+import { type OpenApiDocument, openApiAnswer, openApiDocument, type Tag } from "./openapi.ts";
 
 /** The request and response types of connect-node's handlers, whose fallback this is. */
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
@@ -41,218 +43,695 @@ interface Call {
   query: Record<string, string>;
 }
 
-interface Route {
+/** Who may call a route; the OpenAPI document states it as the route's security. */
+export type Access = "public" | "member" | "editor" | "owner" | "admin";
+
+/**
+ * What a route takes and answers: the OpenAPI document is made of these (control/openapi.ts).
+ * Its schemas are the ones its operation parses with and answers by.
+ */
+export interface Contract<
+  Body extends z.ZodType | undefined = z.ZodType | undefined,
+  Answer extends z.ZodType | undefined = z.ZodType | undefined,
+> {
+  /** The operation's name: its Connect RPC's, where it has one. */
+  operationId: string;
+  summary: string;
+  description?: string;
+  access: Access;
+  query?: z.ZodObject;
+  body?: Body;
+  /** A body the document shows, checked against the body's schema. */
+  example?: Body extends z.ZodType ? z.input<Body> : never;
+  /** Absent: the route answers 204 with no body. */
+  answer?: Answer;
+  /** Otherwise 201 for a POST and 200 for the rest, or 204 without an answer. */
+  status?: number;
+  /** What it may refuse beyond what every route like it may (`refusalsOf`). */
+  errors?: ErrorCode[];
+}
+
+export interface Route {
   method: string;
+  /** `/projects/:project/keys`: the route's path with its parameters. */
+  path: string;
   /** `METHOD /path/:param`, the route's name in metrics. */
   name: string;
   pattern: RegExp;
+  tag: Tag;
+  contract: Contract;
   status: number;
+  /** Every error code it may answer. */
+  errors: ErrorCode[];
   handle: (call: Call) => Promise<unknown>;
 }
 
-/** `/projects/:project/keys` → a RegExp with named groups. */
-function route(
+/**
+ * A route; its handler must answer its contract's answer schema (in the code's types: Dates where
+ * the JSON has ISO strings). `/projects/:project/keys` → a RegExp with named groups.
+ */
+function route<
+  Body extends z.ZodType | undefined,
+  Answer extends z.ZodType | undefined = undefined,
+>(
   method: string,
   path: string,
-  handle: Route["handle"],
-  status = method === "POST" ? 201 : 200,
-): Route {
+  contract: Contract<Body, Answer>,
+  handle: (call: Call) => Promise<Answer extends z.ZodType ? z.output<Answer> : void>,
+): Omit<Route, "tag"> {
   const pattern = new RegExp(`^${path.replace(/:(\w+)/g, "(?<$1>[^/]+)")}$`);
-  return { method, name: `${method} ${path}`, pattern, status, handle };
+  const success = contract.answer === undefined ? 204 : method === "POST" ? 201 : 200;
+  return {
+    method,
+    path,
+    name: `${method} ${path}`,
+    pattern,
+    contract,
+    status: contract.status ?? success,
+    errors: refusalsOf(method, path, contract),
+    handle,
+  };
 }
 
+/**
+ * What a route may refuse by how `handleRest` treats it, and its contract's own: any request
+ * target or query value may be malformed (400) and anything may fail unexpectedly (500); a token
+ * may be wrong or of the wrong kind (401, 403); a project may not be the caller's (404); a body
+ * may be compressed or too large (415, 413).
+ */
+function refusalsOf(method: string, path: string, contract: Contract): ErrorCode[] {
+  const codes: ErrorCode[] = ["bad_request", "internal"];
+  if (contract.access !== "public") codes.push("unauthenticated", "forbidden");
+  if (path.startsWith(base)) codes.push("not_found");
+  if (readsBody(method)) codes.push("payload_too_large", "unsupported_media_type");
+  return [...new Set([...codes, ...(contract.errors ?? [])])];
+}
+
+const readsBody = (method: string) => method !== "GET" && method !== "DELETE";
+
+/** Routes under one tag of the document. */
+const tagged = (tag: Tag, list: Omit<Route, "tag">[]): Route[] => list.map((r) => ({ ...r, tag }));
+
+const DEV_CLOCK_ONLY = "Only when the control plane runs with RELAY_DEV_CLOCK=1; otherwise 404.";
+
+const advanceClockBody = z.strictObject({ advanceSeconds: z.number().finite() });
+
 const base = "/projects/:project";
-const routes: Route[] = [
-  route("POST", "/projects", ({ ctx, body }) => projects.createProject(ctx, body)),
-  route("GET", "/projects", ({ ctx }) =>
-    projects.listProjects(ctx).then((memberships) => ({ projects: memberships })),
-  ),
-  route("GET", base, ({ ctx, params }) => projects.getProject(ctx, p(params).project)),
-  route("GET", `${base}/members`, ({ ctx, params }) =>
-    projects.listMembers(ctx, p(params).project).then((members) => ({ members })),
-  ),
-  route("POST", `${base}/members`, ({ ctx, params, body }) =>
-    projects.addMember(ctx, p(params).project, body),
-  ),
-  route(
-    "DELETE",
-    `${base}/members/:memberId`,
-    ({ ctx, params }) => projects.removeMember(ctx, p(params).project, p(params).memberId),
-    204,
-  ),
-  route("GET", `${base}/policy`, ({ ctx, params }) => projects.getPolicy(ctx, p(params).project)),
-  route("PUT", `${base}/policy`, ({ ctx, params, body }) =>
-    projects.updatePolicy(ctx, p(params).project, body),
-  ),
-  route("GET", `${base}/notifications`, ({ ctx, params }) =>
-    notifications.getNotifications(ctx, p(params).project),
-  ),
-  route("PUT", `${base}/notifications`, ({ ctx, params, body }) =>
-    notifications.setNotifications(ctx, p(params).project, body),
-  ),
-  route("POST", `${base}/notifications/rotate-secret`, ({ ctx, params }) =>
-    notifications.rotateNotificationSecret(ctx, p(params).project),
-  ),
-  route(
-    "DELETE",
-    `${base}/notifications`,
-    ({ ctx, params }) => notifications.deleteNotifications(ctx, p(params).project),
-    204,
-  ),
-  route("GET", `${base}/lines`, ({ ctx, params }) =>
-    routing.listLines(ctx, p(params).project).then((lines) => ({ lines })),
-  ),
-  route("POST", `${base}/lines`, ({ ctx, params, body }) =>
-    routing.createLine(ctx, p(params).project, body),
-  ),
-  route(
-    "DELETE",
-    `${base}/lines/:line`,
-    ({ ctx, params }) => routing.deleteLine(ctx, p(params).project, p(params).line),
-    204,
-  ),
-  route("GET", `${base}/lines/:line/endpoints`, ({ ctx, params }) =>
-    routing
-      .listEndpoints(ctx, p(params).project, p(params).line)
-      .then((endpoints) => ({ endpoints })),
-  ),
-  route("POST", `${base}/lines/:line/endpoints`, ({ ctx, params, body }) =>
-    routing.createEndpoint(ctx, p(params).project, p(params).line, body),
-  ),
-  route("GET", `${base}/lines/:line/endpoints/:path`, ({ ctx, params }) =>
-    routing.getEndpoint(ctx, p(params).project, p(params).line, p(params).path),
-  ),
-  route("PUT", `${base}/lines/:line/endpoints/:path`, ({ ctx, params, body }) =>
-    routing.updateEndpoint(ctx, p(params).project, p(params).line, p(params).path, body),
-  ),
-  route(
-    "DELETE",
-    `${base}/lines/:line/endpoints/:path`,
-    ({ ctx, params }) =>
-      routing.deleteEndpoint(ctx, p(params).project, p(params).line, p(params).path),
-    204,
-  ),
-  route("GET", `${base}/lines/:line/endpoints/:path/circuits`, ({ ctx, params }) =>
-    circuits.getCircuits(ctx, p(params).project, endpointRef(params)),
-  ),
-  ...([true, false] as const).flatMap((paused) => {
-    const action = paused ? "pause" : "resume";
-    return [
-      route(
-        "POST",
-        `${base}/lines/:line/endpoints/:path/${action}`,
-        ({ ctx, params }) =>
-          circuits.pauseEndpoint(ctx, p(params).project, endpointRef(params), paused),
-        200,
-      ),
-      route(
-        "POST",
-        `${base}/lines/:line/endpoints/:path/targets/:target/${action}`,
-        ({ ctx, params }) =>
-          circuits.pauseTarget(
-            ctx,
-            p(params).project,
-            endpointRef(params),
-            p(params).target,
-            paused,
-          ),
-        200,
-      ),
-    ];
-  }),
-  route(
-    "POST",
-    `${base}/lines/:line/endpoints/:path/targets/:target/enable`,
-    ({ ctx, params }) =>
-      circuits.enableTarget(ctx, p(params).project, endpointRef(params), p(params).target),
-    200,
-  ),
-  route(
-    "POST",
-    `${base}/lines/:line/endpoints/:path/signing-secret/rotate`,
-    ({ ctx, params, body }) =>
-      signing.rotateSigningSecret(ctx, p(params).project, p(params).line, p(params).path, body),
-  ),
-  route("GET", `${base}/keys`, ({ ctx, params }) =>
-    keys.listKeys(ctx, p(params).project).then((list) => ({ keys: list })),
-  ),
-  route("POST", `${base}/keys`, ({ ctx, params, body }) =>
-    keys.mintKey(ctx, p(params).project, body),
-  ),
-  route("POST", `${base}/keys/:keyId/rotate`, ({ ctx, params }) =>
-    keys.rotateKey(ctx, p(params).project, p(params).keyId),
-  ),
-  route(
-    "DELETE",
-    `${base}/keys/:keyId`,
-    ({ ctx, params }) =>
-      keys.revokeKey(ctx, p(params).project, p(params).keyId).then((key) => ({ key })),
-    200,
-  ),
-  route(
-    "POST",
-    `${base}/keys/:keyId/reveal-successor`,
-    ({ ctx, params }) => keys.revealSuccessor(ctx, p(params).project, p(params).keyId),
-    200,
-  ),
-  route("GET", `${base}/usage`, ({ ctx, params }) => credits.getUsage(ctx, p(params).project)),
-  route("GET", `${base}/usage/deliveries`, ({ ctx, params, query }) =>
-    deliveries.deliveryHistory(ctx, p(params).project, query).then((hours) => ({ hours })),
-  ),
-  route(
-    "POST",
-    `${base}/credits`,
-    ({ ctx, params, body }) => credits.addCredits(ctx, p(params).project, body),
-    200,
-  ),
-  route("GET", `${base}/failures`, ({ ctx, params, query }) =>
-    failures.listFailures(ctx, p(params).project, query),
-  ),
-  route(
-    "POST",
-    `${base}/failures/replay`,
-    ({ ctx, params, body }) => failures.replayFailures(ctx, p(params).project, body),
-    202,
-  ),
-  route(
-    "POST",
-    `${base}/requests/:requestId/replay`,
-    ({ ctx, params }) => failures.replayRequest(ctx, p(params).project, p(params).requestId),
-    202,
-  ),
-  route("GET", `${base}/requests`, ({ ctx, params, query }) =>
-    requests.listRequests(ctx, p(params).project, query),
-  ),
-  route("GET", `${base}/requests/:requestId`, ({ ctx, params }) =>
-    requests.getRequest(ctx, p(params).project, p(params).requestId),
-  ),
-  route("DELETE", `${base}/requests/:requestId`, ({ ctx, params }) =>
-    cancel.cancelRequest(ctx, p(params).project, p(params).requestId),
-  ),
-  route(
-    "POST",
-    "/admin/clock",
-    async ({ app, ctx, body }) => {
-      devOnly(app, ctx);
-      const { advanceSeconds } = parseInput(
-        z.strictObject({ advanceSeconds: z.number().finite() }),
-        body,
-      );
-      const offsetMs = await app.clock.advance(advanceSeconds);
-      return { now: app.clock.now(), offsetMs };
-    },
-    200,
-  ),
-  route(
-    "POST",
-    "/admin/rotation/run",
-    async ({ app, ctx }) => {
-      devOnly(app, ctx);
-      return { rotated: await app.runRotation() };
-    },
-    200,
-  ),
+const endpointPath = `${base}/lines/:line/endpoints/:path`;
+const targetPath = `${endpointPath}/targets/:target`;
+
+export const routes: Route[] = [
+  ...tagged("Projects", [
+    route(
+      "POST",
+      "/projects",
+      {
+        operationId: "createProject",
+        summary: "Create a project with its first owner",
+        access: "admin",
+        body: projects.createProjectBody,
+        example: { slug: "acme", name: "Acme", plan: "paid" },
+        answer: answers.createdProject,
+        errors: ["conflict"],
+      },
+      ({ ctx, body }) => projects.createProject(ctx, body),
+    ),
+    route(
+      "GET",
+      "/projects",
+      {
+        operationId: "listProjects",
+        summary: "The projects the caller may manage",
+        access: "member",
+        answer: answers.projectList,
+      },
+      ({ ctx }) => projects.listProjects(ctx).then((memberships) => ({ projects: memberships })),
+    ),
+    route(
+      "GET",
+      base,
+      {
+        operationId: "getProject",
+        summary: "A project, with where it is reached",
+        access: "editor",
+        answer: answers.projectDetail,
+      },
+      ({ ctx, params }) => projects.getProject(ctx, p(params).project),
+    ),
+  ]),
+  ...tagged("Members", [
+    route(
+      "GET",
+      `${base}/members`,
+      {
+        operationId: "listMembers",
+        summary: "The project's members",
+        access: "editor",
+        answer: answers.memberList,
+      },
+      ({ ctx, params }) =>
+        projects.listMembers(ctx, p(params).project).then((members) => ({ members })),
+    ),
+    route(
+      "POST",
+      `${base}/members`,
+      {
+        operationId: "addMember",
+        summary: "Add a member; their token is shown this once",
+        access: "owner",
+        body: projects.addMemberBody,
+        example: { name: "Ada", role: "editor" },
+        answer: answers.addedMember,
+      },
+      ({ ctx, params, body }) => projects.addMember(ctx, p(params).project, body),
+    ),
+    route(
+      "DELETE",
+      `${base}/members/:memberId`,
+      {
+        operationId: "removeMember",
+        summary: "Remove a member (an owner cannot remove themselves)",
+        access: "owner",
+        errors: ["conflict"],
+      },
+      ({ ctx, params }) => projects.removeMember(ctx, p(params).project, p(params).memberId),
+    ),
+  ]),
+  ...tagged("Policy", [
+    route(
+      "GET",
+      `${base}/policy`,
+      {
+        operationId: "getPolicy",
+        summary: "The project's key policy",
+        access: "editor",
+        answer: projects.policyBody,
+      },
+      ({ ctx, params }) => projects.getPolicy(ctx, p(params).project),
+    ),
+    route(
+      "PUT",
+      `${base}/policy`,
+      {
+        operationId: "updatePolicy",
+        summary: "Set the project's key policy",
+        access: "owner",
+        body: projects.policyBody,
+        example: {
+          defaultKeyTtlDays: 90,
+          maxKeyTtlDays: 365,
+          editorsMayCreateNonExpiringKeys: false,
+        },
+        answer: projects.policyBody,
+      },
+      ({ ctx, params, body }) => projects.updatePolicy(ctx, p(params).project, body),
+    ),
+  ]),
+  ...tagged("Notifications", [
+    route(
+      "GET",
+      `${base}/notifications`,
+      {
+        operationId: "getNotifications",
+        summary: "The project's notification URL (404 while none is set)",
+        access: "editor",
+        answer: answers.notifications,
+      },
+      ({ ctx, params }) => notifications.getNotifications(ctx, p(params).project),
+    ),
+    route(
+      "PUT",
+      `${base}/notifications`,
+      {
+        operationId: "setNotifications",
+        summary: "Set the notification URL; the first set answers its secret, once",
+        access: "editor",
+        body: notifications.notificationsBody,
+        example: { url: "https://hooks.example.com/relay-events" },
+        answer: answers.notificationsSet,
+      },
+      ({ ctx, params, body }) => notifications.setNotifications(ctx, p(params).project, body),
+    ),
+    route(
+      "POST",
+      `${base}/notifications/rotate-secret`,
+      {
+        operationId: "rotateNotificationSecret",
+        summary: "A new notification secret, shown this once",
+        access: "editor",
+        answer: answers.notificationsRotated,
+      },
+      ({ ctx, params }) => notifications.rotateNotificationSecret(ctx, p(params).project),
+    ),
+    route(
+      "DELETE",
+      `${base}/notifications`,
+      {
+        operationId: "deleteNotifications",
+        summary: "Stop notifications: the URL and its secret are removed",
+        access: "editor",
+      },
+      ({ ctx, params }) => notifications.deleteNotifications(ctx, p(params).project),
+    ),
+  ]),
+  ...tagged("Lines", [
+    route(
+      "GET",
+      `${base}/lines`,
+      {
+        operationId: "listLines",
+        summary: "The project's lines",
+        access: "editor",
+        answer: answers.lineList,
+      },
+      ({ ctx, params }) => routing.listLines(ctx, p(params).project).then((lines) => ({ lines })),
+    ),
+    route(
+      "POST",
+      `${base}/lines`,
+      {
+        operationId: "createLine",
+        summary: "Create a line: the first path segment of its endpoints' inbound URLs",
+        access: "editor",
+        body: routing.createLineBody,
+        example: { key: "v2" },
+        answer: answers.line,
+        errors: ["conflict"],
+      },
+      ({ ctx, params, body }) => routing.createLine(ctx, p(params).project, body),
+    ),
+    route(
+      "DELETE",
+      `${base}/lines/:line`,
+      {
+        operationId: "deleteLine",
+        summary: "Delete a line with its endpoints",
+        access: "editor",
+      },
+      ({ ctx, params }) => routing.deleteLine(ctx, p(params).project, p(params).line),
+    ),
+  ]),
+  ...tagged("Endpoints", [
+    route(
+      "GET",
+      `${base}/lines/:line/endpoints`,
+      {
+        operationId: "listEndpoints",
+        summary: "A line's endpoints with their targets",
+        access: "editor",
+        answer: answers.endpointList,
+      },
+      ({ ctx, params }) =>
+        routing
+          .listEndpoints(ctx, p(params).project, p(params).line)
+          .then((endpoints) => ({ endpoints })),
+    ),
+    route(
+      "POST",
+      `${base}/lines/:line/endpoints`,
+      {
+        operationId: "createEndpoint",
+        summary: "Create an endpoint; its signing secret is shown this once",
+        access: "editor",
+        body: routing.createEndpointBody,
+        example: {
+          path: "orders",
+          targets: [{ name: "billing", targetUrl: "https://billing.example.com/hook" }],
+          ipAllowlist: [],
+        },
+        answer: answers.createdEndpoint,
+        errors: ["conflict"],
+      },
+      ({ ctx, params, body }) =>
+        routing.createEndpoint(ctx, p(params).project, p(params).line, body),
+    ),
+    route(
+      "GET",
+      endpointPath,
+      {
+        operationId: "getEndpoint",
+        summary: "An endpoint with its targets",
+        access: "editor",
+        answer: answers.endpoint,
+      },
+      ({ ctx, params }) =>
+        routing.getEndpoint(ctx, p(params).project, p(params).line, p(params).path),
+    ),
+    route(
+      "PUT",
+      endpointPath,
+      {
+        operationId: "updateEndpoint",
+        summary: "Replace an endpoint's settings (a `path` renames it)",
+        access: "editor",
+        body: routing.updateEndpointBody,
+        example: {
+          targets: [
+            { name: "billing", targetUrl: "https://billing.example.com/hook", timeoutSeconds: 10 },
+          ],
+          rateLimit: { requestsPerSecond: 50, burst: 100 },
+        },
+        answer: answers.endpoint,
+        errors: ["conflict"],
+      },
+      ({ ctx, params, body }) =>
+        routing.updateEndpoint(ctx, p(params).project, p(params).line, p(params).path, body),
+    ),
+    route(
+      "DELETE",
+      endpointPath,
+      {
+        operationId: "deleteEndpoint",
+        summary: "Delete an endpoint",
+        access: "editor",
+      },
+      ({ ctx, params }) =>
+        routing.deleteEndpoint(ctx, p(params).project, p(params).line, p(params).path),
+    ),
+    route(
+      "POST",
+      `${endpointPath}/signing-secret/rotate`,
+      {
+        operationId: "rotateSigningSecret",
+        summary: "A new signing secret, shown this once; the old ones sign on for the overlap",
+        description: "Answers once every edge signs with the new secret.",
+        access: "editor",
+        body: signing.rotateSigningSecretBody,
+        example: { overlapSeconds: 3600 },
+        answer: answers.rotatedSigningSecret,
+      },
+      ({ ctx, params, body }) =>
+        signing.rotateSigningSecret(ctx, p(params).project, p(params).line, p(params).path, body),
+    ),
+  ]),
+  ...tagged("Delivery control", [
+    route(
+      "GET",
+      `${endpointPath}/circuits`,
+      {
+        operationId: "getCircuits",
+        summary: "Each target's circuit: state, pauses, waiting deliveries, recent events",
+        access: "editor",
+        answer: answers.circuits,
+      },
+      ({ ctx, params }) => circuits.getCircuits(ctx, p(params).project, endpointRef(params)),
+    ),
+    ...([true, false] as const).flatMap((paused) => {
+      const [action, Action] = paused ? ["pause", "Pause"] : ["resume", "Resume"];
+      return [
+        route(
+          "POST",
+          `${endpointPath}/${action}`,
+          {
+            operationId: `${action}Endpoint`,
+            summary: `${Action} every target of an endpoint`,
+            access: "editor",
+            answer: answers.circuits,
+            status: 200,
+          },
+          ({ ctx, params }) =>
+            circuits.pauseEndpoint(ctx, p(params).project, endpointRef(params), paused),
+        ),
+        route(
+          "POST",
+          `${targetPath}/${action}`,
+          {
+            operationId: `${action}Target`,
+            summary: `${Action} one target`,
+            access: "editor",
+            answer: answers.circuits,
+            status: 200,
+          },
+          ({ ctx, params }) =>
+            circuits.pauseTarget(
+              ctx,
+              p(params).project,
+              endpointRef(params),
+              p(params).target,
+              paused,
+            ),
+        ),
+      ];
+    }),
+    route(
+      "POST",
+      `${targetPath}/enable`,
+      {
+        operationId: "enableTarget",
+        summary: "Enable a target its circuit disabled",
+        access: "editor",
+        answer: answers.circuits,
+        status: 200,
+      },
+      ({ ctx, params }) =>
+        circuits.enableTarget(ctx, p(params).project, endpointRef(params), p(params).target),
+    ),
+  ]),
+  ...tagged("Keys", [
+    route(
+      "GET",
+      `${base}/keys`,
+      {
+        operationId: "listKeys",
+        summary: "The project's API keys",
+        access: "editor",
+        answer: answers.keyList,
+      },
+      ({ ctx, params }) => keys.listKeys(ctx, p(params).project).then((list) => ({ keys: list })),
+    ),
+    route(
+      "POST",
+      `${base}/keys`,
+      {
+        operationId: "mintKey",
+        summary: "Mint an API key; its plaintext is shown this once",
+        access: "editor",
+        body: keys.mintKeyBody,
+        example: { name: "backend", mode: "live", ttlDays: 90 },
+        answer: answers.issuedKey,
+        errors: ["policy_violation"],
+      },
+      ({ ctx, params, body }) => keys.mintKey(ctx, p(params).project, body),
+    ),
+    route(
+      "POST",
+      `${base}/keys/:keyId/rotate`,
+      {
+        operationId: "rotateKey",
+        summary: "A linked successor; the key stays valid until its own expiry",
+        access: "editor",
+        answer: answers.issuedKey,
+        errors: ["key_not_active"],
+      },
+      ({ ctx, params }) => keys.rotateKey(ctx, p(params).project, p(params).keyId),
+    ),
+    route(
+      "DELETE",
+      `${base}/keys/:keyId`,
+      {
+        operationId: "revokeKey",
+        summary: "Revoke a key, with no grace",
+        description: "Answers once every edge refuses the key.",
+        access: "editor",
+        answer: answers.revokedKey,
+        errors: ["key_not_active"],
+      },
+      ({ ctx, params }) =>
+        keys.revokeKey(ctx, p(params).project, p(params).keyId).then((key) => ({ key })),
+    ),
+    route(
+      "POST",
+      `${base}/keys/:keyId/reveal-successor`,
+      {
+        operationId: "revealSuccessor",
+        summary: "The auto-rotated successor's plaintext, once",
+        access: "editor",
+        answer: answers.issuedKey,
+        status: 200,
+        errors: ["successor_already_revealed"],
+      },
+      ({ ctx, params }) => keys.revealSuccessor(ctx, p(params).project, p(params).keyId),
+    ),
+  ]),
+  ...tagged("Usage", [
+    route(
+      "GET",
+      `${base}/usage`,
+      {
+        operationId: "getUsage",
+        summary: "Credits used and remaining in each pool",
+        access: "editor",
+        answer: answers.usage,
+      },
+      ({ ctx, params }) => credits.getUsage(ctx, p(params).project),
+    ),
+    route(
+      "GET",
+      `${base}/usage/deliveries`,
+      {
+        operationId: "getDeliveryHistory",
+        summary: "Deliveries and failed attempts per hour, oldest first",
+        access: "editor",
+        query: deliveries.deliveryHistoryQuery,
+        answer: answers.deliveryHistory,
+      },
+      ({ ctx, params, query }) =>
+        deliveries.deliveryHistory(ctx, p(params).project, query).then((hours) => ({ hours })),
+    ),
+    route(
+      "POST",
+      `${base}/credits`,
+      {
+        operationId: "addCredits",
+        summary: "Add credits to a pool",
+        access: "admin",
+        body: credits.addCreditsBody,
+        example: { pool: "live", amount: 5000 },
+        answer: answers.usage,
+        status: 200,
+      },
+      ({ ctx, params, body }) => credits.addCredits(ctx, p(params).project, body),
+    ),
+  ]),
+  ...tagged("Failure queue", [
+    route(
+      "GET",
+      `${base}/failures`,
+      {
+        operationId: "listFailures",
+        summary: "Failed and partially failed requests, newest first",
+        access: "editor",
+        query: requests.listRequestsQuery,
+        answer: answers.requestPage,
+      },
+      ({ ctx, params, query }) => failures.listFailures(ctx, p(params).project, query),
+    ),
+    route(
+      "POST",
+      `${base}/failures/replay`,
+      {
+        operationId: "replayFailures",
+        summary: "Replay every failure that matches",
+        access: "editor",
+        body: failures.replayFailuresBody,
+        example: { status: "failed", endpoint: "v1/orders" },
+        answer: answers.replayed,
+        status: 202,
+      },
+      ({ ctx, params, body }) => failures.replayFailures(ctx, p(params).project, body),
+    ),
+    route(
+      "POST",
+      `${base}/requests/:requestId/replay`,
+      {
+        operationId: "replayRequest",
+        summary: "A new attempt series for the targets that failed",
+        access: "editor",
+        answer: answers.request,
+        status: 202,
+        errors: ["conflict"],
+      },
+      ({ ctx, params }) => failures.replayRequest(ctx, p(params).project, p(params).requestId),
+    ),
+  ]),
+  ...tagged("Request log", [
+    route(
+      "GET",
+      `${base}/requests`,
+      {
+        operationId: "listRequests",
+        summary: "The request log, newest first",
+        access: "editor",
+        query: requests.listRequestsQuery,
+        answer: answers.requestPage,
+      },
+      ({ ctx, params, query }) => requests.listRequests(ctx, p(params).project, query),
+    ),
+    route(
+      "GET",
+      `${base}/requests/:requestId`,
+      {
+        operationId: "getRequest",
+        summary: "A request with its attempts",
+        access: "editor",
+        answer: answers.request,
+      },
+      ({ ctx, params }) => requests.getRequest(ctx, p(params).project, p(params).requestId),
+    ),
+    route(
+      "DELETE",
+      `${base}/requests/:requestId`,
+      {
+        operationId: "cancelRequest",
+        summary: "Cancel a request not yet delivered (scheduled, or between attempts)",
+        access: "editor",
+        answer: answers.request,
+        errors: ["conflict", "request_already_delivered"],
+      },
+      ({ ctx, params }) => cancel.cancelRequest(ctx, p(params).project, p(params).requestId),
+    ),
+  ]),
+  ...tagged("Dev clock", [
+    route(
+      "POST",
+      "/admin/clock",
+      {
+        operationId: "advanceClock",
+        summary: "Move the stack's time forward",
+        description: `${DEV_CLOCK_ONLY} Answers once every edge runs on the new time.`,
+        access: "admin",
+        body: advanceClockBody,
+        example: { advanceSeconds: 86400 },
+        answer: answers.clock,
+        status: 200,
+        errors: ["not_found"],
+      },
+      async ({ app, ctx, body }) => {
+        devOnly(app, ctx);
+        const { advanceSeconds } = parseInput(advanceClockBody, body);
+        const offsetMs = await app.clock.advance(advanceSeconds);
+        return { now: app.clock.now(), offsetMs };
+      },
+    ),
+    route(
+      "POST",
+      "/admin/rotation/run",
+      {
+        operationId: "runRotation",
+        summary: "Run the daily key rotation now",
+        description: DEV_CLOCK_ONLY,
+        access: "admin",
+        answer: answers.rotationRun,
+        status: 200,
+        errors: ["not_found"],
+      },
+      async ({ app, ctx }) => {
+        devOnly(app, ctx);
+        return { rotated: await app.runRotation() };
+      },
+    ),
+  ]),
+  ...tagged("Document", [
+    route(
+      "GET",
+      "/openapi.json",
+      {
+        operationId: "getOpenApiDocument",
+        summary: "This document",
+        access: "public",
+        answer: openApiAnswer,
+      },
+      async () => document(),
+    ),
+  ]),
 ];
+
+/** Built on its first request: the routes are all there by then. */
+let built: OpenApiDocument | undefined;
+const document = () => {
+  built ??= openApiDocument(routes);
+  return built;
+};
 
 /** The dev-clock routes do not exist unless RELAY_DEV_CLOCK=1, and then only for the admin. */
 function devOnly(app: ControlApp, ctx: Ctx): void {
@@ -315,7 +794,10 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
         throw new RelayError("method_not_allowed", `${req.method} is not allowed here`);
       }
       routeName = found.r.name;
-      const caller = await authenticate(deps.sql, credentials, req.headers.authorization);
+      const caller: Caller =
+        found.r.contract.access === "public"
+          ? { kind: "anonymous" }
+          : await authenticate(deps.sql, credentials, req.headers.authorization);
       const params = Object.fromEntries(
         Object.entries(found.match.groups ?? {}).map(([k, v]) => [
           k,
@@ -329,10 +811,7 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
         app,
         ctx: { ...deps, caller },
         params,
-        body:
-          req.method === "GET" || req.method === "DELETE"
-            ? undefined
-            : await readJson(req, maxBodyBytes),
+        body: readsBody(req.method ?? "") ? await readJson(req, maxBodyBytes) : undefined,
         query,
       });
       status = found.r.status;

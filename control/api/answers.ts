@@ -1,0 +1,276 @@
+/**
+ * What the management API answers, as zod schemas: the OpenAPI document's answer schemas
+ * (control/openapi.ts), and through `route` (control/rest.ts) a type check that each operation
+ * returns their shape. A time is a Date in the code and an ISO 8601 string in JSON: a codec whose
+ * input side is what goes on the wire, so answers are documented on their input side.
+ */
+import { z } from "zod";
+import { type ErrorCode, errorStatus } from "../../core/errors.ts";
+import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
+import { policyBody } from "./projects.ts";
+import { jsonObject, jsonValue } from "./validation.ts";
+
+export const timestamp = z.codec(z.iso.datetime(), z.date(), {
+  decode: (text) => new Date(text),
+  encode: (date) => date.toISOString(),
+});
+
+const errorCodes = Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]];
+
+/** Every refusal, from the edge and the management API alike (core/errors.ts `toBody`). */
+export const errorBody = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(errorCodes),
+    message: z.string(),
+    /** One entry per offending field of an invalid input. */
+    details: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional(),
+  }),
+});
+
+const project = z.strictObject({
+  slug: z.string(),
+  name: z.string(),
+  plan: z.enum(plans),
+  createdAt: timestamp,
+});
+
+export const projectDetail = project.extend({
+  inboundUrl: z
+    .string()
+    .describe("`{scheme}://{slug}.{edge domain}`: an endpoint is `{inboundUrl}/{line}/{endpoint}`"),
+  workflowsUrl: z
+    .string()
+    .describe(
+      "The Temporal UI's workflow list; a request's workflow is `{workflowsUrl}/{requestId}`",
+    ),
+  deliveryWarning: z
+    .string()
+    .describe("Why queued deliveries are not being taken (no worker); empty while they are"),
+});
+
+const member = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  role: z.enum(roles),
+  createdAt: timestamp,
+});
+
+export const createdProject = z.strictObject({
+  project,
+  owner: member,
+  ownerToken: z.string().describe("The owner's member token, shown this once"),
+});
+
+export const projectList = z.strictObject({
+  projects: z.array(
+    z.strictObject({
+      project,
+      role: z.enum(roles),
+      memberName: z.string().describe("Empty for the admin token"),
+    }),
+  ),
+});
+
+export const memberList = z.strictObject({ members: z.array(member) });
+
+export const addedMember = z.strictObject({
+  member,
+  token: z.string().describe("The new member's token, shown this once"),
+});
+
+export const notifications = z.strictObject({ url: z.string(), createdAt: timestamp });
+
+export const notificationsSet = notifications.extend({
+  secret: z.string().optional().describe("The `whsec_...` secret, only in the answer that made it"),
+});
+
+export const notificationsRotated = notifications.extend({
+  secret: z.string().describe("The new `whsec_...` secret, shown this once"),
+});
+
+export const line = z.strictObject({ key: z.string(), createdAt: timestamp });
+
+export const lineList = z.strictObject({ lines: z.array(line) });
+
+const target = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  targetUrl: z.string(),
+  deliveryMode: z.enum(deliveryModes),
+  timeoutSeconds: z.number().int(),
+  headers: z.record(z.string(), z.string()),
+});
+
+const circuitBreaker = z.strictObject({
+  failureThreshold: z.number().int(),
+  windowSeconds: z.number().int(),
+  disableAfterSeconds: z.number().int(),
+});
+
+export const endpoint = z.strictObject({
+  line: z.string(),
+  path: z.string(),
+  targets: z.array(target),
+  ipAllowlist: z.array(z.string()),
+  schema: jsonObject.nullable(),
+  rateLimit: z.strictObject({ requestsPerSecond: z.number(), burst: z.number().int() }).nullable(),
+  circuitBreaker: circuitBreaker.nullable().optional().describe("Null: the defaults"),
+  version: z.number().int(),
+  updatedAt: timestamp,
+});
+
+export const createdEndpoint = endpoint.extend({
+  signingSecret: z.string().describe("The endpoint's `whsec_...` signing secret, shown this once"),
+});
+
+export const endpointList = z.strictObject({ endpoints: z.array(endpoint) });
+
+export const circuits = z.strictObject({
+  targets: z.array(
+    z.strictObject({
+      targetId: z.string(),
+      targetName: z.string(),
+      state: z.enum(["closed", "open", "disabled"]),
+      paused: z.boolean().describe("The target paused by hand"),
+      endpointPaused: z.boolean().describe("Its whole endpoint paused by hand"),
+      failures: z.number().int(),
+      openedAt: timestamp.nullable(),
+      waiting: z.number().int().describe("Deliveries waiting for the target"),
+      events: z
+        .array(
+          z.strictObject({
+            event: z.enum([
+              "opened",
+              "probe_failed",
+              "recovered",
+              "disabled",
+              "enabled",
+              "paused",
+              "resumed",
+            ]),
+            at: timestamp,
+          }),
+        )
+        .describe("The last ten, newest first"),
+    }),
+  ),
+});
+
+export const rotatedSigningSecret = z.strictObject({
+  signingSecret: z.string().describe("The new `whsec_...` secret, shown this once"),
+  previousExpiresAt: timestamp
+    .nullable()
+    .describe("When the previous secrets stop signing; null when there were none"),
+});
+
+const key = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  mode: z.enum(keyModes),
+  status: z.enum(["active", "expired_grace", "expired", "revoked"]),
+  expiresAt: timestamp.nullable(),
+  createdAt: timestamp,
+  predecessorId: z.string().nullable(),
+  successorId: z.string().nullable(),
+});
+
+export const issuedKey = z.strictObject({
+  key,
+  plaintext: z.string().describe("The key itself, shown this once"),
+});
+
+export const keyList = z.strictObject({ keys: z.array(key) });
+
+export const revokedKey = z.strictObject({ key });
+
+const pool = z.strictObject({
+  used: z.number().int(),
+  remaining: z.number().int().nullable().describe("Null when the pool is unmetered"),
+});
+
+export const usage = z.strictObject({
+  plan: z.enum(plans),
+  pools: z.strictObject({ live: pool, test: pool }),
+});
+
+export const deliveryHistory = z.strictObject({
+  hours: z.array(
+    z.strictObject({
+      hour: timestamp,
+      delivered: z.number().int(),
+      failedAttempts: z.number().int(),
+    }),
+  ),
+});
+
+const attempt = z.strictObject({
+  targetId: z.string(),
+  targetName: z.string(),
+  attempt: z.number().int(),
+  startedAt: timestamp,
+  statusCode: z.number().int().nullable(),
+  latencyMs: z.number().nullable().describe("Null while the attempt is in flight"),
+  error: z.string().nullable(),
+});
+
+export const request = z.strictObject({
+  requestId: z.string(),
+  status: z.enum(requestStatuses),
+  line: z.string(),
+  endpoint: z.string(),
+  receivedAt: timestamp,
+  notBefore: timestamp.nullable().describe("A delayed request's time"),
+  traceId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .nullable()
+    .optional()
+    .describe("The W3C trace id of its spans; null when it was not traced"),
+  updatedAt: timestamp,
+  bodyBytes: z.number().int(),
+  attempts: z.array(attempt),
+  waiting: z.array(
+    z.strictObject({
+      targetId: z.string(),
+      targetName: z.string(),
+      reason: z.enum(["paused", "circuit_open", "disabled"]),
+    }),
+  ),
+});
+
+export const requestPage = z.strictObject({
+  requests: z.array(request),
+  nextCursor: z.string().describe("The next page's `cursor`; empty on the last page"),
+});
+
+export const replayed = z.strictObject({ replayed: z.number().int() });
+
+export const clock = z.strictObject({
+  now: timestamp,
+  offsetMs: z.number().describe("How far the dev clock runs ahead of real time"),
+});
+
+export const rotationRun = z.strictObject({ rotated: z.number().int() });
+
+/** Shapes the document names, as `#/components/schemas/{name}`. */
+export const components: Record<string, z.ZodType> = {
+  Timestamp: timestamp,
+  JsonValue: jsonValue,
+  Error: errorBody,
+  Project: project,
+  ProjectDetail: projectDetail,
+  Member: member,
+  Policy: policyBody,
+  Notifications: notifications,
+  Line: line,
+  Target: target,
+  CircuitBreaker: circuitBreaker,
+  Endpoint: endpoint,
+  Circuits: circuits,
+  Key: key,
+  IssuedKey: issuedKey,
+  Usage: usage,
+  Attempt: attempt,
+  Request: request,
+  RequestPage: requestPage,
+};
