@@ -14,7 +14,7 @@ import type { Access, Route } from "./rest.ts";
 /** Where the document is committed. */
 export const OPENAPI_FILE = new URL("../docs/openapi.json", import.meta.url);
 
-export const tags = {
+const tags = {
   Projects: "Projects and where they are reached",
   Members: "Who manages a project, and as what",
   Policy: "The project's rules for API key lifetimes",
