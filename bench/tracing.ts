@@ -5,13 +5,25 @@
  * sync call at one connection, an async 202 at one connection, then sustained delivery
  * (bench/delivery.ts), whose callers wait for each delivery: the async calls' backlog drains
  * within the turn, never into the other stack's. Prints each turn and the ratio of the means,
- * on / off, and writes JSON.
+ * on / off, and writes JSON. First, what tracing costs a call when it is off: the span calls an
+ * async call makes (edge, start, attempt) against the API's no-op, timed in this process, which
+ * registers no SDK.
  */
 
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import {
+  callerTrace,
+  SpanKind,
+  spanAttribute,
+  startClientSpan,
+  startSpan,
+  traceHeaders,
+  traceIdOf,
+  untraced,
+} from "../core/tracing.ts";
 import { deliveredPerSecond } from "./delivery.ts";
 import { benchStack, type Cleanup, quick, requireTools, runBench } from "./harness.ts";
 import { wrk } from "./wrk.ts";
@@ -35,6 +47,26 @@ async function countingCollector(cleanup: Cleanup) {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   cleanup.add(async () => void server.close());
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received };
+}
+
+/** Nanoseconds per call of the tracing one async call does (edge, start, attempt), when off. */
+function offCostNs(calls: number): number {
+  const headers = new Headers({
+    traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+  });
+  const started = performance.now();
+  for (let i = 0; i < calls; i++) {
+    const edge = startSpan("POST", callerTrace(headers), {}, SpanKind.SERVER);
+    traceIdOf(edge.context);
+    const start = startClientSpan("StartWorkflow:deliverRequest", edge.context, {});
+    traceHeaders(start.context);
+    start.span.end();
+    const attempt = startClientSpan("POST t", untraced, { [spanAttribute.attempt]: 1 });
+    traceHeaders(attempt.context);
+    attempt.span.end();
+    edge.span.end();
+  }
+  return ((performance.now() - started) * 1e6) / calls;
 }
 
 type Stacked = Awaited<ReturnType<typeof benchStack>>;
@@ -67,6 +99,9 @@ type Figures = Awaited<ReturnType<typeof measure>>;
 
 await runBench(async (cleanup) => {
   await requireTools([{ command: "wrk", debianPackage: "wrk" }]);
+  offCostNs(100_000); // warm-up: the JIT
+  const offNs = offCostNs(1_000_000);
+  console.log(`off: the span calls of one async call cost ${offNs.toFixed(0)} ns`);
   // A folder per stack: run as root, Postgres must reach its folder, which mkdtemp makes 0700.
   const folder = async (name: string) => {
     const dir = await mkdtemp(join(tmpdir(), `relay-bench-tracing-${name}-`));
@@ -107,7 +142,7 @@ await runBench(async (cleanup) => {
   await mkdir("bench/results", { recursive: true });
   await writeFile(
     "bench/results/tracing.json",
-    JSON.stringify({ runs, ratios, collector: collector.received }, null, 2),
+    JSON.stringify({ offNs, runs, ratios, collector: collector.received }, null, 2),
   );
   console.log("wrote bench/results/tracing.json");
 });

@@ -124,7 +124,6 @@ export async function sendToTarget(
  */
 function endAnswered(span: Span, status: number): void {
   span.setAttribute(spanAttribute.httpStatus, status);
-  span.setAttribute(spanAttribute.outcome, String(status));
   if (status >= 500) endFailed(span, `the target answered ${status}`);
   else span.end();
 }

@@ -29,7 +29,7 @@ export const spanAttribute = {
   attempt: "relay.attempt",
   /** A refused call's error code (docs/design.md's error body). */
   refusal: "relay.refusal",
-  /** An attempt's outcome: the target's status, or why there was none. */
+  /** Why an attempt got no answer: `timeout`, `unreachable`, `refused` (its address). */
   outcome: "relay.outcome",
   httpStatus: "http.response.status_code",
   workflowId: "temporalWorkflowId",
