@@ -48,6 +48,7 @@ const WORKFLOW_CODE = [
   "workflows/circuit.ts",
   "workflows/notifications.ts",
   "workflows/signals.ts",
+  "workflows/trace-interceptors.ts",
 ];
 
 const isTest = (path: string) => path.endsWith(".test.ts") || path.startsWith("test/");

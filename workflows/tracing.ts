@@ -1,19 +1,24 @@
 /**
- * The worker's part of a trace (Temporal's OpenTelemetry interceptors): each workflow's span is a
- * child of the span in its start's header (the edge's `StartWorkflow`), each activity's of the
- * workflow's, and an attempt's call (core/target-call.ts) of its activity's. Workflow spans are
- * made in the sandbox and leave through a sink, only when the workflow runs new code (never on
- * replay). Used only when the process exports traces: otherwise no interceptor runs.
+ * The worker's part of a trace: each workflow's span is a child of the span in its start's
+ * header (the edge's `StartWorkflow`), made by Relay's own workflow interceptor
+ * (trace-interceptors.ts, which says why not Temporal's); each activity's span, made by Temporal's
+ * OpenTelemetry activity interceptor, is a child of its workflow's; an attempt's call
+ * (core/target-call.ts) is a child of its activity's. Used only when the process exports traces:
+ * otherwise no interceptor runs.
  */
-import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { millisToHrTime } from "@opentelemetry/core";
+import type { Resource } from "@opentelemetry/resources";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import {
-  makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
 } from "@temporalio/interceptors-opentelemetry";
-import type { WorkerOptions } from "@temporalio/worker";
+import type { InjectedSinks, WorkerOptions } from "@temporalio/worker";
 import { startTracing, type TracingConfig } from "../core/telemetry.ts";
+import type { TraceSinks, WorkflowSpan } from "./trace-interceptors.ts";
 
 export function workerTracing(config: TracingConfig) {
   // An activity's span follows its code across awaits, to the attempt's call.
@@ -23,13 +28,13 @@ export function workerTracing(config: TracingConfig) {
     new AsyncLocalStorageContextManager().enable(),
   );
   if (!tracing) return { options: {}, shutdown: async () => {} };
+  const { processor, resource } = tracing;
+  const sinks: InjectedSinks<TraceSinks> = {
+    traces: { workflowEnded: { fn: (_info, span) => processor.onEnd(readable(span, resource)) } },
+  };
   const options: Pick<WorkerOptions, "interceptors" | "sinks"> = {
     interceptors: {
-      workflowModules: [
-        createRequire(import.meta.url).resolve(
-          "@temporalio/interceptors-opentelemetry/lib/workflow-interceptors",
-        ),
-      ],
+      workflowModules: [fileURLToPath(new URL("./trace-interceptors.ts", import.meta.url))],
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
@@ -37,7 +42,34 @@ export function workerTracing(config: TracingConfig) {
         }),
       ],
     },
-    sinks: { exporter: makeWorkflowExporter(tracing.processor, tracing.resource) },
+    sinks,
   };
   return { options, shutdown: tracing.shutdown };
+}
+
+/** A workflow's span as the SDK's processors take a finished one. */
+function readable(span: WorkflowSpan, resource: Resource): ReadableSpan {
+  const spanContext = { traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags };
+  return {
+    name: span.name,
+    kind: SpanKind.INTERNAL,
+    spanContext: () => spanContext,
+    parentSpanId: span.parentSpanId,
+    startTime: millisToHrTime(span.startMs),
+    endTime: millisToHrTime(span.endMs),
+    duration: millisToHrTime(span.endMs - span.startMs),
+    status:
+      span.error === undefined
+        ? { code: SpanStatusCode.OK }
+        : { code: SpanStatusCode.ERROR, message: span.error },
+    attributes: span.attributes,
+    links: [],
+    events: [],
+    ended: true,
+    resource,
+    instrumentationLibrary: { name: "relay" },
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
+  };
 }
