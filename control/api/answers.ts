@@ -224,8 +224,9 @@ export const request = z.strictObject({
     .string()
     .regex(/^[0-9a-f]{32}$/)
     .nullable()
-    .optional()
-    .describe("The W3C trace id of its spans; null when it was not traced"),
+    .describe(
+      "The W3C trace of its spans (32 hex digits); null when its edge did not export traces",
+    ),
   updatedAt: timestamp,
   bodyBytes: z.number().int(),
   attempts: z.array(attempt),
