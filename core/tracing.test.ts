@@ -1,17 +1,12 @@
 import { SpanStatusCode } from "@opentelemetry/api";
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
 import { afterEach, expect, test } from "vitest";
 import type { DeliveryTarget } from "./delivery.ts";
+import { recordSpans } from "./recorded-spans.ts";
 import { sendToTarget, type TargetCallInput } from "./target-call.ts";
 import { type CallTarget, type TargetInit, TargetRefused } from "./target-request.ts";
 import { callerTrace, traceIdOf, untraced } from "./tracing.ts";
 
-const exported = new InMemorySpanExporter();
-new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exported)] }).register();
+const exported = recordSpans();
 afterEach(() => exported.reset());
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -75,6 +75,8 @@ export interface Answered {
   endpoint: string | null;
   /** Until the answer's headers (a stream runs on after). */
   seconds: number;
+  /** The call's trace, when the edge exports traces: the log line leads to it. */
+  traceId?: string | undefined;
 }
 
 export function createEdge(deps: EdgeDeps): EdgeHandler {

@@ -66,6 +66,7 @@ export function edgeTelemetry() {
           endpoint,
           status: event.status,
           ms: event.seconds * 1000,
+          ...(event.traceId && { traceId: event.traceId }),
         },
         "answered",
       );

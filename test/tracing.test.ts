@@ -6,7 +6,7 @@
  * the same spans. The shared stack exports nothing: there the caller's `traceparent` reaches the target
  * untouched, no span of Relay's between them.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -232,6 +232,11 @@ describe("with the exporter on", () => {
     expect(delivery && parentOf(delivery)).toEqual({ traceId, spanId: attempt.spanId });
     const log = await finishedLog<{ status: string; traceId: string | null }>(p, requestId);
     expect(log.traceId).toBe(traceId);
+    // The edge's log line for the call leads to the trace too.
+    const logged = (await readFile(join(dir, "stack.log"), "utf8"))
+      .split("\n")
+      .find((line) => line.includes('"msg":"answered"') && line.includes(requestId));
+    expect(logged).toContain(`"traceId":"${traceId}"`);
     // No body, key or secret rides on a span.
     const sent = receiver.bodies.join("\n");
     expect(sent).not.toContain("body-text");

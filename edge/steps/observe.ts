@@ -1,4 +1,5 @@
 /** The after-step that tells the log and the metrics of every answer. */
+import { traceIdOf } from "../../core/tracing.ts";
 import { type Answered, CALLER_LEFT, type EdgeDeps } from "../app.ts";
 import { type Envelope, endpointName, type Step } from "../pipeline.ts";
 
@@ -15,6 +16,7 @@ export function observe(onAnswer: EdgeDeps["observe"]): Step<Envelope> {
       status: envelope.request.signal.aborted ? CALLER_LEFT : response.status,
       requestId: response.headers.get("x-relay-request-id"),
       seconds: (performance.now() - started) / 1000,
+      traceId: traceIdOf(envelope.trace),
     };
     // A stream's log line and metrics wait for a timer, which runs once the adapter has written
     // its head and first bytes: they cost a quarter of a millisecond the first byte need not wait.

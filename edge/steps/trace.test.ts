@@ -1,17 +1,12 @@
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
 import { afterEach, expect, test } from "vitest";
+import { recordSpans } from "../../core/recorded-spans.ts";
 import { startTracing } from "../../core/telemetry.ts";
 import { markRefused, traceHeaders } from "../../core/tracing.ts";
 import type { Envelope } from "../pipeline.ts";
 import { arrived, hookEndpoint } from "./testing.ts";
 import { trace } from "./trace.ts";
 
-const exported = new InMemorySpanExporter();
-new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exported)] }).register();
+const exported = recordSpans();
 afterEach(() => exported.reset());
 
 const CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
