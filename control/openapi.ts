@@ -261,6 +261,16 @@ const edgePath = (refusals: Refusals) => ({
           description: "Deliver at this time (at most 7 days ahead; async endpoints only)",
           schema: { type: "string", format: "date-time" },
         },
+        {
+          name: "traceparent",
+          in: "header",
+          description:
+            "W3C trace context: when Relay exports traces, its spans continue this trace (a new one without it) and each target gets the traceparent of its attempt's span; otherwise it is passed on as it came",
+          schema: {
+            type: "string",
+            pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+          },
+        },
       ],
       requestBody: {
         description:
