@@ -20,6 +20,13 @@ export const circuitWorkflowId = (targetId: string) => `circuit-${targetId}`;
 /** Tells a target's circuit workflow that a member changed it (resumed, enabled). */
 export const CIRCUIT_CHANGED_SIGNAL = "changed";
 
+/**
+ * The workflow header a trace rides in: Temporal's OpenTelemetry interceptors' name for it
+ * (`TRACE_HEADER` of @temporalio/interceptors-opentelemetry), a JSON payload of the
+ * `traceparent` carrier. The edge writes it, Relay's workflow interceptor reads it.
+ */
+export const TRACE_HEADER = "_tracer-data";
+
 /** Custom search attributes the delivery workflow sets; registered when Temporal starts. */
 export const searchAttributes = {
   project: "RelayProject",

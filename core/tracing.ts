@@ -35,6 +35,9 @@ export const spanAttribute = {
   workflowId: "temporalWorkflowId",
 } as const;
 
+/** A W3C trace id, as the request log keeps it: 32 lowercase hex digits. */
+export const TRACE_ID = /^[0-9a-f]{32}$/;
+
 const tracer = () => trace.getTracer("relay");
 
 /** The context a caller's W3C `traceparent` (and `tracestate`) continue; the root when none. */

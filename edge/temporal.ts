@@ -20,6 +20,7 @@ import {
   requestSearchAttributes,
   SYNC_WORKFLOW,
   TASK_QUEUE,
+  TRACE_HEADER,
 } from "../core/temporal.ts";
 import {
   endFailed,
@@ -71,13 +72,6 @@ export interface TemporalHttpOptions {
   /** Told how long each start took, by workflow type (a metric). */
   onStart?: (workflowType: string, seconds: number) => void;
 }
-
-/**
- * The workflow header Temporal's OpenTelemetry interceptors read the parent span from
- * (`TRACE_HEADER` of @temporalio/interceptors-opentelemetry): a JSON payload of the
- * `traceparent` carrier, which the HTTP API takes as plain JSON.
- */
-const TRACE_HEADER = "_tracer-data";
 
 /** Room beyond the target's own timeout for the workflow task around it. */
 const SYNC_SLACK_SECONDS = 10;

@@ -21,9 +21,7 @@ import {
   type WorkflowInterceptorsFactory,
   workflowInfo,
 } from "@temporalio/workflow";
-
-/** The header a trace rides in, as Temporal's OpenTelemetry interceptors name it. */
-export const TRACE_HEADER = "_tracer-data";
+import { TRACE_HEADER } from "../core/temporal.ts";
 
 /** A workflow's span as it leaves the sandbox. */
 export interface WorkflowSpan {

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
 import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
+import { TRACE_ID } from "../../core/tracing.ts";
 import { policyBody } from "./projects.ts";
 import { jsonObject, jsonValue } from "./validation.ts";
 
@@ -222,7 +223,7 @@ export const request = z.strictObject({
   notBefore: timestamp.nullable().describe("A delayed request's time"),
   traceId: z
     .string()
-    .regex(/^[0-9a-f]{32}$/)
+    .regex(TRACE_ID)
     .nullable()
     .describe(
       "The W3C trace of its spans (32 hex digits); null when its edge did not export traces",

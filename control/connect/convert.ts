@@ -14,6 +14,7 @@ import {
   requestStatuses,
   roles,
 } from "../../core/model.ts";
+import { TRACE_ID } from "../../core/tracing.ts";
 import type { RecordStreamRequest } from "../../gen/relay/v1/edge_pb.ts";
 import type { RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
 import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
@@ -129,8 +130,6 @@ export function nullsToUndefined<T extends object>(value: T) {
 }
 
 /** An edge's stream record; its key mode and counts are checked by the operation. */
-const TRACE_ID = /^[0-9a-f]{32}$/;
-
 export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
   return {
     requestId: req.requestId,
