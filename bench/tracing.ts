@@ -4,13 +4,14 @@
  * one not, measured in turns (off, on, off, on) so the machine's drift falls on both. Per turn: a
  * sync call at one connection, an async 202 at one connection, then sustained delivery
  * (bench/delivery.ts), whose callers wait for each delivery: the async calls' backlog drains
- * within the turn, never into the other stack's. Prints each turn and the ratio of the means,
+ * within the turn, never into the other stack's; over it, the worker's and the edge's CPU per
+ * request delivered (Linux's /proc), where tracing's own work would show beyond the noise. Prints each turn and the ratio of the means,
  * on / off, and writes JSON. First, what tracing costs a call when it is off: the span calls an
  * async call makes (edge, start, attempt) against the API's no-op, timed in this process, which
  * registers no SDK.
  */
 
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,12 +72,29 @@ function offCostNs(calls: number): number {
 
 type Stacked = Awaited<ReturnType<typeof benchStack>>;
 
-async function measure(dir: string, { stack, slug, key, targetPort }: Stacked) {
+/** CPU time (user + system) a process has used, in ms, from Linux's /proc (clock ticks of 10 ms). */
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The worker's and the edge's CPU so far, in ms: where tracing's cost would show. */
+async function relayCpuMs({ stack }: Stacked) {
+  const of = async (name: "worker" | "edge") => {
+    const pid = stack.processes[name].child?.pid;
+    return pid === undefined ? Number.NaN : cpuMs(pid);
+  };
+  return { worker: await of("worker"), edge: await of("edge") };
+}
+
+async function measure(dir: string, stacked: Stacked) {
+  const { stack, slug, key, targetPort } = stacked;
   const host = `${slug}.localhost`;
   const auth = `Bearer ${key}`;
   const at = (path: string) => `${stack.edgeUrl}${path}`;
   const sync1 = await wrk(dir, at("/v1/sync"), { seconds, connections: 1, host, auth });
   const async1 = await wrk(dir, at("/v1/async"), { seconds, connections: 1, host, auth });
+  const cpuBefore = await relayCpuMs(stacked);
   const delivery = await deliveredPerSecond({
     edgeUrl: stack.edgeUrl,
     path: "/v1/async",
@@ -86,11 +104,16 @@ async function measure(dir: string, { stack, slug, key, targetPort }: Stacked) {
     concurrency: 32,
     seconds: deliverySeconds,
   });
+  const cpuAfter = await relayCpuMs(stacked);
+  const delivered = delivery.deliveredPerSecond * deliverySeconds;
   return {
     syncP50Ms: sync1.p50Ms,
     asyncP50Ms: async1.p50Ms,
     deliveredPerSecond: delivery.deliveredPerSecond,
     deliveredP50Ms: delivery.deliveredP50Ms,
+    // Over the sustained delivery: each process's CPU per request delivered.
+    workerCpuMs: (cpuAfter.worker - cpuBefore.worker) / delivered,
+    edgeCpuMs: (cpuAfter.edge - cpuBefore.edge) / delivered,
     errors: sync1.errors + async1.errors + delivery.refused + delivery.lost,
   };
 }
@@ -127,7 +150,14 @@ await runBench(async (cleanup) => {
     const values = runs.filter((r) => r.turn === turn).map((r) => r.figures[key]);
     return values.reduce((a, b) => a + b, 0) / values.length;
   };
-  const keys = ["syncP50Ms", "asyncP50Ms", "deliveredPerSecond", "deliveredP50Ms"] as const;
+  const keys = [
+    "syncP50Ms",
+    "asyncP50Ms",
+    "deliveredPerSecond",
+    "deliveredP50Ms",
+    "workerCpuMs",
+    "edgeCpuMs",
+  ] as const;
   console.log(`\n${"".padEnd(20)}${"off".padStart(10)}${"on".padStart(10)}  on/off`);
   const ratios = Object.fromEntries(
     keys.map((key) => {
