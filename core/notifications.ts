@@ -31,9 +31,6 @@ export interface NotificationEvent {
 /** How long a notification URL has to answer before the sending counts as failed. */
 export const NOTIFICATION_TIMEOUT_MS = 10_000;
 
-/** A notification URL's longest form: a URL that long is a mistake or an attack, not a receiver. */
-export const MAX_NOTIFICATION_URL_LENGTH = 2048;
-
 /**
  * The JSON body sent: `{type, timestamp, data}` with the project in `data`. The project is set
  * last, so an event's data can never name another project.

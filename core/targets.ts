@@ -85,6 +85,9 @@ function isRelayItself(url: URL, relayDomain: string): boolean {
 }
 
 /** Why a target URL may not be saved, or null. Names are resolved and checked at delivery. */
+/** A URL Relay posts to, at its longest: one longer is a mistake or an attack, not a receiver. */
+export const MAX_TARGET_URL_LENGTH = 2048;
+
 export function targetUrlProblem(text: string, rules: SavedTargetRules): string | null {
   let url: URL;
   try {

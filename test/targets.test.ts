@@ -75,6 +75,15 @@ test.each([
   expect(saved.body.error.details).toContainEqual({ path: "targets.0.targetUrl", message });
 });
 
+test("a target URL over 2,048 characters is refused, naming the field", async () => {
+  const saved = await saveTarget(
+    stack().controlUrl,
+    `https://hooks.example.com/${"a".repeat(2048)}`,
+  );
+  expect(saved.status).toBe(400);
+  expect(saved.body.error.details.map((d) => d.path)).toContain("targets.0.targetUrl");
+});
+
 test("a production control plane saves a target on a public name", async () => {
   const saved = await saveTarget(strictControlUrl, "https://billing.example.com/hook");
   expect(saved.status).toBe(200);

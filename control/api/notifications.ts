@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { MAX_NOTIFICATION_URL_LENGTH } from "../../core/notifications.ts";
+import { MAX_TARGET_URL_LENGTH } from "../../core/targets.ts";
 import * as store from "../../store/notifications.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { allowedUrls, parseInput } from "./validation.ts";
@@ -19,7 +19,7 @@ export interface NotificationsWithSecret extends NotificationsView {
 }
 
 export const notificationsBody = z.strictObject({
-  url: z.string().max(MAX_NOTIFICATION_URL_LENGTH),
+  url: z.string().max(MAX_TARGET_URL_LENGTH),
 });
 
 export async function getNotifications(ctx: Ctx, slug: string): Promise<NotificationsView> {

@@ -6,7 +6,7 @@ import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
-import type { SavedTargetRules } from "../../core/targets.ts";
+import { MAX_TARGET_URL_LENGTH, type SavedTargetRules } from "../../core/targets.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
@@ -24,7 +24,7 @@ const RESERVED_HEADER =
 
 const targetSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),
-  targetUrl: z.string(),
+  targetUrl: z.string().max(MAX_TARGET_URL_LENGTH),
   deliveryMode: z.enum(deliveryModes).default("async"),
   timeoutSeconds: z.number().int().min(1).max(90).default(30),
   headers: z
