@@ -222,7 +222,9 @@ export type SyncOutcome =
   | { kind: "answered"; status: number; headers: Record<string, string>; bodyBase64: string }
   | { kind: "timeout" }
   | { kind: "unreachable"; error: string }
-  | { kind: "too_large" };
+  | { kind: "too_large" }
+  /** Not called: the project had its share of the worker's sync calls in flight. */
+  | { kind: "busy" };
 
 /** A sync answer travels through Temporal's history, which refuses payloads past 2 MB. */
 export const MAX_SYNC_ANSWER_BYTES = 1024 * 1024;

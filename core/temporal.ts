@@ -2,6 +2,19 @@
 import type { RequestStatus } from "./model.ts";
 
 export const TASK_QUEUE = "relay";
+/**
+ * Sync calls and notifications run on task queues of their own, each polled by a worker of its
+ * own slots in the worker process: async deliveries, however many wait, never delay a sync
+ * caller, and a notification URL that hangs delays neither.
+ */
+export const SYNC_TASK_QUEUE = "relay-sync";
+export const NOTIFICATION_TASK_QUEUE = "relay-notifications";
+
+/**
+ * Temporal's task queue fairness key: a project's tasks are dispatched in turn with other
+ * projects' rather than behind all of its own backlog (where the server has fairness on).
+ */
+export const fairnessOf = (project: string) => ({ fairnessKey: project });
 
 export const DELIVERY_WORKFLOW = "deliverRequest";
 export const SYNC_WORKFLOW = "relaySync";

@@ -32,6 +32,12 @@ export const temporalDynamicConfig: DynamicConfig = {
   // the completion's answer when the worker has a free slot: no trip through the transfer
   // queue and matching. Off by default on the server; the TypeScript SDK asks for it.
   "system.enableActivityEagerExecution": true,
+  // Task queue fairness (a pre-release in v1.29, generally available from v1.31): tasks carry
+  // their project as fairness key (core/temporal.ts `fairnessOf`), and matching dispatches the
+  // keys in turn, so one project's backlog of thousands does not queue another's task behind it.
+  // Fairness runs on the new matcher, which this version still has off by default.
+  "matching.useNewMatcher": true,
+  "matching.enableFairness": true,
 };
 
 /**

@@ -17,7 +17,9 @@ import {
 import { RelayError } from "../core/errors.ts";
 import {
   DELIVERY_WORKFLOW,
+  fairnessOf,
   requestSearchAttributes,
+  SYNC_TASK_QUEUE,
   SYNC_WORKFLOW,
   TASK_QUEUE,
   TRACE_HEADER,
@@ -139,7 +141,8 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         headers,
         body: JSON.stringify({
           workflowType: { name: workflowType },
-          taskQueue: { name: TASK_QUEUE },
+          taskQueue: { name: workflowType === SYNC_WORKFLOW ? SYNC_TASK_QUEUE : TASK_QUEUE },
+          priority: fairnessOf(input.project),
           // Temporal deduplicates starts by requestId, so retrying this call is safe; with an
           // Idempotency-Key, a repeat with the same body is such a retry.
           requestId: bodyTag ? `${workflowId}.${bodyTag}` : workflowId,

@@ -18,6 +18,8 @@ import {
   syncStatus,
 } from "../core/delivery.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
+import type { NotificationEvent } from "../core/notifications.ts";
+import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
 import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
@@ -70,6 +72,16 @@ export interface ActivityDeps {
    * waiting deliveries go once the target may be tried again.
    */
   ensureCircuit: (targetId: string) => Promise<void>;
+  /** Each project's share of this worker, by pool (core/project-slots.ts). */
+  slots: WorkerSlots;
+}
+
+/** The worker's pools: each bounds what one project may have in flight on it. */
+export interface WorkerSlots {
+  /** Async attempts, first ones and retries. */
+  attempts: ProjectSlots;
+  sync: ProjectSlots;
+  notifications: ProjectSlots;
 }
 
 export interface DeliverInput {
@@ -110,7 +122,7 @@ export function createActivities(deps: ActivityDeps) {
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
-    deliver: (input: DeliverInput): Promise<number | "held"> => deliver(attempts, input),
+    deliver: (input: DeliverInput): Promise<number | "held" | "busy"> => deliver(attempts, input),
     holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
       const hold = await circuits.holdDelivery(sql, targetId, workflowId);
       // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
@@ -128,14 +140,41 @@ export function createActivities(deps: ActivityDeps) {
       if (disabled) deps.observeCircuit(targetId, "disabled");
       return disabled;
     },
-    relaySyncCall: (input: SyncInput): Promise<SyncOutcome> => relaySyncCall(attempts, input),
+    relaySyncCall: async (input: SyncInput): Promise<SyncOutcome> => {
+      const release = deps.slots.sync.take(input.project);
+      if (!release) return { kind: "busy" };
+      return relaySyncCall(attempts, input).finally(release);
+    },
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
-    notify: notifier({ sql, sealingKey, callTarget: deps.callTarget, now }),
+    notify: inProjectShare(
+      deps.slots.notifications,
+      notifier({ sql, sealingKey, callTarget: deps.callTarget, now }),
+    ),
     rotateExpiringKeys: async (): Promise<number> =>
       rotateExpiringKeys(sql, await now(), sealingKey),
     pruneExpiredRequests: async (): Promise<Pruned> =>
       pruneRequestLog(sql, await now(), logRetentionMs),
+  };
+}
+
+/** A project's notification over its share waits a little and tries again (Temporal's retry). */
+const NOTIFICATION_BUSY_RETRY = "5 seconds";
+
+function inProjectShare<T>(
+  slots: ProjectSlots,
+  send: (event: NotificationEvent) => Promise<T>,
+): (event: NotificationEvent) => Promise<T> {
+  return async (event) => {
+    const release = slots.take(event.project);
+    if (!release) {
+      throw ApplicationFailure.retryable(
+        "this project has too many notifications in flight on this worker",
+        "ProjectBusy",
+        { nextRetryDelay: NOTIFICATION_BUSY_RETRY },
+      );
+    }
+    return send(event).finally(release);
   };
 }
 
@@ -150,6 +189,7 @@ interface AttemptDeps
     | "observeCircuit"
     | "ensureCircuit"
     | "retryPolicy"
+    | "slots"
   > {
   /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
   signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
@@ -160,7 +200,8 @@ interface AttemptDeps
  * opens the request in the log, then tries once. Answers its verdict, never throws for the
  * target's sake, so a request whose targets all answer costs Temporal no other task. A target
  * whose deliveries wait (open circuit, paused) is not tried: the request is opened and the
- * verdict says so.
+ * verdict says so; nor is one its project's share of the worker has no room for ("busy": the
+ * workflow waits on a timer, holding no slot, and tries again).
  */
 async function firstAttempt(
   deps: AttemptDeps,
@@ -173,26 +214,34 @@ async function firstAttempt(
     await requestLog.openRequest(deps.sql, request);
     return { kind: "held", hold };
   }
+  const release = deps.slots.attempts.take(delivery.project);
+  if (!release) return { kind: "busy" };
   const sent = await postToTarget(deps, {
     ...delivery,
     opening: request,
     finishing: (sent) =>
       only && verdictOn(sent, deps.retryPolicy).kind !== "retry" ? "settled" : undefined,
-  });
+  }).finally(release);
   return { ...verdictOn(sent, deps.retryPolicy), ...(sent.status && { settled: sent.status }) };
 }
 
 /**
  * A later attempt, an activity Temporal retries (or not) by the verdict it throws; "held" when
- * the target's deliveries wait (an open circuit, a pause): then it is not tried.
+ * the target's deliveries wait (an open circuit, a pause), "busy" when its project's share of
+ * the worker is full: then it is not tried.
  */
-async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held"> {
+async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held" | "busy"> {
   const hold = await circuits.targetHold(deps.sql, input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
+  const release = deps.slots.attempts.take(input.project);
+  if (!release) return "busy";
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
   const verdict = verdictOn(
-    await postToTarget(deps, input).finally(() => clearInterval(beating)),
+    await postToTarget(deps, input).finally(() => {
+      clearInterval(beating);
+      release();
+    }),
     deps.retryPolicy,
   );
   if (verdict.kind === "delivered") return verdict.status;
@@ -422,7 +471,8 @@ function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): Att
  */
 export type FirstAttempt =
   | (AttemptVerdict & { settled?: RequestStatus })
-  | { kind: "held"; hold: Hold };
+  | { kind: "held"; hold: Hold }
+  | { kind: "busy" };
 
 /** A target's answer to an attempt. */
 interface Answer {

@@ -19,6 +19,17 @@ const schema = z.object({
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
   /** "1": deliveries and rotations run on the control plane's dev clock; else on real time. */
   RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
+  /**
+   * The worker's capacity and each project's share of it (docs/operations.md, "Sizing a
+   * worker"): async attempts (first tries and retries), sync calls and notifications each have
+   * slots of their own, and one project may hold at most its share of each on this worker.
+   */
+  RELAY_WORKER_ATTEMPT_SLOTS: z.coerce.number().int().min(1).max(10_000).default(200),
+  RELAY_PROJECT_ATTEMPTS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(10),
+  RELAY_WORKER_SYNC_SLOTS: z.coerce.number().int().min(1).max(10_000).default(100),
+  RELAY_PROJECT_SYNC_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(10),
+  RELAY_WORKER_NOTIFICATION_SLOTS: z.coerce.number().int().min(1).max(10_000).default(20),
+  RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(2),
   /** How long a stopping worker lets its attempts in flight finish. */
   RELAY_WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(8000),
   /** The worker's own listener: /healthz, /readyz and /metrics only. */
@@ -33,6 +44,21 @@ const schema = z.object({
 
 export type WorkerConfig = z.infer<typeof schema>;
 
+/** A project's share may not exceed the pool it is a share of. */
+const shares = [
+  ["RELAY_PROJECT_ATTEMPTS_IN_FLIGHT", "RELAY_WORKER_ATTEMPT_SLOTS"],
+  ["RELAY_PROJECT_SYNC_IN_FLIGHT", "RELAY_WORKER_SYNC_SLOTS"],
+  ["RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT", "RELAY_WORKER_NOTIFICATION_SLOTS"],
+] as const;
+
+const checked = schema.superRefine((config, ctx) => {
+  for (const [share, pool] of shares) {
+    if (config[share] > config[pool]) {
+      ctx.addIssue({ code: "custom", path: [share], message: `must be at most ${pool}` });
+    }
+  }
+});
+
 export function loadWorkerConfig(env: Record<string, string | undefined>): WorkerConfig {
-  return schema.parse(env);
+  return checked.parse(env);
 }

@@ -4,8 +4,9 @@
  * notification URL that is down delays neither a request nor a circuit.
  */
 import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
-import { ParentClosePolicy, proxyActivities, startChild } from "@temporalio/workflow";
+import { ParentClosePolicy, patched, proxyActivities, startChild } from "@temporalio/workflow";
 import type { NotificationEvent } from "../core/notifications.ts";
+import { fairnessOf, NOTIFICATION_TASK_QUEUE } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 
 /** Retried for a day, at most an hour apart, as a delivery is; then given up. */
@@ -19,12 +20,19 @@ export async function sendNotification(event: NotificationEvent): Promise<string
   return notify(event);
 }
 
+/** Notifications raised before they had a task queue of their own replay on the deliveries'. */
+const OWN_QUEUE = "notifications-own-queue";
+
 /** Raises `event`: its notification goes out on its own, after the raising workflow ends too. */
 export async function raise(event: NotificationEvent): Promise<void> {
   await startChild(sendNotification, {
     workflowId: event.id,
     args: [event],
     parentClosePolicy: ParentClosePolicy.ABANDON,
+    ...(patched(OWN_QUEUE) && {
+      taskQueue: NOTIFICATION_TASK_QUEUE,
+      priority: fairnessOf(event.project),
+    }),
   }).catch((error: unknown) => {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   });

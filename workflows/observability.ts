@@ -2,8 +2,9 @@
  * The worker's log (one JSON line per event, pino) and metrics (Prometheus text, prom-client):
  * every delivery attempt, by outcome, with its latency.
  */
-import { Counter, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import { classifyStatus } from "../core/delivery.ts";
+import type { SlotObserver } from "../core/project-slots.ts";
 import { processTelemetry } from "../platform/ops-http.ts";
 
 export const { log, registry } = processTelemetry("worker");
@@ -51,4 +52,29 @@ const circuits = new Counter({
 export function observeCircuit(targetId: string, transition: "opened" | "recovered" | "disabled") {
   circuits.inc({ transition });
   log.warn({ targetId, transition }, "circuit");
+}
+
+const inFlight = new Gauge({
+  name: "relay_worker_project_in_flight",
+  help: "Calls a project has in flight on this worker, by pool (attempts, sync, notifications); a project with none has no series",
+  labelNames: ["pool", "project"],
+  registers: [registry],
+});
+const turnedAway = new Counter({
+  name: "relay_worker_project_busy_total",
+  help: "Calls not made because their project had its share of the pool in flight: an attempt then waits and tries again, a sync call is refused (503)",
+  // By pool only: a counter per project would keep a series for every project that was ever busy.
+  labelNames: ["pool"],
+  registers: [registry],
+});
+
+/** The in-flight gauge and the busy counter of one of the worker's pools. */
+export function observeSlots(pool: "attempts" | "sync" | "notifications"): SlotObserver {
+  return {
+    inFlight: (project, count) => {
+      if (count > 0) inFlight.set({ pool, project }, count);
+      else inFlight.remove({ pool, project });
+    },
+    turnedAway: () => turnedAway.inc({ pool }),
+  };
 }

@@ -1,10 +1,18 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
 import { fileURLToPath } from "node:url";
-import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkerOptions,
+} from "@temporalio/worker";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
+import { ProjectSlots } from "../core/project-slots.ts";
 import { importSealingKey } from "../core/sealing.ts";
-import { TASK_QUEUE } from "../core/temporal.ts";
+import { NOTIFICATION_TASK_QUEUE, SYNC_TASK_QUEUE, TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { connectTemporal, ensureCircuit, ensureSchedules } from "../platform/temporal.ts";
@@ -12,7 +20,7 @@ import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
 import { loadWorkerConfig } from "./config.ts";
-import { log, observeAttempt, observeCircuit, registry } from "./observability.ts";
+import { log, observeAttempt, observeCircuit, observeSlots, registry } from "./observability.ts";
 import { workerTracing } from "./tracing.ts";
 import { workerPolling } from "./tuning.ts";
 
@@ -34,10 +42,44 @@ await ensureSchedules(client);
 const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
 // Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
-const worker = await Worker.create({
+const activities = createActivities({
+  sql,
+  callTarget: targetCaller(dispatcher),
+  now: workerClock(sql, config.RELAY_DEV_CLOCK),
+  sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+  logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
+  observeAttempt,
+  observeCircuit,
+  ensureCircuit: (targetId) => ensureCircuit(client, targetId),
+  retryPolicy: {
+    initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
+    backoffCoefficient: config.RELAY_RETRY_BACKOFF,
+    maximumIntervalMs: config.RELAY_RETRY_MAX_INTERVAL_MS,
+    windowMs: config.RELAY_RETRY_WINDOW_MS,
+    attemptTimeoutMs: config.RELAY_ATTEMPT_TIMEOUT_MS,
+  },
+  slots: {
+    attempts: new ProjectSlots(config.RELAY_PROJECT_ATTEMPTS_IN_FLIGHT, observeSlots("attempts")),
+    sync: new ProjectSlots(config.RELAY_PROJECT_SYNC_IN_FLIGHT, observeSlots("sync")),
+    notifications: new ProjectSlots(
+      config.RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT,
+      observeSlots("notifications"),
+    ),
+  },
+});
+// One bundle of the workflows for the three workers below (bundling is the slow part of a start).
+const { workflowModules, ...interceptors } = tracing.options.interceptors ?? {};
+const workflowBundle = await bundleWorkflowCode({
+  workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
+  ...(workflowModules && { workflowInterceptorModules: workflowModules }),
+});
+const shared = {
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
-  taskQueue: TASK_QUEUE,
+  workflowBundle,
+  activities,
+  interceptors,
+  ...(tracing.options.sinks && { sinks: tracing.options.sinks }),
   ...workerPolling,
   // On SIGTERM, attempts in flight get this long to finish; past it they are cancelled and
   // reported failed, so another worker retries them at once rather than after their timeout.
@@ -45,32 +87,41 @@ const worker = await Worker.create({
   // A workflow's next task waits for the worker that ran its last one this long (then any
   // worker takes it): short, so a stopped worker delays its workflows by seconds, not tens.
   stickyQueueScheduleToStartTimeout: "3 seconds",
-  workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
-  ...tracing.options,
-  activities: createActivities({
-    sql,
-    callTarget: targetCaller(dispatcher),
-    now: workerClock(sql, config.RELAY_DEV_CLOCK),
-    sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
-    logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
-    observeAttempt,
-    observeCircuit,
-    ensureCircuit: (targetId) => ensureCircuit(client, targetId),
-    retryPolicy: {
-      initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
-      backoffCoefficient: config.RELAY_RETRY_BACKOFF,
-      maximumIntervalMs: config.RELAY_RETRY_MAX_INTERVAL_MS,
-      windowMs: config.RELAY_RETRY_WINDOW_MS,
-      attemptTimeoutMs: config.RELAY_ATTEMPT_TIMEOUT_MS,
-    },
+} satisfies Partial<WorkerOptions>;
+/**
+ * Three task queues, each with slots of its own, so no kind of work waits for another's: async
+ * deliveries (and circuits, schedules), sync calls, notifications. A first attempt or a sync
+ * call runs as a local activity inside its workflow task, so each holds one workflow-task slot
+ * as well while it runs.
+ */
+const workers = await Promise.all([
+  Worker.create({
+    ...shared,
+    taskQueue: TASK_QUEUE,
+    maxConcurrentWorkflowTaskExecutions: config.RELAY_WORKER_ATTEMPT_SLOTS,
+    maxConcurrentLocalActivityExecutions: config.RELAY_WORKER_ATTEMPT_SLOTS,
+    maxConcurrentActivityTaskExecutions: config.RELAY_WORKER_ATTEMPT_SLOTS,
   }),
-});
+  Worker.create({
+    ...shared,
+    taskQueue: SYNC_TASK_QUEUE,
+    maxConcurrentWorkflowTaskExecutions: config.RELAY_WORKER_SYNC_SLOTS,
+    maxConcurrentLocalActivityExecutions: config.RELAY_WORKER_SYNC_SLOTS,
+  }),
+  Worker.create({
+    ...shared,
+    taskQueue: NOTIFICATION_TASK_QUEUE,
+    maxConcurrentWorkflowTaskExecutions: config.RELAY_WORKER_NOTIFICATION_SLOTS,
+    maxConcurrentActivityTaskExecutions: config.RELAY_WORKER_NOTIFICATION_SLOTS,
+  }),
+]);
 const ops = serveOps(
   opsHandler({
     checks: {
       postgres: () => postgresAnswers(sql),
       temporal: async () => {
-        if (worker.getState() !== "RUNNING") throw new Error(`worker ${worker.getState()}`);
+        const stopped = workers.find((worker) => worker.getState() !== "RUNNING");
+        if (stopped) throw new Error(`worker ${stopped.getState()}`);
       },
     },
     metrics: () => registry.metrics(),
@@ -86,8 +137,14 @@ const ops = serveOps(
     process.exit(1);
   })
   .listen(config.RELAY_WORKER_PORT, config.RELAY_WORKER_HOST);
-log.info({ taskQueue: TASK_QUEUE, opsPort: config.RELAY_WORKER_PORT }, "worker polling");
-await worker.run();
+log.info(
+  {
+    taskQueues: [TASK_QUEUE, SYNC_TASK_QUEUE, NOTIFICATION_TASK_QUEUE],
+    opsPort: config.RELAY_WORKER_PORT,
+  },
+  "worker polling",
+);
+await Promise.all(workers.map((worker) => worker.run()));
 ops.close();
 await sql.end({ timeout: 5 });
 await connection.close();

@@ -38,6 +38,7 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
+import { busyWaitMs } from "../core/project-slots.ts";
 import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type {
@@ -204,11 +205,13 @@ async function deliverAll(
       first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
     ),
   );
-  const retrying = deliveries.flatMap((delivery, i) => {
+  const retrying = deliveries.flatMap((delivery, i): Retrying[] => {
     const verdict = verdicts[i];
-    if (verdict?.kind === "held") return [{ delivery, delayMs: 0, held: true }];
+    if (verdict?.kind === "held" || verdict?.kind === "busy") {
+      return [{ delivery, delayMs: 0, waiting: verdict.kind }];
+    }
     return !verdict || verdict.kind === "retry"
-      ? [{ delivery, delayMs: verdict?.delayMs ?? 0, held: false }]
+      ? [{ delivery, delayMs: verdict?.delayMs ?? 0, waiting: null }]
       : [];
   });
   if (retrying.length === 0) {
@@ -221,9 +224,9 @@ async function deliverAll(
   const policy = await retryPolicy();
   await openRequest(request);
   await Promise.allSettled(
-    retrying.map(async ({ delivery, delayMs, held }) => {
+    retrying.map(async ({ delivery, delayMs, waiting }) => {
       if (delayMs > 0) await sleep(delayMs);
-      await deliverToTarget(delivery, policy, held, released);
+      await deliverToTarget(delivery, policy, waiting, released);
     }),
   );
   return settle(await settleRequest(input.requestId));
@@ -232,35 +235,46 @@ async function deliverAll(
 /** How long a held delivery waits for its release before it looks again itself. */
 const HOLD_RECHECK = "1 hour";
 
+/** Why a delivery waits before its next attempt, when it does. */
+type Waiting = "held" | "busy" | null;
+
+/** A delivery whose first attempt did not end it: when it goes on, and why it waits. */
+interface Retrying {
+  delivery: DeliverInput;
+  delayMs: number;
+  waiting: Waiting;
+}
+
 /**
  * Tries one target until the attempt series ends. While the target's deliveries wait (its
  * circuit open, a pause) this one waits too, durably and without attempts, until released;
- * that time does not count against the retry window.
+ * while its project's share of the worker is full, it waits on a timer and tries again. Neither
+ * wait counts against the retry window.
  */
 async function deliverToTarget(
   delivery: DeliverInput,
   policy: RetryPolicy,
-  heldFirst: boolean,
+  waitingFirst: Waiting,
   released: Map<string, boolean>,
 ) {
   const targetId = delivery.target.id;
-  let held = heldFirst;
+  let waiting = waitingFirst;
   let heldMs = 0;
+  let busyWaits = 0;
   for (;;) {
     let probe = false;
-    if (held) {
-      const since = Date.now();
-      probe = await waitForTarget(targetId, released);
-      heldMs += Date.now() - since;
-    }
+    const since = Date.now();
+    if (waiting === "held") probe = await waitForTarget(targetId, released);
+    else if (waiting === "busy") await sleep(busyWaitMs(busyWaits++, Math.random()));
+    heldMs += Date.now() - since;
     const { deliver } = deliveryActivities(policy, heldMs, probe);
     const outcome = probe
       ? await deliver({ ...delivery, probe })
           .catch((error: unknown) => heldUnlessRejected(error))
           .finally(() => tellProbed(targetId))
       : await deliver(delivery);
-    if (outcome !== "held") return;
-    held = true;
+    if (outcome !== "held" && outcome !== "busy") return;
+    waiting = outcome;
   }
 }
 

@@ -8,7 +8,12 @@ import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
-import { DELIVERY_WORKFLOW, requestSearchAttributeLists, TASK_QUEUE } from "../../core/temporal.ts";
+import {
+  DELIVERY_WORKFLOW,
+  fairnessOf,
+  requestSearchAttributeLists,
+  TASK_QUEUE,
+} from "../../core/temporal.ts";
 import { failedTargets, markDelivering } from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import {
@@ -68,6 +73,7 @@ export async function replayRequest(
   await markDelivering(ctx.sql, requestId);
   await client.workflow.start(DELIVERY_WORKFLOW, {
     taskQueue: TASK_QUEUE,
+    priority: fairnessOf(original.project),
     workflowId: `${requestId}-replay-${Date.now()}`,
     args: [{ ...original, targets }],
     searchAttributes: requestSearchAttributeLists(original, "delivering"),

@@ -96,8 +96,13 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
 function claimSyncSlot(deps: EdgeDeps, call: Received): { release(): void } {
   const slot = deps.temporal.claimSync(call.project);
   if (slot) return slot;
-  call.responseHeaders.set("retry-after", "1");
-  throw new RelayError("unavailable", "this project has too many sync calls in flight; retry");
+  throw tooManySync(call.responseHeaders);
+}
+
+/** The project's sync calls fill its share of this edge, or of the worker that took the call. */
+function tooManySync(relayHeaders: Headers): RelayError {
+  relayHeaders.set("retry-after", "1");
+  return new RelayError("unavailable", "this project has too many sync calls in flight; retry");
 }
 
 /** The sync target's own status, body and safe headers; or why there is none. */
@@ -115,6 +120,8 @@ function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: stri
       throw new RelayError("target_unreachable", "the sync target could not be reached");
     case "too_large":
       throw new RelayError("target_unreachable", "the sync target's answer was over 1 MiB");
+    case "busy":
+      throw tooManySync(relayHeaders);
   }
 }
 
