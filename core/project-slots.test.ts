@@ -3,18 +3,25 @@ import { BUSY_WAIT_MS, busyWaitMs, ProjectSlots } from "./project-slots.ts";
 
 describe("ProjectSlots", () => {
   test("a project has at most its share in flight; others are not touched by it", () => {
-    const slots = new ProjectSlots(2);
-    const a1 = slots.take("a");
-    const a2 = slots.take("a");
-    expect(a1).not.toBeNull();
-    expect(a2).not.toBeNull();
+    const slots = new ProjectSlots({ slots: 4, perProject: 2 });
+    expect(slots.take("a")).not.toBeNull();
+    expect(slots.take("a")).not.toBeNull();
     expect(slots.take("a")).toBeNull();
     expect(slots.take("b")).not.toBeNull();
     expect(slots.count("a")).toBe(2);
   });
 
+  test("a pool less than half in use lets a project past its share, up to half the pool", () => {
+    const slots = new ProjectSlots({ slots: 10, perProject: 2 });
+    const taken = Array.from({ length: 6 }, () => slots.take("a"));
+    expect(taken.filter(Boolean)).toHaveLength(5);
+    expect(slots.take("b")).not.toBeNull();
+    expect(slots.take("b")).not.toBeNull();
+    expect(slots.take("b")).toBeNull();
+  });
+
   test("a released slot can be taken again, and releasing twice gives back one", () => {
-    const slots = new ProjectSlots(1);
+    const slots = new ProjectSlots({ slots: 2, perProject: 1 });
     const release = slots.take("a");
     release?.();
     release?.();
@@ -25,7 +32,7 @@ describe("ProjectSlots", () => {
 
   test("the observer hears each count and each call turned away", () => {
     const seen: [string, number | "away"][] = [];
-    const slots = new ProjectSlots(2, {
+    const slots = new ProjectSlots({ slots: 4, perProject: 2 }, {
       inFlight: (project, count) => seen.push([project, count]),
       turnedAway: (project) => seen.push([project, "away"]),
     });
@@ -40,14 +47,51 @@ describe("ProjectSlots", () => {
       ["a", 1],
     ]);
   });
+
+  test("a turned-away call waits longer the more of its project's calls wait and the slower its slots free", () => {
+    let now = 0;
+    const slots = new ProjectSlots({ slots: 2, perProject: 1 }, {}, () => now);
+    const held = slots.take("slow");
+    slots.take("slow");
+    const afterOne = slots.waitMs("slow", 0.5);
+    for (let i = 0; i < 99; i++) slots.take("slow");
+    const afterHundred = slots.waitMs("slow", 0.5);
+    expect(afterHundred).toBeGreaterThan(afterOne);
+    expect(afterHundred).toBe(BUSY_WAIT_MS.max);
+
+    // A project whose slots free fast has its calls back soon.
+    for (let i = 0; i < 50; i++) {
+      now += 100;
+      slots.take("fast")?.();
+    }
+    slots.take("fast");
+    slots.take("fast");
+    expect(slots.waitMs("fast", 0.5)).toBe(BUSY_WAIT_MS.min);
+    held?.();
+  });
+
+  test("counts older than two windows are forgotten", () => {
+    let now = 0;
+    const slots = new ProjectSlots({ slots: 2, perProject: 1 }, {}, () => now);
+    slots.take("a");
+    for (let i = 0; i < 100; i++) slots.take("a");
+    now += 60_000;
+    expect(slots.waitMs("a", 0.5)).toBe(BUSY_WAIT_MS.min);
+  });
 });
 
 describe("busyWaitMs", () => {
-  test("doubles from the first wait to the longest, less up to a quarter at random", () => {
-    expect(busyWaitMs(0, 0)).toBe(BUSY_WAIT_MS.first);
-    expect(busyWaitMs(1, 0)).toBe(2 * BUSY_WAIT_MS.first);
-    expect(busyWaitMs(10, 0)).toBe(BUSY_WAIT_MS.max);
-    expect(busyWaitMs(1000, 0)).toBe(BUSY_WAIT_MS.max);
-    expect(busyWaitMs(0, 0.999)).toBeGreaterThanOrEqual(0.75 * BUSY_WAIT_MS.first);
+  const load = { waiting: 10, finishedPerSecond: 5, perProject: 10 };
+  test("is the time the project's slots take to serve those waiting, half to one and a half of it", () => {
+    expect(busyWaitMs(load, 0.5)).toBe(2000);
+    expect(busyWaitMs(load, 0)).toBe(1000);
+    expect(busyWaitMs(load, 0.999)).toBeCloseTo(3000, -1);
+  });
+  test("counts slots that never free as freeing at the slowest call's pace, within its bounds", () => {
+    expect(busyWaitMs({ ...load, finishedPerSecond: 0 }, 0.5)).toBe(90_000);
+    expect(busyWaitMs({ ...load, waiting: 1000, finishedPerSecond: 0 }, 0.5)).toBe(
+      BUSY_WAIT_MS.max,
+    );
+    expect(busyWaitMs({ ...load, waiting: 0 }, 0.5)).toBe(BUSY_WAIT_MS.min);
   });
 });

@@ -1,9 +1,12 @@
 /**
  * A worker's capacity, shared between projects: each pool (async attempts, sync calls,
- * notifications) lets one project have at most `perProject` calls in flight on this worker, so
- * one project's hanging targets can take no more than that share, whatever it sends. A call
- * over its project's share is not made and does not wait in a slot: the caller is told "busy"
- * and waits durably (a workflow timer), or is refused (a sync call).
+ * notifications) lets one project have at most its share of calls in flight on this worker
+ * while the pool is contended (half its slots in use or more), so one project's hanging targets
+ * can take no more than half the pool, and no more than its share once others need the rest. A
+ * pool less than half in use lets a project past its share, so a lone busy project is not held
+ * back by a bound that protects no one. A call turned away is not made and does not wait in a
+ * slot: the caller is told how long to wait durably (a workflow timer) before it tries again, or
+ * is refused (a sync call).
  */
 
 /** Gives the slot back; a second call does nothing. */
@@ -15,51 +18,144 @@ export interface SlotObserver {
   turnedAway?(project: string): void;
 }
 
+/** What the wait of a turned-away call is judged from: one project's recent load here. */
+export interface ProjectLoad {
+  /** Calls turned away lately: about how many wait for a slot. */
+  waiting: number;
+  /** Calls finished per second lately: how fast slots free up. */
+  finishedPerSecond: number;
+  perProject: number;
+}
+
+/** The shortest and longest wait of a turned-away call. */
+export const BUSY_WAIT_MS = { min: 1000, max: 120_000 } as const;
+/** The longest a target may take to answer (timeoutSeconds' bound): the slowest slots free. */
+const SLOWEST_CALL_SECONDS = 90;
+
+/**
+ * How long a call its project's share turned away waits before it tries again: about as long as
+ * the project's slots take to serve the calls waiting before it (waiting / finished per second),
+ * from half to one and a half times that at random (`random` in [0, 1)), within 1 s and 2 min.
+ * So a project's waiting calls come back about as fast as its slots free, not all at once: the
+ * cost of waiting follows the project's own throughput, not the number of its calls that wait.
+ */
+export function busyWaitMs(load: ProjectLoad, random: number): number {
+  const rate = Math.max(load.finishedPerSecond, load.perProject / SLOWEST_CALL_SECONDS);
+  const ms = (load.waiting / rate) * 1000 * (0.5 + random);
+  return Math.round(Math.min(Math.max(ms, BUSY_WAIT_MS.min), BUSY_WAIT_MS.max));
+}
+
+/** Recent counts are kept in two windows of this length: the current one and the last. */
+const WINDOW_MS = 15_000;
+
+interface Counts {
+  turnedAway: number;
+  finished: number;
+}
+
+interface ProjectState {
+  inFlight: number;
+  windowStart: number;
+  current: Counts;
+  last: Counts;
+}
+
+/** A pool's slots and one project's share of them. */
+export interface PoolSize {
+  slots: number;
+  perProject: number;
+}
+
 export class ProjectSlots {
-  private readonly inFlight = new Map<string, number>();
+  private readonly projects = new Map<string, ProjectState>();
+  private inUse = 0;
+  private sweptAt: number;
+  readonly perProject: number;
 
   constructor(
-    readonly perProject: number,
+    private readonly size: PoolSize,
     private readonly observer: SlotObserver = {},
-  ) {}
+    private readonly now: () => number = Date.now,
+  ) {
+    this.perProject = size.perProject;
+    this.sweptAt = now();
+  }
 
-  /** A slot for `project`, or null when it has `perProject` in flight already. */
+  /** A slot for `project`, or null when it has its share in flight and the pool is contended. */
   take(project: string): Release | null {
-    const count = this.inFlight.get(project) ?? 0;
-    if (count >= this.perProject) {
+    const state = this.stateOf(project);
+    if (state.inFlight >= this.perProject && 2 * this.inUse >= this.size.slots) {
+      state.current.turnedAway++;
       this.observer.turnedAway?.(project);
       return null;
     }
-    this.set(project, count + 1);
+    this.move(project, state, +1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.set(project, (this.inFlight.get(project) ?? 1) - 1);
+      const now = this.stateOf(project);
+      now.current.finished++;
+      this.move(project, now, -1);
     };
   }
 
   count(project: string): number {
-    return this.inFlight.get(project) ?? 0;
+    return this.projects.get(project)?.inFlight ?? 0;
   }
 
-  private set(project: string, count: number): void {
-    // Projects with nothing in flight are forgotten: the map holds only busy projects.
-    if (count > 0) this.inFlight.set(project, count);
-    else this.inFlight.delete(project);
-    this.observer.inFlight?.(project, count);
+  /** How long a call of `project` turned away now should wait (busyWaitMs). */
+  waitMs(project: string, random: number): number {
+    const state = this.stateOf(project);
+    const seconds = (WINDOW_MS + (this.now() - state.windowStart)) / 1000;
+    return busyWaitMs(
+      {
+        waiting: state.current.turnedAway + state.last.turnedAway,
+        finishedPerSecond: (state.current.finished + state.last.finished) / seconds,
+        perProject: this.perProject,
+      },
+      random,
+    );
+  }
+
+  private stateOf(project: string): ProjectState {
+    const now = this.now();
+    let state = this.projects.get(project);
+    if (!state) {
+      state = { inFlight: 0, windowStart: now, current: empty(), last: empty() };
+      this.projects.set(project, state);
+    }
+    const windows = Math.floor((now - state.windowStart) / WINDOW_MS);
+    if (windows > 0) {
+      state.last = windows === 1 ? state.current : empty();
+      state.current = empty();
+      state.windowStart += windows * WINDOW_MS;
+    }
+    return state;
+  }
+
+  private move(project: string, state: ProjectState, by: 1 | -1): void {
+    state.inFlight += by;
+    this.inUse += by;
+    this.observer.inFlight?.(project, state.inFlight);
+    if (state.inFlight === 0) this.forgetIdle();
+  }
+
+  /**
+   * Projects with nothing in flight and nothing lately are forgotten, looked for at most once a
+   * window: the map holds only the projects busy now or within the last two windows.
+   */
+  private forgetIdle(): void {
+    const now = this.now();
+    if (now - this.sweptAt < WINDOW_MS) return;
+    this.sweptAt = now;
+    const stale = now - 2 * WINDOW_MS;
+    for (const [project, state] of this.projects) {
+      if (state.inFlight === 0 && state.windowStart < stale) this.projects.delete(project);
+    }
   }
 }
 
-/** The first wait of a delivery its project's share turned away, and the longest. */
-export const BUSY_WAIT_MS = { first: 1000, max: 30_000 } as const;
-
-/**
- * How long a delivery waits before it tries for a slot again, after `waits` waits already:
- * doubling from 1 s to 30 s, less up to a quarter at random (`random` in [0, 1)), so a
- * project's waiting deliveries do not all come back in the same second.
- */
-export function busyWaitMs(waits: number, random: number): number {
-  const full = Math.min(BUSY_WAIT_MS.first * 2 ** Math.min(waits, 16), BUSY_WAIT_MS.max);
-  return Math.round(full * (1 - random / 4));
+function empty(): Counts {
+  return { turnedAway: 0, finished: 0 };
 }

@@ -122,7 +122,7 @@ export function createActivities(deps: ActivityDeps) {
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
-    deliver: (input: DeliverInput): Promise<number | "held" | "busy"> => deliver(attempts, input),
+    deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
       const hold = await circuits.holdDelivery(sql, targetId, workflowId);
       // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
@@ -158,9 +158,17 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-/** A project's notification over its share waits a little and tries again (Temporal's retry). */
-const NOTIFICATION_BUSY_RETRY = "5 seconds";
+/** An attempt its project's share of the worker turned away: how long it waits, on a timer. */
+export interface Busy {
+  kind: "busy";
+  waitMs: number;
+}
 
+function busy(slots: ProjectSlots, project: string): Busy {
+  return { kind: "busy", waitMs: slots.waitMs(project, Math.random()) };
+}
+
+/** A notification over its project's share is tried again as a busy attempt would be. */
 function inProjectShare<T>(
   slots: ProjectSlots,
   send: (event: NotificationEvent) => Promise<T>,
@@ -171,7 +179,7 @@ function inProjectShare<T>(
       throw ApplicationFailure.retryable(
         "this project has too many notifications in flight on this worker",
         "ProjectBusy",
-        { nextRetryDelay: NOTIFICATION_BUSY_RETRY },
+        { nextRetryDelay: slots.waitMs(event.project, Math.random()) },
       );
     }
     return send(event).finally(release);
@@ -215,7 +223,7 @@ async function firstAttempt(
     return { kind: "held", hold };
   }
   const release = deps.slots.attempts.take(delivery.project);
-  if (!release) return { kind: "busy" };
+  if (!release) return busy(deps.slots.attempts, delivery.project);
   const sent = await postToTarget(deps, {
     ...delivery,
     opening: request,
@@ -227,14 +235,14 @@ async function firstAttempt(
 
 /**
  * A later attempt, an activity Temporal retries (or not) by the verdict it throws; "held" when
- * the target's deliveries wait (an open circuit, a pause), "busy" when its project's share of
- * the worker is full: then it is not tried.
+ * the target's deliveries wait (an open circuit, a pause), busy (and how long to wait) when its
+ * project's share of the worker is full: then it is not tried.
  */
-async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held" | "busy"> {
+async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held" | Busy> {
   const hold = await circuits.targetHold(deps.sql, input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
   const release = deps.slots.attempts.take(input.project);
-  if (!release) return "busy";
+  if (!release) return busy(deps.slots.attempts, input.project);
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
   const verdict = verdictOn(
@@ -472,7 +480,7 @@ function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): Att
 export type FirstAttempt =
   | (AttemptVerdict & { settled?: RequestStatus })
   | { kind: "held"; hold: Hold }
-  | { kind: "busy" };
+  | Busy;
 
 /** A target's answer to an attempt. */
 interface Answer {

@@ -59,10 +59,22 @@ const activities = createActivities({
     attemptTimeoutMs: config.RELAY_ATTEMPT_TIMEOUT_MS,
   },
   slots: {
-    attempts: new ProjectSlots(config.RELAY_PROJECT_ATTEMPTS_IN_FLIGHT, observeSlots("attempts")),
-    sync: new ProjectSlots(config.RELAY_PROJECT_SYNC_IN_FLIGHT, observeSlots("sync")),
+    attempts: new ProjectSlots(
+      {
+        slots: config.RELAY_WORKER_ATTEMPT_SLOTS,
+        perProject: config.RELAY_PROJECT_ATTEMPTS_IN_FLIGHT,
+      },
+      observeSlots("attempts"),
+    ),
+    sync: new ProjectSlots(
+      { slots: config.RELAY_WORKER_SYNC_SLOTS, perProject: config.RELAY_PROJECT_SYNC_IN_FLIGHT },
+      observeSlots("sync"),
+    ),
     notifications: new ProjectSlots(
-      config.RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT,
+      {
+        slots: config.RELAY_WORKER_NOTIFICATION_SLOTS,
+        perProject: config.RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT,
+      },
       observeSlots("notifications"),
     ),
   },

@@ -79,6 +79,16 @@ interface Attempt {
 }
 
 const script = new Map<string, Answer[]>();
+/** How many more times a target's project has no room for it on the worker (each a 300 ms wait). */
+const busyTimes = new Map<string, number>();
+const BUSY = { kind: "busy", waitMs: 300 } as const;
+
+/** Whether the worker turns this delivery away now (busyTimes), counting it down. */
+function turnedAway({ target }: DeliverInput): boolean {
+  const left = busyTimes.get(target.id) ?? 0;
+  if (left > 0) busyTimes.set(target.id, left - 1);
+  return left > 0;
+}
 const attempts: Attempt[] = [];
 const calls: { name: keyof Activities; args: unknown[] }[] = [];
 
@@ -169,6 +179,7 @@ const activities: Activities = {
   },
   async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean) {
     calls.push({ name: "firstAttempt", args: [request, delivery, only] });
+    if (turnedAway(delivery)) return BUSY;
     const verdict = attempt(delivery, "firstAttempt");
     const ends = only && verdict.kind !== "retry";
     const answer: FirstAttempt = {
@@ -179,6 +190,7 @@ const activities: Activities = {
   },
   async deliver(input: DeliverInput) {
     calls.push({ name: "deliver", args: [input] });
+    if (turnedAway(input)) return BUSY;
     const verdict = attempt(input, "deliver");
     if (verdict.kind === "delivered") return verdict.status;
     throw ApplicationFailure.create({
@@ -364,6 +376,22 @@ test("deliverRequest settles a request with one target delivered and one failed 
   // A rejection is not retried: the one deliver is Temporal's first attempt.
   expect(tried.filter((a) => a.via === "deliver").map((a) => a.temporalAttempt)).toEqual([1]);
   await recordHistory(handle, "partially-failed");
+});
+
+test("a delivery its project's share turns away waits the worker's wait, holding no attempt, then delivers", async () => {
+  const t = target("crowded");
+  busyTimes.set(t.id, 2);
+  const handle = await start(delivery([t]));
+  expect(await handle.result()).toBe("delivered");
+  // Turned away on the first try and on the next: two timers of the worker's 300 ms, then one
+  // attempt, the request's first.
+  expect(await timers(handle)).toEqual([300, 300]);
+  const mine = (c: { args: unknown[] }) => JSON.stringify(c.args).includes(handle.workflowId);
+  expect(callsOf("firstAttempt").filter(mine)).toHaveLength(1);
+  expect(callsOf("deliver").filter(mine)).toHaveLength(2);
+  expect(attemptsOf(handle.workflowId)).toMatchObject([
+    { attempt: 1, via: "deliver", status: 200 },
+  ]);
 });
 
 test("a replay of the failed targets tries only them and settles from all attempts", async () => {

@@ -38,11 +38,11 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
-import { busyWaitMs } from "../core/project-slots.ts";
 import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type {
   Activities,
+  Busy,
   DeliverInput,
   FirstAttempt,
   RequestRow,
@@ -207,9 +207,8 @@ async function deliverAll(
   );
   const retrying = deliveries.flatMap((delivery, i): Retrying[] => {
     const verdict = verdicts[i];
-    if (verdict?.kind === "held" || verdict?.kind === "busy") {
-      return [{ delivery, delayMs: 0, waiting: verdict.kind }];
-    }
+    if (verdict?.kind === "held") return [{ delivery, delayMs: 0, waiting: "held" }];
+    if (verdict?.kind === "busy") return [{ delivery, delayMs: 0, waiting: verdict }];
     return !verdict || verdict.kind === "retry"
       ? [{ delivery, delayMs: verdict?.delayMs ?? 0, waiting: null }]
       : [];
@@ -236,7 +235,7 @@ async function deliverAll(
 const HOLD_RECHECK = "1 hour";
 
 /** Why a delivery waits before its next attempt, when it does. */
-type Waiting = "held" | "busy" | null;
+type Waiting = "held" | Busy | null;
 
 /** A delivery whose first attempt did not end it: when it goes on, and why it waits. */
 interface Retrying {
@@ -248,8 +247,8 @@ interface Retrying {
 /**
  * Tries one target until the attempt series ends. While the target's deliveries wait (its
  * circuit open, a pause) this one waits too, durably and without attempts, until released;
- * while its project's share of the worker is full, it waits on a timer and tries again. Neither
- * wait counts against the retry window.
+ * while its project's share of the worker is full, it waits on a timer as long as the worker
+ * said and tries again. Neither wait counts against the retry window.
  */
 async function deliverToTarget(
   delivery: DeliverInput,
@@ -260,12 +259,11 @@ async function deliverToTarget(
   const targetId = delivery.target.id;
   let waiting = waitingFirst;
   let heldMs = 0;
-  let busyWaits = 0;
   for (;;) {
     let probe = false;
     const since = Date.now();
     if (waiting === "held") probe = await waitForTarget(targetId, released);
-    else if (waiting === "busy") await sleep(busyWaitMs(busyWaits++, Math.random()));
+    else if (waiting) await sleep(waiting.waitMs);
     heldMs += Date.now() - since;
     const { deliver } = deliveryActivities(policy, heldMs, probe);
     const outcome = probe
@@ -273,7 +271,7 @@ async function deliverToTarget(
           .catch((error: unknown) => heldUnlessRejected(error))
           .finally(() => tellProbed(targetId))
       : await deliver(delivery);
-    if (outcome !== "held" && outcome !== "busy") return;
+    if (typeof outcome === "number") return;
     waiting = outcome;
   }
 }
