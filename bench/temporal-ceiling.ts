@@ -18,6 +18,7 @@ import {
   type DynamicConfig,
   temporalDefaults,
   temporalDynamicConfig,
+  withoutFairness,
 } from "../dev/temporal-config.ts";
 import {
   CEILING_TASK_QUEUE,
@@ -28,6 +29,14 @@ import {
 import { percentile, quick, runBench } from "./harness.ts";
 
 const seconds = Number(process.env.BENCH_CEILING_SECONDS ?? (quick ? 1 : 10));
+/**
+ * What Relay's configuration is measured against: Temporal's defaults, or with
+ * BENCH_CEILING_BASELINE=no-fairness Relay's own less task queue fairness (what fairness costs).
+ */
+const baseline =
+  process.env.BENCH_CEILING_BASELINE === "no-fairness"
+    ? { name: "Relay's, no fairness", config: withoutFairness }
+    : { name: "Temporal defaults", config: temporalDefaults };
 const concurrency = Number(process.env.BENCH_CEILING_CONCURRENCY ?? 32);
 const oneAtATimeRuns = Number(process.env.BENCH_CEILING_RUNS ?? (quick ? 20 : 100));
 const shapes = ["noActivity", "oneLocalActivity", "oneActivity", "localAndThreeActivities"];
@@ -76,7 +85,7 @@ else
       };
     };
     const servers = await Promise.all([
-      start("defaults", temporalDefaults, ports.slice(0, 4)),
+      start("defaults", baseline.config, ports.slice(0, 4)),
       start("tuned", temporalDynamicConfig, ports.slice(4)),
     ]);
 
@@ -125,7 +134,7 @@ else
     console.log(
       `\nTemporal ceiling: bare workflows, a worker with no I/O, ${seconds} s per shape (this machine, one run)\n`,
     );
-    console.log("| figure | Temporal defaults | Relay's config | ratio (Relay's / defaults) |");
+    console.log(`| figure | ${baseline.name} | Relay's config | ratio (Relay's / baseline) |`);
     console.log("|---|---|---|---|");
     for (const row of rows) {
       const ratio = row.tuned / row.defaults;

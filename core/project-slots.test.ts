@@ -32,10 +32,13 @@ describe("ProjectSlots", () => {
 
   test("the observer hears each count and each call turned away", () => {
     const seen: [string, number | "away"][] = [];
-    const slots = new ProjectSlots({ slots: 4, perProject: 2 }, {
-      inFlight: (project, count) => seen.push([project, count]),
-      turnedAway: (project) => seen.push([project, "away"]),
-    });
+    const slots = new ProjectSlots(
+      { slots: 4, perProject: 2 },
+      {
+        inFlight: (project, count) => seen.push([project, count]),
+        turnedAway: (project) => seen.push([project, "away"]),
+      },
+    );
     const release = slots.take("a");
     slots.take("a");
     slots.take("a");

@@ -40,6 +40,13 @@ export const temporalDynamicConfig: DynamicConfig = {
   "matching.enableFairness": true,
 };
 
+/** Relay's configuration less fairness: what fairness is measured and tested against. */
+export const {
+  "matching.useNewMatcher": _,
+  "matching.enableFairness": __,
+  ...withoutFairness
+} = temporalDynamicConfig;
+
 /**
  * The dev server's SQLite store runs on one connection; WAL keeps readers off the writer, and
  * `synchronous=normal` syncs at checkpoints rather than each commit (a crash of the machine,

@@ -10,7 +10,12 @@ import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
 import { afterAll, expect, test } from "vitest";
 import { fairnessOf } from "../core/temporal.ts";
 import { findTemporalCli } from "./temporal.ts";
-import { type DynamicConfig, devServerFlags, temporalDynamicConfig } from "./temporal-config.ts";
+import {
+  type DynamicConfig,
+  devServerFlags,
+  temporalDynamicConfig,
+  withoutFairness,
+} from "./temporal-config.ts";
 
 Runtime.install({ logger: new DefaultLogger("WARN") });
 
@@ -64,7 +69,6 @@ async function victimPlaces(config: DynamicConfig): Promise<number[]> {
 }
 
 test("with Relay's configuration, a project's tasks are not queued behind another project's backlog", async () => {
-  const { "matching.enableFairness": _, ...withoutFairness } = temporalDynamicConfig;
   const [fair, fifo] = await Promise.all([
     victimPlaces(temporalDynamicConfig),
     victimPlaces(withoutFairness),

@@ -7,8 +7,9 @@
  */
 import { createServer, type Server } from "node:http";
 import type { Socket } from "node:net";
+import { request } from "undici";
 import { afterAll, expect, test } from "vitest";
-import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 
 /** A customer's endpoint that reads each request and never answers it. */
 async function hangingServer() {
@@ -70,8 +71,17 @@ test("a victim's async delivery and sync answer stay prompt while another projec
   };
   await attack(fanOut, 3);
   await attack(slow, 150);
-  // The attacker's attempts have reached its targets and hang there.
+  // The attacker's attempts have reached its targets and hang there, as many as its share lets
+  // through, and the worker says how many each project has in flight.
   await eventually(async () => hanging.requests() >= 20, 30_000);
+  const metrics = await (await request(`${stack().workerUrl}/metrics`)).body.text();
+  const inFlight = (slug: string) =>
+    Number(
+      new RegExp(
+        `relay_worker_project_in_flight\\{pool="attempts",project="${slug}"\\} (\\d+)`,
+      ).exec(metrics)?.[1] ?? 0,
+    );
+  expect(inFlight(fanOut.slug) + inFlight(slow.slug)).toBeGreaterThanOrEqual(20);
 
   const sink = await targetServer();
   const victim = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
