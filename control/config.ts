@@ -1,5 +1,9 @@
 import { z } from "zod";
 import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
+import { defaultProjectLimits, MAX_PROJECT_CAP, type ProjectLimits } from "../core/limits.ts";
+
+const projectCap = (fallback: number) =>
+  z.coerce.number().int().min(1).max(MAX_PROJECT_CAP).default(fallback);
 
 const schema = z.object({
   DATABASE_URL: sharedEnv.DATABASE_URL,
@@ -19,6 +23,12 @@ const schema = z.object({
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
+  /** Per-project caps (core/limits.ts); an admin may set a project's own (PUT .../limits). */
+  RELAY_MAX_ENDPOINTS_PER_PROJECT: projectCap(defaultProjectLimits.endpoints),
+  RELAY_MAX_SCHEMA_BYTES_PER_PROJECT: projectCap(defaultProjectLimits.schemaBytes),
+  RELAY_MAX_LINES_PER_PROJECT: projectCap(defaultProjectLimits.lines),
+  RELAY_MAX_MEMBERS_PER_PROJECT: projectCap(defaultProjectLimits.members),
+  RELAY_MAX_KEYS_PER_PROJECT: projectCap(defaultProjectLimits.keys),
   /** The edges' inbound body cap: the largest body an edge stores here (StoreBody). */
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
   /** A connection must send its first request's head within this, or it is closed. */
@@ -30,6 +40,17 @@ const schema = z.object({
 });
 
 export type ControlConfig = z.infer<typeof schema>;
+
+/** The deployment's per-project caps, as the operations take them. */
+export function projectLimitsOf(config: ControlConfig): ProjectLimits {
+  return {
+    endpoints: config.RELAY_MAX_ENDPOINTS_PER_PROJECT,
+    schemaBytes: config.RELAY_MAX_SCHEMA_BYTES_PER_PROJECT,
+    lines: config.RELAY_MAX_LINES_PER_PROJECT,
+    members: config.RELAY_MAX_MEMBERS_PER_PROJECT,
+    keys: config.RELAY_MAX_KEYS_PER_PROJECT,
+  };
+}
 
 export function loadControlConfig(env: Record<string, string | undefined>): ControlConfig {
   return schema.parse(env);

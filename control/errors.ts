@@ -24,6 +24,7 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
   successor_already_revealed: Code.FailedPrecondition,
   insufficient_credits: Code.ResourceExhausted,
   rate_limited: Code.ResourceExhausted,
+  limit_exceeded: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   request_timeout: Code.DeadlineExceeded,
 };

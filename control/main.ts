@@ -9,7 +9,7 @@ import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
-import { loadControlConfig } from "./config.ts";
+import { loadControlConfig, projectLimitsOf } from "./config.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
 
@@ -32,6 +32,7 @@ const server = createControlServer(
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
       initialCredits: config.RELAY_INITIAL_CREDITS,
+      projectLimits: projectLimitsOf(config),
       targetRules: {
         allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
         relayDomain: config.RELAY_EDGE_DOMAIN,

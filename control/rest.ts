@@ -18,6 +18,7 @@ import * as credits from "./api/credits.ts";
 import * as deliveries from "./api/deliveries.ts";
 import * as failures from "./api/failures.ts";
 import * as keys from "./api/keys.ts";
+import * as limits from "./api/limits.ts";
 import * as notifications from "./api/notifications.ts";
 import * as projects from "./api/projects.ts";
 import * as requests from "./api/requests.ts";
@@ -178,6 +179,31 @@ export const routes: Route[] = [
       },
       ({ ctx, params }) => projects.getProject(ctx, p(params).project),
     ),
+    route(
+      "GET",
+      `${base}/limits`,
+      {
+        operationId: "getProjectLimits",
+        summary: "Each of the project's caps and what it uses of it",
+        description: "A create that would grow the project past a cap is 409 `limit_exceeded`.",
+        access: "editor",
+        answer: answers.projectLimits,
+      },
+      ({ ctx, params }) => limits.getLimits(ctx, p(params).project),
+    ),
+    route(
+      "PUT",
+      `${base}/limits`,
+      {
+        operationId: "setProjectLimits",
+        summary: "Set the project's own caps (a cap absent or null is the deployment's default)",
+        access: "admin",
+        body: limits.limitOverridesBody,
+        example: { endpoints: 2000, schemaBytes: 8388608 },
+        answer: answers.projectLimits,
+      },
+      ({ ctx, params, body }) => limits.setLimits(ctx, p(params).project, body),
+    ),
   ]),
   ...tagged("Members", [
     route(
@@ -202,6 +228,7 @@ export const routes: Route[] = [
         body: projects.addMemberBody,
         example: { name: "Ada", role: "editor" },
         answer: answers.addedMember,
+        errors: ["limit_exceeded"],
       },
       ({ ctx, params, body }) => projects.addMember(ctx, p(params).project, body),
     ),
@@ -316,7 +343,7 @@ export const routes: Route[] = [
         body: routing.createLineBody,
         example: { key: "v2" },
         answer: answers.line,
-        errors: ["conflict"],
+        errors: ["conflict", "limit_exceeded"],
       },
       ({ ctx, params, body }) => routing.createLine(ctx, p(params).project, body),
     ),
@@ -360,7 +387,7 @@ export const routes: Route[] = [
           ipAllowlist: [],
         },
         answer: answers.createdEndpoint,
-        errors: ["conflict"],
+        errors: ["conflict", "limit_exceeded"],
       },
       ({ ctx, params, body }) =>
         routing.createEndpoint(ctx, p(params).project, p(params).line, body),
@@ -392,7 +419,7 @@ export const routes: Route[] = [
           rateLimit: { requestsPerSecond: 50, burst: 100 },
         },
         answer: answers.endpoint,
-        errors: ["conflict"],
+        errors: ["conflict", "limit_exceeded"],
       },
       ({ ctx, params, body }) =>
         routing.updateEndpoint(ctx, p(params).project, p(params).line, p(params).path, body),
@@ -509,7 +536,7 @@ export const routes: Route[] = [
         body: keys.mintKeyBody,
         example: { name: "backend", mode: "live", ttlDays: 90 },
         answer: answers.issuedKey,
-        errors: ["policy_violation"],
+        errors: ["policy_violation", "limit_exceeded"],
       },
       ({ ctx, params, body }) => keys.mintKey(ctx, p(params).project, body),
     ),
@@ -521,7 +548,7 @@ export const routes: Route[] = [
         summary: "A linked successor; the key stays valid until its own expiry",
         access: "editor",
         answer: answers.issuedKey,
-        errors: ["key_not_active"],
+        errors: ["key_not_active", "limit_exceeded"],
       },
       ({ ctx, params }) => keys.rotateKey(ctx, p(params).project, p(params).keyId),
     ),

@@ -187,9 +187,14 @@ export function schemaProblem(schema: JsonObject): string | null {
   }
 }
 
+/** A schema's size as its bounds count it: the bytes of its JSON (UTF-8). */
+export function schemaBytes(schema: JsonObject): number {
+  return new TextEncoder().encode(JSON.stringify(schema)).byteLength;
+}
+
 /** The bounds Ajv does not check: size, depth, and how far `$ref`s expand. */
 function shapeProblem(schema: JsonObject): string | null {
-  if (new TextEncoder().encode(JSON.stringify(schema)).byteLength > MAX_SCHEMA_BYTES) {
+  if (schemaBytes(schema) > MAX_SCHEMA_BYTES) {
     return `a schema is at most ${MAX_SCHEMA_BYTES} bytes of JSON`;
   }
   if (depth(schema) > MAX_SCHEMA_DEPTH) {

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { createEdge } from "./app.ts";
-import { hookEndpoint, liveKey, projectState } from "./steps/testing.ts";
+import { endpointIn, hookEndpoint, liveKey, projectState } from "./steps/testing.ts";
 
 /**
  * The edge must not reveal which check failed by how long it took: for every well-formed key of
@@ -19,7 +19,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
         // Only acme's real key exists; every other (project, hash) is unknown.
         return project === "acme" && hash[0] === 1 ? liveKey : null;
       },
-      project: async () => projectState(hookEndpoint()),
+      endpoint: endpointIn(projectState(hookEndpoint())),
     },
     hashKey: (plaintext) => {
       work.push("hash");

@@ -37,7 +37,7 @@ export interface ConnInfo {
 }
 
 export interface EdgeDeps {
-  state: Pick<EdgeState, "key" | "project" | "now">;
+  state: Pick<EdgeState, "key" | "endpoint" | "now">;
   /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */

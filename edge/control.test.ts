@@ -19,6 +19,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
   const control: ControlPlane = {
     resolveKey: async () => null,
     projectState: async () => null,
+    endpointState: async () => ({ endpoint: null, signingKeys: [] }),
     async *watch() {
       streams++;
       yield batch(BigInt(streams));

@@ -1,5 +1,6 @@
 /**
- * The edge's view of the control plane, over Connect: keys by hash and project routing, and where
+ * The edge's view of the control plane, over Connect: keys by hash, a project's routing or one
+ * endpoint's, and where
  * large bodies and finished streams go.
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -13,11 +14,14 @@ import {
   type EdgeKey,
   EdgeService,
   type ProjectState as ProjectStateMessage,
+  type SigningSecret,
 } from "../gen/relay/v1/edge_pb.ts";
+import type { Endpoint as EndpointMessage } from "../gen/relay/v1/routing_pb.ts";
 
 export interface ProjectState {
   plan: Plan;
-  endpoints: Endpoint[];
+  /** By `{line}/{path}`. The edge's cache swaps one in when only that one changed. */
+  endpoints: Map<string, Endpoint>;
   defaultRateLimit: RateLimit;
   /** Metered pools with no credits left. */
   exhaustedPools: KeyMode[];
@@ -29,14 +33,23 @@ export interface ChangeBatch {
   changes: (
     | { project: string; kind: "key"; key: KeyRecord & { keyHash: Uint8Array } }
     | { project: string; kind: "routing" }
+    | { project: string; kind: "endpoint"; line: string; path: string }
   )[];
   headSequence: bigint;
   clockOffsetMs: number;
 }
 
+export interface EndpointState {
+  /** Null: the project has no such endpoint (any more). */
+  endpoint: Endpoint | null;
+  signingKeys: SigningKey[];
+}
+
 export interface ControlPlane {
   resolveKey(project: string, keyHash: Uint8Array): Promise<KeyRecord | null>;
   projectState(project: string): Promise<ProjectState | null>;
+  /** One endpoint's state, after a change to it alone. */
+  endpointState(project: string, line: string, path: string): Promise<EndpointState>;
   watch(edgeId: string, afterSequence: bigint, signal: AbortSignal): AsyncIterable<ChangeBatch>;
   ack(edgeId: string, sequence: bigint, leaseMs: number): Promise<void>;
   /** Keeps a large body for the worker; answers its reference. */
@@ -73,6 +86,13 @@ export function connectControlPlane(options: {
       const { state } = await client.getProjectState({ project });
       return state ? await stateFrom(state) : null;
     },
+    async endpointState(project, line, path) {
+      const { endpoint, signingSecrets } = await client.getEndpointState({ project, line, path });
+      return {
+        endpoint: endpoint ? endpointFrom(endpoint) : null,
+        signingKeys: await signingKeysFrom(signingSecrets),
+      };
+    },
     async *watch(edgeId, afterSequence, signal) {
       for await (const batch of client.watchChanges({ edgeId, afterSequence }, { signal })) {
         yield {
@@ -85,9 +105,11 @@ export function connectControlPlane(options: {
                 { project: c.project, kind: "key", key: { ...keyFrom(key), keyHash: key.keyHash } },
               ];
             }
-            return c.change.case === "routingChanged"
-              ? [{ project: c.project, kind: "routing" }]
-              : [];
+            if (c.change.case !== "routingChanged") return [];
+            const { line, path } = c.change.value;
+            return line && path
+              ? [{ project: c.project, kind: "endpoint", line, path }]
+              : [{ project: c.project, kind: "routing" }];
           }),
         };
       }
@@ -171,16 +193,19 @@ function keyFrom(key: EdgeKey): KeyRecord {
   };
 }
 
+function signingKeysFrom(secrets: SigningSecret[]): Promise<SigningKey[]> {
+  return Promise.all(
+    secrets.map(async (secret) => ({
+      key: await importSigningKey(new Uint8Array(secret.key)),
+      expiresAt: secret.expiresAt ? timestampDate(secret.expiresAt) : null,
+    })),
+  );
+}
+
 async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
   const signingKeys = new Map<string, SigningKey[]>();
   for (const endpoint of state.signingSecrets) {
-    const keys = await Promise.all(
-      endpoint.secrets.map(async (secret) => ({
-        key: await importSigningKey(new Uint8Array(secret.key)),
-        expiresAt: secret.expiresAt ? timestampDate(secret.expiresAt) : null,
-      })),
-    );
-    signingKeys.set(`${endpoint.line}/${endpoint.path}`, keys);
+    signingKeys.set(`${endpoint.line}/${endpoint.path}`, await signingKeysFrom(endpoint.secrets));
   }
   return {
     signingKeys,
@@ -192,24 +217,28 @@ async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
       requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
       burst: state.defaultRateLimit?.burst ?? 20,
     },
-    endpoints: state.endpoints.map((e) => ({
-      line: e.line,
-      path: e.path,
-      ipAllowlist: e.ipAllowlist,
-      schema: e.schema ?? null,
-      rateLimit: e.rateLimit
-        ? { requestsPerSecond: e.rateLimit.requestsPerSecond, burst: e.rateLimit.burst }
-        : null,
-      version: e.version,
-      updatedAt: e.updatedAt ? timestampDate(e.updatedAt) : new Date(0),
-      targets: e.targets.map((t) => ({
-        id: t.id,
-        name: t.name,
-        targetUrl: t.targetUrl,
-        deliveryMode: deliveryModes[t.deliveryMode - 1] ?? "async",
-        timeoutSeconds: t.timeoutSeconds ?? 30,
-        headers: t.headers,
-      })),
+    endpoints: new Map(state.endpoints.map((e) => [`${e.line}/${e.path}`, endpointFrom(e)])),
+  };
+}
+
+function endpointFrom(e: EndpointMessage): Endpoint {
+  return {
+    line: e.line,
+    path: e.path,
+    ipAllowlist: e.ipAllowlist,
+    schema: e.schema ?? null,
+    rateLimit: e.rateLimit
+      ? { requestsPerSecond: e.rateLimit.requestsPerSecond, burst: e.rateLimit.burst }
+      : null,
+    version: e.version,
+    updatedAt: e.updatedAt ? timestampDate(e.updatedAt) : new Date(0),
+    targets: e.targets.map((t) => ({
+      id: t.id,
+      name: t.name,
+      targetUrl: t.targetUrl,
+      deliveryMode: deliveryModes[t.deliveryMode - 1] ?? "async",
+      timeoutSeconds: t.timeoutSeconds ?? 30,
+      headers: t.headers,
     })),
   };
 }

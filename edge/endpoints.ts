@@ -17,15 +17,17 @@ const MAX_VALIDATORS = 1_000;
 
 export class EndpointRuntime {
   /**
-   * By the endpoint's own object: the project state is fetched again after every routing change,
-   * so an edited, or deleted and recreated, endpoint is a new object (a version number restarts
-   * at 1 when an endpoint is recreated), and the old one's compilation goes with it.
+   * By the endpoint's own object: a change to one endpoint swaps that endpoint alone into the
+   * cached project (edge/state.ts), so an edited, or deleted and recreated, endpoint is a new
+   * object (a version number restarts at 1 when an endpoint is recreated) and only it compiles
+   * again; the old one's compilation goes with it.
    */
   private readonly compiled = new WeakMap<Endpoint, CompiledEndpoint>();
   private readonly buckets = new Map<string, Bucket>();
   /**
-   * By the schema's JSON text, least recently used first: every routing change in a project
-   * brings new endpoint objects, and an unchanged schema need not be compiled again.
+   * By the schema's JSON text, least recently used first: a change to a project as a whole (or
+   * a resync) brings new objects for all its endpoints, and an unchanged schema need not be
+   * compiled again.
    */
   private readonly validators = new Map<string, PayloadValidator>();
 

@@ -3,7 +3,7 @@ import { setFlagsFromString } from "node:v8";
 // biome-ignore lint/correctness/noNodejsModules: as above, for a collection on demand
 import { runInNewContext } from "node:vm";
 import { expect, test } from "vitest";
-import type { KeyRecord } from "../core/model.ts";
+import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { ChangeBatch, ControlPlane } from "./control.ts";
 import { EdgeState } from "./state.ts";
 
@@ -31,6 +31,7 @@ function scripted() {
       });
     },
     projectState: async () => null,
+    endpointState: async () => ({ endpoint: null, signingKeys: [] }),
     async *watch() {
       for (;;) yield await new Promise<ChangeBatch>((resolve) => batches.push(resolve));
     },
@@ -180,5 +181,104 @@ test("a cached miss weighs its id and little more: the id is one flat string", a
   // A 72-character id and its map slot take about 150 bytes; an id concatenated a byte at a
   // time keeps its 64 pieces, about 1.6 KB (bench/memory.ts's heap diff found them).
   expect(perMiss).toBeLessThan(500);
+  state.stop();
+});
+
+/** A project `acme` with endpoints `v1/a` and `v1/b`, each fetch counted by what it fetched. */
+function routedPlane() {
+  const plane = scripted();
+  const fetched: string[] = [];
+  let version = 1;
+  const endpoint = (path: string, v: number): Endpoint => ({
+    line: "v1",
+    path,
+    targets: [],
+    ipAllowlist: [],
+    schema: { type: "object" },
+    rateLimit: null,
+    version: v,
+    updatedAt: new Date(0),
+  });
+  let pendingEndpoint: (() => void) | undefined;
+  plane.control.projectState = async () => {
+    fetched.push("project");
+    return {
+      plan: "paid",
+      defaultRateLimit: { requestsPerSecond: 1, burst: 1 },
+      exhaustedPools: [],
+      signingKeys: new Map(),
+      endpoints: new Map(["a", "b"].map((p) => [`v1/${p}`, endpoint(p, version)])),
+    };
+  };
+  plane.control.endpointState = async (_project, line, path) => {
+    fetched.push(`${line}/${path}`);
+    const answer = path === "gone" ? null : endpoint(path, version);
+    if (path === "slow") await new Promise<void>((resolve) => (pendingEndpoint = resolve));
+    return { endpoint: answer, signingKeys: [] };
+  };
+  return {
+    plane,
+    fetched,
+    bump: () => version++,
+    finishSlow: () => pendingEndpoint?.(),
+  };
+}
+
+async function startedOn(plane: ReturnType<typeof scripted>) {
+  const state = new EdgeState({ control: plane.control, edgeId: "t", leaseMs: 60_000 });
+  const ready = state.start();
+  await plane.send([]);
+  await ready;
+  return state;
+}
+
+test("a change to one endpoint fetches that endpoint alone; the others stay the same objects", async () => {
+  const { plane, fetched, bump } = routedPlane();
+  const state = await startedOn(plane);
+  const a = await state.endpoint("acme", "v1", "a");
+  const b = await state.endpoint("acme", "v1", "b");
+  expect(fetched).toEqual(["project"]);
+  bump();
+  await plane.send([{ project: "acme", kind: "endpoint", line: "v1", path: "a" }]);
+  const changed = await state.endpoint("acme", "v1", "a");
+  expect(changed?.endpoint.version).toBe(2);
+  expect(changed?.endpoint).not.toBe(a?.endpoint);
+  // The other endpoint is the same object, so its compiled schema (by object) is kept.
+  expect((await state.endpoint("acme", "v1", "b"))?.endpoint).toBe(b?.endpoint);
+  expect((await state.endpoint("acme", "v1", "a"))?.endpoint).toBe(changed?.endpoint);
+  expect(fetched).toEqual(["project", "v1/a"]);
+
+  // A created endpoint appears; a deleted one is gone; neither refetches the project.
+  await plane.send([
+    { project: "acme", kind: "endpoint", line: "v1", path: "new" },
+    { project: "acme", kind: "endpoint", line: "v1", path: "gone" },
+  ]);
+  expect((await state.endpoint("acme", "v1", "new"))?.endpoint.path).toBe("new");
+  expect(await state.endpoint("acme", "v1", "gone")).toBeNull();
+  expect(await state.endpoint("acme", "v1", "nothing")).toBeNull();
+  expect(fetched).toEqual(["project", "v1/a", "v1/new", "v1/gone"]);
+
+  // A change to the project as a whole (a pool, the plan, a line) refetches it whole.
+  await plane.send([{ project: "acme", kind: "routing" }]);
+  await state.endpoint("acme", "v1", "b");
+  expect(fetched.at(-1)).toBe("project");
+  state.stop();
+});
+
+test("an endpoint fetch raced by another change to it is answered but not kept", async () => {
+  const { plane, fetched, finishSlow } = routedPlane();
+  const state = await startedOn(plane);
+  await state.endpoint("acme", "v1", "a");
+  await plane.send([{ project: "acme", kind: "endpoint", line: "v1", path: "slow" }]);
+  const first = state.endpoint("acme", "v1", "slow");
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  await plane.send([{ project: "acme", kind: "endpoint", line: "v1", path: "slow" }]);
+  finishSlow();
+  expect((await first)?.endpoint.path).toBe("slow");
+  const second = state.endpoint("acme", "v1", "slow");
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  finishSlow();
+  await second;
+  expect(fetched.filter((f) => f === "v1/slow")).toHaveLength(2);
   state.stop();
 });

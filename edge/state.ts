@@ -3,11 +3,16 @@
  * stream. The edge acknowledges every batch and holds a lease while it does: with a live lease
  * it answers from cache with no control-plane call; once the lease runs out (stream lost for
  * longer than RELAY_EDGE_LEASE_MS) it fails closed until it has caught up again.
+ *
+ * A change to one endpoint marks that endpoint alone: the next call to it fetches it (and its
+ * signing keys) and swaps it into the cached project, whose other endpoints (and their compiled
+ * schemas) stay as they were. A change to the project as a whole (its plan, its pools, a line
+ * deleted, a resync after missed changes) drops the project, fetched whole on its next call.
  */
 import { RelayError } from "../core/errors.ts";
-import type { KeyRecord, RateLimit } from "../core/model.ts";
+import type { Endpoint, KeyRecord, RateLimit } from "../core/model.ts";
 import { type Bucket, takeToken } from "../core/rate-limit.ts";
-import type { ChangeBatch, ControlPlane, ProjectState } from "./control.ts";
+import type { ChangeBatch, ControlPlane, EndpointState, ProjectState } from "./control.ts";
 
 export interface EdgeStateOptions {
   control: ControlPlane;
@@ -30,21 +35,41 @@ const MAX_SOURCES = 10_000;
 
 const RECONNECT_MS = 200;
 
+/**
+ * A control-plane lookup in flight, shared by the calls that need it. A change applied to its
+ * entry meanwhile marks it raced: its answer may predate the change, so it answers the calls
+ * that were waiting and is not cached, and later calls start a lookup of their own.
+ */
+interface Lookup<T> {
+  answer: Promise<T>;
+  raced: boolean;
+}
+
+interface CachedProject {
+  state: ProjectState;
+  /** Endpoints changed since `state` was fetched: each is fetched alone at its next call. */
+  stale: Set<string>;
+}
+
+interface ProjectLookup extends Lookup<ProjectState | null> {
+  /** Endpoints changed while it was in flight: stale in what it caches. */
+  changed: Set<string>;
+}
+
 export class EdgeState {
   private readonly keys = new Map<string, KeyRecord | null>();
-  private readonly projects = new Map<string, ProjectState | null>();
-  /** Counts applied changes. A lookup that raced a change to its own entry is not cached. */
-  private epoch = 0;
+  private readonly projects = new Map<string, CachedProject | null>();
   private inflight = 0;
-  /** While lookups are in flight: the epoch of the last change to each entry. */
-  private readonly touched = new Map<string, number>();
+  private readonly keyLookups = new Map<string, Lookup<KeyRecord | null>>();
+  private readonly projectLookups = new Map<string, ProjectLookup>();
+  /** By `{project} {line}/{path}`. */
+  private readonly endpointLookups = new Map<string, Lookup<EndpointState>>();
   private appliedSequence = -1n;
   private leaseUntil = 0;
   private clockOffsetMs = 0;
   private readonly abort = new AbortController();
   private readonly monotonic: () => number;
   private readonly maxKeys: number;
-  private readonly pendingKeys = new Map<string, Promise<KeyRecord | null>>();
   /** Each source's miss budget, least recently used first. */
   private readonly missBudgets = new Map<string, Bucket>();
 
@@ -74,22 +99,21 @@ export class EdgeState {
       return cached;
     }
     // Callers of one key that is not cached yet share its lookup (and its cost).
-    const pending = this.pendingKeys.get(id);
-    if (pending) return pending;
+    const pending = this.keyLookups.get(id);
+    if (pending) return pending.answer;
     this.chargeMiss(source);
-    const found = this.lookup(id, () => this.options.control.resolveKey(project, keyHash))
-      .then((key) => {
-        if (key.fresh) {
-          this.keys.set(id, key.value);
-          if (this.keys.size > this.maxKeys) {
-            this.keys.delete(this.keys.keys().next().value as string);
-          }
+    return this.share(
+      this.keyLookups,
+      id,
+      {},
+      () => this.options.control.resolveKey(project, keyHash),
+      (key) => {
+        this.keys.set(id, key);
+        if (this.keys.size > this.maxKeys) {
+          this.keys.delete(this.keys.keys().next().value as string);
         }
-        return key.value;
-      })
-      .finally(() => this.pendingKeys.delete(id));
-    this.pendingKeys.set(id, found);
-    return found;
+      },
+    ).answer;
   }
 
   /** Random keys from one source cost it, not the control plane nor other callers. */
@@ -114,31 +138,103 @@ export class EdgeState {
 
   async project(slug: string): Promise<ProjectState | null> {
     this.requireLease();
-    if (this.projects.has(slug)) return this.projects.get(slug) ?? null;
-    const state = await this.lookup(projectId(slug), () => this.options.control.projectState(slug));
-    if (state.fresh) this.projects.set(slug, state.value);
-    return state.value;
+    const cached = this.projects.get(slug);
+    if (cached !== undefined) return cached?.state ?? null;
+    const lookup =
+      this.projectLookups.get(slug) ??
+      this.share(
+        this.projectLookups,
+        slug,
+        { changed: new Set<string>() },
+        () => this.options.control.projectState(slug),
+        (state, { changed }) => this.projects.set(slug, state && { state, stale: changed }),
+      );
+    return lookup.answer;
   }
 
   /**
-   * A cache miss, answered by the control plane. `fresh` is false when a change to the same
-   * entry was applied meanwhile: the answer may predate it, so it is not cached. A control
-   * plane that cannot answer is a 503, like a lost lease.
+   * The endpoint `line/path` of the project, with the project's state; null when there is no
+   * such project or endpoint. An endpoint changed since the project was cached is fetched alone
+   * and swapped in.
    */
-  private async lookup<T>(
+  async endpoint(
+    slug: string,
+    line: string,
+    path: string,
+  ): Promise<{ projectState: ProjectState; endpoint: Endpoint } | null> {
+    const projectState = await this.project(slug);
+    if (!projectState) return null;
+    const name = `${line}/${path}`;
+    const cached = this.projects.get(slug);
+    const found =
+      cached?.state === projectState && cached.stale.has(name)
+        ? (await this.fetchEndpoint(slug, cached, line, path)).endpoint
+        : projectState.endpoints.get(name);
+    return found ? { projectState, endpoint: found } : null;
+  }
+
+  private fetchEndpoint(
+    slug: string,
+    cached: CachedProject,
+    line: string,
+    path: string,
+  ): Promise<EndpointState> {
+    const name = `${line}/${path}`;
+    const id = endpointLookupId(slug, name);
+    const lookup =
+      this.endpointLookups.get(id) ??
+      this.share(
+        this.endpointLookups,
+        id,
+        {},
+        () => this.options.control.endpointState(slug, line, path),
+        ({ endpoint, signingKeys }) => {
+          // The project may have been dropped (a whole change) meanwhile: nothing to swap into.
+          if (this.projects.get(slug) !== cached) return;
+          const { endpoints, signingKeys: keysByEndpoint } = cached.state;
+          if (endpoint) {
+            endpoints.set(name, endpoint);
+            keysByEndpoint.set(name, signingKeys);
+          } else {
+            endpoints.delete(name);
+            keysByEndpoint.delete(name);
+          }
+          cached.stale.delete(name);
+        },
+      );
+    return lookup.answer;
+  }
+
+  /**
+   * Starts a cache miss's lookup under `id` in `lookups`, for the calls that need it to share;
+   * `cache` keeps its answer unless a change raced it. A control plane that cannot answer is a
+   * 503, like a lost lease.
+   */
+  private share<T, L extends Lookup<T>>(
+    lookups: Map<string, L>,
     id: string,
+    fields: Omit<L, keyof Lookup<T>>,
     fetch: () => Promise<T>,
-  ): Promise<{ value: T; fresh: boolean }> {
-    const epoch = this.epoch;
+    cache: (value: T, lookup: L) => void,
+  ): L {
+    const lookup = { ...fields, raced: false } as L;
     this.inflight++;
-    try {
-      const value = await fetch();
-      return { value, fresh: (this.touched.get(id) ?? -1) <= epoch };
-    } catch {
-      throw new RelayError("unavailable", "this edge cannot reach the control plane; retry");
-    } finally {
-      if (--this.inflight === 0) this.touched.clear();
-    }
+    lookup.answer = fetch()
+      .then(
+        (value) => {
+          if (!lookup.raced) cache(value, lookup);
+          return value;
+        },
+        () => {
+          throw new RelayError("unavailable", "this edge cannot reach the control plane; retry");
+        },
+      )
+      .finally(() => {
+        this.inflight--;
+        if (lookups.get(id) === lookup) lookups.delete(id);
+      });
+    lookups.set(id, lookup);
+    return lookup;
   }
 
   /** Follows the change stream; resolves once the first batch is applied and acknowledged. */
@@ -184,14 +280,23 @@ export class EdgeState {
   private apply(batch: ChangeBatch): void {
     this.clockOffsetMs = batch.clockOffsetMs;
     for (const change of batch.changes) {
-      this.epoch++;
-      const id =
-        change.kind === "routing"
-          ? projectId(change.project)
-          : keyId(change.project, change.key.keyHash);
-      if (this.inflight > 0) this.touched.set(id, this.epoch);
-      if (change.kind === "routing") this.projects.delete(change.project);
-      else if (this.keys.has(id)) this.keys.set(id, change.key);
+      const { project } = change;
+      if (change.kind === "key") {
+        const id = keyId(project, change.key.keyHash);
+        race(this.keyLookups, id);
+        if (this.keys.has(id)) this.keys.set(id, change.key);
+      } else if (change.kind === "endpoint") {
+        const name = `${change.line}/${change.path}`;
+        race(this.endpointLookups, endpointLookupId(project, name));
+        this.projectLookups.get(project)?.changed.add(name);
+        this.projects.get(project)?.stale.add(name);
+      } else {
+        race(this.projectLookups, project);
+        for (const id of this.endpointLookups.keys()) {
+          if (id.startsWith(endpointLookupId(project, ""))) race(this.endpointLookups, id);
+        }
+        this.projects.delete(project);
+      }
     }
     this.appliedSequence = batch.headSequence;
   }
@@ -202,7 +307,15 @@ export class EdgeState {
  * strings), which a cached id keeps whole, about 1.6 KB for a key's instead of 150 bytes.
  */
 const keyId = (project: string, keyHash: Uint8Array) => ["k", project, hex(keyHash)].join(":");
-const projectId = (slug: string) => `p:${slug}`;
+const endpointLookupId = (slug: string, name: string) => `${slug} ${name}`;
+
+/** A change reached the entry a lookup in flight fetches: see Lookup. */
+function race(lookups: Map<string, Lookup<unknown>>, id: string): void {
+  const lookup = lookups.get(id);
+  if (!lookup) return;
+  lookup.raced = true;
+  lookups.delete(id);
+}
 
 const HEX_BYTES = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
 

@@ -1,6 +1,6 @@
 /**
- * The change feed edges follow. Every write an edge must see (a key's state, a project's
- * routing) adds a row in the same transaction; edges stream the rows, acknowledge them, and hold
+ * The change feed edges follow. Every write an edge must see (a key's state, one endpoint, a
+ * project's routing as a whole) adds a row in the same transaction; edges stream the rows, acknowledge them, and hold
  * a lease while they do. A revocation returns once every edge with a live lease has acknowledged
  * it, or its lease has run out (and the edge has failed closed).
  *
@@ -31,25 +31,57 @@ export type ChangeKind = "key" | "routing" | "clock";
  * revocation lost, and DELETE's wait satisfied by the later ack). Call it as the transaction's
  * last writes: the lock is held until commit, so nothing after it may wait on another writer.
  */
-export async function recordChange(
+export function recordChange(
   tx: Queryable,
   projectId: string,
   kind: ChangeKind,
   keyHash: Uint8Array | null = null,
 ): Promise<bigint> {
+  return insertChange(tx, projectId, kind, keyHash, null);
+}
+
+/**
+ * A change to the endpoint at `line/path` alone (created, edited, deleted, its signing secrets
+ * rotated): edges refetch that endpoint, not the project. As recordChange, the transaction's
+ * last writes.
+ */
+export function recordEndpointChange(
+  tx: Queryable,
+  projectId: string,
+  line: string,
+  path: string,
+): Promise<bigint> {
+  return insertChange(tx, projectId, "routing", null, { line, path });
+}
+
+async function insertChange(
+  tx: Queryable,
+  projectId: string,
+  kind: ChangeKind,
+  keyHash: Uint8Array | null,
+  endpoint: EndpointRef | null,
+): Promise<bigint> {
   await tx`select pg_advisory_xact_lock(${FEED_LOCK})`;
   const [row] = await tx<{ sequence: string }[]>`
-    insert into changes (project, kind, key_hash)
-    values (coalesce((select slug from projects where id = ${projectId}), ''), ${kind}, ${keyHash})
+    insert into changes (project, kind, key_hash, line_key, endpoint_path)
+    values (coalesce((select slug from projects where id = ${projectId}), ''), ${kind}, ${keyHash},
+      ${endpoint?.line ?? null}, ${endpoint?.path ?? null})
     returning sequence`;
   await tx`select pg_notify(${CHANNEL}, '')`;
   return BigInt(row?.sequence ?? 0);
+}
+
+/** An endpoint by its line and path. */
+export interface EndpointRef {
+  line: string;
+  path: string;
 }
 
 export interface ChangeBatch {
   changes: (
     | { sequence: bigint; project: string; kind: "key"; key: KeyRecord & { keyHash: Uint8Array } }
     | { sequence: bigint; project: string; kind: "routing" }
+    | { sequence: bigint; project: string; kind: "endpoint"; endpoint: EndpointRef }
   )[];
   headSequence: bigint;
 }
@@ -107,9 +139,16 @@ export async function* watchChanges(
   while (!signal.aborted) {
     const woken = notifier.next(HEARTBEAT_MS, signal);
     const rows = await sql<
-      { sequence: string; project: string; kind: ChangeKind; keyHash: Buffer | null }[]
+      {
+        sequence: string;
+        project: string;
+        kind: ChangeKind;
+        keyHash: Buffer | null;
+        lineKey: string | null;
+        endpointPath: string | null;
+      }[]
     >`
-      select sequence, project, kind, key_hash from changes
+      select sequence, project, kind, key_hash, line_key, endpoint_path from changes
       where sequence > ${cursor.toString()} order by sequence limit ${BATCH}`;
     // Checked after the read: rows pruned before it show here (rows are only ever deleted, and
     // none can appear below the cursor), so a batch is never sent over a hole.
@@ -125,6 +164,10 @@ export async function* watchChanges(
       // A clock change needs no entry: every batch states the clock's offset.
       const changes = rows.flatMap((row): ChangeBatch["changes"] => {
         const base = { sequence: BigInt(row.sequence), project: row.project };
+        if (row.kind === "routing" && row.lineKey !== null && row.endpointPath !== null) {
+          const endpoint = { line: row.lineKey, path: row.endpointPath };
+          return [{ ...base, kind: "endpoint", endpoint }];
+        }
         if (row.kind === "routing") return [{ ...base, kind: "routing" }];
         const key = row.keyHash && keys.get(row.keyHash.toString("hex"));
         return key ? [{ ...base, kind: "key", key }] : [];

@@ -9,6 +9,7 @@ import { expiryFor } from "../core/policy.ts";
 import { hashSecret, newApiKey, newId } from "../core/secrets.ts";
 import { recordChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { type Caps, claimRoom } from "./limits.ts";
 
 export interface KeyView {
   id: string;
@@ -83,20 +84,23 @@ export function keyView({ revokedAt, keyHash: _, ...key }: KeyRow, now: Date): K
 /**
  * A linked successor for the key, in one transaction with the key locked. `lifetimeOf` judges
  * the locked key: it answers the successor's lifetime, or throws to refuse (nothing is written).
- * A successor auto-rotated but never revealed gives way: its plaintext is now unreachable. Null
- * when the project has no such key.
+ * The successor is one more live key (its predecessor lives on until it expires), so the
+ * project's cap on them applies. A successor auto-rotated but never revealed gives way: its
+ * plaintext is now unreachable. Null when the project has no such key.
  */
 export function rotateKey(
   sql: Sql,
-  now: Date,
+  caps: Caps,
   projectId: string,
   keyId: string,
   lifetimeOf: (predecessor: KeyRow) => number | null,
 ): Promise<IssuedKey | null> {
+  const { now } = caps;
   return sql.begin(async (tx) => {
     const predecessor = await lockKey(tx, projectId, keyId);
     if (!predecessor) return null;
     const lifetime = lifetimeOf(predecessor);
+    await claimRoom(tx, projectId, caps, { keys: 1 });
     await tx`
       update api_keys set revoked_at = ${now}, sealed_plaintext = null
       where predecessor_id = ${keyId} and sealed_plaintext is not null`;

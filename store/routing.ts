@@ -1,14 +1,18 @@
 /**
  * A project's routing as stored: its lines, their endpoints and each endpoint's targets in order.
- * Every change goes on the change feed, so edges reload the project's state.
+ * Every change goes on the change feed: a change to one endpoint as that endpoint's, so edges
+ * refetch it alone; a line's deletion as the project's, so edges reload its whole state. Lines,
+ * endpoints and their schemas' bytes are capped per project (store/limits.ts).
  */
 import type { CircuitBreaker } from "../core/circuit.ts";
 import type { DeliveryTarget } from "../core/delivery.ts";
 import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
+import { schemaBytes } from "../core/schema.ts";
 import { newId } from "../core/secrets.ts";
-import { recordChange } from "./changes.ts";
+import { recordChange, recordEndpointChange } from "./changes.ts";
 import { forgetTargets } from "./circuits.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { type Caps, claimRoom, endpointSchemaBytes } from "./limits.ts";
 import { addSigningSecret } from "./signing.ts";
 
 export interface LineView {
@@ -31,12 +35,20 @@ export function listLines(sql: Sql, projectId: string): Promise<LineView[]> {
     select key, created_at from lines where project_id = ${projectId} order by key`;
 }
 
-/** A taken key fails with a unique violation. */
-export async function insertLine(sql: Sql, projectId: string, key: string): Promise<LineView> {
-  const [line] = await sql<LineView[]>`
-    insert into lines (project_id, key) values (${projectId}, ${key})
-    returning key, created_at`;
-  return line as LineView;
+/** A taken key fails with a unique violation; one past the project's cap, `limit_exceeded`. */
+export function insertLine(
+  sql: Sql,
+  caps: Caps,
+  projectId: string,
+  key: string,
+): Promise<LineView> {
+  return sql.begin(async (tx) => {
+    await claimRoom(tx, projectId, caps, { lines: 1 });
+    const [line] = await tx<LineView[]>`
+      insert into lines (project_id, key) values (${projectId}, ${key})
+      returning key, created_at`;
+    return line as LineView;
+  });
 }
 
 export async function lineExists(sql: Sql, projectId: string, key: string): Promise<boolean> {
@@ -103,46 +115,57 @@ export async function endpointTargets(
 
 /**
  * A new endpoint on `line` with its targets and its first signing secret; answers the secret's
- * plaintext. A taken path fails with a unique violation.
+ * plaintext. A taken path fails with a unique violation; one past the project's caps (endpoints,
+ * schema bytes), `limit_exceeded`.
  */
 export function insertEndpoint(
   sql: Sql,
   sealingKey: CryptoKey,
-  now: Date,
+  caps: Caps,
   projectId: string,
   line: string,
   spec: EndpointSpec,
 ): Promise<string> {
   return sql.begin(async (tx) => {
+    const bytes = schemaBytesOf(spec);
+    await claimRoom(tx, projectId, caps, { endpoints: 1, schemaBytes: bytes });
     const endpointId = newId("ep");
     await tx`
-      insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, rate_limit,
-        circuit_breaker)
+      insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, schema_bytes,
+        rate_limit, circuit_breaker)
       values (${endpointId}, ${projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
-        ${jsonOrNull(tx, spec.schema)}, ${jsonOrNull(tx, spec.rateLimit)},
+        ${jsonOrNull(tx, spec.schema)}, ${bytes}, ${jsonOrNull(tx, spec.rateLimit)},
         ${jsonOrNull(tx, spec.circuitBreaker)})`;
     await insertTargets(tx, endpointId, spec.targets, new Map());
-    const secret = await addSigningSecret(tx, sealingKey, endpointId, now);
-    await recordChange(tx, projectId, "routing");
+    const secret = await addSigningSecret(tx, sealingKey, endpointId, caps.now);
+    await recordEndpointChange(tx, projectId, line, spec.path);
     return secret;
   });
 }
 
 /**
  * Replaces the endpoint at `line/path` (its path may change) and its targets; false when there is
- * none. A path taken by another endpoint fails with a unique violation.
+ * none. A path taken by another endpoint fails with a unique violation; a schema that grows the
+ * project's past its cap, `limit_exceeded`.
  */
 export function replaceEndpoint(
   sql: Sql,
+  caps: Caps,
   projectId: string,
   line: string,
   path: string,
   spec: EndpointSpec,
 ): Promise<boolean> {
   return sql.begin(async (tx) => {
+    const bytes = schemaBytesOf(spec);
+    await claimRoom(tx, projectId, caps, async () => {
+      const replaced = await endpointSchemaBytes(tx, projectId, line, path);
+      return replaced === undefined ? {} : { schemaBytes: bytes - replaced };
+    });
     const [endpoint] = await tx<{ id: string }[]>`
       update endpoints set path = ${spec.path}, ip_allowlist = ${spec.ipAllowlist},
-        schema = ${jsonOrNull(tx, spec.schema)}, rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
+        schema = ${jsonOrNull(tx, spec.schema)}, schema_bytes = ${bytes},
+        rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
         circuit_breaker = ${jsonOrNull(tx, spec.circuitBreaker)},
         version = version + 1, updated_at = now()
       where project_id = ${projectId} and line_key = ${line} and path = ${path}
@@ -162,7 +185,9 @@ export function replaceEndpoint(
       tx,
       previous.filter((t) => !kept.has(t.name)).map((t) => t.id),
     );
-    await recordChange(tx, projectId, "routing");
+    // A rename is the old name's removal and the new name's creation, to an edge.
+    await recordEndpointChange(tx, projectId, line, path);
+    if (spec.path !== path) await recordEndpointChange(tx, projectId, line, spec.path);
     return true;
   });
 }
@@ -188,7 +213,7 @@ export function deleteEndpoint(
       tx,
       deleted.map((t) => t.id),
     );
-    await recordChange(tx, projectId, "routing");
+    await recordEndpointChange(tx, projectId, line, path);
     return true;
   });
 }
@@ -206,6 +231,10 @@ async function insertTargets(
       values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
         ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)})`;
   }
+}
+
+function schemaBytesOf(spec: EndpointSpec): number {
+  return spec.schema ? schemaBytes(spec.schema) : 0;
 }
 
 /** A JSON column's value; spread, as TypeScript takes no interface (RateLimit) for a JsonValue. */

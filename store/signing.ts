@@ -5,7 +5,7 @@
 import { open, seal } from "../core/sealing.ts";
 import { newId } from "../core/secrets.ts";
 import { decodeSigningSecret, newSigningSecret } from "../core/signing.ts";
-import { recordChange } from "./changes.ts";
+import { recordEndpointChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
 
 /** A live secret, sealed as stored. */
@@ -71,7 +71,12 @@ export function rotateSigningSecrets(
       (max, p) => (max === null || p.expiresAt > max ? p.expiresAt : max),
       null,
     );
-    const sequence = await recordChange(tx, endpoint.projectId, "routing");
+    const sequence = await recordEndpointChange(
+      tx,
+      endpoint.projectId,
+      endpoint.line,
+      endpoint.path,
+    );
     return { signingSecret, previousExpiresAt, sequence };
   });
 }
@@ -96,19 +101,21 @@ export interface EndpointSigningSecrets {
 }
 
 /**
- * A project's live secrets by endpoint, opened to their key bytes: for the edge's project state
- * only (the edge signs what it streams), never for a member.
+ * A project's live secrets by endpoint (or one endpoint's), opened to their key bytes: for the
+ * edge's state only (the edge signs what it streams), never for a member.
  */
 export async function projectSigningSecrets(
   sql: Sql,
   sealingKey: CryptoKey,
   projectId: string,
   now: Date,
+  only?: { line: string; path: string },
 ): Promise<EndpointSigningSecrets[]> {
   const rows = await sql<(SealedSigningSecret & { lineKey: string; path: string })[]>`
     select e.line_key, e.path, s.id, s.sealed_secret, s.expires_at
     from signing_secrets s join endpoints e on e.id = s.endpoint_id
     where e.project_id = ${projectId} and (s.expires_at is null or s.expires_at > ${now})
+      ${only ? sql`and e.line_key = ${only.line} and e.path = ${only.path}` : sql``}
     order by e.line_key, e.path, s.created_at`;
   const byEndpoint = new Map<string, EndpointSigningSecrets>();
   for (const row of rows) {

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
+import { type ProjectCap, projectCaps } from "../../core/limits.ts";
 import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
 import { policyBody } from "./projects.ts";
@@ -194,6 +195,19 @@ export const usage = z.strictObject({
   pools: z.strictObject({ live: pool, test: pool }),
 });
 
+const capUsage = z.strictObject({
+  limit: z.number().int().describe("How far the project may grow"),
+  used: z.number().int(),
+});
+
+/** Each per-project cap (core/limits.ts) and what the project uses of it. */
+export const projectLimits = z.strictObject(
+  Object.fromEntries(projectCaps.map((cap) => [cap, capUsage])) as Record<
+    ProjectCap,
+    typeof capUsage
+  >,
+);
+
 export const deliveryHistory = z.strictObject({
   hours: z.array(
     z.strictObject({
@@ -272,6 +286,7 @@ export const components: Record<string, z.ZodType> = {
   Key: key,
   IssuedKey: issuedKey,
   Usage: usage,
+  ProjectLimits: projectLimits,
   Attempt: attempt,
   Request: request,
   RequestPage: requestPage,

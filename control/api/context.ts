@@ -1,6 +1,7 @@
 /** What every control-plane operation receives: the database, the clock, and the caller. */
 import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
+import type { ProjectLimits } from "../../core/limits.ts";
 import type { Plan, Role } from "../../core/model.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
@@ -16,6 +17,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
+  /** The deployment's per-project caps; a project's overrides win (store/limits.ts). */
+  projectLimits: ProjectLimits;
   /** Where endpoint targets may point (never the relay itself; private only in dev stacks). */
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */

@@ -1,6 +1,6 @@
 /**
- * What edges ask: a key by hash, a project's routing state, the change feed and its acks, and
- * the log of the streams they proxied.
+ * What edges ask: a key by hash, a project's routing state or one endpoint's, the change feed and
+ * its acks, and the log of the streams they proxied.
  */
 
 import { RelayError } from "../../core/errors.ts";
@@ -58,6 +58,34 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     exhaustedPools: await exhaustedPools(ctx.sql, id, view.plan),
     signingSecrets: await projectSigningSecrets(ctx.sql, ctx.sealingKey, id, ctx.now()),
   };
+}
+
+export interface EndpointState {
+  endpoint: Endpoint | null;
+  signingSecrets: EndpointSigningSecrets["secrets"];
+}
+
+/** One endpoint's state, for an edge that saw a change to that endpoint alone. */
+export async function endpointState(
+  ctx: Ctx,
+  slug: string,
+  line: string,
+  path: string,
+): Promise<EndpointState> {
+  requireEdge(ctx.caller);
+  const project = await projectBySlug(ctx.sql, slug);
+  if (!project) return { endpoint: null, signingSecrets: [] };
+  const [endpoint] = await loadEndpoints(ctx.sql, project.id, { line, path });
+  if (!endpoint) return { endpoint: null, signingSecrets: [] };
+  const only = { line, path };
+  const [secrets] = await projectSigningSecrets(
+    ctx.sql,
+    ctx.sealingKey,
+    project.id,
+    ctx.now(),
+    only,
+  );
+  return { endpoint, signingSecrets: secrets?.secrets ?? [] };
 }
 
 export function changes(ctx: Ctx, notifier: ChangeNotifier, after: bigint, signal: AbortSignal) {

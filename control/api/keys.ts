@@ -1,6 +1,6 @@
 /**
  * Project API keys: mint, rotate, revoke, reveal an auto-rotated successor. Plaintext is returned
- * once and stored only as a SHA-256 hash. Every change reaches the edges through the change feed;
+ * once and stored only as a SHA-256 hash; live keys are capped per project. Every change reaches the edges through the change feed;
  * a revocation returns only once they have it.
  */
 import { z } from "zod";
@@ -19,7 +19,9 @@ import {
   keyView,
   selectKeys,
 } from "../../store/keys.ts";
+import { claimRoom } from "../../store/limits.ts";
 import { type Ctx, projectAccess } from "./context.ts";
+import { capsOf } from "./limits.ts";
 import { readPolicy } from "./projects.ts";
 import { parseInput } from "./validation.ts";
 
@@ -38,17 +40,20 @@ export async function mintKey(ctx: Ctx, slug: string, input: unknown): Promise<I
   const access = await projectAccess(ctx, slug);
   const { name, mode, ttlDays } = parseInput(mintKeyBody, input);
   const lifetime = keyLifetimeDays(await readPolicy(ctx, access.projectId), access.role, ttlDays);
-  return ctx.sql.begin((tx) =>
-    insertKey(tx, ctx.now(), { projectId: access.projectId, name, mode, lifetime }),
-  );
+  const caps = capsOf(ctx);
+  return ctx.sql.begin(async (tx) => {
+    await claimRoom(tx, access.projectId, caps, { keys: 1 });
+    return insertKey(tx, caps.now, { projectId: access.projectId, name, mode, lifetime });
+  });
 }
 
 /** A linked successor, its plaintext returned once; the predecessor stays valid until it expires. */
 export async function rotateKey(ctx: Ctx, slug: string, keyId: string): Promise<IssuedKey> {
   const access = await projectAccess(ctx, slug);
   const policy = await readPolicy(ctx, access.projectId);
-  const now = ctx.now();
-  const issued = await keys.rotateKey(ctx.sql, now, access.projectId, keyId, (predecessor) => {
+  const caps = capsOf(ctx);
+  const { now } = caps;
+  const issued = await keys.rotateKey(ctx.sql, caps, access.projectId, keyId, (predecessor) => {
     if (keyState(predecessor, now) !== "active") {
       throw new RelayError(
         "key_not_active",

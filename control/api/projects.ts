@@ -3,12 +3,14 @@ import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { type Policy, PROJECT_SLUG, plans, type Role, roles } from "../../core/model.ts";
 import { hashSecret, memberTokenPrefix, newSecret } from "../../core/secrets.ts";
+import { claimRoom } from "../../store/limits.ts";
 import type { MemberView } from "../../store/members.ts";
 import * as members from "../../store/members.ts";
 import type { ProjectView } from "../../store/projects.ts";
 import * as projects from "../../store/projects.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
+import { capsOf } from "./limits.ts";
 import { parseInput } from "./validation.ts";
 
 /** A DNS label: the project is the first label of its inbound host. */
@@ -103,11 +105,10 @@ export async function addMember(ctx: Ctx, slug: string, input: unknown) {
   const access = await projectAccess(ctx, slug, "owner");
   const { name, role } = parseInput(addMemberBody, input);
   const token = newSecret(memberTokenPrefix);
-  const member = await members.insertMember(ctx.sql, {
-    projectId: access.projectId,
-    name,
-    role,
-    tokenHash: await hashSecret(token),
+  const tokenHash = await hashSecret(token);
+  const member = await ctx.sql.begin(async (tx) => {
+    await claimRoom(tx, access.projectId, capsOf(ctx), { members: 1 });
+    return members.insertMember(tx, { projectId: access.projectId, name, role, tokenHash });
   });
   return { member, token };
 }

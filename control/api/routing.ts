@@ -11,6 +11,7 @@ import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
+import { capsOf } from "./limits.ts";
 import { allowedUrls, jsonObject, parseInput } from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */
@@ -127,7 +128,7 @@ export async function createLine(ctx: Ctx, slug: string, input: unknown): Promis
   const access = await projectAccess(ctx, slug);
   const { key } = parseInput(createLineBody, input);
   return routing
-    .insertLine(ctx.sql, access.projectId, key)
+    .insertLine(ctx.sql, capsOf(ctx), access.projectId, key)
     .catch(conflictOnDuplicate(`a line '${key}' already exists`));
 }
 
@@ -165,7 +166,7 @@ export async function createEndpoint(
   const spec = parseInput(createEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
   await requireLine(ctx.sql, access.projectId, line);
   const signingSecret = await routing
-    .insertEndpoint(ctx.sql, ctx.sealingKey, ctx.now(), access.projectId, line, spec)
+    .insertEndpoint(ctx.sql, ctx.sealingKey, capsOf(ctx), access.projectId, line, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   // The signing secret is in this answer only; no read shows it again.
   return { ...(await getEndpoint(ctx, slug, line, spec.path)), signingSecret };
@@ -182,7 +183,7 @@ export async function updateEndpoint(
   const update = parseInput(updateEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
   const spec = { ...update, path: update.path ?? path };
   const replaced = await routing
-    .replaceEndpoint(ctx.sql, access.projectId, line, path, spec)
+    .replaceEndpoint(ctx.sql, capsOf(ctx), access.projectId, line, path, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   if (!replaced) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
   return getEndpoint(ctx, slug, line, spec.path);

@@ -1,5 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
+import type { EndpointSigningSecrets } from "../../store/signing.ts";
 import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
 import type { ControlApp } from "../app.ts";
@@ -34,7 +35,10 @@ export function edgeService(
               change:
                 change.kind === "key"
                   ? { case: "keyChanged" as const, value: edgeKeyOut(change.key) }
-                  : { case: "routingChanged" as const, value: {} },
+                  : {
+                      case: "routingChanged" as const,
+                      value: change.kind === "endpoint" ? change.endpoint : {},
+                    },
             })),
           };
         }
@@ -52,6 +56,13 @@ export function edgeService(
         await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
         return {};
       },
+      async getEndpointState(req, h) {
+        const state = await edge.endpointState(ctxOf(h), req.project, req.line, req.path);
+        return {
+          ...(state.endpoint && { endpoint: endpointOut(state.endpoint) }),
+          signingSecrets: state.signingSecrets.map(signingSecretOut),
+        };
+      },
       async getProjectState(req, h) {
         const state = await edge.projectState(ctxOf(h), req.project);
         if (!state) return {};
@@ -61,7 +72,7 @@ export function edgeService(
             endpoints: state.endpoints.map(endpointOut),
             signingSecrets: state.signingSecrets.map((e) => ({
               ...e,
-              secrets: e.secrets.map((s) => ({ key: s.key, expiresAt: optionalTs(s.expiresAt) })),
+              secrets: e.secrets.map(signingSecretOut),
             })),
             defaultRateLimit: state.defaultRateLimit,
             liveCreditsExhausted: state.exhaustedPools.includes("live"),
@@ -72,4 +83,8 @@ export function edgeService(
     },
     { readMaxBytes: edgeBytes + ENVELOPE_BYTES },
   );
+}
+
+function signingSecretOut(secret: EndpointSigningSecrets["secrets"][number]) {
+  return { key: secret.key, expiresAt: optionalTs(secret.expiresAt) };
 }

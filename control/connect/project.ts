@@ -1,6 +1,8 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import { projectCaps } from "../../core/limits.ts";
 import { plans, roles } from "../../core/model.ts";
 import { ProjectService } from "../../gen/relay/v1/projects_pb.ts";
+import * as limits from "../api/limits.ts";
 import * as projects from "../api/projects.ts";
 import type { ContextOf } from "./caller.ts";
 import { fromEnum, memberOut, projectOut, toEnum } from "./convert.ts";
@@ -28,6 +30,14 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
       );
       return { project: projectOut(project), inboundUrl, workflowsUrl, deliveryWarning };
     },
+    async getProjectLimits(req, h) {
+      return { limits: limitsOut(await limits.getLimits(ctxOf(h), req.project)) };
+    },
+    async setProjectLimits(req, h) {
+      const overrides = Object.fromEntries(projectCaps.map((cap) => [cap, req.limits?.[cap]]));
+      const set = await limits.setLimits(ctxOf(h), req.project, overrides);
+      return { limits: limitsOut(set) };
+    },
     async listProjects(_req, h) {
       const memberships = await projects.listProjects(ctxOf(h));
       return {
@@ -39,4 +49,10 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
       };
     },
   });
+}
+
+function limitsOut(view: limits.ProjectLimitsView) {
+  return Object.fromEntries(
+    Object.entries(view).map(([cap, { limit, used }]) => [cap, { limit, used: BigInt(used) }]),
+  );
 }

@@ -15,7 +15,7 @@ function authWith(key: KeyRecord | null, sources: string[] = []) {
       sources.push(source);
       return key;
     },
-    project: async () => null,
+    endpoint: async () => null,
   };
   return auth(state, () => new Uint8Array(32), []);
 }

@@ -3,14 +3,15 @@ import { untraced } from "../../core/tracing.ts";
 import { EndpointRuntime } from "../endpoints.ts";
 import type { Routed } from "../pipeline.ts";
 import { endpoint } from "./endpoint.ts";
-import { hookEndpoint, liveKey, passed, projectState, refusal } from "./testing.ts";
+import { endpointIn, hookEndpoint, liveKey, passed, projectState, refusal } from "./testing.ts";
 
 const spaced = hookEndpoint({ path: "a b", ipAllowlist: ["10.0.0.0/8"] });
 const step = endpoint(
   {
     now: () => new Date(),
     key: async () => null,
-    project: async (p) => (p === "acme" ? projectState(spaced) : null),
+    endpoint: async (project: string, line: string, path: string) =>
+      endpointIn(project === "acme" ? projectState(spaced) : null)(project, line, path),
   },
   new EndpointRuntime(),
 );
@@ -29,7 +30,7 @@ test("the path's two decoded segments name the endpoint, handed on with its comp
   await step(call("/v1/a%20b"), next);
   const [routed] = next.handed;
   expect(routed?.endpoint).toBe(spaced);
-  expect(routed?.projectState.endpoints).toEqual([spaced]);
+  expect([...(routed?.projectState.endpoints.values() ?? [])]).toEqual([spaced]);
   expect(routed?.compiled.allowlist).toHaveLength(1);
 });
 

@@ -11,14 +11,13 @@ export function endpoint(
   return async function endpoint(envelope, next) {
     const { pathname } = new URL(envelope.request.url);
     const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeSegment);
-    const projectState = await state.project(envelope.project);
     const found =
-      rest.length === 0
-        ? projectState?.endpoints.find((e) => e.line === line && e.path === path)
-        : undefined;
-    if (!found || !projectState) throw new RelayError("not_found", "no such line or endpoint");
-    const compiled = runtime.compile(found);
-    return next(Object.assign(envelope, { endpoint: found, projectState, compiled }));
+      rest.length === 0 && line != null && path != null
+        ? await state.endpoint(envelope.project, line, path)
+        : null;
+    if (!found) throw new RelayError("not_found", "no such line or endpoint");
+    const compiled = runtime.compile(found.endpoint);
+    return next(Object.assign(envelope, { ...found, compiled }));
   };
 }
 

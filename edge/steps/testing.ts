@@ -44,8 +44,16 @@ export function projectState(endpoint: Endpoint, fields: Partial<ProjectState> =
     defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
     exhaustedPools: [],
     signingKeys: new Map(),
-    endpoints: [endpoint],
+    endpoints: new Map([[`${endpoint.line}/${endpoint.path}`, endpoint]]),
     ...fields,
+  };
+}
+
+/** EdgeState's `endpoint` over one project's state, as a warm cache answers it. */
+export function endpointIn(state: ProjectState | null) {
+  return async (_project: string, line: string, path: string) => {
+    const endpoint = state?.endpoints.get(`${line}/${path}`);
+    return state && endpoint ? { projectState: state, endpoint } : null;
   };
 }
 

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIj4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiEAoOUm91dGluZ0NoYW5nZWQiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlMt0DCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2USTQoMUmVjb3JkU3RyZWFtEh0ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVxdWVzdBoeLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIkYKF0dldEVuZHBvaW50U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJIoQBChhHZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USKQoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludEgAiAEBEjAKD3NpZ25pbmdfc2VjcmV0cxgCIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXRCCwoJX2VuZHBvaW50Ij4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiLAoOUm91dGluZ0NoYW5nZWQSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJImkKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlEiEKB2NoYW5nZXMYASADKAsyEC5yZWxheS52MS5DaGFuZ2USFQoNaGVhZF9zZXF1ZW5jZRgCIAEoAxIXCg9jbG9ja19vZmZzZXRfbXMYAyABKAMiSAoRQWNrQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIQCghsZWFzZV9tcxgDIAEoBSIUChJBY2tDaGFuZ2VzUmVzcG9uc2UiRQoQU3RvcmVCb2R5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSDAoEYm9keRgDIAEoDCIlChFTdG9yZUJvZHlSZXNwb25zZRIQCghib2R5X3JlZhgBIAEoCSKPAwoTUmVjb3JkU3RyZWFtUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB3Byb2plY3QYAiABKAkSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIQCghrZXlfbW9kZRgFIAEoCRIvCgtyZWNlaXZlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIQCghib2R5X3JlZhgIIAEoCRIRCgl0YXJnZXRfaWQYCSABKAkSEwoLdGFyZ2V0X25hbWUYCiABKAkSEwoLb3duc19zdGF0dXMYCyABKAgSGAoLc3RhdHVzX2NvZGUYDCABKAVIAIgBARISCgpsYXRlbmN5X21zGA0gASgDEg0KBWJ5dGVzGA4gASgDEhIKBWVycm9yGA8gASgJSAGIAQESFQoIdHJhY2VfaWQYECABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQgsKCV90cmFjZV9pZCIWChRSZWNvcmRTdHJlYW1SZXNwb25zZTK4BAoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -249,6 +249,59 @@ export const GetProjectStateResponseSchema: GenMessage<GetProjectStateResponse> 
   messageDesc(file_relay_v1_edge, 7);
 
 /**
+ * @generated from message relay.v1.GetEndpointStateRequest
+ */
+export type GetEndpointStateRequest = Message<"relay.v1.GetEndpointStateRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string line = 2;
+   */
+  line: string;
+
+  /**
+   * @generated from field: string path = 3;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message relay.v1.GetEndpointStateRequest.
+ * Use `create(GetEndpointStateRequestSchema)` to create a new message.
+ */
+export const GetEndpointStateRequestSchema: GenMessage<GetEndpointStateRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 8);
+
+/**
+ * @generated from message relay.v1.GetEndpointStateResponse
+ */
+export type GetEndpointStateResponse = Message<"relay.v1.GetEndpointStateResponse"> & {
+  /**
+   * Absent when the project has no such endpoint (it was deleted or renamed).
+   *
+   * @generated from field: optional relay.v1.Endpoint endpoint = 1;
+   */
+  endpoint?: Endpoint | undefined;
+
+  /**
+   * The secrets its deliveries are signed with, as in ProjectState.
+   *
+   * @generated from field: repeated relay.v1.SigningSecret signing_secrets = 2;
+   */
+  signingSecrets: SigningSecret[];
+};
+
+/**
+ * Describes the message relay.v1.GetEndpointStateResponse.
+ * Use `create(GetEndpointStateResponseSchema)` to create a new message.
+ */
+export const GetEndpointStateResponseSchema: GenMessage<GetEndpointStateResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 9);
+
+/**
  * @generated from message relay.v1.WatchChangesRequest
  */
 export type WatchChangesRequest = Message<"relay.v1.WatchChangesRequest"> & {
@@ -270,7 +323,7 @@ export type WatchChangesRequest = Message<"relay.v1.WatchChangesRequest"> & {
  * Use `create(WatchChangesRequestSchema)` to create a new message.
  */
 export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 8);
+  messageDesc(file_relay_v1_edge, 10);
 
 /**
  * @generated from message relay.v1.Change
@@ -311,14 +364,25 @@ export type Change = Message<"relay.v1.Change"> & {
  * Use `create(ChangeSchema)` to create a new message.
  */
 export const ChangeSchema: GenMessage<Change> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 9);
+  messageDesc(file_relay_v1_edge, 11);
 
 /**
- * The project's routing changed; edges refetch its state.
+ * The project's routing changed. With a line and path, only that endpoint did (it was created,
+ * edited, deleted or its signing secrets rotated): edges refetch that endpoint alone
+ * (GetEndpointState). Without, edges refetch the project's whole state (GetProjectState).
  *
  * @generated from message relay.v1.RoutingChanged
  */
 export type RoutingChanged = Message<"relay.v1.RoutingChanged"> & {
+  /**
+   * @generated from field: string line = 1;
+   */
+  line: string;
+
+  /**
+   * @generated from field: string path = 2;
+   */
+  path: string;
 };
 
 /**
@@ -326,7 +390,7 @@ export type RoutingChanged = Message<"relay.v1.RoutingChanged"> & {
  * Use `create(RoutingChangedSchema)` to create a new message.
  */
 export const RoutingChangedSchema: GenMessage<RoutingChanged> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 10);
+  messageDesc(file_relay_v1_edge, 12);
 
 /**
  * A batch of changes, or a heartbeat when `changes` is empty. Edges acknowledge each one; an
@@ -361,7 +425,7 @@ export type WatchChangesResponse = Message<"relay.v1.WatchChangesResponse"> & {
  * Use `create(WatchChangesResponseSchema)` to create a new message.
  */
 export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 11);
+  messageDesc(file_relay_v1_edge, 13);
 
 /**
  * @generated from message relay.v1.AckChangesRequest
@@ -391,7 +455,7 @@ export type AckChangesRequest = Message<"relay.v1.AckChangesRequest"> & {
  * Use `create(AckChangesRequestSchema)` to create a new message.
  */
 export const AckChangesRequestSchema: GenMessage<AckChangesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 12);
+  messageDesc(file_relay_v1_edge, 14);
 
 /**
  * @generated from message relay.v1.AckChangesResponse
@@ -404,7 +468,7 @@ export type AckChangesResponse = Message<"relay.v1.AckChangesResponse"> & {
  * Use `create(AckChangesResponseSchema)` to create a new message.
  */
 export const AckChangesResponseSchema: GenMessage<AckChangesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 13);
+  messageDesc(file_relay_v1_edge, 15);
 
 /**
  * @generated from message relay.v1.StoreBodyRequest
@@ -431,7 +495,7 @@ export type StoreBodyRequest = Message<"relay.v1.StoreBodyRequest"> & {
  * Use `create(StoreBodyRequestSchema)` to create a new message.
  */
 export const StoreBodyRequestSchema: GenMessage<StoreBodyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 14);
+  messageDesc(file_relay_v1_edge, 16);
 
 /**
  * @generated from message relay.v1.StoreBodyResponse
@@ -448,7 +512,7 @@ export type StoreBodyResponse = Message<"relay.v1.StoreBodyResponse"> & {
  * Use `create(StoreBodyResponseSchema)` to create a new message.
  */
 export const StoreBodyResponseSchema: GenMessage<StoreBodyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 15);
+  messageDesc(file_relay_v1_edge, 17);
 
 /**
  * @generated from message relay.v1.RecordStreamRequest
@@ -554,7 +618,7 @@ export type RecordStreamRequest = Message<"relay.v1.RecordStreamRequest"> & {
  * Use `create(RecordStreamRequestSchema)` to create a new message.
  */
 export const RecordStreamRequestSchema: GenMessage<RecordStreamRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 16);
+  messageDesc(file_relay_v1_edge, 18);
 
 /**
  * @generated from message relay.v1.RecordStreamResponse
@@ -567,7 +631,7 @@ export type RecordStreamResponse = Message<"relay.v1.RecordStreamResponse"> & {
  * Use `create(RecordStreamResponseSchema)` to create a new message.
  */
 export const RecordStreamResponseSchema: GenMessage<RecordStreamResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 17);
+  messageDesc(file_relay_v1_edge, 19);
 
 /**
  * What edges ask the control plane. Callers authenticate with the edge token.
@@ -594,6 +658,16 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof GetProjectStateRequestSchema;
     output: typeof GetProjectStateResponseSchema;
+  },
+  /**
+   * One endpoint's state (its routing and signing secrets), for a change to that endpoint alone.
+   *
+   * @generated from rpc relay.v1.EdgeService.GetEndpointState
+   */
+  getEndpointState: {
+    methodKind: "unary";
+    input: typeof GetEndpointStateRequestSchema;
+    output: typeof GetEndpointStateResponseSchema;
   },
   /**
    * Changes to keys and routing, in order, from a sequence number on.

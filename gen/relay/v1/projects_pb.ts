@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/projects.proto.
  */
 export const file_relay_v1_projects: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoGTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKBlBvbGljeRIhChRkZWZhdWx0X2tleV90dGxfZGF5cxgBIAEoBUgAiAEBEh0KEG1heF9rZXlfdHRsX2RheXMYAiABKAVIAYgBARIsCiRlZGl0b3JzX21heV9jcmVhdGVfbm9uX2V4cGlyaW5nX2tleXMYAyABKAhCFwoVX2RlZmF1bHRfa2V5X3R0bF9kYXlzQhMKEV9tYXhfa2V5X3R0bF9kYXlzImQKFENyZWF0ZVByb2plY3RSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRwbGFuGAMgASgOMg4ucmVsYXkudjEuUGxhbhISCgpvd25lcl9uYW1lGAQgASgJInEKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIfCgVvd25lchgCIAEoCzIQLnJlbGF5LnYxLk1lbWJlchITCgtvd25lcl90b2tlbhgDIAEoCSIkChFHZXRQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIn4KEkdldFByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBITCgtpbmJvdW5kX3VybBgCIAEoCRIVCg13b3JrZmxvd3NfdXJsGAMgASgJEhgKEGRlbGl2ZXJ5X3dhcm5pbmcYBCABKAkiFQoTTGlzdFByb2plY3RzUmVxdWVzdCJqChFQcm9qZWN0TWVtYmVyc2hpcBIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIcCgRyb2xlGAIgASgOMg4ucmVsYXkudjEuUm9sZRITCgttZW1iZXJfbmFtZRgDIAEoCSJFChRMaXN0UHJvamVjdHNSZXNwb25zZRItCghwcm9qZWN0cxgBIAMoCzIbLnJlbGF5LnYxLlByb2plY3RNZW1iZXJzaGlwIk8KEEFkZE1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlIkQKEUFkZE1lbWJlclJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIlChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI4ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiEKB21lbWJlcnMYASADKAsyEC5yZWxheS52MS5NZW1iZXIiOQoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSIjChBHZXRQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiNQoRR2V0UG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IkgKE1VwZGF0ZVBvbGljeVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIgCgZwb2xpY3kYAiABKAsyEC5yZWxheS52MS5Qb2xpY3kiOAoUVXBkYXRlUG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5KjoKBFBsYW4SFAoQUExBTl9VTlNQRUNJRklFRBAAEg0KCVBMQU5fRlJFRRABEg0KCVBMQU5fUEFJRBACKj0KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIPCgtST0xFX0VESVRPUhACMvoBCg5Qcm9qZWN0U2VydmljZRJQCg1DcmVhdGVQcm9qZWN0Eh4ucmVsYXkudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaHy5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVzcG9uc2USRwoKR2V0UHJvamVjdBIbLnJlbGF5LnYxLkdldFByb2plY3RSZXF1ZXN0GhwucmVsYXkudjEuR2V0UHJvamVjdFJlc3BvbnNlEk0KDExpc3RQcm9qZWN0cxIdLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaHi5yZWxheS52MS5MaXN0UHJvamVjdHNSZXNwb25zZTLwAQoNTWVtYmVyU2VydmljZRJECglBZGRNZW1iZXISGi5yZWxheS52MS5BZGRNZW1iZXJSZXF1ZXN0GhsucmVsYXkudjEuQWRkTWVtYmVyUmVzcG9uc2USSgoLTGlzdE1lbWJlcnMSHC5yZWxheS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHS5yZWxheS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEk0KDFJlbW92ZU1lbWJlchIdLnJlbGF5LnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHi5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXNwb25zZTKkAQoNUG9saWN5U2VydmljZRJECglHZXRQb2xpY3kSGi5yZWxheS52MS5HZXRQb2xpY3lSZXF1ZXN0GhsucmVsYXkudjEuR2V0UG9saWN5UmVzcG9uc2USTQoMVXBkYXRlUG9saWN5Eh0ucmVsYXkudjEuVXBkYXRlUG9saWN5UmVxdWVzdBoeLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoGTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKBlBvbGljeRIhChRkZWZhdWx0X2tleV90dGxfZGF5cxgBIAEoBUgAiAEBEh0KEG1heF9rZXlfdHRsX2RheXMYAiABKAVIAYgBARIsCiRlZGl0b3JzX21heV9jcmVhdGVfbm9uX2V4cGlyaW5nX2tleXMYAyABKAhCFwoVX2RlZmF1bHRfa2V5X3R0bF9kYXlzQhMKEV9tYXhfa2V5X3R0bF9kYXlzImQKFENyZWF0ZVByb2plY3RSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRwbGFuGAMgASgOMg4ucmVsYXkudjEuUGxhbhISCgpvd25lcl9uYW1lGAQgASgJInEKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIfCgVvd25lchgCIAEoCzIQLnJlbGF5LnYxLk1lbWJlchITCgtvd25lcl90b2tlbhgDIAEoCSIkChFHZXRQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIn4KEkdldFByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBITCgtpbmJvdW5kX3VybBgCIAEoCRIVCg13b3JrZmxvd3NfdXJsGAMgASgJEhgKEGRlbGl2ZXJ5X3dhcm5pbmcYBCABKAkiFQoTTGlzdFByb2plY3RzUmVxdWVzdCJqChFQcm9qZWN0TWVtYmVyc2hpcBIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIcCgRyb2xlGAIgASgOMg4ucmVsYXkudjEuUm9sZRITCgttZW1iZXJfbmFtZRgDIAEoCSJFChRMaXN0UHJvamVjdHNSZXNwb25zZRItCghwcm9qZWN0cxgBIAMoCzIbLnJlbGF5LnYxLlByb2plY3RNZW1iZXJzaGlwIk8KEEFkZE1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlIkQKEUFkZE1lbWJlclJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIlChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI4ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiEKB21lbWJlcnMYASADKAsyEC5yZWxheS52MS5NZW1iZXIiOQoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSIjChBHZXRQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiNQoRR2V0UG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IkgKE1VwZGF0ZVBvbGljeVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIgCgZwb2xpY3kYAiABKAsyEC5yZWxheS52MS5Qb2xpY3kiOAoUVXBkYXRlUG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IicKCENhcFVzYWdlEg0KBWxpbWl0GAEgASgFEgwKBHVzZWQYAiABKAMiygEKDVByb2plY3RMaW1pdHMSJQoJZW5kcG9pbnRzGAEgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USKAoMc2NoZW1hX2J5dGVzGAIgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIQoFbGluZXMYAyABKAsyEi5yZWxheS52MS5DYXBVc2FnZRIjCgdtZW1iZXJzGAQgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIAoEa2V5cxgFIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlIr4BCg5MaW1pdE92ZXJyaWRlcxIWCgllbmRwb2ludHMYASABKAVIAIgBARIZCgxzY2hlbWFfYnl0ZXMYAiABKAVIAYgBARISCgVsaW5lcxgDIAEoBUgCiAEBEhQKB21lbWJlcnMYBCABKAVIA4gBARIRCgRrZXlzGAUgASgFSASIAQFCDAoKX2VuZHBvaW50c0IPCg1fc2NoZW1hX2J5dGVzQggKBl9saW5lc0IKCghfbWVtYmVyc0IHCgVfa2V5cyIqChdHZXRQcm9qZWN0TGltaXRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIkMKGEdldFByb2plY3RMaW1pdHNSZXNwb25zZRInCgZsaW1pdHMYASABKAsyFy5yZWxheS52MS5Qcm9qZWN0TGltaXRzIlQKF1NldFByb2plY3RMaW1pdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKAoGbGltaXRzGAIgASgLMhgucmVsYXkudjEuTGltaXRPdmVycmlkZXMiQwoYU2V0UHJvamVjdExpbWl0c1Jlc3BvbnNlEicKBmxpbWl0cxgBIAEoCzIXLnJlbGF5LnYxLlByb2plY3RMaW1pdHMqOgoEUGxhbhIUChBQTEFOX1VOU1BFQ0lGSUVEEAASDQoJUExBTl9GUkVFEAESDQoJUExBTl9QQUlEEAIqPQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg8KC1JPTEVfRURJVE9SEAIysAMKDlByb2plY3RTZXJ2aWNlElAKDUNyZWF0ZVByb2plY3QSHi5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBofLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJHCgpHZXRQcm9qZWN0EhsucmVsYXkudjEuR2V0UHJvamVjdFJlcXVlc3QaHC5yZWxheS52MS5HZXRQcm9qZWN0UmVzcG9uc2USTQoMTGlzdFByb2plY3RzEh0ucmVsYXkudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKEEdldFByb2plY3RMaW1pdHMSIS5yZWxheS52MS5HZXRQcm9qZWN0TGltaXRzUmVxdWVzdBoiLnJlbGF5LnYxLkdldFByb2plY3RMaW1pdHNSZXNwb25zZRJZChBTZXRQcm9qZWN0TGltaXRzEiEucmVsYXkudjEuU2V0UHJvamVjdExpbWl0c1JlcXVlc3QaIi5yZWxheS52MS5TZXRQcm9qZWN0TGltaXRzUmVzcG9uc2Uy8AEKDU1lbWJlclNlcnZpY2USRAoJQWRkTWVtYmVyEhoucmVsYXkudjEuQWRkTWVtYmVyUmVxdWVzdBobLnJlbGF5LnYxLkFkZE1lbWJlclJlc3BvbnNlEkoKC0xpc3RNZW1iZXJzEhwucmVsYXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0ucmVsYXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJNCgxSZW1vdmVNZW1iZXISHS5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh4ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2UypAEKDVBvbGljeVNlcnZpY2USRAoJR2V0UG9saWN5EhoucmVsYXkudjEuR2V0UG9saWN5UmVxdWVzdBobLnJlbGF5LnYxLkdldFBvbGljeVJlc3BvbnNlEk0KDFVwZGF0ZVBvbGljeRIdLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlcXVlc3QaHi5yZWxheS52MS5VcGRhdGVQb2xpY3lSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Project
@@ -485,6 +485,183 @@ export const UpdatePolicyResponseSchema: GenMessage<UpdatePolicyResponse> = /*@_
   messageDesc(file_relay_v1_projects, 19);
 
 /**
+ * One cap: how far the project may grow, and how far it has.
+ *
+ * @generated from message relay.v1.CapUsage
+ */
+export type CapUsage = Message<"relay.v1.CapUsage"> & {
+  /**
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: int64 used = 2;
+   */
+  used: bigint;
+};
+
+/**
+ * Describes the message relay.v1.CapUsage.
+ * Use `create(CapUsageSchema)` to create a new message.
+ */
+export const CapUsageSchema: GenMessage<CapUsage> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 20);
+
+/**
+ * @generated from message relay.v1.ProjectLimits
+ */
+export type ProjectLimits = Message<"relay.v1.ProjectLimits"> & {
+  /**
+   * @generated from field: relay.v1.CapUsage endpoints = 1;
+   */
+  endpoints?: CapUsage | undefined;
+
+  /**
+   * The sum of the endpoints' JSON Schemas, in bytes of JSON.
+   *
+   * @generated from field: relay.v1.CapUsage schema_bytes = 2;
+   */
+  schemaBytes?: CapUsage | undefined;
+
+  /**
+   * @generated from field: relay.v1.CapUsage lines = 3;
+   */
+  lines?: CapUsage | undefined;
+
+  /**
+   * @generated from field: relay.v1.CapUsage members = 4;
+   */
+  members?: CapUsage | undefined;
+
+  /**
+   * Keys neither revoked nor expired.
+   *
+   * @generated from field: relay.v1.CapUsage keys = 5;
+   */
+  keys?: CapUsage | undefined;
+};
+
+/**
+ * Describes the message relay.v1.ProjectLimits.
+ * Use `create(ProjectLimitsSchema)` to create a new message.
+ */
+export const ProjectLimitsSchema: GenMessage<ProjectLimits> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 21);
+
+/**
+ * A project's own caps; an unset one is the deployment's default.
+ *
+ * @generated from message relay.v1.LimitOverrides
+ */
+export type LimitOverrides = Message<"relay.v1.LimitOverrides"> & {
+  /**
+   * @generated from field: optional int32 endpoints = 1;
+   */
+  endpoints?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 schema_bytes = 2;
+   */
+  schemaBytes?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 lines = 3;
+   */
+  lines?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 members = 4;
+   */
+  members?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 keys = 5;
+   */
+  keys?: number | undefined;
+};
+
+/**
+ * Describes the message relay.v1.LimitOverrides.
+ * Use `create(LimitOverridesSchema)` to create a new message.
+ */
+export const LimitOverridesSchema: GenMessage<LimitOverrides> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 22);
+
+/**
+ * @generated from message relay.v1.GetProjectLimitsRequest
+ */
+export type GetProjectLimitsRequest = Message<"relay.v1.GetProjectLimitsRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+};
+
+/**
+ * Describes the message relay.v1.GetProjectLimitsRequest.
+ * Use `create(GetProjectLimitsRequestSchema)` to create a new message.
+ */
+export const GetProjectLimitsRequestSchema: GenMessage<GetProjectLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 23);
+
+/**
+ * @generated from message relay.v1.GetProjectLimitsResponse
+ */
+export type GetProjectLimitsResponse = Message<"relay.v1.GetProjectLimitsResponse"> & {
+  /**
+   * @generated from field: relay.v1.ProjectLimits limits = 1;
+   */
+  limits?: ProjectLimits | undefined;
+};
+
+/**
+ * Describes the message relay.v1.GetProjectLimitsResponse.
+ * Use `create(GetProjectLimitsResponseSchema)` to create a new message.
+ */
+export const GetProjectLimitsResponseSchema: GenMessage<GetProjectLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 24);
+
+/**
+ * @generated from message relay.v1.SetProjectLimitsRequest
+ */
+export type SetProjectLimitsRequest = Message<"relay.v1.SetProjectLimitsRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: relay.v1.LimitOverrides limits = 2;
+   */
+  limits?: LimitOverrides | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SetProjectLimitsRequest.
+ * Use `create(SetProjectLimitsRequestSchema)` to create a new message.
+ */
+export const SetProjectLimitsRequestSchema: GenMessage<SetProjectLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 25);
+
+/**
+ * @generated from message relay.v1.SetProjectLimitsResponse
+ */
+export type SetProjectLimitsResponse = Message<"relay.v1.SetProjectLimitsResponse"> & {
+  /**
+   * @generated from field: relay.v1.ProjectLimits limits = 1;
+   */
+  limits?: ProjectLimits | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SetProjectLimitsResponse.
+ * Use `create(SetProjectLimitsResponseSchema)` to create a new message.
+ */
+export const SetProjectLimitsResponseSchema: GenMessage<SetProjectLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 26);
+
+/**
  * @generated from enum relay.v1.Plan
  */
 export enum Plan {
@@ -571,6 +748,27 @@ export const ProjectService: GenService<{
     methodKind: "unary";
     input: typeof ListProjectsRequestSchema;
     output: typeof ListProjectsResponseSchema;
+  },
+  /**
+   * Each of the project's caps (endpoints, schema bytes, lines, members, live keys) and what it
+   * uses of it. A create past a cap fails with resource_exhausted (`limit_exceeded`).
+   *
+   * @generated from rpc relay.v1.ProjectService.GetProjectLimits
+   */
+  getProjectLimits: {
+    methodKind: "unary";
+    input: typeof GetProjectLimitsRequestSchema;
+    output: typeof GetProjectLimitsResponseSchema;
+  },
+  /**
+   * Admin only: replaces the project's own caps; a cap left unset is the deployment's default.
+   *
+   * @generated from rpc relay.v1.ProjectService.SetProjectLimits
+   */
+  setProjectLimits: {
+    methodKind: "unary";
+    input: typeof SetProjectLimitsRequestSchema;
+    output: typeof SetProjectLimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_projects, 0);
