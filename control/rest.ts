@@ -9,6 +9,7 @@ import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
+import { temporalAnswers } from "../platform/temporal.ts";
 import { postgresAnswers } from "../store/db.ts";
 import * as answers from "./api/answers.ts";
 import * as cancel from "./api/cancel.ts";
@@ -771,7 +772,11 @@ function decodeParam(name: string, raw: string, decode: (raw: string) => string)
 export function restHandler(app: ControlApp, maxBodyBytes: number) {
   const { deps, credentials } = app;
   const ops = opsHandler({
-    checks: { postgres: () => postgresAnswers(deps.sql) },
+    // Reads, cancels and replays need Temporal as well as Postgres.
+    checks: {
+      postgres: () => postgresAnswers(deps.sql),
+      temporal: async () => temporalAnswers(await deps.temporal()),
+    },
     metrics: () => registry.metrics(),
     metricsContentType: registry.contentType,
     metricsToken: app.metricsToken,

@@ -7,7 +7,12 @@ import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { targetCaller, targetDispatcher } from "../platform/targets.ts";
-import { connectTemporal, ensureCircuit, ensureSchedules } from "../platform/temporal.ts";
+import {
+  connectTemporal,
+  ensureCircuit,
+  ensureSchedules,
+  temporalAnswers,
+} from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
@@ -71,6 +76,8 @@ const ops = serveOps(
       postgres: () => postgresAnswers(sql),
       temporal: async () => {
         if (worker.getState() !== "RUNNING") throw new Error(`worker ${worker.getState()}`);
+        // A running worker keeps polling a server that is gone: ask the server itself.
+        await temporalAnswers(client);
       },
     },
     metrics: () => registry.metrics(),
