@@ -653,9 +653,11 @@ export const routes: Route[] = [
       `${base}/requests/:requestId`,
       {
         operationId: "getRequest",
-        summary: "A request with its attempts",
+        summary:
+          "A request with its attempts; one the edge accepted and the worker has not logged yet reads as queued or scheduled (from Temporal: 503 when it cannot answer)",
         access: "editor",
         answer: answers.request,
+        errors: ["unavailable"],
       },
       ({ ctx, params }) => requests.getRequest(ctx, p(params).project, p(params).requestId),
     ),

@@ -158,7 +158,7 @@ test("a request between retries is cancelled: no attempt after the cancel", asyn
   const down = await target(() => ({ status: 503, headers: { "retry-after": "60" } }));
   const p = await projectWithEndpoint([{ name: "down", targetUrl: down.url }]);
   const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
-  // Not in the log (404) until its workflow's first task opens it.
+  // Its first attempt, logged.
   await eventually(async () => (await logOf(p, requestId)).attempts?.length === 1);
 
   const cancelled = await api<Log>(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);

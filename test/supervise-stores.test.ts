@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freeStackPorts, type Stack, type StackPorts, startStack } from "../dev/stack.ts";
-import { api, eventually, targetServer } from "./helpers.ts";
+import { eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
 
 let stack: Stack;
 let ports: StackPorts;
@@ -93,51 +93,19 @@ function wentDown(seen: Record<Watched, string[]>, names: Watched[]) {
   }
 }
 
-async function project() {
-  const slug = `st${Date.now().toString(36)}`;
-  const created = await api(
-    stack.secrets.adminToken,
-    "POST",
-    "/projects",
-    { slug, name: slug },
-    stack.controlUrl,
-  );
-  const owner = created.body.ownerToken as string;
-  const base = `/projects/${slug}`;
-  await api(owner, "POST", `${base}/lines`, { key: "v1" }, stack.controlUrl);
-  await api(
-    owner,
-    "POST",
-    `${base}/lines/v1/endpoints`,
-    { path: "hook", targets: [{ name: "sink", targetUrl: sink.url }] },
-    stack.controlUrl,
-  );
-  const key = await api(
-    owner,
-    "POST",
-    `${base}/keys`,
-    { name: "k", mode: "live" },
-    stack.controlUrl,
-  );
-  return { slug, key: key.body.plaintext as string };
-}
+const project = () =>
+  projectWithEndpoint([{ name: "sink", targetUrl: sink.url }], {}, "paid", {
+    controlUrl: stack.controlUrl,
+    adminToken: stack.secrets.adminToken,
+  });
 
 async function call(
   p: { slug: string; key: string },
   body: string,
   headers: Record<string, string> = {},
 ) {
-  const answer = await request(`${stack.edgeUrl}/v1/hook`, {
-    method: "POST",
-    headers: {
-      host: `${p.slug}.localhost:${ports.edge}`,
-      authorization: `Bearer ${p.key}`,
-      ...headers,
-    },
-    body,
-  });
-  await answer.body.dump();
-  return answer.statusCode;
+  const edge = { edgeUrl: stack.edgeUrl, edgePort: ports.edge };
+  return (await relay(p.slug, "/v1/hook", { key: p.key, body, headers, edge })).status;
 }
 
 const allReady = async () => {
