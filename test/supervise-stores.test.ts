@@ -35,17 +35,26 @@ afterAll(async () => {
   if (!process.env.RELAY_KEEP_TEST_DIR) await rm(dir, { recursive: true, force: true });
 });
 
-/** The pid of the process whose command line mentions `needle` (the stack's own folder). */
-async function pidOf(needle: string): Promise<number> {
+/**
+ * The pid of the process whose command line (or, with `environ`, environment) mentions
+ * `needle` (the stack's own folder) and whose command line mentions `command`.
+ */
+async function pidOf(needle: string, command = "", file = "cmdline"): Promise<number> {
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.split("\0").some((arg) => arg.includes(needle))) return Number(entry);
+    const read = (name: string) => readFile(`/proc/${entry}/${name}`, "utf8").catch(() => "");
+    const [cmdline, searched] = [await read("cmdline"), await read(file)];
+    if (cmdline.includes(command) && searched.split("\0").some((arg) => arg.includes(needle))) {
+      return Number(entry);
+    }
   }
   throw new Error(`no process mentions ${needle}`);
 }
 
 const temporalPid = () => pidOf(join(dir, "temporal.sqlite"));
+/** The Node process that runs embedded Postgres for this stack. */
+const postgresRunnerPid = () =>
+  pidOf(`RELAY_POSTGRES_DIR=${dir}`, "dev/postgres-server.ts", "environ");
 /** The postmaster itself (the first line of its lock file), not what started it. */
 const postgresPid = async () =>
   Number((await readFile(join(dir, "postgres", "postmaster.pid"), "utf8")).split("\n")[0]);
@@ -172,3 +181,18 @@ test("kill -9 of embedded Postgres: it comes back on its data dir, /readyz goes 
   await eventually(async () => delivered('{"after":1}'), 60_000);
   expect(givenUp).toEqual([]);
 }, 400_000);
+
+test("kill -9 of Postgres's runner: the server it left running is stopped, and a new one serves the same data", async () => {
+  const p = await project();
+  await eventually(allReady, 60_000);
+  const [runner, server] = [await postgresRunnerPid(), await postgresPid()];
+  process.kill(runner, "SIGKILL");
+  await eventually(async () => (await postgresPid().catch(() => server)) !== server, 120_000);
+  await eventually(allReady, 120_000);
+  expect(await readFile(join(dir, "stack.log"), "utf8")).toContain(
+    `"msg":"stopping a postgres left running","pid":${server}`,
+  );
+  expect(await call(p, '{"runner":1}')).toBe(202);
+  await eventually(async () => delivered('{"runner":1}'), 60_000);
+  expect(givenUp).toEqual([]);
+}, 300_000);
