@@ -19,10 +19,13 @@ await migrate(sql);
 const clock = await devClock(sql, config.RELAY_DEV_CLOCK);
 const notifier = changeNotifier(sql);
 await notifier.ready;
-// Temporal is only needed for an on-demand rotation run; connect on first use.
+// Connected on first use; a connect that failed (Temporal down) is tried again next time.
 let temporal: Promise<Client> | undefined;
 const temporalClient = () => {
-  temporal ??= connectTemporal(config);
+  temporal ??= connectTemporal(config).catch((error: unknown) => {
+    temporal = undefined;
+    throw error;
+  });
   return temporal;
 };
 const server = createControlServer(

@@ -9,6 +9,7 @@ import { type ErrorCode, RelayError } from "../core/errors.ts";
 import { opsHandler } from "../core/ops.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { answerOps } from "../platform/ops-http.ts";
+import { temporalAnswers } from "../platform/temporal.ts";
 import { postgresAnswers } from "../store/db.ts";
 import * as answers from "./api/answers.ts";
 import * as cancel from "./api/cancel.ts";
@@ -679,9 +680,11 @@ export const routes: Route[] = [
       `${base}/requests/:requestId`,
       {
         operationId: "getRequest",
-        summary: "A request with its attempts",
+        summary:
+          "A request with its attempts; one the edge accepted and the worker has not logged yet reads as queued or scheduled (from Temporal: 503 when it cannot answer)",
         access: "editor",
         answer: answers.request,
+        errors: ["unavailable"],
       },
       ({ ctx, params }) => requests.getRequest(ctx, p(params).project, p(params).requestId),
     ),
@@ -798,7 +801,11 @@ function decodeParam(name: string, raw: string, decode: (raw: string) => string)
 export function restHandler(app: ControlApp, maxBodyBytes: number) {
   const { deps, credentials } = app;
   const ops = opsHandler({
-    checks: { postgres: () => postgresAnswers(deps.sql) },
+    // Reads, cancels and replays need Temporal as well as Postgres.
+    checks: {
+      postgres: () => postgresAnswers(deps.sql),
+      temporal: async () => temporalAnswers(await deps.temporal()),
+    },
     metrics: () => registry.metrics(),
     metricsContentType: registry.contentType,
     metricsToken: app.metricsToken,

@@ -2,7 +2,7 @@
  * What the edge hands the delivery workflow, and how a target's answer is classified. Plain JSON
  * only: it crosses Temporal's HTTP API and the workflow sandbox.
  */
-import type { DeliveryMode, KeyMode } from "./model.ts";
+import type { DeliveryMode, KeyMode, RequestStatus } from "./model.ts";
 
 /** One of an endpoint's targets: where and how a request to it is delivered. */
 export interface DeliveryTarget {
@@ -42,6 +42,13 @@ export interface DeliveryInput {
   /** The W3C trace the call's spans belong to, when the edge traces (the request log keeps it). */
   traceId?: string;
   targets: DeliveryTarget[];
+}
+
+/** What an accepted async call answers (202): queued, or scheduled when it waits for its time. */
+export type Accepted = Extract<RequestStatus, "queued" | "scheduled">;
+
+export function acceptedStatus(input: Pick<DeliveryInput, "notBefore">): Accepted {
+  return input.notBefore ? "scheduled" : "queued";
 }
 
 /** Temporal warns at 256 KiB per payload and refuses 2 MB; larger bodies go by reference. */

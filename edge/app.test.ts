@@ -27,7 +27,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     },
     temporal: {
       ready: async () => {},
-      startDelivery: async () => {},
+      startDelivery: async () => "queued",
       claimSync: () => null,
       runSync: () => Promise.reject(new Error("no sync targets in this test")),
     },

@@ -9,6 +9,8 @@
  * throttles (429), the caller gets 503 with Retry-After at once rather than a growing queue.
  */
 import {
+  type Accepted,
+  acceptedStatus,
   type DeliveryInput,
   type SyncInput,
   type SyncOutcome,
@@ -40,8 +42,11 @@ import { StartAdmission } from "./admission.ts";
 export interface WorkflowStarter {
   /** Resolves when Temporal answers; for readiness. */
   ready(): Promise<void>;
-  /** `trace`: the span the start's own span is a child of; the workflow's continues it. */
-  startDelivery(input: DeliveryInput, trace: TraceContext, bodyTag?: string): Promise<void>;
+  /**
+   * `trace`: the span the start's own span is a child of; the workflow's continues it. Answers
+   * what the caller is told (a repeat's: what the first call was told).
+   */
+  startDelivery(input: DeliveryInput, trace: TraceContext, bodyTag?: string): Promise<Accepted>;
   /**
    * One of the project's sync slots on this edge, held until `release`; null when all are
    * taken. Taken before anything is queued, so a refused call queues none of its targets.
@@ -77,6 +82,10 @@ export interface TemporalHttpOptions {
 
 /** Room beyond the target's own timeout for the workflow task around it. */
 const SYNC_SLACK_SECONDS = 10;
+
+interface StartedEvent {
+  workflowExecutionStartedEventAttributes?: { input?: Pick<DeliveryInput, "notBefore">[] };
+}
 
 interface CloseEvent {
   eventType?: string;
@@ -152,7 +161,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           }),
           input: [input],
           searchAttributes: {
-            indexedFields: requestSearchAttributes(input, input.notBefore ? "scheduled" : "queued"),
+            indexedFields: requestSearchAttributes(input, acceptedStatus(input)),
           },
           ...(Object.keys(tracing).length > 0 && {
             header: { fields: { [TRACE_HEADER]: tracing } },
@@ -178,6 +187,25 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       throw await unavailable(`start ${workflowType}`, response);
     }
     await response.body?.cancel();
+  }
+
+  /**
+   * What the first call with this Idempotency-Key was told, from its workflow's input (its
+   * first history event): a repeat may carry another delay, or none, and Temporal took the
+   * start as the first one's. One more call to Temporal, for calls with an Idempotency-Key only.
+   */
+  async function firstAnswer(workflowId: string): Promise<Accepted> {
+    const response = await options
+      .fetch(`${workflows}/${encodeURIComponent(workflowId)}/history?maximumPageSize=1`, {
+        headers,
+      })
+      .catch((error: unknown) => error as Error);
+    if (response instanceof Error || !response.ok) {
+      throw await unavailable("read the first call of an Idempotency-Key", response);
+    }
+    const page = (await response.json()) as { history?: { events?: StartedEvent[] } };
+    const [first] = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input ?? [];
+    return acceptedStatus(first ?? {});
   }
 
   /** `start` once the edge's admission gives it a slot; refused when none came in time. */
@@ -210,10 +238,12 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         },
       };
     },
-    startDelivery: (input, trace, bodyTag) =>
-      admitted(input.project, () =>
+    async startDelivery(input, trace, bodyTag) {
+      await admitted(input.project, () =>
         start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag),
-      ),
+      );
+      return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
+    },
 
     async runSync(input, signal, trace, bodyTag) {
       const workflowId = syncWorkflowId(input);

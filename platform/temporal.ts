@@ -30,6 +30,16 @@ export async function connectTemporal(settings: TemporalSettings): Promise<Clien
   return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
 }
 
+/** How long a readiness check waits for Temporal's answer. */
+const ANSWER_DEADLINE_MS = 2000;
+
+/** Resolves when the Temporal server answers a cheap call (a process's /readyz). */
+export async function temporalAnswers(client: Client): Promise<void> {
+  await client.withDeadline(Date.now() + ANSWER_DEADLINE_MS, () =>
+    client.workflowService.getSystemInfo({}),
+  );
+}
+
 /** The daily Schedules (key rotation, log retention); operators see them in the Temporal UI. */
 const DAILY = [
   { scheduleId: ROTATION_SCHEDULE_ID, workflowType: ROTATION_WORKFLOW },

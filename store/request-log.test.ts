@@ -5,6 +5,7 @@ import { newId } from "../core/secrets.ts";
 import { stack } from "../test/helpers.ts";
 import { connect } from "./db.ts";
 import {
+  cancelRequest,
   deliveriesPerHour,
   endAttempt,
   failedTargets,
@@ -84,6 +85,37 @@ test("a target that never answered is not delivered: beside a delivered one, the
     delivered: (before?.delivered ?? 0) + 1,
     failedAttempts: (before?.failedAttempts ?? 0) + 1,
   });
+});
+
+const statusOf = async (requestId: string) =>
+  (await sql`select status from requests where id = ${requestId}`)[0]?.status;
+
+test("a cancel leaves a request with a 2xx attempt as its attempts settle it; without one, cancelled", async () => {
+  const delivered = await requestWith({ t: 200 });
+  expect(await cancelRequest(sql, openingOf(delivered))).toBe("delivered");
+  expect(await statusOf(delivered)).toBe("delivered");
+  const partly = await requestWith({ answered: 204, refused: null });
+  expect(await cancelRequest(sql, openingOf(partly))).toBe("partially_failed");
+  const failing = await requestWith({ t: 503 });
+  expect(await cancelRequest(sql, openingOf(failing))).toBe("cancelled");
+  expect(await statusOf(failing)).toBe("cancelled");
+});
+
+test("a 2xx attempt that ends after its request was cancelled still wins", async () => {
+  const opening = openingOf();
+  const { requestId } = opening;
+  const target = { id: "late", name: "late" };
+  const { id } = await startAttempt(sql, { opening, requestId, target, startedAt });
+  expect(await cancelRequest(sql, opening)).toBe("cancelled");
+  await endAttempt(sql, id, {
+    statusCode: 200,
+    latencyMs: 1,
+    error: null,
+    charge: { project, pool: "live", requestId, targetId: target.id, bytes: 1 },
+    circuit: "neutral",
+    endedAt: startedAt,
+  });
+  expect(await statusOf(requestId)).toBe("delivered");
 });
 
 /** A stream of `bytes` to target `s`, ended with `statusCode`, as an edge reports it. */

@@ -57,13 +57,19 @@ export async function openRequest(
 
 /**
  * A request cancelled before it was delivered: no further attempts will be made (its workflow
- * stopped them). Opens it, cancelled, when it was cancelled before its first task.
+ * stopped them). Opens it, cancelled, when it was cancelled before its first task. A target's
+ * 2xx wins over the cancel: a request with a delivered attempt is settled from its attempts
+ * instead (delivered, or partially failed beside targets that never got it). Answers the status.
  */
-export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<void> {
-  await sql.begin(async (tx) => {
+export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<RequestStatus> {
+  return sql.begin(async (tx) => {
+    // Locks the row, so an attempt ending now settles it after this (endAttempt).
     await insertRequest(tx, input, "cancelled");
     // It waits for no target any more (store/circuits.ts).
     await tx`delete from held_deliveries where workflow_id = ${input.requestId}`;
+    const [answered] = await tx`
+      select 1 from attempts where request_id = ${input.requestId} and ${delivered(tx)} limit 1`;
+    return answered ? settleRequest(tx, input.requestId) : "cancelled";
   });
 }
 
@@ -72,6 +78,15 @@ export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<vo
  * target it tried has a delivered attempt, failed when none has, partially failed in between.
  */
 export async function settleRequest(q: Queryable, requestId: string): Promise<RequestStatus> {
+  return (await settle(q, requestId, q``)) ?? "failed";
+}
+
+/** `settleRequest`, narrowed by `only` (a condition on the request `r`, or none). */
+async function settle(
+  q: Queryable,
+  requestId: string,
+  only: ReturnType<Sql>,
+): Promise<RequestStatus | undefined> {
   const [row] = await q<{ status: RequestStatus }[]>`
     update requests r set status = s.status, updated_at = now()
     from (
@@ -84,9 +99,9 @@ export async function settleRequest(q: Queryable, requestId: string): Promise<Re
         from attempts where request_id = ${requestId} group by target_id
       ) per_target
     ) s
-    where r.id = ${requestId}
+    where r.id = ${requestId} ${only}
     returning r.status`;
-  return row?.status ?? "failed";
+  return row?.status;
 }
 
 /**
@@ -166,6 +181,10 @@ export async function endAttempt(
     if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
     const circuit = await recordCircuitOutcome(tx, targetId, end.circuit, end.endedAt);
     if (finishing === "settled") return { status: await settleRequest(tx, requestId), circuit };
+    // A 2xx landing after its request was cancelled (a stray attempt) still wins.
+    if (!finishing && answeredStatus(end.statusCode) === "delivered") {
+      await settle(tx, requestId, tx`and r.status = 'cancelled'`);
+    }
     if (finishing) {
       await tx`
         update requests set status = ${finishing}, updated_at = now()

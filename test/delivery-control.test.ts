@@ -3,6 +3,7 @@
  * log and the Temporal UI) and arrives no earlier than asked; a cancelled one never arrives and is
  * not billed; bad values get a 400 and queue nothing.
  */
+import { createServer } from "node:http";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { afterAll, expect, test } from "vitest";
 import { searchAttributes } from "../core/temporal.ts";
@@ -157,7 +158,7 @@ test("a request between retries is cancelled: no attempt after the cancel", asyn
   const down = await target(() => ({ status: 503, headers: { "retry-after": "60" } }));
   const p = await projectWithEndpoint([{ name: "down", targetUrl: down.url }]);
   const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
-  // Not in the log (404) until its workflow's first task opens it.
+  // Its first attempt, logged.
   await eventually(async () => (await logOf(p, requestId)).attempts?.length === 1);
 
   const cancelled = await api<Log>(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);
@@ -207,3 +208,101 @@ test("Connect's CancelRequest cancels a scheduled request, as the REST call does
   expect(request?.notBefore).toBeDefined();
   expect(never.received).toEqual([]);
 });
+
+/**
+ * A target that answers with the status `answer` resolves to (told which request it is, from 1);
+ * a caller that left by then is not answered at all.
+ */
+async function heldTarget(answer: (n: number) => Promise<number>) {
+  const received: number[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      received.push(Date.now());
+      void answer(received.length).then((status) => {
+        if (!res.destroyed) res.writeHead(status, { "content-type": "application/json" }).end("{}");
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/in`, received };
+}
+
+const after = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+test("a 2xx racing a cancel wins: a first attempt that answers 200 after the cancel leaves the request delivered, the cancel 409, one charge", async () => {
+  const slow = await heldTarget(async () => {
+    await after(3000);
+    return 200;
+  });
+  const p = await projectWithEndpoint([{ name: "slow", targetUrl: slow.url, timeoutSeconds: 30 }]);
+  const usedBefore = await used(p);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+  await eventually(async () => slow.received.length === 1);
+  await after(1000);
+
+  const cancel = await api(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);
+  expect(cancel.status).toBe(409);
+  expect(cancel.body).toEqual({
+    error: { code: "request_already_delivered", message: expect.any(String) },
+  });
+  const log = await finishedLog<Log>(p, requestId);
+  expect(log.status).toBe("delivered");
+  expect(log.attempts.filter((a) => a.statusCode === 200)).toHaveLength(1);
+  expect(await temporal.workflow.getHandle(requestId).result()).toBe("delivered");
+  expect(await used(p)).toBe(usedBefore + 1);
+}, 60_000);
+
+test("a 2xx racing a cancel wins between retries too: a retry that answers 200 after the cancel leaves the request delivered", async () => {
+  let cancelSent: () => void = () => {};
+  const cancelling = new Promise<void>((resolve) => {
+    cancelSent = resolve;
+  });
+  // 503 first; the retry is answered 200 a moment after the cancel went out.
+  const flaky = await heldTarget(async (n) => {
+    if (n === 1) return 503;
+    await cancelling;
+    await after(500);
+    return 200;
+  });
+  const p = await projectWithEndpoint([{ name: "flaky", targetUrl: flaky.url }]);
+  const usedBefore = await used(p);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+  await eventually(async () => flaky.received.length === 2);
+
+  const cancel = api(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);
+  cancelSent();
+  expect((await cancel).status).toBe(409);
+  expect((await cancel).body).toMatchObject({ error: { code: "request_already_delivered" } });
+  const log = await finishedLog<Log>(p, requestId);
+  expect(log.status).toBe("delivered");
+  expect(log.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
+  expect(await used(p)).toBe(usedBefore + 1);
+}, 60_000);
+
+test("a cancel that wins over an attempt in flight: cancelled, no 2xx attempt, no charge", async () => {
+  const hanging = await heldTarget(async () => {
+    await after(40_000);
+    return 200;
+  });
+  const p = await projectWithEndpoint([
+    { name: "hanging", targetUrl: hanging.url, timeoutSeconds: 60 },
+  ]);
+  const usedBefore = await used(p);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+  await eventually(async () => hanging.received.length === 1);
+
+  const cancel = await api<Log>(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);
+  expect(cancel.status).toBe(200);
+  expect(cancel.body.status).toBe("cancelled");
+  const log = await finishedLog<Log>(p, requestId);
+  expect(log.status).toBe("cancelled");
+  expect(log.attempts.every((a) => a.statusCode === null)).toBe(true);
+  expect(await temporal.workflow.getHandle(requestId).result()).toBe("cancelled");
+  expect(await used(p)).toBe(usedBefore);
+}, 90_000);

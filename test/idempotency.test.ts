@@ -107,3 +107,26 @@ test("the same Idempotency-Key from three API keys (two live, one test) is three
   for (const id of ids) expect((await finishedLog(p, id)).status).toBe("delivered");
   expect(sink.received.map((r) => r.headers["x-relay-request-id"]).sort()).toEqual(ids.sort());
 });
+
+test("a repeat answers the first call's status, whatever its own delay says", async () => {
+  const sink = await target();
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const delayed = { "idempotency-key": "later-1", "relay-delay": "1h" };
+  const first = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}", headers: delayed });
+  expect(first.json()).toEqual({ status: "scheduled", requestId: expect.any(String) });
+  const repeat = await relay(p.slug, "/v1/hook", { key: p.key, ...withKey("later-1", "{}") });
+  expect(repeat.status).toBe(202);
+  expect(repeat.json()).toEqual(first.json());
+
+  const now = await relay(p.slug, "/v1/hook", { key: p.key, ...withKey("now-1", "{}") });
+  expect(now.json()).toEqual({ status: "queued", requestId: expect.any(String) });
+  const laterRepeat = await relay(p.slug, "/v1/hook", {
+    key: p.key,
+    body: "{}",
+    headers: { "idempotency-key": "now-1", "relay-delay": "1h" },
+  });
+  expect(laterRepeat.status).toBe(202);
+  expect(laterRepeat.json()).toEqual(now.json());
+  await finishedLog(p, now.json().requestId);
+  expect(sink.received).toHaveLength(1);
+});

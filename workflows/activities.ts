@@ -112,7 +112,9 @@ export function createActivities(deps: ActivityDeps) {
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
       requestLog.openRequest(sql, input, status),
-    cancelRequest: (input: RequestRow): Promise<void> => requestLog.cancelRequest(sql, input),
+    /** Cancelled, or how it settled when a target answered 2xx first. */
+    cancelRequest: (input: RequestRow): Promise<RequestStatus> =>
+      requestLog.cancelRequest(sql, input),
     settleRequest: (requestId: string): Promise<RequestStatus> =>
       requestLog.settleRequest(sql, requestId),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,

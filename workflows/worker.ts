@@ -15,7 +15,12 @@ import { importSealingKey } from "../core/sealing.ts";
 import { NOTIFICATION_TASK_QUEUE, SYNC_TASK_QUEUE, TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { targetCaller, targetDispatcher } from "../platform/targets.ts";
-import { connectTemporal, ensureCircuit, ensureSchedules } from "../platform/temporal.ts";
+import {
+  connectTemporal,
+  ensureCircuit,
+  ensureSchedules,
+  temporalAnswers,
+} from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
@@ -134,6 +139,8 @@ const ops = serveOps(
       temporal: async () => {
         const stopped = workers.find((worker) => worker.getState() !== "RUNNING");
         if (stopped) throw new Error(`worker ${stopped.getState()}`);
+        // A running worker keeps polling a server that is gone: ask the server itself.
+        await temporalAnswers(client);
       },
     },
     metrics: () => registry.metrics(),

@@ -147,6 +147,7 @@ const activities: Activities = {
   },
   async cancelRequest(request: RequestRow) {
     calls.push({ name: "cancelRequest", args: [request] });
+    return "cancelled";
   },
   // Targets never wait here: test/circuits.test.ts runs circuits on the real stack.
   async holdDelivery() {

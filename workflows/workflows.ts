@@ -142,10 +142,10 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
     return status;
   } catch (error) {
     if (!isCancellation(error)) throw error;
-    return CancellationScope.nonCancellable(async () => {
-      await cancelRequest(request);
-      return settle("cancelled");
-    });
+    // A 2xx that landed first wins: the log answers delivered (histories before that: nothing).
+    return CancellationScope.nonCancellable(async () =>
+      settle((await cancelRequest(request)) ?? "cancelled"),
+    );
   }
 }
 

@@ -1,7 +1,11 @@
 /** The request log: every request and each target's attempts. */
+import { isGrpcServiceError } from "@temporalio/client";
+import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
+import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { type RequestStatus, requestStatuses } from "../../core/model.ts";
+import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import * as requestLog from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
@@ -72,7 +76,63 @@ export async function getRequest(
   requestId: string,
 ): Promise<requestLog.RequestView> {
   const access = await projectAccess(ctx, slug);
-  const request = await requestLog.findRequest(ctx.sql, access.projectId, requestId);
+  const request =
+    (await requestLog.findRequest(ctx.sql, access.projectId, requestId)) ??
+    (await acceptedRequest(ctx, access.slug, requestId));
   if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
   return request;
+}
+
+/** How long a read waits for Temporal's answer about a request not yet in the log. */
+const ACCEPTED_READ_DEADLINE_MS = 2000;
+/** gRPC's NOT_FOUND, and INVALID_ARGUMENT (an id Temporal cannot hold): no such workflow. */
+const NO_WORKFLOW = new Set([5, 3]);
+
+/**
+ * A request the edge accepted (202) whose worker has not opened it in the log yet: the log is
+ * the worker's to write and the edge never touches Postgres, so for that moment Temporal is
+ * where it is. Its delivery workflow exists once the 202 was sent (workflow id = request id);
+ * its first history event holds the input the edge started it with, which says what the caller
+ * was told (queued or scheduled) and, by its project, whose it is. Any control plane answers
+ * the same, from the one Temporal; a request of another project, or none, is undefined.
+ */
+async function acceptedRequest(
+  ctx: Ctx,
+  slug: string,
+  requestId: string,
+): Promise<requestLog.RequestView | undefined> {
+  const page = await ctx
+    .temporal()
+    .then((client) =>
+      client.withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () =>
+        client.workflowService.getWorkflowExecutionHistory({
+          namespace: client.options.namespace,
+          execution: { workflowId: requestId },
+          maximumPageSize: 1,
+        }),
+      ),
+    )
+    .catch((error: unknown) => {
+      if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return null;
+      throw new RelayError("unavailable", "the request log cannot be read now; try again");
+    });
+  const started = page?.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const [payload] = started?.input?.payloads ?? [];
+  if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
+  const input = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
+  if (input.project !== slug) return undefined;
+  const receivedAt = new Date(input.receivedAt);
+  return {
+    requestId,
+    status: acceptedStatus(input),
+    line: input.line,
+    endpoint: input.endpoint,
+    receivedAt,
+    notBefore: input.notBefore ? new Date(input.notBefore) : null,
+    traceId: input.traceId ?? null,
+    updatedAt: receivedAt,
+    bodyBytes: input.bodyBytes,
+    attempts: [],
+    waiting: [],
+  };
 }

@@ -1,5 +1,11 @@
 import { expect, test } from "vitest";
-import type { DeliveryInput, DeliveryTarget, SyncInput, SyncOutcome } from "../../core/delivery.ts";
+import {
+  acceptedStatus,
+  type DeliveryInput,
+  type DeliveryTarget,
+  type SyncInput,
+  type SyncOutcome,
+} from "../../core/delivery.ts";
 import type { EdgeDeps } from "../app.ts";
 import type { WorkflowStarter } from "../temporal.ts";
 import { deliver } from "./deliver.ts";
@@ -24,6 +30,7 @@ function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
     ready: async () => {},
     startDelivery: async (input, _trace, bodyTag) => {
       started.push({ input, bodyTag });
+      return acceptedStatus(input);
     },
     claimSync: () => (slots-- > 0 ? { release: () => slots++ } : null),
     runSync: async (input) => {

@@ -58,9 +58,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
         ? deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag)
         : null;
     if (!answering) {
-      await queued;
-      const status = call.notBefore ? "scheduled" : "queued";
-      return json(202, { status, requestId }, call.responseHeaders);
+      return json(202, { status: await queued, requestId }, call.responseHeaders);
     }
     if (answering.deliveryMode === "stream") {
       await queued;
