@@ -98,6 +98,8 @@ export interface DeliverInput {
   bodyRef?: string | undefined;
   /** The one try an open circuit lets through (circuit.ts); any other hold still holds it. */
   probe?: boolean;
+  /** The workflow waits itself when the project's share is full (a `Busy` answer). */
+  waitsWhenBusy?: boolean;
 }
 
 /** A request as its workflow opens it in the log. */
@@ -244,7 +246,16 @@ async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number |
   const hold = await circuits.targetHold(deps.sql, input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
   const release = deps.slots.attempts.take(input.project);
-  if (!release) return busy(deps.slots.attempts, input.project);
+  if (!release) {
+    const wait = busy(deps.slots.attempts, input.project);
+    if (input.waitsWhenBusy) return wait;
+    // A workflow of an older release, mid-upgrade, knows no busy answer: Temporal's retry waits.
+    throw ApplicationFailure.create({
+      message: "this project has its share of the worker in flight",
+      type: "ProjectBusy",
+      nextRetryDelay: wait.waitMs,
+    });
+  }
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
   const verdict = verdictOn(

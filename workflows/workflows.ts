@@ -195,6 +195,7 @@ async function deliverAll(
       bodyBase64,
       ...(body !== undefined && { body }),
       bodyRef: input.bodyRef,
+      waitsWhenBusy: true,
     }));
   if (!patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) return deliverAsBefore(request, deliveries);
   const first = firstAttempts(deliveries);
