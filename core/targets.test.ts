@@ -33,16 +33,30 @@ describe("which addresses are not public", () => {
     ["::ffff:127.0.0.1", "loopback"],
     ["64:ff9b::a00:1", "private"],
     ["2002:7f00:1::", "loopback"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["::ffff:0:10.1.2.3", "private"],
+    ["64:ff9b:1::808:808", "local-use NAT64"],
+    ["64:ff9b:1:ffff::1", "local-use NAT64"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"],
+    ["2001:0:a00:1:8000:63bf:f7f7:f7f7", "private"],
+    ["fec0::1", "site-local"],
+    ["feff:ffff::1", "site-local"],
   ])("%s is %s", (address, expected) => {
     expect(kind(address)).toBe(expected);
   });
 
-  test.each(["8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "64:ff9b::808:808"])(
-    "%s is public",
-    (address) => {
-      expect(kind(address)).toBeNull();
-    },
-  );
+  test.each([
+    "8.8.8.8",
+    "172.32.0.1",
+    "100.128.0.1",
+    "2606:4700::1111",
+    "64:ff9b::808:808",
+    "::ffff:0:808:808",
+    "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+    "2001:db8::1",
+  ])("%s is public", (address) => {
+    expect(kind(address)).toBeNull();
+  });
 });
 
 describe("saving a target URL", () => {
