@@ -31,6 +31,11 @@ export const sharedEnv = {
   RELAY_ENCRYPTION_KEY: z
     .string()
     .regex(ENCRYPTION_KEY_HEX, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
+  /**
+   * The inbound domain (`host[:port]`): the edge serves only `{project}.{host}`, and its mark in
+   * deliveries' CDN-Loop is this; no target may point under it.
+   */
+  RELAY_EDGE_DOMAIN: z.string().min(1).default("localhost:8787"),
   /** The edges' inbound body cap. */
   RELAY_MAX_BODY_BYTES: z.coerce
     .number()

@@ -73,6 +73,7 @@ export async function bootEdge(
   await state.start();
   const relay = createEdge({
     state,
+    edgeDomain: config.RELAY_EDGE_DOMAIN,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
     callTarget: runtime.callTarget({ allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS }),

@@ -6,6 +6,7 @@ const schema = z.object({
   RELAY_EDGE_HOST: listenHost,
   RELAY_EDGE_PORT: listenPort(8787),
   RELAY_CONTROL_URL: z.url().default("http://127.0.0.1:8788"),
+  RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
   /** Sync calls one project may have in flight on this edge; over it, 503 with Retry-After. */
