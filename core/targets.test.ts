@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseIp } from "./ip.ts";
+import { ownListeners } from "./listeners.ts";
 import { deliveryAddressProblem, nonPublicKind, targetUrlProblem } from "./targets.ts";
 
 const production = { allowPrivate: false, relayDomain: "relay.example.com" };
@@ -138,6 +139,26 @@ describe("checking a target again at delivery", () => {
       throw new Error("ENOTFOUND");
     });
     expect(problem).toBeNull();
+  });
+
+  test("the edge's own listener is refused even where private targets are allowed; its neighbours are not", async () => {
+    const rules = {
+      allowPrivate: true,
+      ownListeners: ownListeners([{ address: "127.0.0.1", port: 8787 }], []),
+    };
+    const resolvesToLoopback = resolvesTo("127.0.0.1");
+    expect(
+      await deliveryAddressProblem("http://edge.test:8787/v1/x", rules, resolvesToLoopback),
+    ).toBe("target edge.test refused: 127.0.0.1 port 8787 is Relay's own edge");
+    expect(
+      await deliveryAddressProblem("http://[::ffff:127.0.0.1]:8787/", rules, resolvesToLoopback),
+    ).toMatch(/Relay's own edge$/);
+    expect(
+      await deliveryAddressProblem("http://edge.test:8788/", rules, resolvesToLoopback),
+    ).toBeNull();
+    expect(
+      await deliveryAddressProblem("http://127.0.0.2:8787/", rules, resolvesToLoopback),
+    ).toBeNull();
   });
 
   test("a dev stack resolves nothing and refuses nothing", async () => {

@@ -6,10 +6,13 @@
  * before each delivery, since DNS answers change after the save.
  */
 import { type Cidr, cidrContains, embeddedIpv4, parseCidr, parseIp } from "./ip.ts";
+import { listenerProblem, type OwnListener } from "./listeners.ts";
 
 export interface TargetRules {
   /** Dev stacks and tests deliver to loopback targets; production refuses them. */
   allowPrivate: boolean;
+  /** The edge's own listeners (core/listeners.ts): refused even where private targets are not. */
+  ownListeners?: OwnListener[];
 }
 
 export interface SavedTargetRules extends TargetRules {
@@ -120,24 +123,28 @@ export async function deliveryAddressProblem(
   rules: TargetRules,
   resolve: ResolveHost,
 ): Promise<string | null> {
-  if (rules.allowPrivate) return null;
-  const { hostname } = new URL(targetUrl);
-  const literal = literalAddress(hostname);
-  const addresses = literal ? [literal] : await resolve(hostname).catch(() => []);
-  return answersProblem(hostname, addresses, rules);
+  if (rules.allowPrivate && !rules.ownListeners?.length) return null;
+  const url = new URL(targetUrl);
+  const literal = literalAddress(url.hostname);
+  const addresses = literal ? [literal] : await resolve(url.hostname).catch(() => []);
+  return answersProblem(url.hostname, addresses, rules, Number(portOf(url)));
 }
 
 /**
  * Why a connection to `hostname` may not use these addresses (its DNS answers, or its literal),
- * or null. Runtimes call it where they connect, so what is checked is what is reached.
+ * or null; with the `port`, one of the edge's own listeners is refused too. Runtimes call it
+ * where they connect, so what is checked is what is reached.
  */
 export function answersProblem(
   hostname: string,
   addresses: string[],
   rules: TargetRules,
+  port?: number,
 ): string | null {
   for (const address of addresses) {
-    const problem = addressProblem(address, rules);
+    const problem =
+      (port === undefined ? null : listenerProblem(address, port, rules.ownListeners ?? [])) ??
+      addressProblem(address, rules);
     if (problem) return `target ${hostname} refused: ${problem}`;
   }
   return null;

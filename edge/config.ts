@@ -46,6 +46,8 @@ const schema = z.object({
     ),
   /** "1" lets stream targets be private, loopback or link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
+  /** Other edges' listeners; this edge's own (RELAY_EDGE_HOST:RELAY_EDGE_PORT) counts anyway. */
+  RELAY_EDGE_LISTENERS: sharedEnv.RELAY_EDGE_LISTENERS,
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,

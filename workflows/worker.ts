@@ -1,12 +1,13 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
+import { ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
-import { targetCaller, targetDispatcher } from "../platform/targets.ts";
+import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { connectTemporal, ensureCircuit, ensureSchedules } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
@@ -31,7 +32,10 @@ const connection = await NativeConnection.connect({
 });
 const client = await connectTemporal(config);
 await ensureSchedules(client);
-const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
+const targetRules = {
+  allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+  ownListeners: ownListeners(config.RELAY_EDGE_LISTENERS, machineAddresses()),
+};
 // Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
 const worker = await Worker.create({
