@@ -15,7 +15,7 @@ const schema = z.object({
   /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
   RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
   /** The inbound domain (`host[:port]`): the relay itself, which no target may point at. */
-  RELAY_EDGE_DOMAIN: z.string().min(1).default("localhost:8787"),
+  RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   /** The scheme callers use for the edge domain; the panel's example requests show it. */
   RELAY_EDGE_SCHEME: z.enum(["http", "https"]).default("http"),
   /** The Temporal UI the panel links each request's workflow to. */

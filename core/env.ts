@@ -1,5 +1,6 @@
 /** Pieces of environment parsing that every process's config module shares. */
 import { z } from "zod";
+import { parseListeners } from "./listeners.ts";
 
 /** An on/off variable: "1" or "true" is on; unset, empty, "0" or "false" is off. */
 export const envFlag = z
@@ -31,6 +32,24 @@ export const sharedEnv = {
   RELAY_ENCRYPTION_KEY: z
     .string()
     .regex(ENCRYPTION_KEY_HEX, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
+  /**
+   * The inbound domain (`host[:port]`): the edge serves only `{project}.{host}`, and its mark in
+   * deliveries' CDN-Loop is this; no target may point under it.
+   */
+  RELAY_EDGE_DOMAIN: z.string().min(1).default("localhost:8787"),
+  /**
+   * Where the edges listen (`host:port`, comma-separated; core/listeners.ts): no delivery may
+   * connect there. The default is the edge's own default listener.
+   */
+  RELAY_EDGE_LISTENERS: z
+    .string()
+    .default("127.0.0.1:8787")
+    .transform((text, ctx) => {
+      const specs = parseListeners(text);
+      if (!specs)
+        ctx.addIssue({ code: "custom", message: "must be host:port pairs, comma-separated" });
+      return specs ?? [];
+    }),
   /** The edges' inbound body cap. */
   RELAY_MAX_BODY_BYTES: z.coerce
     .number()

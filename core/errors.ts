@@ -29,6 +29,7 @@ export const errorStatus = {
   target_unreachable: 502,
   unavailable: 503,
   target_timeout: 504,
+  loop_detected: 508,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

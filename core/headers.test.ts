@@ -1,6 +1,8 @@
 import { expect, test } from "vitest";
 import { forwardableHeaders, layeredHeaders, safeResponseHeaders } from "./headers.ts";
 
+const MARK = "relay.example.com";
+
 test("credentials, hop-by-hop headers and Relay's own namespace are never forwarded", () => {
   const headers = new Headers({
     authorization: "Bearer rk_live_secret",
@@ -12,9 +14,10 @@ test("credentials, hop-by-hop headers and Relay's own namespace are never forwar
     "content-type": "application/json",
     "x-trace": "abc",
   });
-  expect(forwardableHeaders(headers)).toEqual({
+  expect(forwardableHeaders(headers, MARK)).toEqual({
     "content-type": "application/json",
     "x-trace": "abc",
+    "cdn-loop": MARK,
   });
 });
 
@@ -25,7 +28,7 @@ test("a caller's own signature headers are not forwarded: Relay signs each deliv
     "webhook-signature": "v1,forged",
     "x-trace": "abc",
   });
-  expect(forwardableHeaders(headers)).toEqual({ "x-trace": "abc" });
+  expect(forwardableHeaders(headers, MARK)).toEqual({ "x-trace": "abc", "cdn-loop": MARK });
 });
 
 test("a delay asked of Relay is done by Relay, not passed on", () => {
@@ -34,7 +37,10 @@ test("a delay asked of Relay is done by Relay, not passed on", () => {
     "relay-not-before": "2026-11-24T12:00:00Z",
     "idempotency-key": "order-1",
   });
-  expect(forwardableHeaders(headers)).toEqual({ "idempotency-key": "order-1" });
+  expect(forwardableHeaders(headers, MARK)).toEqual({
+    "idempotency-key": "order-1",
+    "cdn-loop": MARK,
+  });
 });
 
 test("a target's framing, cookies and Relay-namespaced headers do not reach the caller", () => {
@@ -54,11 +60,19 @@ test("a target's framing, cookies and Relay-namespaced headers do not reach the 
 });
 
 test("a target's configured header wins over the caller's whatever the case of either", () => {
-  const caller = forwardableHeaders(new Headers({ "X-Api-Key": "caller", "x-trace": "abc" }));
+  const caller = forwardableHeaders(new Headers({ "X-Api-Key": "caller", "x-trace": "abc" }), MARK);
   const headers = layeredHeaders(caller, { "X-API-KEY": "configured" }, { "x-relay-attempt": "1" });
   expect(Object.fromEntries(headers)).toEqual({
     "x-api-key": "configured",
     "x-trace": "abc",
+    "cdn-loop": MARK,
     "x-relay-attempt": "1",
   });
+});
+
+test("a delivery carries the caller's CDN-Loop with this Relay's mark appended", () => {
+  const caller = new Headers({ "CDN-Loop": "cdn-a; v=1, relay.example.com" });
+  expect(forwardableHeaders(caller, MARK)["cdn-loop"]).toBe(
+    "cdn-a; v=1, relay.example.com, relay.example.com",
+  );
 });

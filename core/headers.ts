@@ -1,4 +1,5 @@
 /** Which headers cross the relay: caller to target, and target back to caller. */
+import { CDN_LOOP, markedCdnLoop } from "./loop.ts";
 
 /** The connection's own headers (RFC 9110 7.6.1): they never cross a proxy either way. */
 const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"];
@@ -33,7 +34,11 @@ const DROPPED_FROM_TARGET = new Set([
   "set-cookie",
 ]);
 
-export function forwardableHeaders(headers: Headers): Record<string, string> {
+/**
+ * What a delivery carries of the caller's headers, its CDN-Loop marked with `loopMark` (this
+ * Relay's, `core/loop.ts`).
+ */
+export function forwardableHeaders(headers: Headers, loopMark: string): Record<string, string> {
   const connectionListed = new Set(
     (headers.get("connection") ?? "")
       .split(",")
@@ -46,6 +51,7 @@ export function forwardableHeaders(headers: Headers): Record<string, string> {
     if (name.startsWith("x-relay-") || name.startsWith("proxy-")) return;
     forwarded[name] = value;
   });
+  forwarded[CDN_LOOP] = markedCdnLoop(headers.get(CDN_LOOP), loopMark);
   return forwarded;
 }
 

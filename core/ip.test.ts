@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { cidrContains, clientAddress, parseCidr, parseIp } from "./ip.ts";
+import { cidrContains, clientAddress, embeddedIpv4, parseCidr, parseIp } from "./ip.ts";
 
 function allowed(cidr: string, ip: string): boolean {
   const range = parseCidr(cidr);
@@ -49,5 +49,31 @@ describe("clientAddress", () => {
   });
   test("garbage in X-Forwarded-For from a trusted proxy admits nothing", () => {
     expect(address("10.0.0.2", "not-an-ip")).toBeNull();
+  });
+});
+
+describe("the IPv4 address an IPv6 form carries inside", () => {
+  const inside = (text: string) => {
+    const ip = parseIp(text);
+    if (!ip) throw new Error(`bad test input ${text}`);
+    return embeddedIpv4(ip).map((value) =>
+      [24n, 16n, 8n, 0n].map((s) => (value >> s) & 255n).join("."),
+    );
+  };
+  test.each([
+    ["64:ff9b::7f00:1", ["127.0.0.1"]],
+    ["::ffff:0:a00:1", ["10.0.0.1"]],
+    ["::ffff:0:169.254.169.254", ["169.254.169.254"]],
+    ["2002:c0a8:101::1", ["192.168.1.1"]],
+    // Teredo: the server 65.54.227.120, the client 127.0.0.1 stored inverted.
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", ["65.54.227.120", "127.0.0.1"]],
+    ["2606:4700::1111", []],
+    ["10.0.0.1", []],
+  ])("%s carries %j", (address, expected) => {
+    expect(inside(address)).toEqual(expected);
+  });
+
+  test("an IPv4-mapped address is read as the IPv4 address itself", () => {
+    expect(parseIp("::ffff:7f00:1")).toEqual({ version: 4, value: 0x7f000001n });
   });
 });

@@ -51,6 +51,24 @@ export function parseIp(text: string): { version: 4 | 6; value: bigint } | null 
   return { version: 6, value: v6 };
 }
 
+/**
+ * The IPv4 addresses an IPv6 address carries inside, which are what a connection to it reaches
+ * through a translator or tunnel: NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052), SIIT's
+ * IPv4-translated form (`::ffff:0:a.b.c.d`, RFC 2765), 6to4 (`2002::/16`, RFC 3056) and Teredo
+ * (`2001::/32`, RFC 4380: its server's, and its client's, stored inverted). IPv4-mapped forms
+ * (`::ffff:a.b.c.d`) never get here: `parseIp` reads them as IPv4.
+ */
+export function embeddedIpv4(address: { version: 4 | 6; value: bigint }): bigint[] {
+  if (address.version === 4) return [];
+  const { value } = address;
+  const low32 = value & 0xffffffffn;
+  if (value >> 32n === 0x0064ff9b0000000000000000n) return [low32];
+  if (value >> 32n === 0xffff0000n) return [low32];
+  if (value >> 112n === 0x2002n) return [(value >> 80n) & 0xffffffffn];
+  if (value >> 96n === 0x20010000n) return [(value >> 64n) & 0xffffffffn, low32 ^ 0xffffffffn];
+  return [];
+}
+
 export function parseCidr(text: string): Cidr | null {
   const [address, prefixText, ...rest] = text.trim().split("/");
   if (address === undefined || rest.length > 0) return null;

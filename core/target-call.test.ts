@@ -94,6 +94,19 @@ test("a call is signed and built as targetRequest builds it, then answered", asy
   expect("body" in read && new TextDecoder().decode(read.body as Uint8Array)).toBe("hello");
 });
 
+test("the CDN-Loop the edge marked is Relay's own: a target's configured header does not replace it", async () => {
+  const { callTarget, calls } = transport(() => ok());
+  await sendToTarget(
+    callTarget,
+    input({
+      target: { ...target, headers: { "CDN-Loop": "hidden" } },
+      callerHeaders: { "cdn-loop": "cdn-a, relay.test" },
+    }),
+  );
+  const [made] = calls;
+  expect((made?.init.headers as Headers | undefined)?.get("cdn-loop")).toBe("cdn-a, relay.test");
+});
+
 test("a refused address is a refused failure, with the transport's reason", async () => {
   const reason = "target localhost refused: 127.0.0.1 is a loopback address";
   const { callTarget } = transport(() => Promise.reject(new TargetRefused(reason)));

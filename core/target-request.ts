@@ -4,6 +4,7 @@
  */
 import type { DeliveryTarget } from "./delivery.ts";
 import { layeredHeaders } from "./headers.ts";
+import { CDN_LOOP } from "./loop.ts";
 
 export interface TargetCall {
   requestId: string;
@@ -38,11 +39,15 @@ export interface TargetInit {
  * The fetch init of a call. A redirect is the target's answer, never followed: its Location was
  * never checked against the target rules, so following it could reach any internal address.
  * Caller headers come first, the target's configured ones replace them, Relay's own come last.
+ * The CDN-Loop the edge marked (`forwardableHeaders`) is Relay's own: no configured header
+ * replaces it, so a target cannot hide a loop through itself.
  */
 export function targetRequest(call: TargetCall): TargetInit {
+  const cdnLoop = call.callerHeaders[CDN_LOOP];
   return {
     method: "POST",
     headers: layeredHeaders(call.callerHeaders, call.target.headers, {
+      ...(cdnLoop && { [CDN_LOOP]: cdnLoop }),
       "x-relay-request-id": call.requestId,
       "x-relay-delivery-id": deliveryId(call.requestId, call.target),
       "x-relay-attempt": String(call.attempt),

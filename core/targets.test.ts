@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseIp } from "./ip.ts";
+import { ownListeners } from "./listeners.ts";
 import { deliveryAddressProblem, nonPublicKind, targetUrlProblem } from "./targets.ts";
 
 const production = { allowPrivate: false, relayDomain: "relay.example.com" };
@@ -33,16 +34,30 @@ describe("which addresses are not public", () => {
     ["::ffff:127.0.0.1", "loopback"],
     ["64:ff9b::a00:1", "private"],
     ["2002:7f00:1::", "loopback"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["::ffff:0:10.1.2.3", "private"],
+    ["64:ff9b:1::808:808", "local-use NAT64"],
+    ["64:ff9b:1:ffff::1", "local-use NAT64"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"],
+    ["2001:0:a00:1:8000:63bf:f7f7:f7f7", "private"],
+    ["fec0::1", "site-local"],
+    ["feff:ffff::1", "site-local"],
   ])("%s is %s", (address, expected) => {
     expect(kind(address)).toBe(expected);
   });
 
-  test.each(["8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "64:ff9b::808:808"])(
-    "%s is public",
-    (address) => {
-      expect(kind(address)).toBeNull();
-    },
-  );
+  test.each([
+    "8.8.8.8",
+    "172.32.0.1",
+    "100.128.0.1",
+    "2606:4700::1111",
+    "64:ff9b::808:808",
+    "::ffff:0:808:808",
+    "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+    "2001:db8::1",
+  ])("%s is public", (address) => {
+    expect(kind(address)).toBeNull();
+  });
 });
 
 describe("saving a target URL", () => {
@@ -124,6 +139,26 @@ describe("checking a target again at delivery", () => {
       throw new Error("ENOTFOUND");
     });
     expect(problem).toBeNull();
+  });
+
+  test("the edge's own listener is refused even where private targets are allowed; its neighbours are not", async () => {
+    const rules = {
+      allowPrivate: true,
+      ownListeners: ownListeners([{ address: "127.0.0.1", port: 8787 }], []),
+    };
+    const resolvesToLoopback = resolvesTo("127.0.0.1");
+    expect(
+      await deliveryAddressProblem("http://edge.test:8787/v1/x", rules, resolvesToLoopback),
+    ).toBe("target edge.test refused: 127.0.0.1 port 8787 is Relay's own edge");
+    expect(
+      await deliveryAddressProblem("http://[::ffff:127.0.0.1]:8787/", rules, resolvesToLoopback),
+    ).toMatch(/Relay's own edge$/);
+    expect(
+      await deliveryAddressProblem("http://edge.test:8788/", rules, resolvesToLoopback),
+    ).toBeNull();
+    expect(
+      await deliveryAddressProblem("http://127.0.0.2:8787/", rules, resolvesToLoopback),
+    ).toBeNull();
   });
 
   test("a dev stack resolves nothing and refuses nothing", async () => {

@@ -5,11 +5,14 @@
  * checked when an endpoint is saved; the addresses a name resolves to are checked again right
  * before each delivery, since DNS answers change after the save.
  */
-import { type Cidr, cidrContains, parseCidr, parseIp } from "./ip.ts";
+import { type Cidr, cidrContains, embeddedIpv4, parseCidr, parseIp } from "./ip.ts";
+import { listenerProblem, type OwnListener } from "./listeners.ts";
 
 export interface TargetRules {
   /** Dev stacks and tests deliver to loopback targets; production refuses them. */
   allowPrivate: boolean;
+  /** The edge's own listeners (core/listeners.ts): refused even where private targets are not. */
+  ownListeners?: OwnListener[];
 }
 
 export interface SavedTargetRules extends TargetRules {
@@ -35,23 +38,24 @@ const RANGES: [string, string][] = [
   ["::/128", "unspecified"],
   ["::1/128", "loopback"],
   ["::/96", "reserved"],
+  // Local-use NAT64 (RFC 8215): where its prefix ends, and so which IPv4 address is inside, is
+  // the local network's choice; any address in it reaches that network's translator.
+  ["64:ff9b:1::/48", "local-use NAT64"],
   ["fc00::/7", "private"],
   ["fe80::/10", "link-local"],
+  ["fec0::/10", "site-local"],
   ["ff00::/8", "multicast"],
 ];
 const NON_PUBLIC = RANGES.map(([cidr, kind]) => ({ cidr: parseCidr(cidr) as Cidr, kind }));
 
-/** IPv6 prefixes that carry an IPv4 address inside, which is what a connection reaches. */
-const NAT64 = parseCidr("64:ff9b::/96") as Cidr;
-const SIX_TO_FOUR = parseCidr("2002::/16") as Cidr;
-
-/** What kind of non-public address `address` is, or null when it is a public one. */
+/**
+ * What kind of non-public address `address` is, or null when it is a public one. An IPv6 form
+ * that carries an IPv4 address inside (`embeddedIpv4`) is the kind of that IPv4 address.
+ */
 export function nonPublicKind(address: Address): string | null {
-  if (address.version === 6 && cidrContains(NAT64, address)) {
-    return nonPublicKind({ version: 4, value: address.value & 0xffffffffn });
-  }
-  if (address.version === 6 && cidrContains(SIX_TO_FOUR, address)) {
-    return nonPublicKind({ version: 4, value: (address.value >> 80n) & 0xffffffffn });
+  for (const value of embeddedIpv4(address)) {
+    const kind = nonPublicKind({ version: 4, value });
+    if (kind) return kind;
   }
   return NON_PUBLIC.find((range) => cidrContains(range.cidr, address))?.kind ?? null;
 }
@@ -119,24 +123,28 @@ export async function deliveryAddressProblem(
   rules: TargetRules,
   resolve: ResolveHost,
 ): Promise<string | null> {
-  if (rules.allowPrivate) return null;
-  const { hostname } = new URL(targetUrl);
-  const literal = literalAddress(hostname);
-  const addresses = literal ? [literal] : await resolve(hostname).catch(() => []);
-  return answersProblem(hostname, addresses, rules);
+  if (rules.allowPrivate && !rules.ownListeners?.length) return null;
+  const url = new URL(targetUrl);
+  const literal = literalAddress(url.hostname);
+  const addresses = literal ? [literal] : await resolve(url.hostname).catch(() => []);
+  return answersProblem(url.hostname, addresses, rules, Number(portOf(url)));
 }
 
 /**
  * Why a connection to `hostname` may not use these addresses (its DNS answers, or its literal),
- * or null. Runtimes call it where they connect, so what is checked is what is reached.
+ * or null; with the `port`, one of the edge's own listeners is refused too. Runtimes call it
+ * where they connect, so what is checked is what is reached.
  */
 export function answersProblem(
   hostname: string,
   addresses: string[],
   rules: TargetRules,
+  port?: number,
 ): string | null {
   for (const address of addresses) {
-    const problem = addressProblem(address, rules);
+    const problem =
+      (port === undefined ? null : listenerProblem(address, port, rules.ownListeners ?? [])) ??
+      addressProblem(address, rules);
     if (problem) return `target ${hostname} refused: ${problem}`;
   }
   return null;

@@ -164,6 +164,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_WORKER_PORT: String(ports.worker),
       RELAY_DEMO_PORT: String(ports.demo),
       RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
+      // No delivery may call the edge where it listens (the worker cannot tell by itself).
+      RELAY_EDGE_LISTENERS: `127.0.0.1:${ports.edge}`,
       ...(temporal.uiUrl && { RELAY_TEMPORAL_UI_URL: temporal.uiUrl }),
       // The demo receiver and test targets listen on loopback.
       RELAY_ALLOW_PRIVATE_TARGETS: "1",

@@ -12,6 +12,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
   const real = `rk_live_${"r".repeat(43)}`;
   const work: string[] = [];
   const edge = createEdge({
+    edgeDomain: "localhost:8787",
     state: {
       now: () => new Date(),
       async key(project, hash) {

@@ -2,18 +2,20 @@
  * The edge relay as one web-standard handler: `fetch(request, conn) => Response`. It imports
  * nothing runtime-specific; adapters in ./adapters give it a socket's address, a `fetch` and a
  * hash. The steps (./steps, one file each) run in the spec's order, so a call breaking two
- * rules gets the earlier: method 405, Host 400, key 401, line and endpoint 404, IP allowlist 403,
- * Idempotency-Key 400, body size 413, payload 415/422, rate limit 429, credits 402, then delivery.
+ * rules gets the earlier: Host 400 (401 off the edge's domain), CDN-Loop 508, method 405, key 401,
+ * line and endpoint 404, IP allowlist 403, Idempotency-Key 400, body size 413, payload 415/422,
+ * rate limit 429, credits 402, then delivery.
  */
 import type { StreamRecord } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import type { Cidr } from "../core/ip.ts";
+import { loopMark } from "../core/loop.ts";
 import { hashSecret } from "../core/secrets.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { markRefused, untraced } from "../core/tracing.ts";
 import { EndpointRuntime } from "./endpoints.ts";
-import { type Envelope, json, Pipeline } from "./pipeline.ts";
+import { type Envelope, json, Pipeline, type With } from "./pipeline.ts";
 import type { EdgeState } from "./state.ts";
 import { allowlist } from "./steps/allowlist.ts";
 import { auth } from "./steps/auth.ts";
@@ -22,6 +24,7 @@ import { credits } from "./steps/credits.ts";
 import { deliver } from "./steps/deliver.ts";
 import { endpoint } from "./steps/endpoint.ts";
 import { idempotency } from "./steps/idempotency.ts";
+import { loop } from "./steps/loop.ts";
 import { method } from "./steps/method.ts";
 import { observe } from "./steps/observe.ts";
 import { payload } from "./steps/payload.ts";
@@ -38,6 +41,8 @@ export interface ConnInfo {
 
 export interface EdgeDeps {
   state: Pick<EdgeState, "key" | "endpoint" | "now">;
+  /** `RELAY_EDGE_DOMAIN`: the only hosts served are `{project}.{domain}`; also the CDN-Loop mark. */
+  edgeDomain: string;
   /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
@@ -79,6 +84,9 @@ export interface Answered {
   traceId?: string | undefined;
 }
 
+/** A call whose Host named its project: what the checks before the key's see. */
+type Named = With<"project">;
+
 export function createEdge(deps: EdgeDeps): EdgeHandler {
   const runtime = new EndpointRuntime();
   const trustedProxies = deps.trustedProxies ?? [];
@@ -99,8 +107,9 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
   })
     .use(trace)
     .use(observe(deps.observe))
-    .use(method)
-    .use(project)
+    .use(project(deps.edgeDomain))
+    .use(loop<Named>(loopMark(deps.edgeDomain)))
+    .use(method<Named>)
     .use(auth(deps.state, deps.hashKey ?? hashSecret, trustedProxies))
     .use(endpoint(deps.state, runtime))
     // Every answer once the endpoint is found states its rate limit, refusals included.

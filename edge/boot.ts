@@ -4,6 +4,7 @@
  * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
  */
 import type { Logger } from "pino";
+import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
@@ -29,6 +30,8 @@ export interface Runtime {
   pooledFetch?: (connections?: number) => typeof fetch;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
   callTarget: (rules: TargetRules) => EdgeDeps["callTarget"];
+  /** This machine's interface addresses, where the runtime may list them (core/listeners.ts). */
+  machineAddresses?: () => string[];
 }
 
 export async function bootEdge(
@@ -73,9 +76,19 @@ export async function bootEdge(
   await state.start();
   const relay = createEdge({
     state,
+    edgeDomain: config.RELAY_EDGE_DOMAIN,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
-    callTarget: runtime.callTarget({ allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS }),
+    callTarget: runtime.callTarget({
+      allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+      ownListeners: ownListeners(
+        [
+          listenerSpec(config.RELAY_EDGE_HOST, config.RELAY_EDGE_PORT),
+          ...config.RELAY_EDGE_LISTENERS,
+        ],
+        runtime.machineAddresses?.() ?? [],
+      ),
+    }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     temporal,
     recordStream: streamRecorder({

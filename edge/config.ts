@@ -6,6 +6,7 @@ const schema = z.object({
   RELAY_EDGE_HOST: listenHost,
   RELAY_EDGE_PORT: listenPort(8787),
   RELAY_CONTROL_URL: z.url().default("http://127.0.0.1:8788"),
+  RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
   /** Sync calls one project may have in flight on this edge; over it, 503 with Retry-After. */
@@ -45,6 +46,8 @@ const schema = z.object({
     ),
   /** "1" lets stream targets be private, loopback or link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
+  /** Other edges' listeners; this edge's own (RELAY_EDGE_HOST:RELAY_EDGE_PORT) counts anyway. */
+  RELAY_EDGE_LISTENERS: sharedEnv.RELAY_EDGE_LISTENERS,
   /** A request body still arriving after this long is refused with 408. */
   RELAY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,

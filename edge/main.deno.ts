@@ -94,14 +94,12 @@ async function passThrough(conn: Conn, rules: TargetRules): Promise<void> {
   const tunnel = /^CONNECT (\S+) HTTP\/1\.[01]\r\n/i.exec(head);
   const authority = tunnel?.[1] ?? /\r\nhost: *([^\r\n]+)/i.exec(head)?.[1];
   const url = new URL(`${tunnel ? "https" : "http"}://${authority}`);
+  const port = Number(url.port || (tunnel ? 443 : 80));
   const literal = literalAddress(url.hostname);
   const addresses = literal ? [literal] : await resolveHost(url.hostname);
   const [address] = addresses;
-  if (!address || answersProblem(url.hostname, addresses, rules)) throw new Error("refused");
-  const upstream = await Deno.connect({
-    hostname: address,
-    port: Number(url.port || (tunnel ? 443 : 80)),
-  });
+  if (!address || answersProblem(url.hostname, addresses, rules, port)) throw new Error("refused");
+  const upstream = await Deno.connect({ hostname: address, port });
   const toUpstream = upstream.writable.getWriter();
   try {
     if (tunnel) {

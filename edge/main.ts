@@ -1,6 +1,6 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
 import { Agent, fetch as undiciFetch } from "undici";
-import { targetCaller, targetDispatcher } from "../platform/targets.ts";
+import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
@@ -18,6 +18,7 @@ const { config, handler, state, log, logError, flushTraces } = await bootEdge(pr
   hmac: hmacSha256,
   callTarget: (rules) =>
     targetCaller(targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 })),
+  machineAddresses,
 });
 const server = serveNode(handler, logError);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {

@@ -6,6 +6,7 @@ import { StreamMeter } from "../core/billing.ts";
 import type { StreamStart } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
+import { loopMark } from "../core/loop.ts";
 import type { SigningKey } from "../core/signing.ts";
 import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
 import type { TraceContext } from "../core/tracing.ts";
@@ -41,7 +42,7 @@ export async function proxyStream(
     const latencyMs = Math.round(performance.now() - started);
     deps.recordStream({ ...stream, statusCode, latencyMs, bytes, error });
   };
-  const callerHeaders = forwardableHeaders(call.request.headers);
+  const callerHeaders = forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain));
   callerHeaders["accept-encoding"] = "identity";
   const sent = await sendToTarget(deps.callTarget, {
     requestId,

@@ -5,6 +5,7 @@
  */
 import { type LookupAddress, lookup } from "node:dns";
 import type { LookupFunction } from "node:net";
+import { networkInterfaces } from "node:os";
 import { pipeline, type Transform } from "node:stream";
 import { constants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { Agent, buildConnector, type Dispatcher, request } from "undici";
@@ -16,7 +17,8 @@ import { answersProblem, literalAddress, type TargetRules } from "../core/target
  * where it connects: the URL's literal address, or every DNS answer of its name (one refused
  * answer refuses the name), and the socket then dials those very answers. With no second
  * lookup, a name that answers differently after the check (DNS rebinding) reaches nothing
- * unchecked.
+ * unchecked. The edge's own listeners are an address and a port, and a lookup knows no port:
+ * the connected socket's peer is checked against them before a byte is sent on it.
  */
 export function targetDispatcher(rules: TargetRules, options: Agent.Options = {}): Agent {
   const connect = buildConnector({ lookup: checkedLookup(rules) });
@@ -25,10 +27,25 @@ export function targetDispatcher(rules: TargetRules, options: Agent.Options = {}
     connect(target, callback) {
       const literal = literalAddress(target.hostname);
       const problem = literal && answersProblem(target.hostname, [literal], rules);
-      if (problem) callback(refused(problem), null);
-      else connect(target, callback);
+      if (problem) return callback(refused(problem), null);
+      connect(target, (...connected) => {
+        const [, socket] = connected;
+        const own =
+          socket &&
+          answersProblem(target.hostname, [socket.remoteAddress ?? ""], rules, socket.remotePort);
+        if (!own) return callback(...connected);
+        socket.destroy();
+        callback(refused(own), null);
+      });
     },
   });
+}
+
+/** Every address of this machine's interfaces: they all reach a listener on a wildcard. */
+export function machineAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) =>
+    (list ?? []).map((entry) => entry.address),
+  );
 }
 
 /** `dns.lookup` that fails, as a refused connection, when any answer is refused. */

@@ -1,5 +1,6 @@
+import { connect } from "node:net";
 import { describe, expect, test } from "vitest";
-import { api, newProject, projectWithEndpoint, relay } from "./helpers.ts";
+import { api, newProject, projectWithEndpoint, relay, stack } from "./helpers.ts";
 
 const unreachable = { name: "t", targetUrl: "http://127.0.0.1:9/in" };
 
@@ -42,6 +43,26 @@ describe("the edge refuses bad calls with docs/design.md's error body", () => {
     });
   });
 
+  test("every 401 keeps the connection alive alike: the same status line and headers, Connection included", async () => {
+    const project = await projectWithEndpoint([unreachable]);
+    const host = `${project.slug}.localhost`;
+    const cases = {
+      "no key": [host, null],
+      "malformed key": [host, "Bearer not-a-key"],
+      "well-formed wrong key": [host, `Bearer rk_live_${"A".repeat(43)}`],
+      "unknown project": ["no-such-project.localhost", `Bearer ${project.key}`],
+    } as const;
+    const heads: Record<string, string> = {};
+    for (const [name, [callHost, authorization]] of Object.entries(cases)) {
+      heads[name] = await headOfAnswer(callHost, authorization);
+    }
+    expect(heads["well-formed wrong key"]).toMatch(/^HTTP\/1\.1 401 Unauthorized\r\n/);
+    expect(heads["well-formed wrong key"]).toMatch(/\r\nconnection: keep-alive\r\n/i);
+    for (const [name, head] of Object.entries(heads)) {
+      expect(head, name).toBe(heads["well-formed wrong key"]);
+    }
+  });
+
   test("an authenticated call to a missing line or endpoint is 404", async () => {
     const project = await projectWithEndpoint([unreachable]);
     for (const path of ["/v2/hook", "/v1/nope", "/v1/hook/extra", "/v1"]) {
@@ -69,3 +90,28 @@ describe("the edge refuses bad calls with docs/design.md's error body", () => {
     expect(answer.status).toBe(401);
   });
 });
+
+/**
+ * The head of the edge's answer to a POST whose body follows its headers a moment later, as a
+ * client's second write does (the Date header left out).
+ */
+function headOfAnswer(host: string, authorization: string | null): Promise<string> {
+  const url = new URL(stack().edgeUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    let answer = "";
+    socket.on("error", reject);
+    socket.on("data", (chunk) => {
+      answer += chunk.toString();
+      const end = answer.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      socket.destroy();
+      resolve(answer.slice(0, end + 2).replace(/^date: .*\r\n/im, ""));
+    });
+    const auth = authorization ? `authorization: ${authorization}\r\n` : "";
+    socket.write(
+      `POST /v1/hook HTTP/1.1\r\nhost: ${host}\r\n${auth}content-type: application/json\r\ncontent-length: 2\r\n\r\n`,
+    );
+    setTimeout(() => socket.write("{}"), 100);
+  });
+}

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { fetch } from "undici";
 import { afterAll, expect, test } from "vitest";
+import { ownListeners } from "../core/listeners.ts";
 import { serveNode } from "../edge/adapters/node.ts";
 import { targetDispatcher } from "../platform/targets.ts";
 
@@ -38,6 +39,35 @@ test("the target dispatcher connects to no address the rules refuse: by name or 
   expect(await answer.text()).toBe("ok");
   expect(reached).toBe(1);
   await Promise.all([production.close(), devStack.close()]);
+});
+
+test("the target dispatcher connects to no listener of the edge's, even where private targets are allowed", async () => {
+  const reached: string[] = [];
+  const server = (name: string) =>
+    listen(
+      createServer((_, res) => {
+        reached.push(name);
+        res.end(name);
+      }),
+    );
+  const [edgePort, otherPort] = await Promise.all([server("edge"), server("other")]);
+  const devStack = targetDispatcher({
+    allowPrivate: true,
+    ownListeners: ownListeners([{ address: "127.0.0.1", port: edgePort }], []),
+  });
+  for (const host of ["localhost", "127.0.0.1", "[::ffff:127.0.0.1]"]) {
+    const failure = await fetch(`http://${host}:${edgePort}/`, { dispatcher: devStack }).then(
+      () => null,
+      (error: Error) => error.cause as Error,
+    );
+    expect(failure?.message, host).toMatch(
+      new RegExp(`^target .+ refused: .+ port ${edgePort} is Relay's own edge$`),
+    );
+  }
+  const other = await fetch(`http://localhost:${otherPort}/`, { dispatcher: devStack });
+  expect(await other.text()).toBe("other");
+  expect(reached).toEqual(["other"]);
+  await devStack.close();
 });
 
 test("a caller that stops reading and leaves ends the write loop: the body is cancelled", async () => {

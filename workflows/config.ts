@@ -17,6 +17,7 @@ const schema = z.object({
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
+  RELAY_EDGE_LISTENERS: sharedEnv.RELAY_EDGE_LISTENERS,
   /** "1": deliveries and rotations run on the control plane's dev clock; else on real time. */
   RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
   /**

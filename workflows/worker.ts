@@ -8,13 +8,14 @@ import {
   Worker,
   type WorkerOptions,
 } from "@temporalio/worker";
+import { ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { NOTIFICATION_TASK_QUEUE, SYNC_TASK_QUEUE, TASK_QUEUE } from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
-import { targetCaller, targetDispatcher } from "../platform/targets.ts";
+import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import {
   connectTemporal,
   ensureCircuit,
@@ -44,7 +45,10 @@ const connection = await NativeConnection.connect({
 });
 const client = await connectTemporal(config);
 await ensureSchedules(client);
-const targetRules = { allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS };
+const targetRules = {
+  allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+  ownListeners: ownListeners(config.RELAY_EDGE_LISTENERS, machineAddresses()),
+};
 // Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
 const activities = createActivities({

@@ -47,13 +47,14 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
   response.headers.forEach((value, name) => {
     out[name] = name === "set-cookie" ? response.headers.getSetCookie() : value;
   });
-  // Answered before the body was read (413, 401...): the socket holds unread bytes, so it
-  // cannot carry another request. They are read first, within bounds: a caller that writes its
-  // whole body before reading (Node's http.request, Python's http.client) would otherwise meet
-  // a reset, never the answer (nginx's lingering close does the same).
+  // Answered before the body was read (413, 401...): the rest is read and dropped first, within
+  // bounds, so a caller that writes its whole body before reading (Node's http.request, Python's
+  // http.client) meets the answer, not a reset (nginx's lingering close does the same). Read
+  // whole, the connection carries the next request as any other would, so whether a refusal came
+  // before or after the body shows nowhere (every 401 alike); cut short, it cannot.
   if (!req.complete) {
-    out.connection = "close";
     await drain(req);
+    if (!req.complete) out.connection = "close";
   }
   res.writeHead(response.status, out);
   if (!response.body) {

@@ -42,6 +42,11 @@ export function sourceOf(address: { version: 4 | 6; value: bigint }): string {
   return address.version === 4 ? `4:${address.value}` : `6:${address.value >> 64n}`;
 }
 
+/** The one 401 for every caller the edge cannot tell is allowed (a Host off its domain too). */
+export function wrongKey(): RelayError {
+  return new RelayError("invalid_or_missing_key", "missing or invalid API key");
+}
+
 /**
  * Every failure answers the same 401: a missing, malformed or unknown key, a key of another
  * project, and an unknown project are indistinguishable to the caller. A well-formed key for a
@@ -57,7 +62,6 @@ async function authenticate(
 ): Promise<{ key: KeyRecord; state: KeyState }> {
   // The scheme is case-insensitive; two Authorization headers arrive joined and match nothing.
   const presented = /^bearer +(\S+)$/i.exec(authorization ?? "")?.[1] ?? "";
-  const wrongKey = () => new RelayError("invalid_or_missing_key", "missing or invalid API key");
   if (!isWellFormedApiKey(presented) || !isProjectSlug(project)) throw wrongKey();
   const key = await state.key(project, await hashKey(presented), source);
   const keyStatus = key ? keyState(key, state.now()) : null;

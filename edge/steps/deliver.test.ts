@@ -40,6 +40,7 @@ function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
   };
   const deps = {
     state: { now: () => new Date(0) },
+    edgeDomain: "relay.test",
     temporal,
     storeBody: async (_project: string, requestId: string) => {
       stored.push(requestId);
@@ -66,7 +67,7 @@ test("async targets are queued in one workflow and the caller gets 202 with the 
   expect(started).toHaveLength(1);
   const [{ input }] = started as [(typeof started)[0]];
   expect(input.targets.map((t) => t.id)).toEqual(["a", "b"]);
-  expect(input.headers).toEqual({ "x-custom": "kept" });
+  expect(input.headers).toEqual({ "x-custom": "kept", "cdn-loop": "relay.test" });
 });
 
 test("a delayed call is 202 scheduled, its workflow told when", async () => {

@@ -8,6 +8,7 @@ import {
 import { RelayError } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent } from "../../core/idempotency.ts";
+import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
 import type { EdgeDeps } from "../app.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
@@ -137,7 +138,7 @@ function deliveryInput(
     endpoint: call.endpoint.path,
     keyMode: call.key.mode,
     receivedAt: deps.state.now().toISOString(),
-    headers: forwardableHeaders(call.request.headers),
+    headers: forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain)),
     bodyBase64: bodyRef ? "" : encodeBody(call.body),
     ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,

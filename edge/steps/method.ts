@@ -1,11 +1,11 @@
 import { RelayError } from "../../core/errors.ts";
-import type { Envelope, Step } from "../pipeline.ts";
+import type { Envelope, Next } from "../pipeline.ts";
 
 /** Only POST is relayed (405, with Allow). */
-export const method: Step<Envelope> = async function method(envelope, next) {
+export async function method<T extends Envelope>(envelope: T, next: Next<T>): Promise<Response> {
   if (envelope.request.method !== "POST") {
     envelope.responseHeaders.set("allow", "POST");
     throw new RelayError("method_not_allowed", "only POST is relayed");
   }
   return next(envelope);
-};
+}

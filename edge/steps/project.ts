@@ -1,20 +1,35 @@
 import { RelayError } from "../../core/errors.ts";
 import type { Envelope, Step, With } from "../pipeline.ts";
-
-/** Names the project from the Host; whether it exists is the auth step's to say. */
-export const project: Step<Envelope, With<"project">> = async function project(envelope, next) {
-  const { request } = envelope;
-  // The Host first: under Deno a bad one is in the URL too, which would not parse.
-  const host = request.headers.get("host") ?? new URL(request.url).host;
-  return next(Object.assign(envelope, { project: projectOf(host) }));
-};
+import { wrongKey } from "./auth.ts";
 
 /**
- * The project is the first label of the Host header: `{project}.{domain}`. A Host that is not a
- * host (a port of 99999, `%00`, a path) or names no project (an IP address) is a bad request;
- * a first label that cannot be a slug is an unknown project, refused by the auth step.
+ * Names the project from the Host, which must be `{project}.{domain}` under the edge's domain;
+ * whether the project exists is the auth step's to say.
  */
-export function projectOf(host: string): string {
+export function project(edgeDomain: string): Step<Envelope, With<"project">> {
+  const domain = hostOf(edgeDomain);
+  return async function project(envelope, next) {
+    const { request } = envelope;
+    // The Host first: under Deno a bad one is in the URL too, which would not parse.
+    const host = request.headers.get("host") ?? new URL(request.url).host;
+    return next(Object.assign(envelope, { project: projectOf(host, domain) }));
+  };
+}
+
+/** The domain's host, without its port or a trailing dot. */
+function hostOf(edgeDomain: string): string {
+  return edgeDomain.toLowerCase().replace(/:\d*$/, "").replace(/\.$/, "");
+}
+
+/**
+ * The project is the Host's first label: `{project}.{domain}`, on any port (a proxy in front may
+ * move it). A Host that is not a host (a port of 99999, `%00`, a path) or names no project (an IP
+ * address) is a bad request. Any other host (another domain, a name further under this one, the
+ * domain alone) gets the 401 a wrong key gets, so the edge answers for its own domain only: a
+ * target that resolves to it by another name reaches no project. A first label that cannot be a
+ * slug is an unknown project, refused by the auth step.
+ */
+export function projectOf(host: string, domain: string): string {
   // Made only when thrown: an Error's stack costs more than the rest of the check.
   const bad = () => new RelayError("bad_request", "the Host header is not a valid host");
   const [, name = "", port] = /^([^:]+|\[[^\]]*\])(?::(\d{1,5}))?$/.exec(host) ?? [];
@@ -30,5 +45,7 @@ export function projectOf(host: string): string {
   if (hostname.startsWith("[") || /^[\d.]+$/.test(hostname)) {
     throw new RelayError("bad_request", "the Host header must name a project: {project}.{domain}");
   }
-  return hostname.split(".")[0] ?? "";
+  const [label = "", ...rest] = hostname.replace(/\.$/, "").split(".");
+  if (rest.join(".") !== domain) throw wrongKey();
+  return label;
 }
