@@ -1,6 +1,7 @@
 /** The request log: every request and each target's attempts. */
 import { isGrpcServiceError } from "@temporalio/client";
 import { defaultPayloadConverter } from "@temporalio/common";
+import { temporal } from "@temporalio/proto";
 import { z } from "zod";
 import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
@@ -101,21 +102,32 @@ async function acceptedRequest(
   slug: string,
   requestId: string,
 ): Promise<requestLog.RequestView | undefined> {
-  const page = await ctx
+  const [described, page] = await ctx
     .temporal()
     .then((client) =>
-      client.withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () =>
-        client.workflowService.getWorkflowExecutionHistory({
-          namespace: client.options.namespace,
-          execution: { workflowId: requestId },
-          maximumPageSize: 1,
-        }),
-      ),
+      client.withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () => {
+        const { namespace } = client.options;
+        const execution = { workflowId: requestId };
+        return Promise.all([
+          client.workflowService.describeWorkflowExecution({ namespace, execution }),
+          client.workflowService.getWorkflowExecutionHistory({
+            namespace,
+            execution,
+            maximumPageSize: 1,
+          }),
+        ]);
+      }),
     )
     .catch((error: unknown) => {
-      if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return null;
+      if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return [null, null];
       throw new RelayError("unavailable", "the request log cannot be read now; try again");
     });
+  // Only a running workflow can be ahead of its log row: one that ended without a row is a
+  // request the log's retention has removed since.
+  const status = described?.workflowExecutionInfo?.status;
+  if (status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING) {
+    return undefined;
+  }
   const started = page?.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
   const [payload] = started?.input?.payloads ?? [];
   if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
