@@ -77,6 +77,9 @@ export async function bootEdge(
     ...(runtime.hmac && { hmac: runtime.hmac }),
     callTarget: runtime.callTarget({ allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
+    reserveDeliveries: (reservation) => control.reserveDeliveries(reservation),
+    releaseDeliveries: (project, requestId, targetIds) =>
+      control.releaseDeliveries(project, requestId, targetIds),
     temporal,
     recordStream: streamRecorder({
       send: (record) => control.recordStream(record),

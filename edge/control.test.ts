@@ -30,6 +30,8 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     },
     storeBody: async () => "",
     recordStream: async () => {},
+    reserveDeliveries: async () => null,
+    releaseDeliveries: async () => {},
   };
   return { control, streams: () => streams };
 }

@@ -37,6 +37,8 @@ function scripted() {
     ack: async () => {},
     storeBody: async () => "",
     recordStream: async () => {},
+    reserveDeliveries: async () => null,
+    releaseDeliveries: async () => {},
   };
   let sequence = 0n;
   return {

@@ -54,6 +54,7 @@ async function requestWith(targets: Record<string, number | null>): Promise<stri
       error: statusCode === null ? "refused" : null,
       charge: { project, pool: "live", requestId, targetId: target, bytes: 1 },
       circuit: "neutral",
+      lastTry: false,
       endedAt: startedAt,
     });
   }
@@ -64,7 +65,7 @@ test("an attempt delivered exactly when classifyStatus says its status delivered
   for (const status of [100, 199, 200, 204, 299, 300, 304, 404, 429, 500, null]) {
     const requestId = await requestWith({ t: status });
     const delivered = status !== null && classifyStatus(status) === "delivered";
-    expect([status, await settleRequest(sql, requestId)]).toEqual([
+    expect([status, await settleRequest(sql, requestId, [])]).toEqual([
       status,
       delivered ? "delivered" : "failed",
     ]);
@@ -77,7 +78,7 @@ test("a target that never answered is not delivered: beside a delivered one, the
   const before = await thisHour();
   const requestId = await requestWith({ answered: 200, refused: null });
 
-  expect(await settleRequest(sql, requestId)).toBe("partially_failed");
+  expect(await settleRequest(sql, requestId, [])).toBe("partially_failed");
   expect(await failedTargets(sql, requestId)).toEqual(["refused"]);
   expect(await thisHour()).toEqual({
     hour: before?.hour,

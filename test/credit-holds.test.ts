@@ -129,9 +129,7 @@ test("a paused target and a pool of 20: 20 held, the rest 402; resumed, each is 
 test("a delivered request is charged once, its hold turned into the charge; a sync call too", async () => {
   const ok = await target();
   const p = await projectWithEndpoint([{ name: "t", targetUrl: ok.url }]);
-  const sync = await projectWithEndpoint([
-    { name: "s", targetUrl: ok.url, deliveryMode: "sync" },
-  ]);
+  const sync = await projectWithEndpoint([{ name: "s", targetUrl: ok.url, deliveryMode: "sync" }]);
   // Two credits' worth: a body over 64 KiB.
   const body = `"${"x".repeat(CREDIT_UNIT_BYTES)}"`;
   for (const project of [p, sync]) {

@@ -1,6 +1,7 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
+import { waitingCapsFrom } from "../core/env.ts";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { importSealingKey } from "../core/sealing.ts";
@@ -53,6 +54,7 @@ const worker = await Worker.create({
     now: workerClock(sql, config.RELAY_DEV_CLOCK),
     sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
     logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
+    waitingCaps: waitingCapsFrom(config),
     observeAttempt,
     observeCircuit,
     ensureCircuit: (targetId) => ensureCircuit(client, targetId),

@@ -7,6 +7,7 @@ import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Sql } from "../../store/db.ts";
 import { isUniqueViolation } from "../../store/errors.ts";
 import { projectBySlug } from "../../store/projects.ts";
+import type { PlanCaps } from "../../store/waiting.ts";
 import type { Caller } from "../auth.ts";
 
 export interface Deps {
@@ -16,6 +17,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
+  /** Each plan's cap on a project's scheduled and held deliveries. */
+  waitingCaps: PlanCaps;
   /** Where endpoint targets may point (never the relay itself; private only in dev stacks). */
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */

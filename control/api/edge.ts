@@ -1,8 +1,9 @@
 /**
- * What edges ask: a key by hash, a project's routing state, the change feed and its acks, and
- * the log of the streams they proxied.
+ * What edges ask: a key by hash, a project's routing state, the change feed and its acks, the
+ * reservations of the calls they queue, and the log of the streams they proxied.
  */
 
+import { type CreditHold, isMetered } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import {
@@ -12,11 +13,12 @@ import {
   MAX_LEASE_MS,
   watchChanges,
 } from "../../store/changes.ts";
-import { exhaustedPools } from "../../store/credits.ts";
+import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
+import { admitScheduled, capOf, forgetScheduled, heldCount } from "../../store/waiting.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
 
@@ -33,6 +35,9 @@ export interface ProjectState {
   exhaustedPools: KeyMode[];
   /** The live signing secrets' bytes by endpoint: the edge signs the streams it proxies. */
   signingSecrets: EndpointSigningSecrets[];
+  /** The project's cap on scheduled and held deliveries, and whether its held ones reach it. */
+  maxWaitingDeliveries: number;
+  heldDeliveriesFull: boolean;
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -51,13 +56,90 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
   const project = await projectBySlug(ctx.sql, slug);
   if (!project) return null;
   const { id, ...view } = project;
+  const maxWaitingDeliveries = await capOf(ctx.sql, id, ctx.waitingCaps);
   return {
     project: view,
     endpoints: await loadEndpoints(ctx.sql, id),
     defaultRateLimit: planRateLimits[view.plan],
     exhaustedPools: await exhaustedPools(ctx.sql, id, view.plan),
     signingSecrets: await projectSigningSecrets(ctx.sql, ctx.sealingKey, id, ctx.now()),
+    maxWaitingDeliveries,
+    heldDeliveriesFull: (await heldCount(ctx.sql, id)) >= maxWaitingDeliveries,
   };
+}
+
+export interface CallReservation {
+  project: string;
+  pool: KeyMode;
+  requestId: string;
+  /** Each delivery's credits (core/billing.ts `deliveryHolds`); held only from a metered pool. */
+  holds: CreditHold[];
+  /** A delayed call's time: it takes a place among the project's waiting deliveries. */
+  notBefore: Date | null;
+}
+
+/** Why a call could not be reserved: its credits, or the cap it met. */
+export type Refusal = { code: "insufficient_credits" } | { code: "limit_exceeded"; cap: number };
+
+/**
+ * Reserves what a call needs before an edge queues it (docs/design.md "Credits"): its credits
+ * from a metered pool, and a delayed call's place under the project's cap on waiting
+ * deliveries, in one transaction, so a refusal leaves nothing behind. Null when reserved.
+ */
+export async function reserveDeliveries(ctx: Ctx, call: CallReservation): Promise<Refusal | null> {
+  requireEdge(ctx.caller);
+  if (!call.requestId) throw new RelayError("bad_request", "a reservation needs a request id");
+  const project = await projectBySlug(ctx.sql, call.project);
+  if (!project) throw new RelayError("not_found", `no project '${call.project}'`);
+  return ctx.sql
+    .begin(async (tx) => {
+      if (call.holds.length > 0 && isMetered(project.plan, call.pool)) {
+        const reservation = { ...call, projectId: project.id };
+        if (!(await reserveCredits(tx, reservation))) {
+          throw new Refused({ code: "insufficient_credits" });
+        }
+      }
+      if (call.notBefore) {
+        const cap = await capOf(tx, project.id, ctx.waitingCaps);
+        const admitted = await admitScheduled(tx, {
+          projectId: project.id,
+          requestId: call.requestId,
+          notBefore: call.notBefore,
+          now: ctx.now(),
+          cap,
+        });
+        if (!admitted) throw new Refused({ code: "limit_exceeded", cap });
+      }
+      return null;
+    })
+    .catch((error: unknown) => {
+      if (error instanceof Refused) return error.refusal;
+      throw error;
+    });
+}
+
+/** A refusal thrown out of the reservation's transaction, so it rolls back whole. */
+class Refused extends Error {
+  constructor(readonly refusal: Refusal) {
+    super(refusal.code);
+  }
+}
+
+/**
+ * Gives back what an edge reserved for deliveries it then did not queue (its start to Temporal
+ * failed): their holds, and a delayed call's place.
+ */
+export async function releaseDeliveries(
+  ctx: Ctx,
+  requestId: string,
+  targetIds: string[],
+): Promise<void> {
+  requireEdge(ctx.caller);
+  await ctx.sql.begin(async (tx) => {
+    await releaseHolds(tx, requestId, targetIds);
+    // Only a delayed call's start failing brings it here: it waits for nothing now.
+    await forgetScheduled(tx, requestId);
+  });
 }
 
 export function changes(ctx: Ctx, notifier: ChangeNotifier, after: bigint, signal: AbortSignal) {
