@@ -5,13 +5,16 @@
  * cancel gives the hold back, a delivery turns its hold into its one charge. Apart from credits,
  * a project's scheduled and held deliveries are capped (409 `limit_exceeded`), free or paid.
  */
-import { afterAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect, test } from "vitest";
 import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
+import { freePorts } from "../dev/ports.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import { connect } from "../store/db.ts";
+import { pruneRequestLog } from "../store/retention.ts";
 import {
   api,
   eventually,
+  extraEdge,
   finishedLog,
   projectWithEndpoint,
   relay,
@@ -23,7 +26,10 @@ type Pool = { used: number; remaining: number | null; held: number | null };
 type Project = Awaited<ReturnType<typeof projectWithEndpoint>>;
 
 const sql = connect(stack().databaseUrl, { max: 2 });
-const closers: (() => Promise<void>)[] = [() => sql.end()];
+const [secondEdgePort = 0] = await freePorts(1);
+const secondEdge = extraEdge("edge-holds", secondEdgePort);
+const closers: (() => Promise<void>)[] = [() => sql.end(), () => secondEdge.stop()];
+beforeAll(() => secondEdge.start());
 afterAll(() => Promise.all(closers.map((close) => close())));
 
 async function target(respond?: Parameters<typeof targetServer>[0]) {
@@ -57,12 +63,25 @@ const logged = async (p: Project) =>
     )
   ).body.requests.map((r) => r.requestId);
 
-/** `count` calls, 20 at a time (under the paid plan's burst of 200 in all). */
+const edges = () => [
+  { edgeUrl: stack().edgeUrl, edgePort: stack().edgePort },
+  { edgeUrl: `http://127.0.0.1:${secondEdgePort}`, edgePort: secondEdgePort },
+];
+
+/**
+ * `count` calls, 20 at a time (under the paid plan's burst of 200 in all), every other one
+ * through the second edge: two edges reserve from the same pool at once.
+ */
 async function calls(p: Project, count: number, headers: Record<string, string> = {}) {
   const answers: Awaited<ReturnType<typeof relay>>[] = [];
   for (let start = 0; start < count; start += 20) {
     const batch = Array.from({ length: Math.min(20, count - start) }, (_, i) =>
-      relay(p.slug, "/v1/hook", { key: p.key, body: `{"n":${start + i}}`, headers }),
+      relay(p.slug, "/v1/hook", {
+        key: p.key,
+        body: `{"n":${start + i}}`,
+        headers,
+        edge: edges()[i % 2],
+      }),
     );
     answers.push(...(await Promise.all(batch)));
   }
@@ -148,6 +167,19 @@ test("a delivery cancelled between retries gives its hold back and is not charge
   expect(await livePool(p)).toMatchObject({ remaining: 100, held: 1 });
   await api(p.ownerToken, "DELETE", `${p.base}/requests/${answer.json().requestId}`);
   await eventually(async () => (await livePool(p)).held === 0);
+  expect(await livePool(p)).toEqual({ used: 0, remaining: 100, held: 0 });
+});
+
+test("a hold whose workflow never started is swept by the daily retention after an hour", async () => {
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: "http://127.0.0.1:9/none" }]);
+  // As an edge lost between its reservation and its start leaves it: held, never opened.
+  await sql`
+    insert into credit_holds (request_id, target_id, project_id, pool, amount, created_at)
+    select ${`req_lost_${p.slug}`}, 't', id, 'live', 5, now() - interval '2 hours'
+    from projects where slug = ${p.slug}`;
+  expect(await livePool(p)).toEqual({ used: 0, remaining: 100, held: 5 });
+  const pruned = await pruneRequestLog(sql, new Date(), 30 * 86_400_000);
+  expect(pruned.holds).toBeGreaterThanOrEqual(1);
   expect(await livePool(p)).toEqual({ used: 0, remaining: 100, held: 0 });
 });
 
