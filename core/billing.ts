@@ -21,6 +21,22 @@ export interface CreditHold {
   credits: number;
 }
 
+/** What a call reserves before it is queued (EdgeService.ReserveDeliveries). */
+export interface CallReservation {
+  project: string;
+  pool: KeyMode;
+  requestId: string;
+  /** Its deliveries' credits (`deliveryHolds`); none from an unmetered pool. */
+  holds: CreditHold[];
+  /** A delayed call's time: it takes a place among the project's waiting deliveries. */
+  notBefore: Date | null;
+}
+
+/** Why a reservation was refused: its credits do not fit, or the cap it met. */
+export type ReservationRefusal =
+  | { code: "insufficient_credits" }
+  | { code: "limit_exceeded"; cap: number };
+
 /**
  * What a metered call holds until each of its deliveries settles (docs/design.md "Credits"): an
  * async or sync delivery what it will be charged (the body's credits); a stream, billed by what

@@ -5,7 +5,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { CreditHold } from "../core/billing.ts";
+import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
@@ -31,23 +31,6 @@ export interface ProjectState {
   heldDeliveriesFull: boolean;
 }
 
-/** What a call reserves before it is queued (EdgeService.ReserveDeliveries). */
-export interface CallReservation {
-  project: string;
-  pool: KeyMode;
-  requestId: string;
-  /** Its deliveries' credits; none from an unmetered pool. */
-  holds: CreditHold[];
-  /** A delayed call's time. */
-  notBefore: Date | null;
-}
-
-/** Why a reservation was refused; null when it was made. */
-export type ReservationRefusal =
-  | { code: "insufficient_credits" }
-  | { code: "limit_exceeded"; cap: number }
-  | null;
-
 export interface ChangeBatch {
   changes: (
     | { project: string; kind: "key"; key: KeyRecord & { keyHash: Uint8Array } }
@@ -66,7 +49,8 @@ export interface ControlPlane {
   storeBody(project: string, requestId: string, body: Uint8Array): Promise<string>;
   /** Logs and bills a finished stream; a repeat of one already logged changes nothing. */
   recordStream(record: StreamRecord): Promise<void>;
-  reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal>;
+  /** Null when reserved. */
+  reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
 }

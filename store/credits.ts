@@ -67,7 +67,8 @@ export interface Charge {
 }
 
 export interface Reservation {
-  projectId: string;
+  /** The project's slug. */
+  project: string;
   pool: KeyMode;
   requestId: string;
   holds: CreditHold[];
@@ -91,10 +92,10 @@ export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boo
         and not exists (select 1 from credit_ledger l
           where l.request_id = ${r.requestId} and l.target_id = w.target_id)
     ), pool as (
-      select project_id, pool from credit_pools
-      where project_id = ${r.projectId} and pool = ${r.pool}
-        and balance - held >= (select coalesce(sum(amount), 0) from wanted)
-      for update
+      select c.project_id, c.pool from credit_pools c join projects p on p.id = c.project_id
+      where p.slug = ${r.project} and c.pool = ${r.pool}
+        and c.balance - c.held >= (select coalesce(sum(amount), 0) from wanted)
+      for update of c
     ), held as (
       insert into credit_holds (request_id, target_id, project_id, pool, amount)
       select ${r.requestId}, wanted.target_id, pool.project_id, pool.pool, wanted.amount

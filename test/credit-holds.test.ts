@@ -8,7 +8,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { freePorts } from "../dev/ports.ts";
-import { chargeDelivery } from "../store/credits.ts";
 import { connect } from "../store/db.ts";
 import { pruneRequestLog } from "../store/retention.ts";
 import {
@@ -18,6 +17,7 @@ import {
   finishedLog,
   projectWithEndpoint,
   relay,
+  spendDownTo,
   stack,
   targetServer,
 } from "./helpers.ts";
@@ -40,18 +40,6 @@ async function target(respond?: Parameters<typeof targetServer>[0]) {
 
 const livePool = async (p: Project) =>
   (await api<{ pools: { live: Pool } }>(p.ownerToken, "GET", `${p.base}/usage`)).body.pools.live;
-
-/** Spends a project's live pool down to `left` of RELAY_INITIAL_CREDITS (100 in tests). */
-const spendDownTo = (slug: string, left: number) =>
-  sql.begin((tx) =>
-    chargeDelivery(tx, {
-      project: slug,
-      pool: "live",
-      requestId: `req_setup_${slug}`,
-      targetId: "t",
-      bytes: (100 - left) * CREDIT_UNIT_BYTES,
-    }),
-  );
 
 /** The ids of a project's requests in the log (first page of 200). */
 const logged = async (p: Project) =>
@@ -97,7 +85,7 @@ function split(answers: Awaited<ReturnType<typeof relay>>[]) {
 test("a pool of 20 and 200 delayed calls: 20 accepted, 180 refused with 402, a cancel gives back", async () => {
   const never = await target();
   const p = await projectWithEndpoint([{ name: "t", targetUrl: never.url }]);
-  await spendDownTo(p.slug, 20);
+  await spendDownTo(sql, p.slug, 20);
 
   const { accepted, refused } = split(await calls(p, 200, { "Relay-Delay": "1h" }));
   expect(accepted).toHaveLength(20);
@@ -128,7 +116,7 @@ test("a pool of 20 and 200 delayed calls: 20 accepted, 180 refused with 402, a c
 test("a paused target and a pool of 20: 20 held, the rest 402; resumed, each is charged once and the pool ends at 0", async () => {
   const later = await target();
   const p = await projectWithEndpoint([{ name: "t", targetUrl: later.url }]);
-  await spendDownTo(p.slug, 20);
+  await spendDownTo(sql, p.slug, 20);
   const endpoint = `${p.base}/lines/v1/endpoints/hook`;
   expect((await api(p.ownerToken, "POST", `${endpoint}/targets/t/pause`)).status).toBe(200);
 

@@ -4,7 +4,6 @@
  * whatever the interleaving, so the edges refuse what comes after (402) without asking.
  */
 import { afterAll, expect, test } from "vitest";
-import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import { connect } from "../store/db.ts";
 import {
@@ -13,6 +12,7 @@ import {
   newProject,
   projectWithEndpoint,
   relay,
+  spendDownTo,
   stack,
   targetServer,
 } from "./helpers.ts";
@@ -33,21 +33,9 @@ const remaining = async (p: { base: string; ownerToken: string }) =>
 /** Lets the edge apply the change a finished charge recorded (it arrives within milliseconds). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
 
-/** Spends a project's live pool down to `left` of RELAY_INITIAL_CREDITS (100 in tests). */
-const spendDownTo = (slug: string, left: number) =>
-  sql.begin((tx) =>
-    chargeDelivery(tx, {
-      project: slug,
-      pool: "live",
-      requestId: `req_setup_${slug}`,
-      targetId: "t",
-      bytes: (100 - left) * CREDIT_UNIT_BYTES,
-    }),
-  );
-
 test(`a pool of 2 and bursts of ${BURST} concurrent calls: 2 accepted, never overdrawn, then 402`, async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
-  await spendDownTo(p.slug, 2);
+  await spendDownTo(sql, p.slug, 2);
   expect(await remaining(p)).toBe(2);
 
   const burst = () =>
@@ -81,7 +69,7 @@ test(`a pool of 2 and bursts of ${BURST} concurrent calls: 2 accepted, never ove
 
 test(`${BURST} charges at once on a pool of 2: the one that empties it tells the edges, once`, async () => {
   const p = await newProject("paid");
-  await spendDownTo(p.slug, 2);
+  await spendDownTo(sql, p.slug, 2);
   expect(await remaining({ base: `/projects/${p.slug}`, ownerToken: p.ownerToken })).toBe(2);
   const [head] = await sql<{ head: string }[]>`select max(sequence) as head from changes`;
 

@@ -3,7 +3,7 @@
  * reservations of the calls they queue, and the log of the streams they proxied.
  */
 
-import { type CreditHold, isMetered } from "../../core/billing.ts";
+import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import {
@@ -14,6 +14,7 @@ import {
   watchChanges,
 } from "../../store/changes.ts";
 import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
+import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
@@ -68,47 +69,31 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
   };
 }
 
-export interface CallReservation {
-  project: string;
-  pool: KeyMode;
-  requestId: string;
-  /** Each delivery's credits (core/billing.ts `deliveryHolds`); held only from a metered pool. */
-  holds: CreditHold[];
-  /** A delayed call's time: it takes a place among the project's waiting deliveries. */
-  notBefore: Date | null;
-}
-
-/** Why a call could not be reserved: its credits, or the cap it met. */
-export type Refusal = { code: "insufficient_credits" } | { code: "limit_exceeded"; cap: number };
-
 /**
  * Reserves what a call needs before an edge queues it (docs/design.md "Credits"): its credits
- * from a metered pool, and a delayed call's place under the project's cap on waiting
- * deliveries, in one transaction, so a refusal leaves nothing behind. Null when reserved.
+ * (the edge sends holds only for a metered pool), and a delayed call's place under the project's
+ * cap on waiting deliveries. An immediate call is one statement; a delayed one, one transaction,
+ * so a refusal leaves nothing behind. Null when reserved.
  */
-export async function reserveDeliveries(ctx: Ctx, call: CallReservation): Promise<Refusal | null> {
+export async function reserveDeliveries(
+  ctx: Ctx,
+  call: CallReservation,
+): Promise<ReservationRefusal | null> {
   requireEdge(ctx.caller);
   if (!call.requestId) throw new RelayError("bad_request", "a reservation needs a request id");
+  const creditsFit = (q: Queryable) => call.holds.length === 0 || reserveCredits(q, call);
+  const tooFew = { code: "insufficient_credits" } as const;
+  const { notBefore } = call;
+  if (!notBefore) return (await creditsFit(ctx.sql)) ? null : tooFew;
   const project = await projectBySlug(ctx.sql, call.project);
   if (!project) throw new RelayError("not_found", `no project '${call.project}'`);
   return ctx.sql
     .begin(async (tx) => {
-      if (call.holds.length > 0 && isMetered(project.plan, call.pool)) {
-        const reservation = { ...call, projectId: project.id };
-        if (!(await reserveCredits(tx, reservation))) {
-          throw new Refused({ code: "insufficient_credits" });
-        }
-      }
-      if (call.notBefore) {
-        const cap = await capOf(tx, project.id, ctx.waitingCaps);
-        const admitted = await admitScheduled(tx, {
-          projectId: project.id,
-          requestId: call.requestId,
-          notBefore: call.notBefore,
-          now: ctx.now(),
-          cap,
-        });
-        if (!admitted) throw new Refused({ code: "limit_exceeded", cap });
+      if (!(await creditsFit(tx))) throw new Refused(tooFew);
+      const cap = await capOf(tx, project.id, ctx.waitingCaps);
+      const place = { projectId: project.id, requestId: call.requestId, notBefore, cap };
+      if (!(await admitScheduled(tx, { ...place, now: ctx.now() }))) {
+        throw new Refused({ code: "limit_exceeded", cap });
       }
       return null;
     })
@@ -120,7 +105,7 @@ export async function reserveDeliveries(ctx: Ctx, call: CallReservation): Promis
 
 /** A refusal thrown out of the reservation's transaction, so it rolls back whole. */
 class Refused extends Error {
-  constructor(readonly refusal: Refusal) {
+  constructor(readonly refusal: ReservationRefusal) {
     super(refusal.code);
   }
 }

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
+import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import type { DeliveryInput, DeliveryTarget, SyncInput, SyncOutcome } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { EdgeDeps } from "../app.ts";
-import type { CallReservation, ReservationRefusal } from "../control.ts";
 import type { WorkflowStarter } from "../temporal.ts";
 import { deliver } from "./deliver.ts";
 import { arrived, hookEndpoint, projectState, received, refusal } from "./testing.ts";
