@@ -22,6 +22,8 @@ const schema = z.object({
   RELAY_TEMPORAL_UI_URL: z.url().default("http://127.0.0.1:8233"),
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
+  RELAY_MAX_WAITING_DELIVERIES_FREE: sharedEnv.RELAY_MAX_WAITING_DELIVERIES_FREE,
+  RELAY_MAX_WAITING_DELIVERIES_PAID: sharedEnv.RELAY_MAX_WAITING_DELIVERIES_PAID,
   RELAY_INITIAL_CREDITS: z.coerce.number().int().min(0).default(10_000),
   /** Per-project caps (core/limits.ts); an admin may set a project's own (PUT .../limits). */
   RELAY_MAX_ENDPOINTS_PER_PROJECT: projectCap(defaultProjectLimits.endpoints),

@@ -23,8 +23,8 @@ const connectCodes: Partial<Record<ErrorCode, Code>> = {
   request_already_delivered: Code.FailedPrecondition,
   successor_already_revealed: Code.FailedPrecondition,
   insufficient_credits: Code.ResourceExhausted,
-  rate_limited: Code.ResourceExhausted,
   limit_exceeded: Code.ResourceExhausted,
+  rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   request_timeout: Code.DeadlineExceeded,
 };

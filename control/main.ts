@@ -1,5 +1,6 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
+import { waitingCapsFrom } from "../core/env.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
@@ -36,6 +37,7 @@ const server = createControlServer(
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
       initialCredits: config.RELAY_INITIAL_CREDITS,
       projectLimits: projectLimitsOf(config),
+      waitingCaps: waitingCapsFrom(config),
       targetRules: {
         allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
         relayDomain: config.RELAY_EDGE_DOMAIN,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { deliveryCredits, isMetered, StreamMeter } from "./billing.ts";
+import { deliveryCredits, deliveryHolds, isMetered, StreamMeter } from "./billing.ts";
 
 describe("deliveryCredits: max(1, ceil(bytes / 64 KiB)) per delivery", () => {
   test.each([
@@ -22,6 +22,22 @@ test("free-tier live traffic is unmetered; test traffic and paid plans are", () 
   expect(isMetered("free", "live")).toBe(false);
   expect(isMetered("free", "test")).toBe(true);
   expect(isMetered("paid", "live")).toBe(true);
+});
+
+test("a call holds each delivery's charge by its body; a stream, billed by what it sends back, 1", () => {
+  const targets = [
+    { id: "a", deliveryMode: "async" as const },
+    { id: "m", deliveryMode: "async" as const },
+    { id: "s", deliveryMode: "sync" as const },
+    { id: "x", deliveryMode: "stream" as const },
+  ];
+  expect(deliveryHolds(targets, 70_000)).toEqual([
+    { targetId: "a", credits: 2 },
+    { targetId: "m", credits: 2 },
+    { targetId: "s", credits: 2 },
+    { targetId: "x", credits: 1 },
+  ]);
+  expect(deliveryHolds([], 70_000)).toEqual([]);
 });
 
 describe("StreamMeter", () => {

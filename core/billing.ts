@@ -3,7 +3,7 @@
  * max(1, ceil(bytes / 64 KiB)) credits from the pool its key's mode picks, once however many
  * tries it took. Free-tier projects relay live traffic unmetered.
  */
-import type { KeyMode, Plan } from "./model.ts";
+import type { DeliveryMode, KeyMode, Plan } from "./model.ts";
 
 export const CREDIT_UNIT_BYTES = 64 * 1024;
 
@@ -13,6 +13,43 @@ export function deliveryCredits(bytes: number): number {
 
 export function isMetered(plan: Plan, pool: KeyMode): boolean {
   return !(plan === "free" && pool === "live");
+}
+
+/** One delivery's hold: the credits its target's pool keeps for it until it settles. */
+export interface CreditHold {
+  targetId: string;
+  credits: number;
+}
+
+/** What a call reserves before it is queued (EdgeService.ReserveDeliveries). */
+export interface CallReservation {
+  project: string;
+  pool: KeyMode;
+  requestId: string;
+  /** Its deliveries' credits (`deliveryHolds`); none from an unmetered pool. */
+  holds: CreditHold[];
+  /** A delayed call's time: it takes a place among the project's waiting deliveries. */
+  notBefore: Date | null;
+}
+
+/** Why a reservation was refused: its credits do not fit, or the cap it met. */
+export type ReservationRefusal =
+  | { code: "insufficient_credits" }
+  | { code: "limit_exceeded"; cap: number };
+
+/**
+ * What a metered call holds until each of its deliveries settles (docs/design.md "Credits"): an
+ * async or sync delivery what it will be charged (the body's credits); a stream, billed by what
+ * it streams back, the least any delivery costs, so only the part past that can overdraw.
+ */
+export function deliveryHolds(
+  targets: readonly { id: string; deliveryMode: DeliveryMode }[],
+  bodyBytes: number,
+): CreditHold[] {
+  return targets.map((target) => ({
+    targetId: target.id,
+    credits: deliveryCredits(target.deliveryMode === "stream" ? 0 : bodyBytes),
+  }));
 }
 
 /**

@@ -1,6 +1,7 @@
 /** Pieces of environment parsing that every process's config module shares. */
 import { z } from "zod";
 import { parseListeners } from "./listeners.ts";
+import { defaultWaitingCaps } from "./waiting.ts";
 
 /** An on/off variable: "1" or "true" is on; unset, empty, "0" or "false" is off. */
 export const envFlag = z
@@ -56,6 +57,17 @@ export const sharedEnv = {
     .int()
     .min(1)
     .default(5 * 1024 * 1024),
+  /** Each plan's cap on a project's scheduled and held deliveries (core/waiting.ts). */
+  RELAY_MAX_WAITING_DELIVERIES_FREE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(defaultWaitingCaps.free),
+  RELAY_MAX_WAITING_DELIVERIES_PAID: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(defaultWaitingCaps.paid),
   /** When set, GET /metrics needs it as a bearer token; unset, only loopback peers may scrape. */
   RELAY_METRICS_TOKEN: z.string().min(1).optional(),
   /** "1" lets targets be private, loopback and link-local addresses (dev stacks, tests). */
@@ -67,3 +79,14 @@ export const sharedEnv = {
   /** The same for traces alone, as a full URL (`.../v1/traces`). */
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
 };
+
+/** The plans' caps on waiting deliveries, as the config modules parsed them. */
+export function waitingCapsFrom(config: {
+  RELAY_MAX_WAITING_DELIVERIES_FREE: number;
+  RELAY_MAX_WAITING_DELIVERIES_PAID: number;
+}) {
+  return {
+    free: config.RELAY_MAX_WAITING_DELIVERIES_FREE,
+    paid: config.RELAY_MAX_WAITING_DELIVERIES_PAID,
+  };
+}

@@ -18,6 +18,7 @@ export const errorStatus = {
   conflict: 409,
   key_not_active: 409,
   request_already_delivered: 409,
+  /** A documented per-project cap (docs/security.md "Limits"), named in the message. */
   limit_exceeded: 409,
   successor_already_revealed: 410,
   payload_too_large: 413,

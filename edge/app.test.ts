@@ -35,6 +35,8 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     callTarget: () => Promise.reject(new Error("no targets in this test")),
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
+    reserveDeliveries: async () => null,
+    releaseDeliveries: async () => {},
     recordStream: () => {},
     newRequestId: () => "req_1",
     maxBodyBytes: 1024,

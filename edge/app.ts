@@ -4,7 +4,7 @@
  * hash. The steps (./steps, one file each) run in the spec's order, so a call breaking two
  * rules gets the earlier: Host 400 (401 off the edge's domain), CDN-Loop 508, method 405, key 401,
  * line and endpoint 404, IP allowlist 403, Idempotency-Key 400, body size 413, payload 415/422,
- * rate limit 429, credits 402, then delivery.
+ * rate limit 429, credits 402 (and the cap on waiting deliveries, 409), then delivery.
  */
 import type { StreamRecord } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
@@ -14,6 +14,7 @@ import { hashSecret } from "../core/secrets.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { markRefused, untraced } from "../core/tracing.ts";
+import type { ControlPlane } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
 import { type Envelope, json, Pipeline, type With } from "./pipeline.ts";
 import type { EdgeState } from "./state.ts";
@@ -52,6 +53,9 @@ export interface EdgeDeps {
   recordStream: (record: StreamRecord) => void;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
+  /** Holds a call's credits and a delayed call's place before it is queued (control plane). */
+  reserveDeliveries: ControlPlane["reserveDeliveries"];
+  releaseDeliveries: ControlPlane["releaseDeliveries"];
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
   callTarget: CallTarget;
   newRequestId: () => string;

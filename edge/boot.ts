@@ -90,6 +90,9 @@ export async function bootEdge(
       ),
     }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
+    reserveDeliveries: (reservation) => control.reserveDeliveries(reservation),
+    releaseDeliveries: (project, requestId, targetIds) =>
+      control.releaseDeliveries(project, requestId, targetIds),
     temporal,
     recordStream: streamRecorder({
       send: (record) => control.recordStream(record),

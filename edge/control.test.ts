@@ -31,6 +31,8 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     },
     storeBody: async () => "",
     recordStream: async () => {},
+    reserveDeliveries: async () => null,
+    releaseDeliveries: async () => {},
   };
   return { control, streams: () => streams };
 }

@@ -1,11 +1,12 @@
 /**
  * The edge's view of the control plane, over Connect: keys by hash, a project's routing or one
- * endpoint's, and where
- * large bodies and finished streams go.
+ * endpoint's, the reservations of calls that hold credits or wait, and where large bodies and
+ * finished streams go.
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
@@ -14,6 +15,7 @@ import {
   type EdgeKey,
   EdgeService,
   type ProjectState as ProjectStateMessage,
+  ReserveRefusal,
   type SigningSecret,
 } from "../gen/relay/v1/edge_pb.ts";
 import type { Endpoint as EndpointMessage } from "../gen/relay/v1/routing_pb.ts";
@@ -27,6 +29,10 @@ export interface ProjectState {
   exhaustedPools: KeyMode[];
   /** Each endpoint's signing keys by `{line}/{path}`, for the streams the edge proxies. */
   signingKeys: Map<string, SigningKey[]>;
+  /** The project's cap on scheduled and held deliveries. */
+  maxWaitingDeliveries: number;
+  /** Its held deliveries reached the cap: async calls are refused until some are let go. */
+  heldDeliveriesFull: boolean;
 }
 
 export interface ChangeBatch {
@@ -56,6 +62,10 @@ export interface ControlPlane {
   storeBody(project: string, requestId: string, body: Uint8Array): Promise<string>;
   /** Logs and bills a finished stream; a repeat of one already logged changes nothing. */
   recordStream(record: StreamRecord): Promise<void>;
+  /** Null when reserved. */
+  reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
+  /** Gives back what a reservation holds for deliveries that were not queued after all. */
+  releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
 }
 
 export function connectControlPlane(options: {
@@ -119,6 +129,26 @@ export function connectControlPlane(options: {
     },
     async storeBody(project, requestId, body) {
       return (await client.storeBody({ project, requestId, body })).bodyRef;
+    },
+    async reserveDeliveries(r) {
+      const answer = await client.reserveDeliveries({
+        project: r.project,
+        keyMode: keyModes.indexOf(r.pool) + 1,
+        requestId: r.requestId,
+        holds: r.holds.map((hold) => ({ targetId: hold.targetId, credits: BigInt(hold.credits) })),
+        ...(r.notBefore && { notBefore: timestampFromDate(r.notBefore) }),
+      });
+      switch (answer.refusal) {
+        case ReserveRefusal.INSUFFICIENT_CREDITS:
+          return { code: "insufficient_credits" };
+        case ReserveRefusal.LIMIT_EXCEEDED:
+          return { code: "limit_exceeded", cap: Number(answer.limit) };
+        default:
+          return null;
+      }
+    },
+    async releaseDeliveries(project, requestId, targetIds) {
+      await client.releaseDeliveries({ project, requestId, targetIds });
     },
     async recordStream(record) {
       await client.recordStream({
@@ -213,6 +243,8 @@ async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
     exhaustedPools: keyModes.filter((mode) =>
       mode === "live" ? state.liveCreditsExhausted : state.testCreditsExhausted,
     ),
+    maxWaitingDeliveries: Number(state.maxWaitingDeliveries),
+    heldDeliveriesFull: state.heldDeliveriesFull,
     defaultRateLimit: {
       requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
       burst: state.defaultRateLimit?.burst ?? 20,

@@ -38,6 +38,8 @@ function scripted() {
     ack: async () => {},
     storeBody: async () => "",
     recordStream: async () => {},
+    reserveDeliveries: async () => null,
+    releaseDeliveries: async () => {},
   };
   let sequence = 0n;
   return {
@@ -206,6 +208,8 @@ function routedPlane() {
       plan: "paid",
       defaultRateLimit: { requestsPerSecond: 1, burst: 1 },
       exhaustedPools: [],
+      maxWaitingDeliveries: 10_000,
+      heldDeliveriesFull: false,
       signingKeys: new Map(),
       endpoints: new Map(["a", "b"].map((p) => [`v1/${p}`, endpoint(p, version)])),
     };

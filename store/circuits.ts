@@ -13,6 +13,7 @@ import {
   type TargetGateState,
 } from "../core/circuit.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { changeHeld, type PlanCaps } from "./waiting.ts";
 
 /** A target's circuit history is kept this long, newest first. */
 const EVENTS_KEPT = 50;
@@ -66,21 +67,33 @@ async function recordEvent(tx: Queryable, targetId: string, event: CircuitEvent)
 
 /**
  * Holds a delivery for its target when something still holds it: answers why, or null when the
- * target may be tried now (the delivery goes on instead of waiting).
+ * target may be tried now (the delivery goes on instead of waiting). Counted against its
+ * project's cap on waiting deliveries (store/waiting.ts).
  */
-export function holdDelivery(sql: Sql, targetId: string, workflowId: string): Promise<Hold | null> {
+export function holdDelivery(
+  sql: Sql,
+  targetId: string,
+  workflowId: string,
+  caps: PlanCaps,
+): Promise<Hold | null> {
   return sql.begin(async (tx) => {
     const gate = await lockTarget(tx, targetId);
     const hold = gate ? holdOf(gate) : null;
-    if (hold) {
-      await tx`
-        insert into held_deliveries (target_id, workflow_id) values (${targetId}, ${workflowId})
-        on conflict do nothing`;
-    } else {
-      // Let go without a release (it looked again itself): it waits no more.
-      await tx`
-        delete from held_deliveries where target_id = ${targetId} and workflow_id = ${workflowId}`;
-    }
+    await changeHeld(tx, { targetId }, caps, async (q) =>
+      hold
+        ? (
+            await q`
+              insert into held_deliveries (target_id, workflow_id)
+              values (${targetId}, ${workflowId})
+              on conflict do nothing`
+          ).count
+        : // Let go without a release (it looked again itself): it waits no more.
+          -(
+            await q`
+              delete from held_deliveries
+              where target_id = ${targetId} and workflow_id = ${workflowId}`
+          ).count,
+    );
     return hold;
   });
 }
@@ -93,18 +106,24 @@ export function releaseHeld(
   sql: Sql,
   targetId: string,
   limit: number,
+  caps: PlanCaps,
   probe = false,
 ): Promise<string[]> {
   return sql.begin(async (tx) => {
     const gate = await lockTarget(tx, targetId);
     const hold = gate ? holdOf(gate) : null;
     if (hold !== null && !(probe && hold === "circuit_open")) return [];
-    const rows = await tx<{ workflowId: string }[]>`
-      delete from held_deliveries where (target_id, workflow_id) in (
-        select target_id, workflow_id from held_deliveries where target_id = ${targetId}
-        order by held_at limit ${limit})
-      returning workflow_id`;
-    return rows.map((r) => r.workflowId);
+    let released: string[] = [];
+    await changeHeld(tx, { targetId }, caps, async (q) => {
+      const rows = await q<{ workflowId: string }[]>`
+        delete from held_deliveries where (target_id, workflow_id) in (
+          select target_id, workflow_id from held_deliveries where target_id = ${targetId}
+          order by held_at limit ${limit})
+        returning workflow_id`;
+      released = rows.map((r) => r.workflowId);
+      return -released.length;
+    });
+    return released;
   });
 }
 

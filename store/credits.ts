@@ -1,10 +1,11 @@
 /**
  * Credits as stored: a ledger per project and pool (grants positive, one charge per delivery that
- * reached its target), and each pool's running balance and use beside it (migration 007). A pool
- * emptying or refilling goes on the change feed, so edges refuse calls on an empty metered pool
- * (402) with no control-plane call per request.
+ * reached its target), and each pool's running balance and use beside it (migration 007); the
+ * holds of metered calls not yet settled, and their sum beside the balance (migration 012). A
+ * pool emptying or refilling goes on the change feed, so edges refuse calls on an empty metered
+ * pool (402) with no control-plane call; a call to a pool with credits reserves its holds first.
  */
-import { deliveryCredits, isMetered } from "../core/billing.ts";
+import { type CreditHold, deliveryCredits, isMetered } from "../core/billing.ts";
 import { type KeyMode, keyModes, type Plan } from "../core/model.ts";
 import { recordChange } from "./changes.ts";
 import type { Queryable, Sql, Transaction } from "./db.ts";
@@ -13,6 +14,8 @@ export interface PoolUsage {
   used: number;
   /** Null when the pool is unmetered (free-tier live traffic). */
   remaining: number | null;
+  /** Of `remaining`, what calls accepted and not yet settled hold; null when unmetered. */
+  held: number | null;
 }
 
 export interface Usage {
@@ -33,13 +36,15 @@ export async function grantCredits(
 }
 
 export async function poolUsage(sql: Sql, projectId: string, plan: Plan): Promise<Usage> {
-  const rows = await sql<{ pool: KeyMode; used: string; balance: string }[]>`
-    select pool, used, balance from credit_pools where project_id = ${projectId}`;
+  const rows = await sql<{ pool: KeyMode; used: string; balance: string; held: string }[]>`
+    select pool, used, balance, held from credit_pools where project_id = ${projectId}`;
   const pool = (mode: KeyMode): PoolUsage => {
     const row = rows.find((r) => r.pool === mode);
+    const metered = isMetered(plan, mode);
     return {
       used: Number(row?.used ?? 0),
-      remaining: isMetered(plan, mode) ? Number(row?.balance ?? 0) : null,
+      remaining: metered ? Number(row?.balance ?? 0) : null,
+      held: metered ? Number(row?.held ?? 0) : null,
     };
   };
   return { plan, pools: { live: pool("live"), test: pool("test") } };
@@ -61,14 +66,74 @@ export interface Charge {
   bytes: number;
 }
 
+export interface Reservation {
+  /** The project's slug. */
+  project: string;
+  pool: KeyMode;
+  requestId: string;
+  holds: CreditHold[];
+}
+
 /**
- * Charges a delivery once (a retry finds its charge there already); nothing for free-tier live
- * traffic. The charge that empties a pool tells the edges. Runs in the caller's transaction, so
- * an attempt's outcome and its charge commit together.
+ * Holds a call's credits when they fit in what its pool has left (the balance less what is held),
+ * all or none: one statement, under the pool row's lock, so calls reserving at once on any number
+ * of edges take turns and the pool never promises more than it has. A repeat of a call (an
+ * Idempotency-Key) holds nothing again for a delivery already held or charged, and always fits
+ * when it adds nothing. False when the call does not fit (or the pool has never had credits).
+ */
+export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boolean> {
+  const [row] = await tx<{ reserved: boolean }[]>`
+    with wanted as (
+      select w.target_id, w.amount
+      from unnest(${r.holds.map((h) => h.targetId)}::text[], ${r.holds.map((h) => h.credits)}::bigint[])
+        as w (target_id, amount)
+      where not exists (select 1 from credit_holds h
+          where h.request_id = ${r.requestId} and h.target_id = w.target_id)
+        and not exists (select 1 from credit_ledger l
+          where l.request_id = ${r.requestId} and l.target_id = w.target_id)
+    ), pool as (
+      select c.project_id, c.pool from credit_pools c join projects p on p.id = c.project_id
+      where p.slug = ${r.project} and c.pool = ${r.pool}
+        and c.balance - c.held >= (select coalesce(sum(amount), 0) from wanted)
+      for update of c
+    ), held as (
+      insert into credit_holds (request_id, target_id, project_id, pool, amount)
+      select ${r.requestId}, wanted.target_id, pool.project_id, pool.pool, wanted.amount
+      from pool, wanted
+      on conflict do nothing
+    )
+    select exists (select 1 from pool) or not exists (select 1 from wanted) as reserved`;
+  return row?.reserved ?? false;
+}
+
+/**
+ * Gives back the holds of a request's deliveries that will not be charged: those of `targetIds`
+ * (deliveries the edge did not queue after all, a stream that never answered), or all it still
+ * has (it settled or was cancelled). A delivery charged already has none left.
+ */
+export async function releaseHolds(
+  q: Queryable,
+  requestId: string,
+  targetIds?: readonly string[],
+): Promise<void> {
+  if (targetIds?.length === 0) return;
+  await q`
+    delete from credit_holds where request_id = ${requestId}
+    ${targetIds ? q`and target_id in ${q(targetIds)}` : q``}`;
+}
+
+/**
+ * Charges a delivery once (a retry finds its charge there already), in place of its hold; nothing
+ * for free-tier live traffic. The charge that empties a pool tells the edges. Runs in the caller's
+ * transaction, so an attempt's outcome and its charge commit together.
  */
 export async function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
   const credits = deliveryCredits(charge.bytes);
   const [charged] = await tx<{ projectId: string }[]>`
+    with released as (
+      delete from credit_holds
+      where request_id = ${charge.requestId} and target_id = ${charge.targetId}
+    )
     insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
     select p.id, ${charge.pool}, ${-credits}, 'delivery', ${charge.requestId}, ${charge.targetId}
     from projects p where p.slug = ${charge.project}

@@ -2,6 +2,7 @@
 import { afterAll, expect, test } from "vitest";
 import { classifyStatus } from "../core/delivery.ts";
 import { newId } from "../core/secrets.ts";
+import { defaultWaitingCaps as caps } from "../core/waiting.ts";
 import { stack } from "../test/helpers.ts";
 import { connect } from "./db.ts";
 import {
@@ -55,6 +56,7 @@ async function requestWith(targets: Record<string, number | null>): Promise<stri
       error: statusCode === null ? "refused" : null,
       charge: { project, pool: "live", requestId, targetId: target, bytes: 1 },
       circuit: "neutral",
+      lastTry: false,
       endedAt: startedAt,
     });
   }
@@ -65,7 +67,7 @@ test("an attempt delivered exactly when classifyStatus says its status delivered
   for (const status of [100, 199, 200, 204, 299, 300, 304, 404, 429, 500, null]) {
     const requestId = await requestWith({ t: status });
     const delivered = status !== null && classifyStatus(status) === "delivered";
-    expect([status, await settleRequest(sql, requestId)]).toEqual([
+    expect([status, await settleRequest(sql, requestId, [])]).toEqual([
       status,
       delivered ? "delivered" : "failed",
     ]);
@@ -78,7 +80,7 @@ test("a target that never answered is not delivered: beside a delivered one, the
   const before = await thisHour();
   const requestId = await requestWith({ answered: 200, refused: null });
 
-  expect(await settleRequest(sql, requestId)).toBe("partially_failed");
+  expect(await settleRequest(sql, requestId, [])).toBe("partially_failed");
   expect(await failedTargets(sql, requestId)).toEqual(["refused"]);
   expect(await thisHour()).toEqual({
     hour: before?.hour,
@@ -92,12 +94,12 @@ const statusOf = async (requestId: string) =>
 
 test("a cancel leaves a request with a 2xx attempt as its attempts settle it; without one, cancelled", async () => {
   const delivered = await requestWith({ t: 200 });
-  expect(await cancelRequest(sql, openingOf(delivered))).toBe("delivered");
+  expect(await cancelRequest(sql, openingOf(delivered), caps)).toBe("delivered");
   expect(await statusOf(delivered)).toBe("delivered");
   const partly = await requestWith({ answered: 204, refused: null });
-  expect(await cancelRequest(sql, openingOf(partly))).toBe("partially_failed");
+  expect(await cancelRequest(sql, openingOf(partly), caps)).toBe("partially_failed");
   const failing = await requestWith({ t: 503 });
-  expect(await cancelRequest(sql, openingOf(failing))).toBe("cancelled");
+  expect(await cancelRequest(sql, openingOf(failing), caps)).toBe("cancelled");
   expect(await statusOf(failing)).toBe("cancelled");
 });
 
@@ -106,12 +108,13 @@ test("a 2xx attempt that ends after its request was cancelled still wins", async
   const { requestId } = opening;
   const target = { id: "late", name: "late" };
   const { id } = await startAttempt(sql, { opening, requestId, target, startedAt });
-  expect(await cancelRequest(sql, opening)).toBe("cancelled");
+  expect(await cancelRequest(sql, opening, caps)).toBe("cancelled");
   await endAttempt(sql, id, {
     statusCode: 200,
     latencyMs: 1,
     error: null,
     charge: { project, pool: "live", requestId, targetId: target.id, bytes: 1 },
+    lastTry: false,
     circuit: "neutral",
     endedAt: startedAt,
   });

@@ -15,8 +15,9 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { gateColumns, recordCircuitOutcome } from "./circuits.ts";
-import { type Charge, chargeDelivery } from "./credits.ts";
+import { type Charge, chargeDelivery, releaseHolds } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { forgetWaiting, type PlanCaps } from "./waiting.ts";
 
 /**
  * An attempt delivered: its target answered 2xx, as core's `classifyStatus` says. Never null: an
@@ -57,31 +58,42 @@ export async function openRequest(
 
 /**
  * A request cancelled before it was delivered: no further attempts will be made (its workflow
- * stopped them). Opens it, cancelled, when it was cancelled before its first task. A target's
+ * stopped them). Opens it, cancelled, when it was cancelled before its first task. Its credit
+ * holds go back, and it waits no more, for its time or any target (store/waiting.ts). A target's
  * 2xx wins over the cancel: a request with a delivered attempt is settled from its attempts
  * instead (delivered, or partially failed beside targets that never got it). Answers the status.
  */
-export async function cancelRequest(sql: Sql, input: RequestOpening): Promise<RequestStatus> {
+export async function cancelRequest(
+  sql: Sql,
+  input: RequestOpening,
+  caps: PlanCaps,
+): Promise<RequestStatus> {
   return sql.begin(async (tx) => {
     // Locks the row, so an attempt ending now settles it after this (endAttempt).
     await insertRequest(tx, input, "cancelled");
-    // It waits for no target any more (store/circuits.ts).
-    await tx`delete from held_deliveries where workflow_id = ${input.requestId}`;
+    await releaseHolds(tx, input.requestId);
+    await forgetWaiting(tx, input.requestId, caps);
     const [answered] = await tx`
       select 1 from attempts where request_id = ${input.requestId} and ${delivered(tx)} limit 1`;
-    return answered ? settleRequest(tx, input.requestId) : "cancelled";
+    return answered ? settleRequest(tx, input.requestId, []) : "cancelled";
   });
 }
 
 /**
  * Sets a request's status from all of its attempts, replays included: delivered when every
  * target it tried has a delivered attempt, failed when none has, partially failed in between.
+ * The credits still held for `targetIds`, the deliveries settled (none charged), go back.
  */
-export async function settleRequest(q: Queryable, requestId: string): Promise<RequestStatus> {
+export async function settleRequest(
+  q: Queryable,
+  requestId: string,
+  targetIds: readonly string[],
+): Promise<RequestStatus> {
+  await releaseHolds(q, requestId, targetIds);
   return (await settle(q, requestId, q``)) ?? "failed";
 }
 
-/** `settleRequest`, narrowed by `only` (a condition on the request `r`, or none). */
+/** `settleRequest`'s status update, narrowed by `only` (a condition on the request `r`, or none). */
 async function settle(
   q: Queryable,
   requestId: string,
@@ -141,8 +153,13 @@ export interface AttemptEnd {
   statusCode: number | null;
   latencyMs: number;
   error: string | null;
-  /** Charged when the target answered (once per delivery: a retry finds its charge there). */
+  /**
+   * Charged when the target answered (once per delivery: a retry finds its charge there), in
+   * place of the delivery's credit hold; the hold goes back when the delivery ends unanswered.
+   */
   charge: Charge;
+  /** No attempt follows this one (a sync call's): its delivery ends with it. */
+  lastTry: boolean;
   /** How the attempt moves its target's circuit (async deliveries only). */
   circuit: CircuitOutcome;
   endedAt: Date;
@@ -171,16 +188,21 @@ export async function endAttempt(
     update attempts set status_code = ${end.statusCode}, latency_ms = ${end.latencyMs},
       error = ${end.error}
     where id = ${attemptId}`;
-  if (end.statusCode === null && !finishing && end.circuit === "neutral") {
+  if (end.statusCode === null && !finishing && !end.lastTry && end.circuit === "neutral") {
     await record(sql);
     return { status: undefined, circuit: null };
   }
   const { requestId, targetId } = end.charge;
   return sql.begin(async (tx) => {
     await record(tx);
-    if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
+    // The circuit before the charge: a charge that empties its pool records a change, which
+    // must be the transaction's last lock taken (store/changes.ts).
     const circuit = await recordCircuitOutcome(tx, targetId, end.circuit, end.endedAt);
-    if (finishing === "settled") return { status: await settleRequest(tx, requestId), circuit };
+    if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
+    else if (end.lastTry) await releaseHolds(tx, requestId, [targetId]);
+    if (finishing === "settled") {
+      return { status: await settleRequest(tx, requestId, [targetId]), circuit };
+    }
     // A 2xx landing after its request was cancelled (a stray attempt) still wins.
     if (!finishing && answeredStatus(end.statusCode) === "delivered") {
       await settle(tx, requestId, tx`and r.status = 'cancelled'`);
@@ -228,6 +250,8 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
         targetId: target.id,
         bytes,
       });
+    } else {
+      await releaseHolds(tx, request.requestId, [target.id]);
     }
     if (ownsStatus) {
       await tx`

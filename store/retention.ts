@@ -1,20 +1,31 @@
 /**
  * The request log's retention: a finished request leaves the log (with its attempts and its
  * stored body) once it is older than the retention. Credits stay in the ledger. Deletes run in
- * batches so a large backlog never holds long locks.
+ * batches so a large backlog never holds long locks. The same daily run sweeps what waits for
+ * nothing any more: credit holds no delivery will settle, delayed calls past their time.
  */
 import type { Sql } from "./db.ts";
 
 const BATCH = 5000;
 
+/**
+ * A hold this old whose request was never opened (its workflow never started: an edge lost
+ * between its reservation and its start) or has ended (a sync call whose start was lost beside
+ * async targets, an Idempotency-Key's repeat after its first call ended) waits for nothing.
+ */
+export const ORPHAN_HOLD_MS = 60 * 60 * 1000;
+
 export interface Pruned {
   requests: number;
   bodies: number;
+  /** Credit holds given back, delayed calls that reached their time. */
+  holds: number;
+  scheduled: number;
 }
 
 export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number): Promise<Pruned> {
   const cutoff = new Date(now.getTime() - retentionMs);
-  const pruned: Pruned = { requests: 0, bodies: 0 };
+  const pruned: Pruned = { requests: 0, bodies: 0, holds: 0, scheduled: 0 };
   for (;;) {
     // Attempts go with their request (on delete cascade).
     const deleted = await sql`
@@ -38,5 +49,18 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
     pruned.bodies += deleted.count;
     if (deleted.count < BATCH) break;
   }
+  for (;;) {
+    // On real time: a hold's age is the database's, whatever the dev clock says.
+    const deleted = await sql`
+      delete from credit_holds where (request_id, target_id) in (
+        select h.request_id, h.target_id from credit_holds h
+          left join requests r on r.id = h.request_id
+        where h.created_at < now() - make_interval(secs => ${ORPHAN_HOLD_MS / 1000})
+          and (r.id is null or r.status in ('delivered', 'partially_failed', 'failed', 'cancelled'))
+        limit ${BATCH})`;
+    pruned.holds += deleted.count;
+    if (deleted.count < BATCH) break;
+  }
+  pruned.scheduled = (await sql`delete from scheduled_calls where not_before <= ${now}`).count;
   return pruned;
 }

@@ -16,7 +16,7 @@ import {
 
 type Usage = {
   plan: string;
-  pools: Record<"live" | "test", { used: number; remaining: number | null }>;
+  pools: Record<"live" | "test", { used: number; remaining: number | null; held: number | null }>;
 };
 
 const closers: (() => Promise<void>)[] = [];
@@ -36,13 +36,17 @@ describe("charges", () => {
     expect((await api<Usage>(paid.ownerToken, "GET", `/projects/${paid.slug}/usage`)).body).toEqual(
       {
         plan: "paid",
-        pools: { live: { used: 0, remaining: 100 }, test: { used: 0, remaining: 100 } },
+        pools: {
+          live: { used: 0, remaining: 100, held: 0 },
+          test: { used: 0, remaining: 100, held: 0 },
+        },
       },
     );
     const free = await newProject("free");
     const freeUsage = (await api<Usage>(free.ownerToken, "GET", `/projects/${free.slug}/usage`))
       .body;
     expect(freeUsage.pools.live.remaining).toBeNull();
+    expect(freeUsage.pools.live.held).toBeNull();
     expect(freeUsage.pools.test.remaining).toBe(100);
   });
 });
@@ -174,7 +178,7 @@ describe("the billing rule", () => {
   });
 });
 
-test("an empty metered pool is 402 insufficient_credits until the admin adds credits", async () => {
+test("a pool too low for a call's deliveries is 402 insufficient_credits until the admin adds credits", async () => {
   const sink = await target();
   const p = await projectWithEndpoint([
     { name: "a", targetUrl: sink.url },
@@ -190,7 +194,8 @@ test("an empty metered pool is 402 insufficient_credits until the admin adds cre
   expect(refused?.json()).toEqual({
     error: { code: "insufficient_credits", message: expect.any(String) },
   });
-  expect((await usage(p)).pools.live.remaining).toBeLessThanOrEqual(0);
+  // 12 requests of 8 fitted in 100; the 4 left do not take a 13th, and the pool never goes below 0.
+  expect((await usage(p)).pools.live).toEqual({ used: 96, remaining: 4, held: 0 });
 
   const topUp = await api<Usage>(stack().adminToken, "POST", `${p.base}/credits`, {
     pool: "live",

@@ -7,7 +7,10 @@ import { createConnectTransport, type GrpcWebTransportOptions } from "@connectrp
 import { Webhook } from "standardwebhooks";
 import { request } from "undici";
 import { inject, vi } from "vitest";
+import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
+import { chargeDelivery } from "../store/credits.ts";
+import type { Sql } from "../store/db.ts";
 
 export const stack = () => inject("stack");
 
@@ -315,3 +318,15 @@ export function edgeEnv(port: number, env: Record<string, string> = {}): Record<
     ...env,
   };
 }
+
+/** Spends a project's live pool down to `left` of RELAY_INITIAL_CREDITS (100 in tests). */
+export const spendDownTo = (sql: Sql, slug: string, left: number) =>
+  sql.begin((tx) =>
+    chargeDelivery(tx, {
+      project: slug,
+      pool: "live",
+      requestId: `req_setup_${slug}`,
+      targetId: "t",
+      bytes: (100 - left) * CREDIT_UNIT_BYTES,
+    }),
+  );

@@ -39,6 +39,7 @@ import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
+import type { PlanCaps } from "../store/waiting.ts";
 import { notifier } from "./notify.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
@@ -63,6 +64,8 @@ export interface ActivityDeps {
   sealingKey: CryptoKey;
   /** How long a finished request stays in the log. */
   logRetentionMs: number;
+  /** Each plan's cap on a project's scheduled and held deliveries. */
+  waitingCaps: PlanCaps;
   /** Told of every finished attempt (the log and the metrics). */
   observeAttempt: (attempt: AttemptOutcome) => void;
   /** Told of a circuit opened, recovered or disabled (the log and the metrics). */
@@ -109,16 +112,17 @@ export type RequestRow = requestLog.RequestOpening;
 const MAX_OPENED_KEYS = 10_000;
 
 export function createActivities(deps: ActivityDeps) {
-  const { sql, now, sealingKey, retryPolicy, logRetentionMs } = deps;
+  const { sql, now, sealingKey, retryPolicy, logRetentionMs, waitingCaps } = deps;
   const attempts: AttemptDeps = { ...deps, signingKeysOf: signingKeys(sql, sealingKey) };
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
       requestLog.openRequest(sql, input, status),
     /** Cancelled, or how it settled when a target answered 2xx first. */
     cancelRequest: (input: RequestRow): Promise<RequestStatus> =>
-      requestLog.cancelRequest(sql, input),
-    settleRequest: (requestId: string): Promise<RequestStatus> =>
-      requestLog.settleRequest(sql, requestId),
+      requestLog.cancelRequest(sql, input, waitingCaps),
+    /** `targetIds`: the deliveries settled; absent in a call scheduled before they were named. */
+    settleRequest: (requestId: string, targetIds: string[] = []): Promise<RequestStatus> =>
+      requestLog.settleRequest(sql, requestId, targetIds),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
     firstAttempt: (
       request: RequestRow,
@@ -128,7 +132,7 @@ export function createActivities(deps: ActivityDeps) {
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
-      const hold = await circuits.holdDelivery(sql, targetId, workflowId);
+      const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps);
       // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
       if (hold === "circuit_open") await deps.ensureCircuit(targetId);
       return hold;
@@ -136,7 +140,7 @@ export function createActivities(deps: ActivityDeps) {
     circuitState: (targetId: string): Promise<circuits.CircuitState> =>
       circuits.circuitState(sql, targetId),
     releaseHeld: (targetId: string, limit: number, probe: boolean): Promise<string[]> =>
-      circuits.releaseHeld(sql, targetId, limit, probe),
+      circuits.releaseHeld(sql, targetId, limit, waitingCaps, probe),
     recordProbeFailed: (targetId: string): Promise<void> =>
       circuits.recordProbeFailed(sql, targetId),
     disableTarget: async (targetId: string): Promise<boolean> => {
@@ -365,6 +369,7 @@ async function postToTarget(
       billedBytes: body.byteLength,
       // A sync call answers its caller: its target's failures are the caller's to see.
       circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
+      lastTry: call.sync === true,
     },
     call.finishing?.(sent),
   );
@@ -420,6 +425,7 @@ function endAttempt(
     error: string | null;
     billedBytes: number;
     circuit: CircuitOutcome;
+    lastTry: boolean;
   },
   finishing?: requestLog.Finishing,
 ): Promise<requestLog.AttemptEnded> {
@@ -439,11 +445,11 @@ function endAttempt(
     targetId: a.target.id,
     bytes: a.billedBytes,
   };
-  const { statusCode, latencyMs, error, circuit } = a;
+  const { statusCode, latencyMs, error, circuit, lastTry } = a;
   return requestLog.endAttempt(
     deps.sql,
     attemptId,
-    { statusCode, latencyMs, error, charge, circuit, endedAt: new Date() },
+    { statusCode, latencyMs, error, charge, circuit, lastTry, endedAt: new Date() },
     finishing,
   );
 }

@@ -13,6 +13,8 @@ const schema = z.object({
   RELAY_RETRY_WINDOW_MS: z.coerce.number().int().min(1000).default(86_400_000),
   /** One delivery attempt's limit; past it (a worker lost mid-call) Temporal retries. */
   RELAY_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+  RELAY_MAX_WAITING_DELIVERIES_FREE: sharedEnv.RELAY_MAX_WAITING_DELIVERIES_FREE,
+  RELAY_MAX_WAITING_DELIVERIES_PAID: sharedEnv.RELAY_MAX_WAITING_DELIVERIES_PAID,
   /** How long a finished request (its attempts, its stored body) stays in the log. */
   RELAY_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** "1" lets deliveries reach private, loopback and link-local addresses (dev stacks, tests). */

@@ -8,6 +8,7 @@ import {
   Worker,
   type WorkerOptions,
 } from "@temporalio/worker";
+import { waitingCapsFrom } from "../core/env.ts";
 import { ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { DAY_MS } from "../core/policy.ts";
@@ -57,6 +58,7 @@ const activities = createActivities({
   now: workerClock(sql, config.RELAY_DEV_CLOCK),
   sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
   logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
+  waitingCaps: waitingCapsFrom(config),
   observeAttempt,
   observeCircuit,
   ensureCircuit: (targetId) => ensureCircuit(client, targetId),

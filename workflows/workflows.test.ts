@@ -216,7 +216,7 @@ const activities: Activities = {
   },
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
-    return { requests: 5, bodies: 2 };
+    return { requests: 5, bodies: 2, holds: 1, scheduled: 0 };
   },
 };
 
@@ -490,7 +490,7 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
     taskQueue,
     workflowId: nextId("prune"),
   });
-  expect(await retention.result()).toEqual({ requests: 5, bodies: 2 });
+  expect(await retention.result()).toEqual({ requests: 5, bodies: 2, holds: 1, scheduled: 0 });
   await recordHistory(retention, "log-pruned");
 });
 

@@ -217,7 +217,7 @@ async function deliverAll(
   if (retrying.length === 0) {
     const [verdict] = verdicts;
     const settled = verdict && "settled" in verdict ? verdict.settled : undefined;
-    return settle(settled ?? (await first.settleRequest(input.requestId)));
+    return settle(settled ?? (await first.settleRequest(input.requestId, targetIdsOf(deliveries))));
   }
 
   setStatus("delivering");
@@ -229,7 +229,12 @@ async function deliverAll(
       await deliverToTarget(delivery, policy, waiting, released);
     }),
   );
-  return settle(await settleRequest(input.requestId));
+  return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));
+}
+
+/** The targets a settle gives the credit holds back for (those not charged). */
+function targetIdsOf(deliveries: DeliverInput[]): string[] {
+  return deliveries.map((delivery) => delivery.target.id);
 }
 
 /** How long a held delivery waits for its release before it looks again itself. */
@@ -317,7 +322,7 @@ async function deliverAsBefore(
   await openRequest(request);
   setStatus("delivering");
   await Promise.allSettled(deliveries.map((delivery) => deliver(delivery)));
-  return settle(await settleRequest(request.requestId));
+  return settle(await settleRequest(request.requestId, targetIdsOf(deliveries)));
 }
 
 function settle(status: RequestStatus): RequestStatus {

@@ -188,6 +188,13 @@ export const revokedKey = z.strictObject({ key });
 const pool = z.strictObject({
   used: z.number().int(),
   remaining: z.number().int().nullable().describe("Null when the pool is unmetered"),
+  held: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      "Of remaining, what accepted calls not yet settled hold; a new call may use the rest. Null when the pool is unmetered",
+    ),
 });
 
 export const usage = z.strictObject({

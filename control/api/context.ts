@@ -8,6 +8,7 @@ import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Sql } from "../../store/db.ts";
 import { isUniqueViolation } from "../../store/errors.ts";
 import { projectBySlug } from "../../store/projects.ts";
+import type { PlanCaps } from "../../store/waiting.ts";
 import type { Caller } from "../auth.ts";
 
 export interface Deps {
@@ -19,6 +20,8 @@ export interface Deps {
   initialCredits: number;
   /** The deployment's per-project caps; a project's overrides win (store/limits.ts). */
   projectLimits: ProjectLimits;
+  /** Each plan's cap on a project's scheduled and held deliveries. */
+  waitingCaps: PlanCaps;
   /** Where endpoint targets may point (never the relay itself; private only in dev stacks). */
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */

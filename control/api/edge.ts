@@ -1,8 +1,9 @@
 /**
  * What edges ask: a key by hash, a project's routing state or one endpoint's, the change feed and
- * its acks, and the log of the streams they proxied.
+ * its acks, the reservations of the calls they queue, and the log of the streams they proxied.
  */
 
+import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import {
@@ -12,11 +13,13 @@ import {
   MAX_LEASE_MS,
   watchChanges,
 } from "../../store/changes.ts";
-import { exhaustedPools } from "../../store/credits.ts";
+import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
+import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
+import { admitScheduled, capOf, forgetScheduled, heldCount } from "../../store/waiting.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
 
@@ -33,6 +36,9 @@ export interface ProjectState {
   exhaustedPools: KeyMode[];
   /** The live signing secrets' bytes by endpoint: the edge signs the streams it proxies. */
   signingSecrets: EndpointSigningSecrets[];
+  /** The project's cap on scheduled and held deliveries, and whether its held ones reach it. */
+  maxWaitingDeliveries: number;
+  heldDeliveriesFull: boolean;
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -51,12 +57,15 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
   const project = await projectBySlug(ctx.sql, slug);
   if (!project) return null;
   const { id, ...view } = project;
+  const maxWaitingDeliveries = await capOf(ctx.sql, id, ctx.waitingCaps);
   return {
     project: view,
     endpoints: await loadEndpoints(ctx.sql, id),
     defaultRateLimit: planRateLimits[view.plan],
     exhaustedPools: await exhaustedPools(ctx.sql, id, view.plan),
     signingSecrets: await projectSigningSecrets(ctx.sql, ctx.sealingKey, id, ctx.now()),
+    maxWaitingDeliveries,
+    heldDeliveriesFull: (await heldCount(ctx.sql, id)) >= maxWaitingDeliveries,
   };
 }
 
@@ -86,6 +95,64 @@ export async function endpointState(
     only,
   );
   return { endpoint, signingSecrets: secrets?.secrets ?? [] };
+}
+
+/**
+ * Reserves what a call needs before an edge queues it (docs/design.md "Credits"): its credits
+ * (the edge sends holds only for a metered pool), and a delayed call's place under the project's
+ * cap on waiting deliveries. An immediate call is one statement; a delayed one, one transaction,
+ * so a refusal leaves nothing behind. Null when reserved.
+ */
+export async function reserveDeliveries(
+  ctx: Ctx,
+  call: CallReservation,
+): Promise<ReservationRefusal | null> {
+  requireEdge(ctx.caller);
+  if (!call.requestId) throw new RelayError("bad_request", "a reservation needs a request id");
+  const creditsFit = (q: Queryable) => call.holds.length === 0 || reserveCredits(q, call);
+  const tooFew = { code: "insufficient_credits" } as const;
+  const { notBefore } = call;
+  if (!notBefore) return (await creditsFit(ctx.sql)) ? null : tooFew;
+  const project = await projectBySlug(ctx.sql, call.project);
+  if (!project) throw new RelayError("not_found", `no project '${call.project}'`);
+  return ctx.sql
+    .begin(async (tx) => {
+      if (!(await creditsFit(tx))) throw new Refused(tooFew);
+      const cap = await capOf(tx, project.id, ctx.waitingCaps);
+      const place = { projectId: project.id, requestId: call.requestId, notBefore, cap };
+      if (!(await admitScheduled(tx, { ...place, now: ctx.now() }))) {
+        throw new Refused({ code: "limit_exceeded", cap });
+      }
+      return null;
+    })
+    .catch((error: unknown) => {
+      if (error instanceof Refused) return error.refusal;
+      throw error;
+    });
+}
+
+/** A refusal thrown out of the reservation's transaction, so it rolls back whole. */
+class Refused extends Error {
+  constructor(readonly refusal: ReservationRefusal) {
+    super(refusal.code);
+  }
+}
+
+/**
+ * Gives back what an edge reserved for deliveries it then did not queue (its start to Temporal
+ * failed): their holds, and a delayed call's place.
+ */
+export async function releaseDeliveries(
+  ctx: Ctx,
+  requestId: string,
+  targetIds: string[],
+): Promise<void> {
+  requireEdge(ctx.caller);
+  await ctx.sql.begin(async (tx) => {
+    await releaseHolds(tx, requestId, targetIds);
+    // Only a delayed call's start failing brings it here: it waits for nothing now.
+    await forgetScheduled(tx, requestId);
+  });
 }
 
 export function changes(ctx: Ctx, notifier: ChangeNotifier, after: bigint, signal: AbortSignal) {

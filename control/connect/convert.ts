@@ -86,6 +86,7 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
 const poolOut = (pool: PoolUsage) => ({
   used: BigInt(pool.used),
   remaining: pool.remaining === null ? undefined : BigInt(pool.remaining),
+  held: pool.held === null ? undefined : BigInt(pool.held),
 });
 export const usageOut = (u: Usage) => ({
   plan: u.plan,

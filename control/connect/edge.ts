@@ -1,11 +1,20 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
+import { keyModes } from "../../core/model.ts";
+import { EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
 import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
 import type { ControlApp } from "../app.ts";
 import type { ContextOf } from "./caller.ts";
-import { edgeKeyOut, endpointOut, optionalTs, projectOut, streamRecordIn } from "./convert.ts";
+import {
+  edgeKeyOut,
+  endpointOut,
+  fromEnum,
+  optionalTs,
+  projectOut,
+  streamRecordIn,
+} from "./convert.ts";
 
 /** Room for StoreBody's other fields beside the body. */
 const ENVELOPE_BYTES = 64 * 1024;
@@ -52,6 +61,26 @@ export function edgeService(
         await edge.recordStream(ctxOf(h), streamRecordIn(req));
         return {};
       },
+      async reserveDeliveries(req, h) {
+        const refusal = await edge.reserveDeliveries(ctxOf(h), {
+          project: req.project,
+          pool: fromEnum(keyModes, req.keyMode) ?? "live",
+          requestId: req.requestId,
+          holds: req.holds.map((hold) => ({
+            targetId: hold.targetId,
+            credits: Number(hold.credits),
+          })),
+          notBefore: req.notBefore ? timestampDate(req.notBefore) : null,
+        });
+        if (!refusal) return {};
+        return refusal.code === "insufficient_credits"
+          ? { refusal: ReserveRefusal.INSUFFICIENT_CREDITS }
+          : { refusal: ReserveRefusal.LIMIT_EXCEEDED, limit: BigInt(refusal.cap) };
+      },
+      async releaseDeliveries(req, h) {
+        await edge.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);
+        return {};
+      },
       async ackChanges(req, h) {
         await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
         return {};
@@ -77,6 +106,8 @@ export function edgeService(
             defaultRateLimit: state.defaultRateLimit,
             liveCreditsExhausted: state.exhaustedPools.includes("live"),
             testCreditsExhausted: state.exhaustedPools.includes("test"),
+            maxWaitingDeliveries: BigInt(state.maxWaitingDeliveries),
+            heldDeliveriesFull: state.heldDeliveriesFull,
           },
         };
       },

@@ -15,3 +15,28 @@ test("a key whose credit pool is empty is a 402; another pool's key passes", asy
   await credits(received(arrived(), endpoint, testEmpty), next);
   expect(next.handed).toHaveLength(1);
 });
+
+test("a project whose held deliveries reached its cap is 409 for async calls; a sync call passes", async () => {
+  const endpoint = hookEndpoint();
+  const full = projectState(endpoint, { heldDeliveriesFull: true, maxWaitingDeliveries: 3 });
+  const refused = await refusal(credits(received(arrived(), endpoint, full), passed()));
+  expect(refused.code).toBe("limit_exceeded");
+  expect(refused.message).toMatch(/cap of 3 scheduled and held deliveries/);
+
+  const sync = hookEndpoint({
+    targets: [
+      {
+        id: "s",
+        name: "s",
+        targetUrl: "http://s",
+        deliveryMode: "sync",
+        timeoutSeconds: 30,
+        headers: {},
+      },
+    ],
+  });
+  const next = passed();
+  const syncFull = projectState(sync, { heldDeliveriesFull: true });
+  await credits(received(arrived(), sync, syncFull), next);
+  expect(next.handed).toHaveLength(1);
+});

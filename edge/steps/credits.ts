@@ -1,11 +1,72 @@
+import { deliveryHolds, isMetered } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
+import { waitingCapMessage } from "../../core/waiting.ts";
+import type { EdgeDeps } from "../app.ts";
 import type { Received, Step } from "../pipeline.ts";
 
-/** A key's credit pool the control plane reports empty takes no more calls (402). */
+/**
+ * What the edge knows without asking: a key's credit pool the control plane reports empty takes
+ * no more calls (402), and a project whose held deliveries reached its cap no more async calls
+ * (409), since any of them may be held too. Neither costs a control-plane call.
+ */
 export const credits: Step<Received> = async function credits(envelope, next) {
   const { mode } = envelope.key;
-  if (envelope.projectState.exhaustedPools.includes(mode)) {
+  const state = envelope.projectState;
+  if (state.exhaustedPools.includes(mode)) {
     throw new RelayError("insufficient_credits", `the ${mode} credit pool is empty`);
+  }
+  const queues = envelope.endpoint.targets.some((t) => t.deliveryMode === "async");
+  if (queues && state.heldDeliveriesFull) {
+    throw new RelayError("limit_exceeded", waitingCapMessage(state.maxWaitingDeliveries));
   }
   return next(envelope);
 };
+
+/** What a call reserved: give back the part of it that was not queued after all. */
+export interface Reserved {
+  release(targetIds: readonly string[]): void;
+}
+
+const nothingReserved: Reserved = { release() {} };
+
+/**
+ * Reserves what the call needs before anything is queued (docs/design.md "Credits"), with one
+ * control-plane call: its deliveries' credits from a metered pool (402 when they do not fit in
+ * what is left) and a delayed call's place among its project's waiting deliveries (409 past the
+ * cap). An immediate call to an unmetered pool reserves nothing and asks nothing.
+ */
+export async function reserveCall(
+  deps: Pick<EdgeDeps, "reserveDeliveries" | "releaseDeliveries" | "logError">,
+  call: Received,
+  requestId: string,
+): Promise<Reserved> {
+  const pool = call.key.mode;
+  const holds = isMetered(call.projectState.plan, pool)
+    ? deliveryHolds(call.endpoint.targets, call.body.byteLength)
+    : [];
+  if (holds.length === 0 && !call.notBefore) return nothingReserved;
+  const { project, notBefore } = call;
+  const refusal = await deps
+    .reserveDeliveries({ project, pool, requestId, holds, notBefore })
+    .catch(() => {
+      throw new RelayError("unavailable", "the request could not be queued; try again");
+    });
+  if (refusal?.code === "insufficient_credits") {
+    throw new RelayError(
+      "insufficient_credits",
+      `the ${pool} credit pool has too few credits left for this call's deliveries`,
+    );
+  }
+  if (refusal?.code === "limit_exceeded") {
+    throw new RelayError("limit_exceeded", waitingCapMessage(refusal.cap));
+  }
+  return {
+    release(targetIds) {
+      if (targetIds.length === 0) return;
+      // Not awaited: the caller's answer does not wait; one lost is swept (store/retention.ts).
+      deps.releaseDeliveries(project, requestId, [...targetIds]).catch((err: unknown) => {
+        deps.logError({ err, requestId }, "a reservation could not be given back");
+      });
+    },
+  };
+}

@@ -1,4 +1,5 @@
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import {
   acceptedStatus,
   type DeliveryInput,
@@ -6,10 +7,11 @@ import {
   type SyncInput,
   type SyncOutcome,
 } from "../../core/delivery.ts";
+import { RelayError } from "../../core/errors.ts";
 import type { EdgeDeps } from "../app.ts";
 import type { WorkflowStarter } from "../temporal.ts";
 import { deliver } from "./deliver.ts";
-import { arrived, hookEndpoint, received, refusal } from "./testing.ts";
+import { arrived, hookEndpoint, projectState, received, refusal } from "./testing.ts";
 
 const target = (id: string, deliveryMode: DeliveryTarget["deliveryMode"]): DeliveryTarget => ({
   id,
@@ -20,15 +22,22 @@ const target = (id: string, deliveryMode: DeliveryTarget["deliveryMode"]): Deliv
   headers: {},
 });
 
-/** Edge deps around a starter that records what it was asked to run. */
-function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
+/** Edge deps around a starter that records what it was asked to run, and what was reserved. */
+function edgeWith(
+  sync: SyncOutcome = { kind: "timeout" },
+  syncSlots = 1,
+  reservations: { refusal?: ReservationRefusal; startFails?: boolean } = {},
+) {
   const started: { input: DeliveryInput; bodyTag: string | undefined }[] = [];
   const synced: SyncInput[] = [];
   const stored: string[] = [];
+  const reserved: CallReservation[] = [];
+  const released: { requestId: string; targetIds: string[] }[] = [];
   let slots = syncSlots;
   const temporal: WorkflowStarter = {
     ready: async () => {},
     startDelivery: async (input, _trace, bodyTag) => {
+      if (reservations.startFails) throw new RelayError("unavailable", "Temporal is down");
       started.push({ input, bodyTag });
       return acceptedStatus(input);
     },
@@ -46,10 +55,17 @@ function edgeWith(sync: SyncOutcome = { kind: "timeout" }, syncSlots = 1) {
       stored.push(requestId);
       return `body_${requestId}`;
     },
+    reserveDeliveries: async (reservation: CallReservation) => {
+      reserved.push(reservation);
+      return reservations.refusal ?? null;
+    },
+    releaseDeliveries: async (_project: string, requestId: string, targetIds: string[]) => {
+      released.push({ requestId, targetIds });
+    },
     newRequestId: () => "req_new",
     logError: () => {},
   } as unknown as EdgeDeps;
-  return { deps, started, synced, stored, slots: () => slots };
+  return { deps, started, synced, stored, reserved, released, slots: () => slots };
 }
 
 const callTo = (targets: DeliveryTarget[], init: RequestInit = {}, body = new Uint8Array()) =>
@@ -147,4 +163,74 @@ test("an Idempotency-Key names the request: the same key gives the same id, tagg
   const [first, repeat, other] = started.map((s) => s.bodyTag);
   expect(first).toBe(repeat);
   expect(other).not.toBe(first);
+});
+
+describe("reservations", () => {
+  const body = new Uint8Array(70_000); // two credits' worth
+
+  test("a metered call holds each delivery's credits under its request id before it is queued", async () => {
+    const { deps, reserved, started, released } = edgeWith({
+      kind: "answered",
+      status: 200,
+      headers: {},
+      bodyBase64: "",
+    });
+    const call = callTo([target("a", "async"), target("s", "sync")], {}, body);
+    expect((await deliver(deps)(call)).status).toBe(200);
+    expect(reserved).toEqual([
+      {
+        project: "acme",
+        pool: "live",
+        requestId: "req_new",
+        holds: [
+          { targetId: "a", credits: 2 },
+          { targetId: "s", credits: 2 },
+        ],
+        notBefore: null,
+      },
+    ]);
+    expect(started).toHaveLength(1);
+    expect(released).toEqual([]);
+  });
+
+  test("a call that does not fit is 402 and queues nothing; past the cap, 409", async () => {
+    for (const [answer, code] of [
+      [{ code: "insufficient_credits" }, "insufficient_credits"],
+      [{ code: "limit_exceeded", cap: 7 }, "limit_exceeded"],
+    ] as const) {
+      const { deps, started, stored } = edgeWith(undefined, 1, { refusal: answer });
+      const refused = await refusal(deliver(deps)(callTo([target("a", "async")], {}, body)));
+      expect(refused.code).toBe(code);
+      expect(started).toEqual([]);
+      expect(stored).toEqual([]);
+    }
+    const { deps } = edgeWith(undefined, 1, { refusal: { code: "limit_exceeded", cap: 7 } });
+    const refused = await refusal(deliver(deps)(callTo([target("a", "async")])));
+    expect(refused.message).toMatch(/cap of 7 scheduled and held deliveries/);
+  });
+
+  test("a start that fails gives back what was reserved for the targets not queued", async () => {
+    const { deps, released } = edgeWith(undefined, 1, { startFails: true });
+    const refused = await refusal(
+      deliver(deps)(callTo([target("a", "async"), target("b", "async")], {}, body)),
+    );
+    expect(refused.code).toBe("unavailable");
+    expect(released).toEqual([{ requestId: "req_new", targetIds: ["a", "b"] }]);
+  });
+
+  test("an unmetered call reserves nothing unless it is delayed: then its place, with no credits", async () => {
+    const free = (notBefore: Date | null) =>
+      Object.assign(
+        received(arrived(), hookEndpoint(), projectState(hookEndpoint(), { plan: "free" })),
+        { notBefore },
+      );
+    const { deps, reserved } = edgeWith();
+    await deliver(deps)(free(null));
+    expect(reserved).toEqual([]);
+    const at = new Date("2026-11-24T13:00:00Z");
+    await deliver(deps)(free(at));
+    expect(reserved).toEqual([
+      { project: "acme", pool: "live", requestId: "req_new", holds: [], notBefore: at },
+    ]);
+  });
 });

@@ -13,79 +13,117 @@ import { traceIdOf } from "../../core/tracing.ts";
 import type { EdgeDeps } from "../app.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
+import { reserveCall } from "./credits.ts";
 
 /**
  * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
  * through its own workflow; a stream target is proxied directly. Either way the async targets are
- * queued beside it in the same call (mixed mode, mirrors).
+ * queued beside it in the same call (mixed mode, mirrors). What the call reserved first (credits,
+ * a delayed call's place) goes back for the targets it could not hand on.
  */
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
-    const { endpoint } = call;
-    const repeatable =
-      call.idempotencyKey === null
-        ? null
-        : await idempotent(
-            {
-              project: call.project,
-              line: endpoint.line,
-              endpoint: endpoint.path,
-              apiKeyId: call.key.id,
-              key: call.idempotencyKey,
-            },
-            call.body,
-          );
-    const requestId = repeatable?.requestId ?? deps.newRequestId();
-    const bodyTag = repeatable?.bodyTag;
-    // A failed delivery's answer names the request too, so its log entry can be found.
-    call.responseHeaders.set("x-relay-request-id", requestId);
-    const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
-    const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
-    // Workflows carry a large body by reference; a stream target gets it straight from the edge.
-    const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
-    const bodyRef =
-      throughTemporal && !bodyTravelsInline(call.body.byteLength, async.length)
-        ? // A repeat with another body must not overwrite the first one's: its copy is tagged.
-          await deps
-            .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
-            .catch(() => {
-              throw new RelayError("unavailable", "the request could not be queued; try again");
-            })
-        : undefined;
-    const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
-    const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
-    const queued =
-      async.length > 0
-        ? deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag)
-        : null;
-    if (!answering) {
-      return json(202, { status: await queued, requestId }, call.responseHeaders);
+    const requestId = await requestIdOf(deps, call);
+    const reserved = await reserveCall(deps, call, requestId.id);
+    // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
+    const pending = new Set(call.endpoint.targets.map((t) => t.id));
+    const handedOn = (targets: readonly { id: string }[]) => {
+      for (const target of targets) pending.delete(target.id);
+    };
+    try {
+      return await relayCall(deps, call, requestId, handedOn);
+    } catch (error) {
+      reserved.release([...pending]);
+      throw error;
     }
-    if (answering.deliveryMode === "stream") {
-      await queued;
-      const { headers: __, bodyBase64: ___, ...record } = request;
-      const streamCall = {
-        request: call.request,
-        body: call.body,
-        responseHeaders: call.responseHeaders,
-        trace: call.trace,
-        signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
-      };
-      return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
-    }
-    const [, outcome] = await Promise.all([
-      queued,
-      deps.temporal
-        .runSync(
-          { ...request, target: answering, ownsStatus: !queued },
-          call.request.signal,
-          call.trace,
-          bodyTag,
-        )
-        .finally(() => syncSlot?.release()),
-    ]);
-    return syncAnswer(outcome, call.responseHeaders, requestId);
   };
+}
+
+/** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
+async function requestIdOf(
+  deps: EdgeDeps,
+  call: Received,
+): Promise<{ id: string; bodyTag: string | undefined }> {
+  if (call.idempotencyKey === null) return { id: deps.newRequestId(), bodyTag: undefined };
+  const { requestId, bodyTag } = await idempotent(
+    {
+      project: call.project,
+      line: call.endpoint.line,
+      endpoint: call.endpoint.path,
+      apiKeyId: call.key.id,
+      key: call.idempotencyKey,
+    },
+    call.body,
+  );
+  return { id: requestId, bodyTag };
+}
+
+/** The call, its id chosen and its reservation made; `handedOn` told of each target queued. */
+async function relayCall(
+  deps: EdgeDeps,
+  call: Received,
+  { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
+  handedOn: (targets: readonly { id: string }[]) => void,
+): Promise<Response> {
+  const { endpoint } = call;
+  // A failed delivery's answer names the request too, so its log entry can be found.
+  call.responseHeaders.set("x-relay-request-id", requestId);
+  const async = endpoint.targets.filter((t) => t.deliveryMode === "async");
+  const answering = endpoint.targets.find((t) => t.deliveryMode !== "async");
+  // Workflows carry a large body by reference; a stream target gets it straight from the edge.
+  const throughTemporal = async.length > 0 || answering?.deliveryMode === "sync";
+  const bodyRef =
+    throughTemporal && !bodyTravelsInline(call.body.byteLength, async.length)
+      ? // A repeat with another body must not overwrite the first one's: its copy is tagged.
+        await deps
+          .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
+          .catch(() => {
+            throw new RelayError("unavailable", "the request could not be queued; try again");
+          })
+      : undefined;
+  const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
+  const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
+  const queued =
+    async.length > 0
+      ? deps.temporal
+          .startDelivery({ ...request, targets: async }, call.trace, bodyTag)
+          .then((status) => {
+            handedOn(async);
+            return status;
+          })
+      : null;
+  if (!answering) {
+    return json(202, { status: await queued, requestId }, call.responseHeaders);
+  }
+  if (answering.deliveryMode === "stream") {
+    await queued;
+    const { headers: __, bodyBase64: ___, ...record } = request;
+    handedOn([answering]);
+    const streamCall = {
+      request: call.request,
+      body: call.body,
+      responseHeaders: call.responseHeaders,
+      trace: call.trace,
+      signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
+    };
+    return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
+  }
+  handedOn([answering]); // its workflow settles its hold, or, never started, the sweep
+  const [, outcome] = await Promise.all([
+    queued,
+    deps.temporal
+      .runSync(
+        { ...request, target: answering, ownsStatus: !queued },
+        call.request.signal,
+        call.trace,
+        bodyTag,
+      )
+      .finally(() => syncSlot?.release()),
+  ]).catch(async (error: unknown) => {
+    await queued?.catch(() => {}); // whether the async targets were handed on after all
+    throw error;
+  });
+  return syncAnswer(outcome, call.responseHeaders, requestId);
 }
 
 /**

@@ -44,6 +44,8 @@ export function projectState(endpoint: Endpoint, fields: Partial<ProjectState> =
     defaultRateLimit: { requestsPerSecond: 100, burst: 200 },
     exhaustedPools: [],
     signingKeys: new Map(),
+    maxWaitingDeliveries: 10_000,
+    heldDeliveriesFull: false,
     endpoints: new Map([[`${endpoint.line}/${endpoint.path}`, endpoint]]),
     ...fields,
   };

@@ -2,8 +2,8 @@
 // @generated from file relay/v1/edge.proto (package relay.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { KeyMode } from "./keys_pb.ts";
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IoUCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzIl4KFkVuZHBvaW50U2lnbmluZ1NlY3JldHMSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEigKB3NlY3JldHMYAyADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0ImAKDVNpZ25pbmdTZWNyZXQSCwoDa2V5GAEgASgMEjMKCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQFCDQoLX2V4cGlyZXNfYXQiNgoRUmVzb2x2ZUtleVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoDCJBChJSZXNvbHZlS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhEucmVsYXkudjEuRWRnZUtleUgAiAEBQgYKBF9rZXkiKQoWR2V0UHJvamVjdFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIk8KF0dldFByb2plY3RTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgLMhYucmVsYXkudjEuUHJvamVjdFN0YXRlSACIAQFCCAoGX3N0YXRlIkYKF0dldEVuZHBvaW50U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJIoQBChhHZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USKQoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludEgAiAEBEjAKD3NpZ25pbmdfc2VjcmV0cxgCIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXRCCwoJX2VuZHBvaW50Ij4KE1dhdGNoQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAyKUAQoGQ2hhbmdlEhAKCHNlcXVlbmNlGAEgASgDEg8KB3Byb2plY3QYAiABKAkSKAoLa2V5X2NoYW5nZWQYAyABKAsyES5yZWxheS52MS5FZGdlS2V5SAASMwoPcm91dGluZ19jaGFuZ2VkGAQgASgLMhgucmVsYXkudjEuUm91dGluZ0NoYW5nZWRIAEIICgZjaGFuZ2UiLAoOUm91dGluZ0NoYW5nZWQSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJImkKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlEiEKB2NoYW5nZXMYASADKAsyEC5yZWxheS52MS5DaGFuZ2USFQoNaGVhZF9zZXF1ZW5jZRgCIAEoAxIXCg9jbG9ja19vZmZzZXRfbXMYAyABKAMiSAoRQWNrQ2hhbmdlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIQCghsZWFzZV9tcxgDIAEoBSIUChJBY2tDaGFuZ2VzUmVzcG9uc2UiRQoQU3RvcmVCb2R5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSDAoEYm9keRgDIAEoDCIlChFTdG9yZUJvZHlSZXNwb25zZRIQCghib2R5X3JlZhgBIAEoCSKPAwoTUmVjb3JkU3RyZWFtUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB3Byb2plY3QYAiABKAkSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIQCghrZXlfbW9kZRgFIAEoCRIvCgtyZWNlaXZlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIQCghib2R5X3JlZhgIIAEoCRIRCgl0YXJnZXRfaWQYCSABKAkSEwoLdGFyZ2V0X25hbWUYCiABKAkSEwoLb3duc19zdGF0dXMYCyABKAgSGAoLc3RhdHVzX2NvZGUYDCABKAVIAIgBARISCgpsYXRlbmN5X21zGA0gASgDEg0KBWJ5dGVzGA4gASgDEhIKBWVycm9yGA8gASgJSAGIAQESFQoIdHJhY2VfaWQYECABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQgsKCV90cmFjZV9pZCIWChRSZWNvcmRTdHJlYW1SZXNwb25zZTK4BAoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJTChhSZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEhIKCnRhcmdldF9pZHMYAyADKAkiGwoZUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZSp/Cg5SZXNlcnZlUmVmdXNhbBIfChtSRVNFUlZFX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIoCiRSRVNFUlZFX1JFRlVTQUxfSU5TVUZGSUNJRU5UX0NSRURJVFMQARIiCh5SRVNFUlZFX1JFRlVTQUxfTElNSVRfRVhDRUVERUQQAjL0BQoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlElwKEVJlbGVhc2VEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -111,6 +111,20 @@ export type ProjectState = Message<"relay.v1.ProjectState"> & {
    * @generated from field: repeated relay.v1.EndpointSigningSecrets signing_secrets = 6;
    */
   signingSecrets: EndpointSigningSecrets[];
+
+  /**
+   * The project's cap on scheduled and held deliveries.
+   *
+   * @generated from field: int64 max_waiting_deliveries = 7;
+   */
+  maxWaitingDeliveries: bigint;
+
+  /**
+   * Its held deliveries have reached that cap: its async calls get 409 until some are let go.
+   *
+   * @generated from field: bool held_deliveries_full = 8;
+   */
+  heldDeliveriesFull: boolean;
 };
 
 /**
@@ -634,6 +648,169 @@ export const RecordStreamResponseSchema: GenMessage<RecordStreamResponse> = /*@_
   messageDesc(file_relay_v1_edge, 19);
 
 /**
+ * One delivery's credits, held until it settles.
+ *
+ * @generated from message relay.v1.DeliveryHold
+ */
+export type DeliveryHold = Message<"relay.v1.DeliveryHold"> & {
+  /**
+   * @generated from field: string target_id = 1;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: int64 credits = 2;
+   */
+  credits: bigint;
+};
+
+/**
+ * Describes the message relay.v1.DeliveryHold.
+ * Use `create(DeliveryHoldSchema)` to create a new message.
+ */
+export const DeliveryHoldSchema: GenMessage<DeliveryHold> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 20);
+
+/**
+ * @generated from message relay.v1.ReserveDeliveriesRequest
+ */
+export type ReserveDeliveriesRequest = Message<"relay.v1.ReserveDeliveriesRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * The pool the call's key picks.
+   *
+   * @generated from field: relay.v1.KeyMode key_mode = 2;
+   */
+  keyMode: KeyMode;
+
+  /**
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+
+  /**
+   * Empty when the pool is unmetered.
+   *
+   * @generated from field: repeated relay.v1.DeliveryHold holds = 4;
+   */
+  holds: DeliveryHold[];
+
+  /**
+   * A delayed call's time (on the stack's clock): it waits, so it takes a place under the cap.
+   *
+   * @generated from field: optional google.protobuf.Timestamp not_before = 5;
+   */
+  notBefore?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message relay.v1.ReserveDeliveriesRequest.
+ * Use `create(ReserveDeliveriesRequestSchema)` to create a new message.
+ */
+export const ReserveDeliveriesRequestSchema: GenMessage<ReserveDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 21);
+
+/**
+ * @generated from message relay.v1.ReserveDeliveriesResponse
+ */
+export type ReserveDeliveriesResponse = Message<"relay.v1.ReserveDeliveriesResponse"> & {
+  /**
+   * Unspecified when the call was reserved.
+   *
+   * @generated from field: relay.v1.ReserveRefusal refusal = 1;
+   */
+  refusal: ReserveRefusal;
+
+  /**
+   * The cap a LIMIT_EXCEEDED refusal met.
+   *
+   * @generated from field: int64 limit = 2;
+   */
+  limit: bigint;
+};
+
+/**
+ * Describes the message relay.v1.ReserveDeliveriesResponse.
+ * Use `create(ReserveDeliveriesResponseSchema)` to create a new message.
+ */
+export const ReserveDeliveriesResponseSchema: GenMessage<ReserveDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 22);
+
+/**
+ * @generated from message relay.v1.ReleaseDeliveriesRequest
+ */
+export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: repeated string target_ids = 3;
+   */
+  targetIds: string[];
+};
+
+/**
+ * Describes the message relay.v1.ReleaseDeliveriesRequest.
+ * Use `create(ReleaseDeliveriesRequestSchema)` to create a new message.
+ */
+export const ReleaseDeliveriesRequestSchema: GenMessage<ReleaseDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 23);
+
+/**
+ * @generated from message relay.v1.ReleaseDeliveriesResponse
+ */
+export type ReleaseDeliveriesResponse = Message<"relay.v1.ReleaseDeliveriesResponse"> & {
+};
+
+/**
+ * Describes the message relay.v1.ReleaseDeliveriesResponse.
+ * Use `create(ReleaseDeliveriesResponseSchema)` to create a new message.
+ */
+export const ReleaseDeliveriesResponseSchema: GenMessage<ReleaseDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 24);
+
+/**
+ * @generated from enum relay.v1.ReserveRefusal
+ */
+export enum ReserveRefusal {
+  /**
+   * @generated from enum value: RESERVE_REFUSAL_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The holds do not fit in the pool's balance less what it holds already (402).
+   *
+   * @generated from enum value: RESERVE_REFUSAL_INSUFFICIENT_CREDITS = 1;
+   */
+  INSUFFICIENT_CREDITS = 1,
+
+  /**
+   * The project's scheduled and held deliveries are at its cap (409 limit_exceeded).
+   *
+   * @generated from enum value: RESERVE_REFUSAL_LIMIT_EXCEEDED = 2;
+   */
+  LIMIT_EXCEEDED = 2,
+}
+
+/**
+ * Describes the enum relay.v1.ReserveRefusal.
+ */
+export const ReserveRefusalSchema: GenEnum<ReserveRefusal> = /*@__PURE__*/
+  enumDesc(file_relay_v1_edge, 0);
+
+/**
  * What edges ask the control plane. Callers authenticate with the edge token.
  *
  * @generated from service relay.v1.EdgeService
@@ -710,6 +887,28 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof RecordStreamRequestSchema;
     output: typeof RecordStreamResponseSchema;
+  },
+  /**
+   * Before a call is queued: holds its deliveries' credits from a metered pool (only when they
+   * fit in what is left), and gives a delayed call its place among the project's waiting
+   * deliveries (only under the cap). All or nothing; a repeat of a call holds nothing twice.
+   *
+   * @generated from rpc relay.v1.EdgeService.ReserveDeliveries
+   */
+  reserveDeliveries: {
+    methodKind: "unary";
+    input: typeof ReserveDeliveriesRequestSchema;
+    output: typeof ReserveDeliveriesResponseSchema;
+  },
+  /**
+   * Gives back the holds of deliveries the edge did not queue after all.
+   *
+   * @generated from rpc relay.v1.EdgeService.ReleaseDeliveries
+   */
+  releaseDeliveries: {
+    methodKind: "unary";
+    input: typeof ReleaseDeliveriesRequestSchema;
+    output: typeof ReleaseDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_edge, 0);

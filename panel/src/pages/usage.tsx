@@ -49,6 +49,12 @@ function Pool({ name, pool }: { name: string; pool: PoolUsage | undefined }) {
       <dd data-testid={`${name.toLowerCase()}-used`}>{(pool?.used ?? 0n).toString()}</dd>
       <dt>{name}: left</dt>
       <dd>{pool?.remaining === undefined ? "unmetered" : pool.remaining.toString()}</dd>
+      {pool?.held !== undefined && (
+        <>
+          <dt>{name}: held for calls not yet delivered</dt>
+          <dd>{pool.held.toString()}</dd>
+        </>
+      )}
     </dl>
   );
 }

@@ -1,0 +1,17 @@
+import { expect, test } from "vitest";
+import { defaultWaitingCaps, roomForOneMore, waitingCap, waitingCapMessage } from "./waiting.ts";
+
+test("a project's cap is its own when an operator set one, else its plan's", () => {
+  expect(waitingCap("free", defaultWaitingCaps, null)).toBe(10_000);
+  expect(waitingCap("paid", defaultWaitingCaps, null)).toBe(100_000);
+  expect(waitingCap("paid", { free: 5, paid: 50 }, null)).toBe(50);
+  expect(waitingCap("free", defaultWaitingCaps, 3)).toBe(3);
+  expect(waitingCap("free", defaultWaitingCaps, 0)).toBe(0);
+});
+
+test("a waiting delivery fits while fewer than the cap wait; the refusal names the cap", () => {
+  expect(roomForOneMore(2, 3)).toBe(true);
+  expect(roomForOneMore(3, 3)).toBe(false);
+  expect(roomForOneMore(0, 0)).toBe(false);
+  expect(waitingCapMessage(3)).toMatch(/cap of 3 scheduled and held deliveries/);
+});
