@@ -1,7 +1,6 @@
 /** The request log: every request and each target's attempts. */
 import { isGrpcServiceError } from "@temporalio/client";
 import { defaultPayloadConverter } from "@temporalio/common";
-import { temporal } from "@temporalio/proto";
 import { z } from "zod";
 import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
@@ -86,6 +85,8 @@ export async function getRequest(
 
 /** How long a read waits for Temporal's answer about a request not yet in the log. */
 const ACCEPTED_READ_DEADLINE_MS = 2000;
+/** Temporal's WORKFLOW_EXECUTION_STATUS_RUNNING. */
+const WORKFLOW_RUNNING = 1;
 /** gRPC's NOT_FOUND, and INVALID_ARGUMENT (an id Temporal cannot hold): no such workflow. */
 const NO_WORKFLOW = new Set([5, 3]);
 
@@ -125,9 +126,7 @@ async function acceptedRequest(
   // Only a running workflow can be ahead of its log row: one that ended without a row is a
   // request the log's retention has removed since.
   const status = described?.workflowExecutionInfo?.status;
-  if (status !== temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING) {
-    return undefined;
-  }
+  if (status !== WORKFLOW_RUNNING) return undefined;
   const started = page?.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
   const [payload] = started?.input?.payloads ?? [];
   if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
