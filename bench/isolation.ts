@@ -76,6 +76,8 @@ async function project(api: Api, adminToken: string, endpoints: Record<string, u
     plan: "paid",
   });
   const owner = ownerToken as string;
+  // Every accepted delivery holds its credits until it settles: room for all of the bench's.
+  await api(adminToken, "POST", `/projects/${slug}/credits`, { pool: "live", amount: 1_000_000 });
   await api(owner, "POST", `/projects/${slug}/lines`, { key: "v1" });
   for (const [path, targets] of Object.entries(endpoints)) {
     await api(owner, "POST", `/projects/${slug}/lines/v1/endpoints`, {

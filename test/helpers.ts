@@ -113,6 +113,18 @@ export function memberClient<T extends DescService>(
   );
 }
 
+/** Adds `amount` to a project's live pool (the admin's POST .../credits), beyond the 100 it starts with. */
+export async function grantCredits(slug: string, amount: number, on: ControlPlane = stack()) {
+  const granted = await api(
+    on.adminToken,
+    "POST",
+    `/projects/${slug}/credits`,
+    { pool: "live", amount },
+    on.controlUrl,
+  );
+  if (granted.status !== 200) throw new Error(`credits: ${granted.text}`);
+}
+
 /** A new API key's plaintext. */
 export async function mintKey(
   p: { base: string; ownerToken: string; controlUrl?: string },

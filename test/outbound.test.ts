@@ -13,6 +13,7 @@ import {
   api,
   eventually,
   finishedLog,
+  grantCredits,
   projectWithEndpoint,
   type RequestLog,
   relay,
@@ -188,6 +189,8 @@ test("an endpoint with the most targets allowed gets a 256 KiB body to every one
     targetUrl: `${target.url}?t=${i}`,
   }));
   const p = await projectWithEndpoint(targets);
+  // 50 deliveries of 256 KiB each hold more than the 100 credits a project starts with.
+  await grantCredits(p.slug, 10_000);
   const body = new Uint8Array(256 * 1024).fill(0x61);
   const answer = await relayBytes(p, body);
   expect(answer.status).toBe(202);

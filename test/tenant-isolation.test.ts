@@ -9,7 +9,15 @@ import { createServer, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { request } from "undici";
 import { afterAll, expect, test } from "vitest";
-import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  eventually,
+  grantCredits,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 /** A customer's endpoint that reads each request and never answers it. */
 async function hangingServer() {
@@ -55,6 +63,8 @@ test("a victim's async delivery and sync answer stay prompt while another projec
     NEVER_OPENS,
   );
   const slow = await projectWithEndpoint([{ name: "hang", ...HANG }], NEVER_OPENS);
+  // Every accepted delivery holds its credits: enough for all of them.
+  for (const p of [fanOut, slow]) await grantCredits(p.slug, 1000);
   // In tens: the edge bounds each project's workflow starts in flight (a 503 past it).
   const attack = async (p: typeof fanOut, calls: number) => {
     const ids: string[] = [];

@@ -48,9 +48,14 @@ export async function reserveCall(
   const { project, notBefore } = call;
   const refusal = await deps
     .reserveDeliveries({ project, pool, requestId, holds, notBefore })
-    .catch(() => {
-      throw new RelayError("unavailable", "the request could not be queued; try again");
+    .catch((err: unknown) => {
+      // An edge cut off from the control plane serves from its cache for its lease (its pools'
+      // and held deliveries' flags, checked above): the call goes on without a reservation, so
+      // a pool may overdraw by what such edges accept meanwhile (docs/api.md "Credits").
+      deps.logError({ err, requestId }, "no reservation: the control plane did not answer");
+      return "unreserved" as const;
     });
+  if (refusal === "unreserved") return nothingReserved;
   if (refusal?.code === "insufficient_credits") {
     throw new RelayError(
       "insufficient_credits",
