@@ -105,7 +105,8 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   async function unavailable(call: string, answer: Response | Error): Promise<RelayError> {
     const why =
       answer instanceof Error
-        ? `${answer.name}: ${answer.message}`
+        ? // fetch's own message says only "fetch failed"; its cause says why.
+          `${answer.name}: ${answer.message}${answer.cause ? ` (${String(answer.cause)})` : ""}`
         : `${answer.status} ${(await answer.text().catch(() => "")).slice(0, 300)}`;
     options.logError?.({ call, why }, "Temporal's HTTP API failed a call");
     return new RelayError("unavailable", "the request could not be queued; try again");
@@ -144,8 +145,8 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     bodyTag: string | undefined,
   ): Promise<void> {
     const started = performance.now();
-    const response = await options
-      .fetch(`${workflows}/${encodeURIComponent(workflowId)}`, {
+    const send = () =>
+      options.fetch(`${workflows}/${encodeURIComponent(workflowId)}`, {
         method: "POST",
         headers,
         body: JSON.stringify({
@@ -168,7 +169,12 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           }),
           ...extra,
         }),
-      })
+      });
+    // A pooled connection the server had just closed fails before any answer (after a restart
+    // of Temporal, or its idle timeout): one more try, on a fresh connection, is safe, since
+    // Temporal deduplicates the start by its requestId.
+    const response = await send()
+      .catch(send)
       .catch((error: unknown) => error as Error);
     options.onStart?.(workflowType, (performance.now() - started) / 1000);
     if (response instanceof Error || !response.ok) {
