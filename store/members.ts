@@ -102,9 +102,10 @@ export async function memberByTokenHash(
 export function membershipsOf(
   sql: Sql,
   memberId: string,
-): Promise<(ProjectView & { role: Role; memberName: string })[]> {
-  return sql<(ProjectView & { role: Role; memberName: string })[]>`
-    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name
+): Promise<(ProjectView & { role: Role; memberName: string; memberId: string })[]> {
+  return sql<(ProjectView & { role: Role; memberName: string; memberId: string })[]>`
+    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name,
+      m.id as member_id
     from members m join projects p on p.id = m.project_id
     where m.id = ${memberId}`;
 }

@@ -70,6 +70,7 @@ export const projectList = z.strictObject({
       project,
       role: z.enum(roles),
       memberName: z.string().describe("Empty for the admin token"),
+      memberId: z.string().describe("Empty for the admin token"),
     }),
   ),
 });

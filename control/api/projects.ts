@@ -89,6 +89,8 @@ export interface Membership {
   role: Role;
   /** Empty for the admin token. */
   memberName: string;
+  /** Empty for the admin token. */
+  memberId: string;
 }
 
 /** The projects the caller may manage: a member's own, or every project for the admin. */
@@ -100,10 +102,15 @@ export async function listProjects(ctx: Ctx): Promise<Membership[]> {
   if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
   if (caller.kind === "admin") {
     const all = await projects.allProjects(ctx.sql);
-    return all.map((project) => ({ project, role: "owner", memberName: "" }));
+    return all.map((project) => ({ project, role: "owner", memberName: "", memberId: "" }));
   }
   const rows = await members.membershipsOf(ctx.sql, caller.memberId);
-  return rows.map(({ role, memberName, ...project }) => ({ project, role, memberName }));
+  return rows.map(({ role, memberName, memberId, ...project }) => ({
+    project,
+    role,
+    memberName,
+    memberId,
+  }));
 }
 
 export async function addMember(ctx: Ctx, slug: string, input: unknown) {
