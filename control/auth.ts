@@ -1,5 +1,6 @@
 /** Who is calling the control plane, from the bearer token. Tokens are compared by hash. */
 import { RelayError } from "../core/errors.ts";
+import { memberTokenAccepted } from "../core/members.ts";
 import type { Role } from "../core/model.ts";
 import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
 import type { Sql } from "../store/db.ts";
@@ -31,8 +32,9 @@ export function bearerToken(authorization: string | null | undefined): string | 
   return match?.[1] ?? null;
 }
 
+/** An expired member token is refused exactly like an unknown one. */
 export async function authenticate(
-  sql: Sql,
+  { sql, now }: { sql: Sql; now: () => Date },
   credentials: Credentials,
   authorization: string | null | undefined,
 ): Promise<Caller> {
@@ -42,7 +44,11 @@ export async function authenticate(
   if (timingSafeEqual(hash, credentials.adminTokenHash)) return { kind: "admin" };
   if (timingSafeEqual(hash, credentials.edgeTokenHash)) return { kind: "edge" };
   const member = await memberByTokenHash(sql, hash);
-  if (!member || !timingSafeEqual(new Uint8Array(member.tokenHash), hash)) {
+  if (
+    !member ||
+    !timingSafeEqual(new Uint8Array(member.tokenHash), hash) ||
+    !memberTokenAccepted(member, now())
+  ) {
     throw new RelayError("unauthenticated", "missing or invalid token");
   }
   return { kind: "member", memberId: member.id, projectId: member.projectId, role: member.role };

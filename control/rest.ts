@@ -227,18 +227,31 @@ export const routes: Route[] = [
         summary: "Add a member; their token is shown this once",
         access: "owner",
         body: projects.addMemberBody,
-        example: { name: "Ada", role: "editor" },
+        example: { name: "Ada", role: "editor", expiresAt: "2027-01-31T00:00:00Z" },
         answer: answers.addedMember,
         errors: ["limit_exceeded"],
       },
       ({ ctx, params, body }) => projects.addMember(ctx, p(params).project, body),
     ),
     route(
+      "POST",
+      `${base}/members/:memberId/rotate-token`,
+      {
+        operationId: "rotateMemberToken",
+        summary: "Give a member a new token, shown this once; the old one is refused at once",
+        description:
+          "A member may rotate its own token, an owner any member's. The expiry stays as it was.",
+        access: "editor",
+        answer: answers.rotatedMemberToken,
+      },
+      ({ ctx, params }) => projects.rotateMemberToken(ctx, p(params).project, p(params).memberId),
+    ),
+    route(
       "DELETE",
       `${base}/members/:memberId`,
       {
         operationId: "removeMember",
-        summary: "Remove a member (an owner cannot remove themselves)",
+        summary: "Remove a member (not yourself, nor the project's last owner)",
         access: "owner",
         errors: ["conflict"],
       },
@@ -831,7 +844,7 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
       const caller: Caller =
         found.r.contract.access === "public"
           ? { kind: "anonymous" }
-          : await authenticate(deps.sql, credentials, req.headers.authorization);
+          : await authenticate(deps, credentials, req.headers.authorization);
       const params = Object.fromEntries(
         Object.entries(found.match.groups ?? {}).map(([k, v]) => [
           k,

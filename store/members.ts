@@ -1,4 +1,7 @@
-/** A project's members as stored: a name, a role and a SHA-256 hash of their token. */
+/**
+ * A project's members as stored: a name, a role, a SHA-256 hash of their token and the token's
+ * optional expiry.
+ */
 import type { Role } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
 import type { Queryable, Sql } from "./db.ts";
@@ -9,6 +12,8 @@ export interface MemberView {
   name: string;
   role: Role;
   createdAt: Date;
+  /** Null: the token never expires. */
+  expiresAt: Date | null;
 }
 
 export interface NewMember {
@@ -16,6 +21,7 @@ export interface NewMember {
   name: string;
   role: Role;
   tokenHash: Uint8Array;
+  expiresAt?: Date | null;
 }
 
 export interface MemberCredentials {
@@ -23,32 +29,63 @@ export interface MemberCredentials {
   projectId: string;
   role: Role;
   tokenHash: Buffer;
+  expiresAt: Date | null;
 }
 
 export async function insertMember(tx: Queryable, member: NewMember): Promise<MemberView> {
   const [row] = await tx<MemberView[]>`
-    insert into members (id, project_id, name, role, token_hash)
+    insert into members (id, project_id, name, role, token_hash, expires_at)
     values (${newId("mem")}, ${member.projectId}, ${member.name}, ${member.role},
-      ${member.tokenHash})
-    returning id, name, role, created_at`;
+      ${member.tokenHash}, ${member.expiresAt ?? null})
+    returning id, name, role, created_at, expires_at`;
   return row as MemberView;
 }
 
 export function listMembers(sql: Sql, projectId: string): Promise<MemberView[]> {
   return sql<MemberView[]>`
-    select id, name, role, created_at from members
+    select id, name, role, created_at, expires_at from members
     where project_id = ${projectId} order by created_at, id`;
 }
 
-/** False when the project has no such member. */
-export async function deleteMember(
+/**
+ * Removes the member unless it is the project's last owner. The check and the delete run under
+ * the project row's lock, so two removals in one project (two owners removing each other at
+ * once) take turns and the second sees the first's result. `no key update` leaves the project's
+ * other writes alone: their foreign keys take only a key-share lock, which it does not block.
+ */
+export function deleteMember(
   sql: Sql,
   projectId: string,
   memberId: string,
-): Promise<boolean> {
-  const removed = await sql`
-    delete from members where id = ${memberId} and project_id = ${projectId}`;
-  return removed.count > 0;
+): Promise<"removed" | "not_found" | "last_owner"> {
+  return sql.begin(async (tx) => {
+    await tx`select 1 from projects where id = ${projectId} for no key update`;
+    const [member] = await tx<{ role: Role; owners: number }[]>`
+      select role, (select count(*)::int from members
+        where project_id = ${projectId} and role = 'owner') as owners
+      from members where id = ${memberId} and project_id = ${projectId}`;
+    if (!member) return "not_found";
+    if (member.role === "owner" && member.owners <= 1) return "last_owner";
+    await tx`delete from members where id = ${memberId}`;
+    return "removed";
+  });
+}
+
+/**
+ * Gives the member a new token hash in place, so the old token stops matching at once; the
+ * expiry stays. Undefined when the project has no such member.
+ */
+export async function replaceTokenHash(
+  sql: Sql,
+  projectId: string,
+  memberId: string,
+  tokenHash: Uint8Array,
+): Promise<MemberView | undefined> {
+  const [member] = await sql<MemberView[]>`
+    update members set token_hash = ${tokenHash}
+    where id = ${memberId} and project_id = ${projectId}
+    returning id, name, role, created_at, expires_at`;
+  return member;
 }
 
 /** The member a token hash belongs to; the caller still compares the hash in constant time. */
@@ -57,7 +94,7 @@ export async function memberByTokenHash(
   tokenHash: Uint8Array,
 ): Promise<MemberCredentials | undefined> {
   const [member] = await sql<MemberCredentials[]>`
-    select id, project_id, role, token_hash from members where token_hash = ${tokenHash}`;
+    select id, project_id, role, token_hash, expires_at from members where token_hash = ${tokenHash}`;
   return member;
 }
 
@@ -65,9 +102,10 @@ export async function memberByTokenHash(
 export function membershipsOf(
   sql: Sql,
   memberId: string,
-): Promise<(ProjectView & { role: Role; memberName: string })[]> {
-  return sql<(ProjectView & { role: Role; memberName: string })[]>`
-    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name
+): Promise<(ProjectView & { role: Role; memberName: string; memberId: string })[]> {
+  return sql<(ProjectView & { role: Role; memberName: string; memberId: string })[]>`
+    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name,
+      m.id as member_id
     from members m join projects p on p.id = m.project_id
     where m.id = ${memberId}`;
 }

@@ -483,3 +483,51 @@ test("a notification URL set in the panel shows its secret once; rotated, then r
   await page.getByText("No notification URL is set").waitFor();
   expect((await api(ownerToken, "GET", `/projects/${slug}/notifications`)).status).toBe(404);
 }, 120_000);
+
+test("an owner adds a member with an expiry; the member rotates its own token and stays signed in", async () => {
+  const { slug, ownerToken } = await newProject();
+  const owner = await newPage();
+  await signIn(owner, ownerToken);
+  await owner.waitForURL(`**/panel/${slug}`);
+  await openSection(owner, "Members");
+  await expectEveryControlLabelled(owner);
+  const clock = await api(stack().adminToken, "POST", "/admin/clock", { advanceSeconds: 0 });
+  // datetime-local takes the browser's local time; both run in this machine's zone.
+  const expires = new Date(Date.parse(clock.body.now as string) + 30 * 86_400_000);
+  const local = new Date(expires.getTime() - expires.getTimezoneOffset() * 60_000);
+  await owner.getByLabel("Name", { exact: true }).fill("contractor");
+  await owner.getByLabel("Token expires").fill(local.toISOString().slice(0, 16));
+  await owner.getByRole("button", { name: "Add member" }).click();
+  const token = (await owner.getByTestId("member-token").textContent()) ?? "";
+  expect(token).toMatch(/^rmt_/);
+  await owner.getByRole("button", { name: "I have copied it" }).click();
+  const listed = await api<{ members: { name: string; expiresAt: string | null }[] }>(
+    ownerToken,
+    "GET",
+    `/projects/${slug}/members`,
+  );
+  const added = listed.body.members.find((m) => m.name === "contractor");
+  expect(Math.abs(Date.parse(added?.expiresAt ?? "") - expires.getTime())).toBeLessThan(60_000);
+
+  const member = await newPage();
+  await signIn(member, token);
+  await member.waitForURL(`**/panel/${slug}`);
+  await openSection(member, "Members");
+  // An editor adds no one and removes no one, but rotates its own token.
+  expect(await member.getByRole("button", { name: "Add member" }).count()).toBe(0);
+  expect(await member.getByRole("button", { name: "Rotate token of owner" }).count()).toBe(0);
+  await member.getByRole("button", { name: "Rotate token of contractor" }).click();
+  await member.getByRole("button", { name: "Yes, rotate" }).click();
+  const rotated = (await member.getByTestId("member-token").textContent()) ?? "";
+  expect(rotated).toMatch(/^rmt_/);
+  expect(rotated).not.toBe(token);
+  expect((await api(token, "GET", `/projects/${slug}/members`)).status).toBe(401);
+  expect((await api(rotated, "GET", `/projects/${slug}/members`)).status).toBe(200);
+  // This browser keeps working with the new token.
+  await member.getByRole("button", { name: "I have copied it" }).click();
+  await member.reload();
+  await member.getByRole("row", { name: /contractor \(you\)/ }).waitFor();
+  await openSection(member, "API keys");
+  await member.getByRole("heading", { name: "Mint a key" }).waitFor();
+  expect(await member.getByText("Your token is no longer accepted").count()).toBe(0);
+}, 120_000);

@@ -55,6 +55,7 @@ const member = z.strictObject({
   name: z.string(),
   role: z.enum(roles),
   createdAt: timestamp,
+  expiresAt: timestamp.nullable().describe("When the token stops working; null: never"),
 });
 
 export const createdProject = z.strictObject({
@@ -69,6 +70,7 @@ export const projectList = z.strictObject({
       project,
       role: z.enum(roles),
       memberName: z.string().describe("Empty for the admin token"),
+      memberId: z.string().describe("Empty for the admin token"),
     }),
   ),
 });
@@ -78,6 +80,11 @@ export const memberList = z.strictObject({ members: z.array(member) });
 export const addedMember = z.strictObject({
   member,
   token: z.string().describe("The new member's token, shown this once"),
+});
+
+export const rotatedMemberToken = z.strictObject({
+  member,
+  token: z.string().describe("The member's new token, shown this once; the old one is refused"),
 });
 
 export const notifications = z.strictObject({ url: z.string(), createdAt: timestamp });

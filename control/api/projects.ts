@@ -1,6 +1,7 @@
 /** Projects, members and the key policy. */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
+import { memberTokenExpiry } from "../../core/members.ts";
 import { type Policy, PROJECT_SLUG, plans, type Role, roles } from "../../core/model.ts";
 import { hashSecret, memberTokenPrefix, newSecret } from "../../core/secrets.ts";
 import { claimRoom } from "../../store/limits.ts";
@@ -26,6 +27,11 @@ export const createProjectBody = z.strictObject({
 export const addMemberBody = z.strictObject({
   name: z.string().trim().min(1).max(200),
   role: z.enum(roles),
+  expiresAt: z.iso
+    .datetime({ offset: true })
+    .nullable()
+    .default(null)
+    .describe("When the token stops working: a future time at most 366 days ahead; null, never"),
 });
 
 const ttlDays = z.number().int().min(1).max(3650).nullable();
@@ -41,8 +47,7 @@ export type { ProjectView } from "../../store/projects.ts";
 export async function createProject(ctx: Ctx, input: unknown) {
   requireAdmin(ctx.caller);
   const { slug, name, plan, ownerName } = parseInput(createProjectBody, input);
-  const ownerToken = newSecret(memberTokenPrefix);
-  const tokenHash = await hashSecret(ownerToken);
+  const { token: ownerToken, tokenHash } = await newMemberToken();
   const created = await projects
     .createProject(
       ctx.sql,
@@ -84,6 +89,8 @@ export interface Membership {
   role: Role;
   /** Empty for the admin token. */
   memberName: string;
+  /** Empty for the admin token. */
+  memberId: string;
 }
 
 /** The projects the caller may manage: a member's own, or every project for the admin. */
@@ -95,21 +102,53 @@ export async function listProjects(ctx: Ctx): Promise<Membership[]> {
   if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
   if (caller.kind === "admin") {
     const all = await projects.allProjects(ctx.sql);
-    return all.map((project) => ({ project, role: "owner", memberName: "" }));
+    return all.map((project) => ({ project, role: "owner", memberName: "", memberId: "" }));
   }
   const rows = await members.membershipsOf(ctx.sql, caller.memberId);
-  return rows.map(({ role, memberName, ...project }) => ({ project, role, memberName }));
+  return rows.map(({ role, memberName, memberId, ...project }) => ({
+    project,
+    role,
+    memberName,
+    memberId,
+  }));
 }
 
 export async function addMember(ctx: Ctx, slug: string, input: unknown) {
   const access = await projectAccess(ctx, slug, "owner");
-  const { name, role } = parseInput(addMemberBody, input);
-  const token = newSecret(memberTokenPrefix);
-  const tokenHash = await hashSecret(token);
+  const body = parseInput(addMemberBody, input);
+  const expiresAt = memberTokenExpiry(body.expiresAt ? new Date(body.expiresAt) : null, ctx.now());
+  const { token, tokenHash } = await newMemberToken();
   const member = await ctx.sql.begin(async (tx) => {
     await claimRoom(tx, access.projectId, capsOf(ctx), { members: 1 });
-    return members.insertMember(tx, { projectId: access.projectId, name, role, tokenHash });
+    return members.insertMember(tx, {
+      projectId: access.projectId,
+      name: body.name,
+      role: body.role,
+      tokenHash,
+      expiresAt,
+    });
   });
+  return { member, token };
+}
+
+async function newMemberToken() {
+  const token = newSecret(memberTokenPrefix);
+  return { token, tokenHash: await hashSecret(token) };
+}
+
+/**
+ * A new token for the member, shown this once; the old one is refused from now on. A member may
+ * rotate its own token, an owner (or the admin) any member's of the project.
+ */
+export async function rotateMemberToken(ctx: Ctx, slug: string, memberId: string) {
+  const access = await projectAccess(ctx, slug);
+  const own = ctx.caller.kind === "member" && ctx.caller.memberId === memberId;
+  if (!own && access.role !== "owner") {
+    throw new RelayError("forbidden", "only owners may rotate another member's token");
+  }
+  const { token, tokenHash } = await newMemberToken();
+  const member = await members.replaceTokenHash(ctx.sql, access.projectId, memberId, tokenHash);
+  if (!member) throw new RelayError("not_found", `no member '${memberId}'`);
   return { member, token };
 }
 
@@ -118,14 +157,17 @@ export async function listMembers(ctx: Ctx, slug: string): Promise<MemberView[]>
   return members.listMembers(ctx.sql, access.projectId);
 }
 
-/** Owner only; an owner cannot remove themselves, so a project always keeps one. */
+/** Owner only; an owner cannot remove themselves, and a project keeps at least one owner. */
 export async function removeMember(ctx: Ctx, slug: string, memberId: string): Promise<void> {
   const access = await projectAccess(ctx, slug, "owner");
   if (ctx.caller.kind === "member" && ctx.caller.memberId === memberId) {
     throw new RelayError("conflict", "an owner cannot remove themselves");
   }
-  const removed = await members.deleteMember(ctx.sql, access.projectId, memberId);
-  if (!removed) throw new RelayError("not_found", `no member '${memberId}'`);
+  const outcome = await members.deleteMember(ctx.sql, access.projectId, memberId);
+  if (outcome === "not_found") throw new RelayError("not_found", `no member '${memberId}'`);
+  if (outcome === "last_owner") {
+    throw new RelayError("conflict", "a project keeps at least one owner");
+  }
 }
 
 export async function getPolicy(ctx: Ctx, slug: string): Promise<Policy> {

@@ -19,7 +19,7 @@ export function relayInterceptor({ deps, credentials }: ControlApp): Interceptor
     try {
       req.contextValues.set(
         callerKey,
-        await authenticate(deps.sql, credentials, req.header.get("authorization")),
+        await authenticate(deps, credentials, req.header.get("authorization")),
       );
       return await next(req);
     } catch (cause) {

@@ -43,6 +43,7 @@ export const memberOut = (m: MemberView) => ({
   ...m,
   role: toEnum(roles, m.role),
   createdAt: ts(m.createdAt),
+  expiresAt: optionalTs(m.expiresAt),
 });
 /** KeyStatus's values in its proto order. */
 export const keyStatuses: readonly KeyState[] = ["active", "expired_grace", "expired", "revoked"];

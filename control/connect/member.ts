@@ -1,3 +1,4 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { roles } from "../../core/model.ts";
 import { MemberService } from "../../gen/relay/v1/projects_pb.ts";
@@ -11,6 +12,7 @@ export function memberService(router: ConnectRouter, ctxOf: ContextOf): void {
       const added = await projects.addMember(ctxOf(h), req.project, {
         name: req.name,
         role: fromEnum(roles, req.role),
+        expiresAt: req.expiresAt ? timestampDate(req.expiresAt).toISOString() : null,
       });
       return { member: memberOut(added.member), token: added.token };
     },
@@ -20,6 +22,10 @@ export function memberService(router: ConnectRouter, ctxOf: ContextOf): void {
     async removeMember(req, h) {
       await projects.removeMember(ctxOf(h), req.project, req.memberId);
       return {};
+    },
+    async rotateMemberToken(req, h) {
+      const rotated = await projects.rotateMemberToken(ctxOf(h), req.project, req.memberId);
+      return { member: memberOut(rotated.member), token: rotated.token };
     },
   });
 }

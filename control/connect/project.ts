@@ -45,6 +45,7 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
           project: projectOut(m.project),
           role: toEnum(roles, m.role),
           memberName: m.memberName,
+          memberId: m.memberId,
         })),
       };
     },

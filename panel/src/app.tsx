@@ -8,6 +8,7 @@ import { EndpointPage, NewEndpointPage } from "./pages/endpoint.tsx";
 import { EndpointsPage } from "./pages/endpoints.tsx";
 import { FailuresPage } from "./pages/failures.tsx";
 import { KeysPage } from "./pages/keys.tsx";
+import { MembersPage } from "./pages/members.tsx";
 import { NotificationsPage } from "./pages/notifications.tsx";
 import { PolicyPage } from "./pages/policy.tsx";
 import { RequestPage } from "./pages/request.tsx";
@@ -52,6 +53,7 @@ const projectRoutes: [
   ["/failures", () => <FailuresPage />, "Failure queue"],
   ["/usage", () => <UsagePage />, "Usage"],
   ["/policy", () => <PolicyPage />, "Key policy"],
+  ["/members", () => <MembersPage />, "Members"],
   ["/notifications", () => <NotificationsPage />, "Notifications"],
 ];
 
@@ -62,6 +64,7 @@ const sections: [string, string][] = [
   ["failures", "Failure queue"],
   ["usage", "Usage"],
   ["policy", "Key policy"],
+  ["members", "Members"],
   ["notifications", "Notifications"],
 ];
 

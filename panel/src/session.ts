@@ -17,6 +17,8 @@ export interface Membership {
   role: RoleName;
   /** Empty for the admin token. */
   memberName: string;
+  /** Empty for the admin token (and for sessions kept before member ids were). */
+  memberId?: string;
 }
 
 const storageKey = "relay.panel.memberships";
@@ -68,7 +70,7 @@ function write(update: (list: Membership[]) => Membership[], storage: Storage) {
 export async function signIn(token: string, remember: boolean): Promise<Membership[]> {
   const client = createClient(ProjectService, transportFor(token));
   const { projects } = await client.listProjects({});
-  const added = projects.flatMap(({ project, role, memberName }) =>
+  const added = projects.flatMap(({ project, role, memberName, memberId }) =>
     project
       ? [
           {
@@ -77,6 +79,7 @@ export async function signIn(token: string, remember: boolean): Promise<Membersh
             projectName: project.name,
             role: roleName(role),
             memberName,
+            memberId,
           },
         ]
       : [],
@@ -95,6 +98,17 @@ export async function signIn(token: string, remember: boolean): Promise<Membersh
 export function signOut(token: string): void {
   for (const storage of [localStorage, sessionStorage]) {
     write((list) => list.filter((m) => m.token !== token), storage);
+  }
+  window.dispatchEvent(new Event(changed));
+}
+
+/** After the member rotated its own token: every project it signed in keeps the new one. */
+export function replaceToken(oldToken: string, newToken: string): void {
+  for (const storage of [localStorage, sessionStorage]) {
+    write(
+      (list) => list.map((m) => (m.token === oldToken ? { ...m, token: newToken } : m)),
+      storage,
+    );
   }
   window.dispatchEvent(new Event(changed));
 }

@@ -111,7 +111,7 @@ export function ProblemNotice({
       <h2>{headings[problem.kind]}</h2>
       <p>
         {problem.kind === "signed-out"
-          ? "The member token was refused (it may have been removed). Sign in again with a current token."
+          ? "The member token was refused (it may have been removed, rotated or expired). Sign in again with a current token."
           : problem.message}
       </p>
       {problem.kind === "signed-out" && token && (

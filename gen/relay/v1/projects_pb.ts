@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/projects.proto.
  */
 export const file_relay_v1_projects: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoGTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipgEKBlBvbGljeRIhChRkZWZhdWx0X2tleV90dGxfZGF5cxgBIAEoBUgAiAEBEh0KEG1heF9rZXlfdHRsX2RheXMYAiABKAVIAYgBARIsCiRlZGl0b3JzX21heV9jcmVhdGVfbm9uX2V4cGlyaW5nX2tleXMYAyABKAhCFwoVX2RlZmF1bHRfa2V5X3R0bF9kYXlzQhMKEV9tYXhfa2V5X3R0bF9kYXlzImQKFENyZWF0ZVByb2plY3RSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRIcCgRwbGFuGAMgASgOMg4ucmVsYXkudjEuUGxhbhISCgpvd25lcl9uYW1lGAQgASgJInEKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIfCgVvd25lchgCIAEoCzIQLnJlbGF5LnYxLk1lbWJlchITCgtvd25lcl90b2tlbhgDIAEoCSIkChFHZXRQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIn4KEkdldFByb2plY3RSZXNwb25zZRIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBITCgtpbmJvdW5kX3VybBgCIAEoCRIVCg13b3JrZmxvd3NfdXJsGAMgASgJEhgKEGRlbGl2ZXJ5X3dhcm5pbmcYBCABKAkiFQoTTGlzdFByb2plY3RzUmVxdWVzdCJqChFQcm9qZWN0TWVtYmVyc2hpcBIiCgdwcm9qZWN0GAEgASgLMhEucmVsYXkudjEuUHJvamVjdBIcCgRyb2xlGAIgASgOMg4ucmVsYXkudjEuUm9sZRITCgttZW1iZXJfbmFtZRgDIAEoCSJFChRMaXN0UHJvamVjdHNSZXNwb25zZRItCghwcm9qZWN0cxgBIAMoCzIbLnJlbGF5LnYxLlByb2plY3RNZW1iZXJzaGlwIk8KEEFkZE1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlIkQKEUFkZE1lbWJlclJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIlChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI4ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiEKB21lbWJlcnMYASADKAsyEC5yZWxheS52MS5NZW1iZXIiOQoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSIjChBHZXRQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiNQoRR2V0UG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IkgKE1VwZGF0ZVBvbGljeVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIgCgZwb2xpY3kYAiABKAsyEC5yZWxheS52MS5Qb2xpY3kiOAoUVXBkYXRlUG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IicKCENhcFVzYWdlEg0KBWxpbWl0GAEgASgFEgwKBHVzZWQYAiABKAMiygEKDVByb2plY3RMaW1pdHMSJQoJZW5kcG9pbnRzGAEgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USKAoMc2NoZW1hX2J5dGVzGAIgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIQoFbGluZXMYAyABKAsyEi5yZWxheS52MS5DYXBVc2FnZRIjCgdtZW1iZXJzGAQgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIAoEa2V5cxgFIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlIr4BCg5MaW1pdE92ZXJyaWRlcxIWCgllbmRwb2ludHMYASABKAVIAIgBARIZCgxzY2hlbWFfYnl0ZXMYAiABKAVIAYgBARISCgVsaW5lcxgDIAEoBUgCiAEBEhQKB21lbWJlcnMYBCABKAVIA4gBARIRCgRrZXlzGAUgASgFSASIAQFCDAoKX2VuZHBvaW50c0IPCg1fc2NoZW1hX2J5dGVzQggKBl9saW5lc0IKCghfbWVtYmVyc0IHCgVfa2V5cyIqChdHZXRQcm9qZWN0TGltaXRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIkMKGEdldFByb2plY3RMaW1pdHNSZXNwb25zZRInCgZsaW1pdHMYASABKAsyFy5yZWxheS52MS5Qcm9qZWN0TGltaXRzIlQKF1NldFByb2plY3RMaW1pdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKAoGbGltaXRzGAIgASgLMhgucmVsYXkudjEuTGltaXRPdmVycmlkZXMiQwoYU2V0UHJvamVjdExpbWl0c1Jlc3BvbnNlEicKBmxpbWl0cxgBIAEoCzIXLnJlbGF5LnYxLlByb2plY3RMaW1pdHMqOgoEUGxhbhIUChBQTEFOX1VOU1BFQ0lGSUVEEAASDQoJUExBTl9GUkVFEAESDQoJUExBTl9QQUlEEAIqPQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg8KC1JPTEVfRURJVE9SEAIysAMKDlByb2plY3RTZXJ2aWNlElAKDUNyZWF0ZVByb2plY3QSHi5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBofLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJHCgpHZXRQcm9qZWN0EhsucmVsYXkudjEuR2V0UHJvamVjdFJlcXVlc3QaHC5yZWxheS52MS5HZXRQcm9qZWN0UmVzcG9uc2USTQoMTGlzdFByb2plY3RzEh0ucmVsYXkudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKEEdldFByb2plY3RMaW1pdHMSIS5yZWxheS52MS5HZXRQcm9qZWN0TGltaXRzUmVxdWVzdBoiLnJlbGF5LnYxLkdldFByb2plY3RMaW1pdHNSZXNwb25zZRJZChBTZXRQcm9qZWN0TGltaXRzEiEucmVsYXkudjEuU2V0UHJvamVjdExpbWl0c1JlcXVlc3QaIi5yZWxheS52MS5TZXRQcm9qZWN0TGltaXRzUmVzcG9uc2Uy8AEKDU1lbWJlclNlcnZpY2USRAoJQWRkTWVtYmVyEhoucmVsYXkudjEuQWRkTWVtYmVyUmVxdWVzdBobLnJlbGF5LnYxLkFkZE1lbWJlclJlc3BvbnNlEkoKC0xpc3RNZW1iZXJzEhwucmVsYXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0ucmVsYXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJNCgxSZW1vdmVNZW1iZXISHS5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh4ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2UypAEKDVBvbGljeVNlcnZpY2USRAoJR2V0UG9saWN5EhoucmVsYXkudjEuR2V0UG9saWN5UmVxdWVzdBobLnJlbGF5LnYxLkdldFBvbGljeVJlc3BvbnNlEk0KDFVwZGF0ZVBvbGljeRIdLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlcXVlc3QaHi5yZWxheS52MS5VcGRhdGVQb2xpY3lSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAioAEKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqYBCgZQb2xpY3kSIQoUZGVmYXVsdF9rZXlfdHRsX2RheXMYASABKAVIAIgBARIdChBtYXhfa2V5X3R0bF9kYXlzGAIgASgFSAGIAQESLAokZWRpdG9yc19tYXlfY3JlYXRlX25vbl9leHBpcmluZ19rZXlzGAMgASgIQhcKFV9kZWZhdWx0X2tleV90dGxfZGF5c0ITChFfbWF4X2tleV90dGxfZGF5cyJkChRDcmVhdGVQcm9qZWN0UmVxdWVzdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SEgoKb3duZXJfbmFtZRgEIAEoCSJxChVDcmVhdGVQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHwoFb3duZXIYAiABKAsyEC5yZWxheS52MS5NZW1iZXISEwoLb3duZXJfdG9rZW4YAyABKAkiJAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJ+ChJHZXRQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSEwoLaW5ib3VuZF91cmwYAiABKAkSFQoNd29ya2Zsb3dzX3VybBgDIAEoCRIYChBkZWxpdmVyeV93YXJuaW5nGAQgASgJIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QifQoRUHJvamVjdE1lbWJlcnNoaXASIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHAoEcm9sZRgCIAEoDjIOLnJlbGF5LnYxLlJvbGUSEwoLbWVtYmVyX25hbWUYAyABKAkSEQoJbWVtYmVyX2lkGAQgASgJIkUKFExpc3RQcm9qZWN0c1Jlc3BvbnNlEi0KCHByb2plY3RzGAEgAygLMhsucmVsYXkudjEuUHJvamVjdE1lbWJlcnNoaXAifwoQQWRkTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcm9sZRgDIAEoDjIOLnJlbGF5LnYxLlJvbGUSLgoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRAoRQWRkTWVtYmVyUmVzcG9uc2USIAoGbWVtYmVyGAEgASgLMhAucmVsYXkudjEuTWVtYmVyEg0KBXRva2VuGAIgASgJIiUKEkxpc3RNZW1iZXJzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjgKE0xpc3RNZW1iZXJzUmVzcG9uc2USIQoHbWVtYmVycxgBIAMoCzIQLnJlbGF5LnYxLk1lbWJlciI5ChNSZW1vdmVNZW1iZXJSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEQoJbWVtYmVyX2lkGAIgASgJIhYKFFJlbW92ZU1lbWJlclJlc3BvbnNlIj4KGFJvdGF0ZU1lbWJlclRva2VuUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSJMChlSb3RhdGVNZW1iZXJUb2tlblJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIjChBHZXRQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiNQoRR2V0UG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IkgKE1VwZGF0ZVBvbGljeVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIgCgZwb2xpY3kYAiABKAsyEC5yZWxheS52MS5Qb2xpY3kiOAoUVXBkYXRlUG9saWN5UmVzcG9uc2USIAoGcG9saWN5GAEgASgLMhAucmVsYXkudjEuUG9saWN5IicKCENhcFVzYWdlEg0KBWxpbWl0GAEgASgFEgwKBHVzZWQYAiABKAMiygEKDVByb2plY3RMaW1pdHMSJQoJZW5kcG9pbnRzGAEgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USKAoMc2NoZW1hX2J5dGVzGAIgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIQoFbGluZXMYAyABKAsyEi5yZWxheS52MS5DYXBVc2FnZRIjCgdtZW1iZXJzGAQgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIAoEa2V5cxgFIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlIr4BCg5MaW1pdE92ZXJyaWRlcxIWCgllbmRwb2ludHMYASABKAVIAIgBARIZCgxzY2hlbWFfYnl0ZXMYAiABKAVIAYgBARISCgVsaW5lcxgDIAEoBUgCiAEBEhQKB21lbWJlcnMYBCABKAVIA4gBARIRCgRrZXlzGAUgASgFSASIAQFCDAoKX2VuZHBvaW50c0IPCg1fc2NoZW1hX2J5dGVzQggKBl9saW5lc0IKCghfbWVtYmVyc0IHCgVfa2V5cyIqChdHZXRQcm9qZWN0TGltaXRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIkMKGEdldFByb2plY3RMaW1pdHNSZXNwb25zZRInCgZsaW1pdHMYASABKAsyFy5yZWxheS52MS5Qcm9qZWN0TGltaXRzIlQKF1NldFByb2plY3RMaW1pdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKAoGbGltaXRzGAIgASgLMhgucmVsYXkudjEuTGltaXRPdmVycmlkZXMiQwoYU2V0UHJvamVjdExpbWl0c1Jlc3BvbnNlEicKBmxpbWl0cxgBIAEoCzIXLnJlbGF5LnYxLlByb2plY3RMaW1pdHMqOgoEUGxhbhIUChBQTEFOX1VOU1BFQ0lGSUVEEAASDQoJUExBTl9GUkVFEAESDQoJUExBTl9QQUlEEAIqPQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg8KC1JPTEVfRURJVE9SEAIysAMKDlByb2plY3RTZXJ2aWNlElAKDUNyZWF0ZVByb2plY3QSHi5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBofLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJHCgpHZXRQcm9qZWN0EhsucmVsYXkudjEuR2V0UHJvamVjdFJlcXVlc3QaHC5yZWxheS52MS5HZXRQcm9qZWN0UmVzcG9uc2USTQoMTGlzdFByb2plY3RzEh0ucmVsYXkudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKEEdldFByb2plY3RMaW1pdHMSIS5yZWxheS52MS5HZXRQcm9qZWN0TGltaXRzUmVxdWVzdBoiLnJlbGF5LnYxLkdldFByb2plY3RMaW1pdHNSZXNwb25zZRJZChBTZXRQcm9qZWN0TGltaXRzEiEucmVsYXkudjEuU2V0UHJvamVjdExpbWl0c1JlcXVlc3QaIi5yZWxheS52MS5TZXRQcm9qZWN0TGltaXRzUmVzcG9uc2UyzgIKDU1lbWJlclNlcnZpY2USRAoJQWRkTWVtYmVyEhoucmVsYXkudjEuQWRkTWVtYmVyUmVxdWVzdBobLnJlbGF5LnYxLkFkZE1lbWJlclJlc3BvbnNlEkoKC0xpc3RNZW1iZXJzEhwucmVsYXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0ucmVsYXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJNCgxSZW1vdmVNZW1iZXISHS5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh4ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USXAoRUm90YXRlTWVtYmVyVG9rZW4SIi5yZWxheS52MS5Sb3RhdGVNZW1iZXJUb2tlblJlcXVlc3QaIy5yZWxheS52MS5Sb3RhdGVNZW1iZXJUb2tlblJlc3BvbnNlMqQBCg1Qb2xpY3lTZXJ2aWNlEkQKCUdldFBvbGljeRIaLnJlbGF5LnYxLkdldFBvbGljeVJlcXVlc3QaGy5yZWxheS52MS5HZXRQb2xpY3lSZXNwb25zZRJNCgxVcGRhdGVQb2xpY3kSHS5yZWxheS52MS5VcGRhdGVQb2xpY3lSZXF1ZXN0Gh4ucmVsYXkudjEuVXBkYXRlUG9saWN5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Project
@@ -69,6 +69,13 @@ export type Member = Message<"relay.v1.Member"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 4;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * When the token stops working; absent: never.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -265,6 +272,13 @@ export type ProjectMembership = Message<"relay.v1.ProjectMembership"> & {
    * @generated from field: string member_name = 3;
    */
   memberName: string;
+
+  /**
+   * The member's id; empty for the admin token.
+   *
+   * @generated from field: string member_id = 4;
+   */
+  memberId: string;
 };
 
 /**
@@ -309,6 +323,13 @@ export type AddMemberRequest = Message<"relay.v1.AddMemberRequest"> & {
    * @generated from field: relay.v1.Role role = 3;
    */
   role: Role;
+
+  /**
+   * When the token stops working: in the future, at most 366 days ahead. Absent: never.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -412,6 +433,52 @@ export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@_
   messageDesc(file_relay_v1_projects, 15);
 
 /**
+ * @generated from message relay.v1.RotateMemberTokenRequest
+ */
+export type RotateMemberTokenRequest = Message<"relay.v1.RotateMemberTokenRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string member_id = 2;
+   */
+  memberId: string;
+};
+
+/**
+ * Describes the message relay.v1.RotateMemberTokenRequest.
+ * Use `create(RotateMemberTokenRequestSchema)` to create a new message.
+ */
+export const RotateMemberTokenRequestSchema: GenMessage<RotateMemberTokenRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 16);
+
+/**
+ * @generated from message relay.v1.RotateMemberTokenResponse
+ */
+export type RotateMemberTokenResponse = Message<"relay.v1.RotateMemberTokenResponse"> & {
+  /**
+   * @generated from field: relay.v1.Member member = 1;
+   */
+  member?: Member | undefined;
+
+  /**
+   * Shown once.
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message relay.v1.RotateMemberTokenResponse.
+ * Use `create(RotateMemberTokenResponseSchema)` to create a new message.
+ */
+export const RotateMemberTokenResponseSchema: GenMessage<RotateMemberTokenResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 17);
+
+/**
  * @generated from message relay.v1.GetPolicyRequest
  */
 export type GetPolicyRequest = Message<"relay.v1.GetPolicyRequest"> & {
@@ -426,7 +493,7 @@ export type GetPolicyRequest = Message<"relay.v1.GetPolicyRequest"> & {
  * Use `create(GetPolicyRequestSchema)` to create a new message.
  */
 export const GetPolicyRequestSchema: GenMessage<GetPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 16);
+  messageDesc(file_relay_v1_projects, 18);
 
 /**
  * @generated from message relay.v1.GetPolicyResponse
@@ -443,7 +510,7 @@ export type GetPolicyResponse = Message<"relay.v1.GetPolicyResponse"> & {
  * Use `create(GetPolicyResponseSchema)` to create a new message.
  */
 export const GetPolicyResponseSchema: GenMessage<GetPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 17);
+  messageDesc(file_relay_v1_projects, 19);
 
 /**
  * @generated from message relay.v1.UpdatePolicyRequest
@@ -465,7 +532,7 @@ export type UpdatePolicyRequest = Message<"relay.v1.UpdatePolicyRequest"> & {
  * Use `create(UpdatePolicyRequestSchema)` to create a new message.
  */
 export const UpdatePolicyRequestSchema: GenMessage<UpdatePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 18);
+  messageDesc(file_relay_v1_projects, 20);
 
 /**
  * @generated from message relay.v1.UpdatePolicyResponse
@@ -482,7 +549,7 @@ export type UpdatePolicyResponse = Message<"relay.v1.UpdatePolicyResponse"> & {
  * Use `create(UpdatePolicyResponseSchema)` to create a new message.
  */
 export const UpdatePolicyResponseSchema: GenMessage<UpdatePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 19);
+  messageDesc(file_relay_v1_projects, 21);
 
 /**
  * One cap: how far the project may grow, and how far it has.
@@ -506,7 +573,7 @@ export type CapUsage = Message<"relay.v1.CapUsage"> & {
  * Use `create(CapUsageSchema)` to create a new message.
  */
 export const CapUsageSchema: GenMessage<CapUsage> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 20);
+  messageDesc(file_relay_v1_projects, 22);
 
 /**
  * @generated from message relay.v1.ProjectLimits
@@ -547,7 +614,7 @@ export type ProjectLimits = Message<"relay.v1.ProjectLimits"> & {
  * Use `create(ProjectLimitsSchema)` to create a new message.
  */
 export const ProjectLimitsSchema: GenMessage<ProjectLimits> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 21);
+  messageDesc(file_relay_v1_projects, 23);
 
 /**
  * A project's own caps; an unset one is the deployment's default.
@@ -586,7 +653,7 @@ export type LimitOverrides = Message<"relay.v1.LimitOverrides"> & {
  * Use `create(LimitOverridesSchema)` to create a new message.
  */
 export const LimitOverridesSchema: GenMessage<LimitOverrides> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 22);
+  messageDesc(file_relay_v1_projects, 24);
 
 /**
  * @generated from message relay.v1.GetProjectLimitsRequest
@@ -603,7 +670,7 @@ export type GetProjectLimitsRequest = Message<"relay.v1.GetProjectLimitsRequest"
  * Use `create(GetProjectLimitsRequestSchema)` to create a new message.
  */
 export const GetProjectLimitsRequestSchema: GenMessage<GetProjectLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 23);
+  messageDesc(file_relay_v1_projects, 25);
 
 /**
  * @generated from message relay.v1.GetProjectLimitsResponse
@@ -620,7 +687,7 @@ export type GetProjectLimitsResponse = Message<"relay.v1.GetProjectLimitsRespons
  * Use `create(GetProjectLimitsResponseSchema)` to create a new message.
  */
 export const GetProjectLimitsResponseSchema: GenMessage<GetProjectLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 24);
+  messageDesc(file_relay_v1_projects, 26);
 
 /**
  * @generated from message relay.v1.SetProjectLimitsRequest
@@ -642,7 +709,7 @@ export type SetProjectLimitsRequest = Message<"relay.v1.SetProjectLimitsRequest"
  * Use `create(SetProjectLimitsRequestSchema)` to create a new message.
  */
 export const SetProjectLimitsRequestSchema: GenMessage<SetProjectLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 25);
+  messageDesc(file_relay_v1_projects, 27);
 
 /**
  * @generated from message relay.v1.SetProjectLimitsResponse
@@ -659,7 +726,7 @@ export type SetProjectLimitsResponse = Message<"relay.v1.SetProjectLimitsRespons
  * Use `create(SetProjectLimitsResponseSchema)` to create a new message.
  */
 export const SetProjectLimitsResponseSchema: GenMessage<SetProjectLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 26);
+  messageDesc(file_relay_v1_projects, 28);
 
 /**
  * @generated from enum relay.v1.Plan
@@ -796,12 +863,25 @@ export const MemberService: GenService<{
     output: typeof ListMembersResponseSchema;
   },
   /**
+   * Owner only; not yourself, and never the project's last owner (already_exists, `conflict`).
+   *
    * @generated from rpc relay.v1.MemberService.RemoveMember
    */
   removeMember: {
     methodKind: "unary";
     input: typeof RemoveMemberRequestSchema;
     output: typeof RemoveMemberResponseSchema;
+  },
+  /**
+   * A new token for the member, returned once; the old one is refused from then on. A member may
+   * rotate its own token, an owner any member's. The expiry stays as it was.
+   *
+   * @generated from rpc relay.v1.MemberService.RotateMemberToken
+   */
+  rotateMemberToken: {
+    methodKind: "unary";
+    input: typeof RotateMemberTokenRequestSchema;
+    output: typeof RotateMemberTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_projects, 1);
