@@ -1,0 +1,186 @@
+/**
+ * Relay's Temporal payload codec: every payload Relay hands Temporal (workflow and activity
+ * inputs and results, signals, queries, failures' details) is sealed whole with AES-256-GCM, so
+ * Temporal's store, UI and CLI hold ciphertext; search attributes stay plain and hold nothing
+ * secret. The keys come from the deployment's secrets: the first seals, all of them open, and
+ * each sealed payload names its key's id, so a new key can take over while older histories
+ * still open. A payload that is not sealed (a history recorded before the codec) passes
+ * through. Web Crypto only: the edge seals its starts with it on any runtime.
+ *
+ * It is a Temporal `PayloadCodec` by shape (the SDK's clients and workers take it as it is).
+ */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { SealedPayloadSchema } from "../gen/relay/v1/payloads_pb.ts";
+
+/** A Temporal payload: `temporal.api.common.v1.Payload` as the SDKs hold it. */
+export interface Payload {
+  metadata?: Record<string, Uint8Array> | null;
+  data?: Uint8Array | null;
+}
+
+/** The encoding of a sealed payload, as Temporal's samples name it. */
+export const SEALED_ENCODING = "binary/encrypted";
+/** The metadata entry naming the key a payload was sealed with. */
+export const KEY_ID_METADATA = "encryption-key-id";
+
+const IV_BYTES = 12;
+/** What a deployment secret is stretched with: the codec's key is only the codec's. */
+const KEY_INFO = new TextEncoder().encode("relay temporal payload codec v1");
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+interface PayloadKey {
+  id: string;
+  key: CryptoKey;
+}
+
+export class PayloadCipher {
+  private constructor(
+    private readonly sealing: PayloadKey,
+    private readonly opening: ReadonlyMap<string, CryptoKey>,
+  ) {}
+
+  /**
+   * `secrets`: the deployment's secrets as 64 hex characters each, newest first; the first
+   * seals, every one opens.
+   */
+  static async fromSecrets(secrets: readonly string[]): Promise<PayloadCipher> {
+    const keys = await Promise.all(secrets.map(derivePayloadKey));
+    const [sealing] = keys;
+    if (!sealing) throw new Error("the payload codec needs at least one secret");
+    return new PayloadCipher(sealing, new Map(keys.map(({ id, key }) => [id, key])));
+  }
+
+  /** The id of the key that seals: operators see it in each payload's metadata. */
+  get keyId(): string {
+    return this.sealing.id;
+  }
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.all(payloads.map((payload) => this.seal(payload)));
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.all(payloads.map((payload) => this.open(payload)));
+  }
+
+  private async seal(payload: Payload): Promise<Payload> {
+    const plain = toBinary(
+      SealedPayloadSchema,
+      create(SealedPayloadSchema, {
+        metadata: payload.metadata ?? {},
+        data: payload.data ?? new Uint8Array(),
+      }),
+    );
+    const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
+    const sealed = await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: utf8.encode(this.sealing.id) },
+      this.sealing.key,
+      plain,
+    );
+    const data = new Uint8Array(IV_BYTES + sealed.byteLength);
+    data.set(iv);
+    data.set(new Uint8Array(sealed), IV_BYTES);
+    return {
+      metadata: {
+        encoding: utf8.encode(SEALED_ENCODING),
+        [KEY_ID_METADATA]: utf8.encode(this.sealing.id),
+      },
+      data,
+    };
+  }
+
+  private async open(payload: Payload): Promise<Payload> {
+    const encoding = payload.metadata?.encoding;
+    if (!encoding || fromUtf8.decode(encoding) !== SEALED_ENCODING) return payload;
+    const idBytes = payload.metadata?.[KEY_ID_METADATA];
+    const id = idBytes ? fromUtf8.decode(idBytes) : "";
+    const key = this.opening.get(id);
+    // A key the deployment no longer has: the payload stays sealed for good, so say which.
+    if (!key) throw new Error(`no payload key with id '${id}' is configured`);
+    // A copy: Web Crypto takes only a view on a plain ArrayBuffer.
+    const data = Uint8Array.from(payload.data ?? []);
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: data.subarray(0, IV_BYTES), additionalData: utf8.encode(id) },
+      key,
+      data.subarray(IV_BYTES),
+    );
+    const opened = fromBinary(SealedPayloadSchema, new Uint8Array(plain));
+    return { metadata: opened.metadata, data: opened.data };
+  }
+}
+
+/**
+ * The codec's AES-256 key from a deployment secret (HKDF-SHA-256), and its id: the first 8
+ * bytes of the key's SHA-256, which names the key without telling anything of it.
+ */
+async function derivePayloadKey(secretHex: string): Promise<PayloadKey> {
+  if (!/^[0-9a-f]{64}$/i.test(secretHex)) {
+    throw new Error("a payload secret must be 64 hex characters");
+  }
+  const secret = new Uint8Array(
+    secretHex.match(/../g)?.map((byte) => Number.parseInt(byte, 16)) ?? [],
+  );
+  const material = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits"]);
+  const raw = await crypto.subtle.deriveBits(
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: KEY_INFO },
+    material,
+    256,
+  );
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
+  const id = [...digest.subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
+  return { id, key };
+}
+
+/** A JSON value as Temporal's default converter writes it (`json/plain`). */
+export function jsonPayload(value: unknown): Payload {
+  return {
+    metadata: { encoding: utf8.encode("json/plain") },
+    data: utf8.encode(JSON.stringify(value)),
+  };
+}
+
+/** The value of a `json/plain` payload; anything else is undefined. */
+export function jsonPayloadValue(payload: Payload | undefined): unknown {
+  const encoding = payload?.metadata?.encoding;
+  if (!payload?.data || !encoding || fromUtf8.decode(encoding) !== "json/plain") return undefined;
+  return JSON.parse(fromUtf8.decode(payload.data));
+}
+
+/** A payload in protobuf's JSON form, as Temporal's HTTP API and codec endpoints carry it. */
+export interface PayloadJson {
+  metadata?: Record<string, string>;
+  data?: string;
+}
+
+export function payloadToJson(payload: Payload): PayloadJson {
+  return {
+    metadata: Object.fromEntries(
+      Object.entries(payload.metadata ?? {}).map(([name, value]) => [name, toBase64(value)]),
+    ),
+    data: toBase64(payload.data ?? new Uint8Array()),
+  };
+}
+
+/** Throws on what is not base64: callers of the codec endpoint get 400 for it. */
+export function payloadFromJson(json: PayloadJson): Payload {
+  return {
+    metadata: Object.fromEntries(
+      Object.entries(json.metadata ?? {}).map(([name, value]) => [name, fromBase64(value)]),
+    ),
+    data: fromBase64(json.data ?? ""),
+  };
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function fromBase64(text: string): Uint8Array {
+  // protobuf's JSON accepts either alphabet, padded or not.
+  const binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
