@@ -12,6 +12,7 @@ const schema = z.object({
   RELAY_ADMIN_TOKEN: z.string().min(32, "RELAY_ADMIN_TOKEN must be at least 32 characters"),
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
+  RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
   /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
   RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
   /** The inbound domain (`host[:port]`): the relay itself, which no target may point at. */

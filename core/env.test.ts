@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { loadControlConfig } from "../control/config.ts";
 import { loadEdgeConfig } from "../edge/config.ts";
 import { loadWorkerConfig } from "../workflows/config.ts";
-import { ENCRYPTION_KEY_HEX, envFlag, listenPort, sharedEnv } from "./env.ts";
+import { ENCRYPTION_KEY_HEX, envFlag, listenPort, payloadSecretsFrom, sharedEnv } from "./env.ts";
 
 const KEY = "ab".repeat(32);
 const TOKEN = "t".repeat(32);
@@ -70,4 +70,26 @@ test("every process refuses a bad shared value with the same message", () => {
     expect(() => load({ ...base, RELAY_ALLOW_PRIVATE_TARGETS: "yes" })).toThrow();
     expect(() => load({ ...base, RELAY_METRICS_TOKEN: "" })).toThrow();
   }
+});
+
+test("the payload codec's secrets: RELAY_PAYLOAD_KEYS newest first, else RELAY_ENCRYPTION_KEY; an edge needs one", () => {
+  const base = {
+    DATABASE_URL: "postgres://relay@127.0.0.1:5432/relay",
+    RELAY_ADMIN_TOKEN: TOKEN,
+    RELAY_EDGE_TOKEN: TOKEN,
+    RELAY_ENCRYPTION_KEY: KEY,
+  };
+  const NEW = "cd".repeat(32);
+  expect(payloadSecretsFrom(loadWorkerConfig(base))).toEqual([KEY]);
+  expect(
+    payloadSecretsFrom(loadControlConfig({ ...base, RELAY_PAYLOAD_KEYS: `${NEW}, ${KEY}` })),
+  ).toEqual([NEW, KEY]);
+  expect(() => loadWorkerConfig({ ...base, RELAY_PAYLOAD_KEYS: `${NEW},short` })).toThrow(
+    "must be 64-hex-character secrets, comma-separated",
+  );
+  const { RELAY_ENCRYPTION_KEY: _, ...edgeWithout } = base;
+  expect(() => loadEdgeConfig(edgeWithout)).toThrow("set RELAY_PAYLOAD_KEYS");
+  expect(payloadSecretsFrom(loadEdgeConfig({ ...edgeWithout, RELAY_PAYLOAD_KEYS: NEW }))).toEqual([
+    NEW,
+  ]);
 });

@@ -34,6 +34,25 @@ export const sharedEnv = {
     .string()
     .regex(ENCRYPTION_KEY_HEX, "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters"),
   /**
+   * The payload codec's secrets (core/payload-codec.ts), 64 hex characters each, comma-separated,
+   * newest first: the first seals what Relay hands Temporal, all of them open. Unset, the codec
+   * uses RELAY_ENCRYPTION_KEY alone; to rotate, put a new secret before it.
+   */
+  RELAY_PAYLOAD_KEYS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text.trim() === "") return undefined;
+      const secrets = text.split(",").map((part) => part.trim());
+      if (!secrets.every((secret) => ENCRYPTION_KEY_HEX.test(secret))) {
+        ctx.addIssue({
+          code: "custom",
+          message: "must be 64-hex-character secrets, comma-separated",
+        });
+      }
+      return secrets;
+    }),
+  /**
    * The inbound domain (`host[:port]`): the edge serves only `{project}.{host}`, and its mark in
    * deliveries' CDN-Loop is this; no target may point under it.
    */
@@ -89,4 +108,14 @@ export function waitingCapsFrom(config: {
     free: config.RELAY_MAX_WAITING_DELIVERIES_FREE,
     paid: config.RELAY_MAX_WAITING_DELIVERIES_PAID,
   };
+}
+
+/** The payload codec's secrets, newest first: RELAY_PAYLOAD_KEYS, else RELAY_ENCRYPTION_KEY. */
+export function payloadSecretsFrom(config: {
+  RELAY_PAYLOAD_KEYS?: string[] | undefined;
+  RELAY_ENCRYPTION_KEY?: string | undefined;
+}): string[] {
+  return (
+    config.RELAY_PAYLOAD_KEYS ?? (config.RELAY_ENCRYPTION_KEY ? [config.RELAY_ENCRYPTION_KEY] : [])
+  );
 }

@@ -4,8 +4,10 @@
  * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
  */
 import type { Logger } from "pino";
+import { payloadSecretsFrom } from "../core/env.ts";
 import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
+import { PayloadCipher } from "../core/payload-codec.ts";
 import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
 import { startTracing } from "../core/telemetry.ts";
@@ -65,6 +67,7 @@ export async function bootEdge(
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
+    cipher: await PayloadCipher.fromSecrets(payloadSecretsFrom(config)),
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,

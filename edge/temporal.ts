@@ -7,6 +7,8 @@
  * target, every other call still gets a connection for its start. Starts for callers go through
  * the edge's admission (./admission.ts): past its slots and wait, or when Temporal itself
  * throttles (429), the caller gets 503 with Retry-After at once rather than a growing queue.
+ * Inputs go sealed by the payload codec, as the worker's do, and what the edge reads back of a
+ * history it opens: payloads travel in protobuf's JSON form (`noPayloadShorthand`).
  */
 import {
   type Accepted,
@@ -17,6 +19,14 @@ import {
   syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
+import {
+  jsonPayload,
+  jsonPayloadValue,
+  type PayloadCipher,
+  type PayloadJson,
+  payloadFromJson,
+  payloadToJson,
+} from "../core/payload-codec.ts";
 import {
   DELIVERY_WORKFLOW,
   fairnessOf,
@@ -65,6 +75,8 @@ export interface TemporalHttpOptions {
   baseUrl: string;
   namespace: string;
   apiKey?: string | undefined;
+  /** Seals each workflow's input and opens what is read back (core/payload-codec.ts). */
+  cipher: PayloadCipher;
   fetch: typeof fetch;
   /** For the long polls on sync results: a pool apart from `fetch`'s (Node), or the same. */
   syncWaitFetch: typeof fetch;
@@ -84,13 +96,16 @@ export interface TemporalHttpOptions {
 const SYNC_SLACK_SECONDS = 10;
 
 interface StartedEvent {
-  workflowExecutionStartedEventAttributes?: { input?: Pick<DeliveryInput, "notBefore">[] };
+  workflowExecutionStartedEventAttributes?: { input?: { payloads?: PayloadJson[] } };
 }
 
 interface CloseEvent {
   eventType?: string;
-  workflowExecutionCompletedEventAttributes?: { result?: unknown[] };
+  workflowExecutionCompletedEventAttributes?: { result?: { payloads?: PayloadJson[] } };
 }
+
+/** A plain JSON value as a payload in protobuf's JSON form (search attributes, headers). */
+const plainPayload = (value: unknown) => payloadToJson(jsonPayload(value));
 
 export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStarter {
   const namespaceUrl = `${options.baseUrl}/api/v1/namespaces/${encodeURIComponent(options.namespace)}`;
@@ -98,6 +113,14 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const syncInFlight = new Map<string, number>();
+  const { cipher } = options;
+  /** The first payload of a history's `payloads`, opened; undefined when there is none. */
+  async function opened<T>(payloads: PayloadJson[] | undefined): Promise<T | undefined> {
+    const [first] = payloads ?? [];
+    if (!first) return undefined;
+    const [payload] = await cipher.decode([payloadFromJson(first)]);
+    return jsonPayloadValue(payload) as T | undefined;
+  }
   const admission = new StartAdmission(options.maxStartsInFlight, options.maxStartWaitMs);
   const saturated = () =>
     new RelayError("unavailable", "too many requests are being queued; retry");
@@ -145,8 +168,9 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     bodyTag: string | undefined,
   ): Promise<void> {
     const started = performance.now();
+    const sealed = await cipher.encode([jsonPayload(input)]);
     const send = () =>
-      options.fetch(`${workflows}/${encodeURIComponent(workflowId)}`, {
+      options.fetch(`${workflows}/${encodeURIComponent(workflowId)}?noPayloadShorthand`, {
         method: "POST",
         headers,
         body: JSON.stringify({
@@ -160,12 +184,17 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
             workflowIdConflictPolicy: "WORKFLOW_ID_CONFLICT_POLICY_FAIL",
             workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
           }),
-          input: [input],
+          input: { payloads: sealed.map(payloadToJson) },
+          // Plain: where a request came in and its status, nothing secret.
           searchAttributes: {
-            indexedFields: requestSearchAttributes(input, acceptedStatus(input)),
+            indexedFields: Object.fromEntries(
+              Object.entries(requestSearchAttributes(input, acceptedStatus(input))).map(
+                ([name, value]) => [name, plainPayload(value)],
+              ),
+            ),
           },
           ...(Object.keys(tracing).length > 0 && {
-            header: { fields: { [TRACE_HEADER]: tracing } },
+            header: { fields: { [TRACE_HEADER]: plainPayload(tracing) } },
           }),
           ...extra,
         }),
@@ -202,15 +231,20 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
    */
   async function firstAnswer(workflowId: string): Promise<Accepted> {
     const response = await options
-      .fetch(`${workflows}/${encodeURIComponent(workflowId)}/history?maximumPageSize=1`, {
-        headers,
-      })
+      .fetch(
+        `${workflows}/${encodeURIComponent(workflowId)}/history?maximumPageSize=1&noPayloadShorthand`,
+        {
+          headers,
+        },
+      )
       .catch((error: unknown) => error as Error);
     if (response instanceof Error || !response.ok) {
       throw await unavailable("read the first call of an Idempotency-Key", response);
     }
     const page = (await response.json()) as { history?: { events?: StartedEvent[] } };
-    const [first] = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input ?? [];
+    const first = await opened<Pick<DeliveryInput, "notBefore">>(
+      page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads,
+    );
     return acceptedStatus(first ?? {});
   }
 
@@ -264,7 +298,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           bodyTag,
         ),
       );
-      const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`;
+      const closed = `${workflows}/${encodeURIComponent(workflowId)}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT&noPayloadShorthand`;
       const deadline = Date.now() + budget * 1000;
       while (Date.now() < deadline) {
         const response = await options
@@ -278,11 +312,13 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         const page = (await response.json()) as { history?: { events?: CloseEvent[] } };
         const event = page.history?.events?.[0];
         if (!event) continue; // the long poll timed out before the workflow closed
-        const result = event.workflowExecutionCompletedEventAttributes?.result?.[0];
+        const result = await opened<SyncOutcome>(
+          event.workflowExecutionCompletedEventAttributes?.result?.payloads,
+        );
         if (event.eventType !== "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" || !result) {
           throw new RelayError("target_timeout", "the sync target did not answer in time");
         }
-        return result as SyncOutcome;
+        return result;
       }
       throw new RelayError("target_timeout", "the sync target did not answer in time");
     },

@@ -1,10 +1,15 @@
 /** The Temporal client the worker and the control plane share, and the daily Schedules. */
+import { fileURLToPath } from "node:url";
 import {
   Client,
   Connection,
+  type DataConverter,
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,
 } from "@temporalio/client";
+import type { Payload } from "@temporalio/common";
+import { payloadSecretsFrom } from "../core/env.ts";
+import { PayloadCipher } from "../core/payload-codec.ts";
 import {
   CIRCUIT_CHANGED_SIGNAL,
   CIRCUIT_WORKFLOW,
@@ -20,14 +25,50 @@ export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;
   TEMPORAL_NAMESPACE: string;
   TEMPORAL_API_KEY?: string | undefined;
+  RELAY_ENCRYPTION_KEY: string;
+  RELAY_PAYLOAD_KEYS?: string[] | undefined;
 }
+
+/** The payload codec of the deployment's secrets (core/payload-codec.ts). */
+export const payloadCipherOf = (settings: TemporalSettings) =>
+  PayloadCipher.fromSecrets(payloadSecretsFrom(settings));
+
+/**
+ * How Relay's payloads reach Temporal: sealed by the codec, failures' messages with them. A
+ * worker's workflow bundle takes the failure converter by the same path.
+ */
+export function relayDataConverter(cipher: PayloadCipher): DataConverter {
+  return {
+    payloadCodecs: [cipher],
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+  };
+}
+
+export const FAILURE_CONVERTER_PATH = fileURLToPath(
+  new URL("./temporal-failures.ts", import.meta.url),
+);
 
 export async function connectTemporal(settings: TemporalSettings): Promise<Client> {
   const connection = await Connection.connect({
     address: settings.TEMPORAL_ADDRESS,
     ...(settings.TEMPORAL_API_KEY && { apiKey: settings.TEMPORAL_API_KEY, tls: true }),
   });
-  return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  return new Client({
+    connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    dataConverter: relayDataConverter(await payloadCipherOf(settings)),
+  });
+}
+
+/**
+ * The value of a payload read from a history as Temporal stores it (sealed, or from before the
+ * codec): raw history reads skip the client's codec, so it is applied here.
+ */
+export async function storedPayloadValue<T>(client: Client, payload: Payload): Promise<T> {
+  const { payloadCodecs, payloadConverter } = client.options.loadedDataConverter;
+  let decoded = [payload];
+  for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+  return payloadConverter.fromPayload<T>(decoded[0] ?? payload);
 }
 
 /** How long a readiness check waits for Temporal's answer. */

@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { connectTemporal } from "../platform/temporal.ts";
-import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  finishedLog,
+  projectWithEndpoint,
+  relay,
+  relayTemporal,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 type RequestLog = {
   requestId: string;
@@ -84,10 +91,7 @@ describe("an async request, end to end", () => {
     const { requestId } = (await relay(project.slug, "/v1/hook", { key: project.key })).json();
     await finishedLog<RequestLog>(project, requestId);
 
-    const client = await connectTemporal({
-      TEMPORAL_ADDRESS: stack().temporalAddress,
-      TEMPORAL_NAMESPACE: "default",
-    });
+    const client = await relayTemporal();
     const events = (await client.workflow.getHandle(requestId).fetchHistory()).events ?? [];
     await client.connection.close();
     const count = (

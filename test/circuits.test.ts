@@ -7,7 +7,6 @@
  */
 import { afterAll, expect, test } from "vitest";
 import { circuitWorkflowId } from "../core/temporal.ts";
-import { connectTemporal } from "../platform/temporal.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
@@ -16,6 +15,7 @@ import {
   projectWithEndpoint,
   type Received,
   relay,
+  relayTemporal,
   stack,
   targetServer,
   verifiesSignature,
@@ -217,10 +217,7 @@ test("a delivery waiting on an open circuit whose workflow is gone starts it aga
   await eventually(async () => (await p.circuit()).state === "open");
   // An operator terminates the circuit's workflow in the Temporal UI.
   const { targetId } = (await p.circuit()) as Circuit & { targetId: string };
-  const temporal = await connectTemporal({
-    TEMPORAL_ADDRESS: stack().temporalAddress,
-    TEMPORAL_NAMESPACE: "default",
-  });
+  const temporal = await relayTemporal();
   closers.push(() => temporal.connection.close());
   await temporal.workflow.getHandle(circuitWorkflowId(targetId)).terminate("test");
 

@@ -8,7 +8,6 @@ import { defineSearchAttributeKey } from "@temporalio/common";
 import { afterAll, expect, test } from "vitest";
 import { searchAttributes } from "../core/temporal.ts";
 import { RequestLogService, RequestStatus } from "../gen/relay/v1/requests_pb.ts";
-import { connectTemporal } from "../platform/temporal.ts";
 import {
   api,
   eventually,
@@ -18,6 +17,7 @@ import {
   projectWithEndpoint,
   type RequestLog,
   relay,
+  relayTemporal,
   stack,
   targetServer,
 } from "./helpers.ts";
@@ -34,10 +34,7 @@ async function target(respond?: Parameters<typeof targetServer>[0]) {
   return server;
 }
 
-const temporal = await connectTemporal({
-  TEMPORAL_ADDRESS: stack().temporalAddress,
-  TEMPORAL_NAMESPACE: "default",
-});
+const temporal = await relayTemporal();
 closers.push(() => temporal.connection.close());
 const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 

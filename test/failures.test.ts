@@ -1,7 +1,14 @@
 /** The failure queue: failed deliveries listed, replayed alone or in bulk, for failed targets only. */
 import { afterAll, expect, test } from "vitest";
-import { connectTemporal } from "../platform/temporal.ts";
-import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  eventually,
+  projectWithEndpoint,
+  relay,
+  relayTemporal,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 type Log = {
   requestId: string;
@@ -97,10 +104,7 @@ test("a retry from the Temporal UI (a reset of the request's workflow) shows in 
   broken.heal();
 
   // What the UI's "Reset" to the first workflow task sends (and `temporal workflow reset`).
-  const client = await connectTemporal({
-    TEMPORAL_ADDRESS: stack().temporalAddress,
-    TEMPORAL_NAMESPACE: "default",
-  });
+  const client = await relayTemporal();
   const { events } = await client.workflow.getHandle(requestId).fetchHistory();
   const firstTask = events?.find((e) => e.workflowTaskCompletedEventAttributes);
   await client.workflowService.resetWorkflowExecution({

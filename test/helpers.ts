@@ -9,6 +9,7 @@ import { request } from "undici";
 import { inject, vi } from "vitest";
 import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
+import { connectTemporal } from "../platform/temporal.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
 
@@ -320,12 +321,21 @@ export function denoEdgeProcess(
   );
 }
 
+/** A Temporal client of the stack's, with Relay's payload codec: it reads what Relay sealed. */
+export const relayTemporal = () =>
+  connectTemporal({
+    TEMPORAL_ADDRESS: stack().temporalAddress,
+    TEMPORAL_NAMESPACE: "default",
+    RELAY_ENCRYPTION_KEY: stack().encryptionKey,
+  });
+
 /** An extra edge's settings: on `port`, following the stack's control plane and Temporal. */
 export function edgeEnv(port: number, env: Record<string, string> = {}): Record<string, string> {
   return {
     RELAY_EDGE_PORT: String(port),
     RELAY_CONTROL_URL: stack().controlUrl,
     RELAY_EDGE_TOKEN: stack().edgeToken,
+    RELAY_ENCRYPTION_KEY: stack().encryptionKey,
     TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
     ...env,
   };

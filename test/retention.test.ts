@@ -5,22 +5,20 @@
 import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import { RETENTION_WORKFLOW } from "../core/temporal.ts";
-import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
+import { runScheduledNow } from "../platform/temporal.ts";
 import {
   api,
   eventually,
   finishedLog,
   projectWithEndpoint,
   relay,
+  relayTemporal,
   stack,
   targetServer,
 } from "./helpers.ts";
 
 const sql = postgres(stack().databaseUrl, { max: 1 });
-const temporal = await connectTemporal({
-  TEMPORAL_ADDRESS: stack().temporalAddress,
-  TEMPORAL_NAMESPACE: "default",
-});
+const temporal = await relayTemporal();
 const healthy = await targetServer();
 let stuckAnswers = 0;
 const stuck = await targetServer(() => {

@@ -43,6 +43,7 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sharedEnv.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   /** Seals auto-rotated successors (32 bytes, hex). */
   RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
+  RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
 });
 
 export type WorkerConfig = z.infer<typeof schema>;

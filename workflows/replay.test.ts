@@ -7,12 +7,17 @@
  * still be running (its retry window). To record today's: `RECORD_HISTORIES=1 npx vitest run
  * workflows/workflows.test.ts` (re)writes the histories its runs name (mocked activities; a
  * history holds their answers, so replay needs none). A new workflow needs a history here too.
+ * The replay worker has the payload codec, as the worker does: histories recorded before it
+ * (plain payloads) and after it (`sealed-*`, sealed with the secret the recording used) both
+ * replay, so requests in flight across the upgrade finish.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import proto from "@temporalio/proto";
 import { DefaultLogger, type ReplayResult, Runtime, Worker } from "@temporalio/worker";
 import { beforeAll, expect, test } from "vitest";
+import { PayloadCipher } from "../core/payload-codec.ts";
+import { relayDataConverter } from "../platform/temporal.ts";
 import * as workflows from "./workflows.ts";
 
 // The replay worker's state changes at INFO would fill the test output.
@@ -32,7 +37,11 @@ const replayed = new Map<string, ReplayResult>();
 
 beforeAll(async () => {
   const replays = Worker.runReplayHistories(
-    { workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)) },
+    {
+      workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
+      // The secret workflows.test.ts records sealed histories with.
+      dataConverter: relayDataConverter(await PayloadCipher.fromSecrets(["5e".repeat(32)])),
+    },
     histories,
   );
   for await (const result of replays) replayed.set(result.workflowId, result);
@@ -41,6 +50,12 @@ beforeAll(async () => {
 test.each(recorded)("%s replays", (file) => {
   expect(replayed.has(file)).toBe(true);
   expect(replayed.get(file)?.error).toBeUndefined();
+});
+
+test("histories from before the payload codec and sealed ones are both here", () => {
+  expect(recorded).toContain("delivered-at-once.bin");
+  expect(recorded).toContain("sealed-retried-once.bin");
+  expect(recorded).toContain("sealed-sync-answered.bin");
 });
 
 test("every workflow type has a recorded history", () => {

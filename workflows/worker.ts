@@ -21,6 +21,9 @@ import {
   connectTemporal,
   ensureCircuit,
   ensureSchedules,
+  FAILURE_CONVERTER_PATH,
+  payloadCipherOf,
+  relayDataConverter,
   temporalAnswers,
 } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
@@ -95,10 +98,13 @@ const { workflowModules, ...interceptors } = tracing.options.interceptors ?? {};
 const workflowBundle = await bundleWorkflowCode({
   workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
   ...(workflowModules && { workflowInterceptorModules: workflowModules }),
+  failureConverterPath: FAILURE_CONVERTER_PATH,
 });
 const shared = {
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
+  // Every payload leaves sealed (core/payload-codec.ts); histories from before still open.
+  dataConverter: relayDataConverter(await payloadCipherOf(config)),
   workflowBundle,
   activities,
   interceptors,

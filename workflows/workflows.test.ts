@@ -10,7 +10,7 @@
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { ApplicationFailure, Context } from "@temporalio/activity";
-import type { WorkflowHandle } from "@temporalio/client";
+import { Client, type WorkflowHandle } from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import proto from "@temporalio/proto";
 import { TestWorkflowEnvironment } from "@temporalio/testing";
@@ -28,9 +28,11 @@ import {
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
+import { PayloadCipher } from "../core/payload-codec.ts";
 import { searchAttributes } from "../core/temporal.ts";
 import { findTemporalCli } from "../dev/temporal.ts";
 import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
+import { relayDataConverter } from "../platform/temporal.ts";
 import type {
   Activities,
   DeliverInput,
@@ -591,3 +593,57 @@ test("targetCircuit ends when its target is gone; sendNotification answers notif
   expect(callsOf("notify").at(-1)?.args).toEqual([event]);
   await recordHistory(sent, "notification-sent");
 });
+
+/** A history as text, its payloads' data as UTF-8: what anyone reading Temporal's store sees. */
+const historyText = (history: unknown) =>
+  JSON.stringify(history, (name, value) => {
+    if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+    return name === "data" && typeof value === "string"
+      ? Buffer.from(value, "base64").toString()
+      : value;
+  });
+
+/** The secret sealed histories here were recorded with; replay.test.ts opens them with it. */
+const RECORDING_PAYLOAD_SECRET = "5e".repeat(32);
+
+test("with the payload codec, a delivery and a sync call run as before and no input or answer is in clear in their histories", async () => {
+  const converter = relayDataConverter(await PayloadCipher.fromSecrets([RECORDING_PAYLOAD_SECRET]));
+  const sealedQueue = `${taskQueue}-sealed`;
+  const sealedWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: sealedQueue,
+    workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
+    activities,
+    dataConverter: converter,
+  });
+  const client = new Client({ connection: env.connection, dataConverter: converter });
+  await sealedWorker.runUntil(async () => {
+    const flaky = target("sealed");
+    script.set(flaky.id, [{ status: 503 }, { status: 200 }]);
+    const input = delivery([flaky]);
+    const handle = await client.workflow.start<typeof deliverRequest>("deliverRequest", {
+      taskQueue: sealedQueue,
+      workflowId: input.requestId,
+      args: [input],
+    });
+    expect(await handle.result()).toBe("delivered");
+    expect(attemptsOf(input.requestId).map((a) => a.status)).toEqual([503, 200]);
+    const stored = historyText(await handle.fetchHistory());
+    expect(stored).toContain(btoa("binary/encrypted"));
+    for (const secret of [flaky.targetUrl, input.bodyBase64]) {
+      expect(stored).not.toContain(secret);
+    }
+    await recordHistory(handle, "sealed-retried-once");
+
+    const echo = target("sealed-echo", "sync");
+    const { targets: _, ...syncInput } = delivery([echo]);
+    const sync = await client.workflow.start<typeof relaySync>("relaySync", {
+      taskQueue: sealedQueue,
+      workflowId: syncInput.requestId,
+      args: [{ ...syncInput, target: echo, ownsStatus: true }],
+    });
+    expect(await sync.result()).toMatchObject({ kind: "answered", bodyBase64: "b2s=" });
+    expect(historyText(await sync.fetchHistory())).not.toContain("b2s=");
+    await recordHistory(sync, "sealed-sync-answered");
+  });
+}, 120_000);

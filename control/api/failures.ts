@@ -4,7 +4,6 @@
  * bodies keep their stored reference); the request's status is settled again from all its
  * attempts once the series ends.
  */
-import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
@@ -14,6 +13,7 @@ import {
   requestSearchAttributeLists,
   TASK_QUEUE,
 } from "../../core/temporal.ts";
+import { storedPayloadValue } from "../../platform/temporal.ts";
 import { failedTargets, markDelivering } from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import {
@@ -61,7 +61,7 @@ export async function replayRequest(
     );
   }
   // A replay delivers now, whatever time the original waited for.
-  const { notBefore: _, ...original } = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
+  const { notBefore: _, ...original } = await storedPayloadValue<DeliveryInput>(client, payload);
   const failed = await failedTargets(ctx.sql, requestId);
   const targets = original.targets.filter((t) => failed.includes(t.id));
   if (targets.length === 0) {

@@ -1,11 +1,11 @@
 /** The request log: every request and each target's attempts. */
 import { isGrpcServiceError } from "@temporalio/client";
-import { defaultPayloadConverter } from "@temporalio/common";
 import { z } from "zod";
 import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { type RequestStatus, requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
+import { storedPayloadValue } from "../../platform/temporal.ts";
 import * as requestLog from "../../store/request-log.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
@@ -103,25 +103,27 @@ async function acceptedRequest(
   slug: string,
   requestId: string,
 ): Promise<requestLog.RequestView | undefined> {
-  const [described, page] = await ctx
-    .temporal()
-    .then((client) =>
-      client.withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () => {
-        const { namespace } = client.options;
-        const execution = { workflowId: requestId };
-        return Promise.all([
-          client.workflowService.describeWorkflowExecution({ namespace, execution }),
-          client.workflowService.getWorkflowExecutionHistory({
-            namespace,
-            execution,
-            maximumPageSize: 1,
-          }),
-        ]);
-      }),
-    )
+  const unreadable = () =>
+    new RelayError("unavailable", "the request log cannot be read now; try again");
+  const client = await ctx.temporal().catch(() => {
+    throw unreadable();
+  });
+  const [described, page] = await client
+    .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () => {
+      const { namespace } = client.options;
+      const execution = { workflowId: requestId };
+      return Promise.all([
+        client.workflowService.describeWorkflowExecution({ namespace, execution }),
+        client.workflowService.getWorkflowExecutionHistory({
+          namespace,
+          execution,
+          maximumPageSize: 1,
+        }),
+      ]);
+    })
     .catch((error: unknown) => {
       if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return [null, null];
-      throw new RelayError("unavailable", "the request log cannot be read now; try again");
+      throw unreadable();
     });
   // Only a running workflow can be ahead of its log row: one that ended without a row is a
   // request the log's retention has removed since.
@@ -130,7 +132,7 @@ async function acceptedRequest(
   const started = page?.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
   const [payload] = started?.input?.payloads ?? [];
   if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
-  const input = defaultPayloadConverter.fromPayload<DeliveryInput>(payload);
+  const input = await storedPayloadValue<DeliveryInput>(client, payload);
   if (input.project !== slug) return undefined;
   const receivedAt = new Date(input.receivedAt);
   return {
