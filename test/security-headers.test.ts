@@ -7,7 +7,7 @@ import { connect as connectHttp2 } from "node:http2";
 import { connect as connectTcp } from "node:net";
 import { request } from "undici";
 import { expect, test } from "vitest";
-import { api, newProject, stack } from "./helpers.ts";
+import { api, newProject, projectWithEndpoint, stack } from "./helpers.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -38,7 +38,7 @@ async function connectCall(token: string | null, method: string, body: unknown) 
   };
 }
 
-test("REST answers, refusals and secrets shown once alike, are nosniff, unframed and no-store", async () => {
+test("REST answers and refusals alike are nosniff, unframed and no-store", async () => {
   const { slug, ownerToken } = await newProject();
   const answers = [
     await api(ownerToken, "GET", "/projects"),
@@ -50,39 +50,111 @@ test("REST answers, refusals and secrets shown once alike, are nosniff, unframed
   ];
   expect(answers.map((a) => a.status)).toEqual([200, 401, 404, 400, 200, 200]);
   for (const answer of answers) expectApiAnswer(answer.headers);
-
-  const minted = await api(ownerToken, "POST", `/projects/${slug}/keys`, {
-    name: "k",
-    mode: "live",
-  });
-  expect(minted.status).toBe(201);
-  expect(minted.body.plaintext).toMatch(/^rk_live_/);
-  expectApiAnswer(minted.headers);
-
-  const member = await api(ownerToken, "POST", `/projects/${slug}/members`, {
-    name: "second",
-    role: "editor",
-  });
-  expect(member.status).toBe(201);
-  expectApiAnswer(member.headers);
 });
 
-test("Connect answers, a key minted and a refusal alike, are nosniff, unframed and no-store", async () => {
-  const { slug, ownerToken } = await newProject();
-  const minted = await connectCall(ownerToken, "KeyService/MintKey", {
-    project: slug,
-    name: "k",
-    mode: "KEY_MODE_LIVE",
+/** What a call that shows a secret once answered, by what it is, and the field holding the secret. */
+type ShownOnce = Record<string, [{ status: number; headers: Headers; body: unknown }, string]>;
+
+function expectEachNoStore(secretsShownOnce: ShownOnce) {
+  for (const [what, [answer, field]] of Object.entries(secretsShownOnce)) {
+    const secret = (answer.body as Record<string, unknown>)[field];
+    expect({ what, ok: answer.status < 300, secret: typeof secret }).toEqual({
+      what,
+      ok: true,
+      secret: "string",
+    });
+    expectApiAnswer(answer.headers);
+  }
+}
+
+const idOf = (answer: { body: unknown }, field: string) =>
+  ((answer.body as Record<string, { id: string }>)[field] as { id: string }).id;
+
+const target = { name: "t", targetUrl: "https://example.com/hook" };
+
+test("every REST answer that shows a secret once is no-store", async () => {
+  const p = await projectWithEndpoint([target]);
+  const post = (path: string, body?: unknown) =>
+    api(p.ownerToken, "POST", `${p.base}${path}`, body);
+  const minted = await post("/keys", { name: "k", mode: "live" });
+  // Two days from expiry: the auto-rotation seals a successor for it, to reveal once.
+  const due = await post("/keys", { name: "due", mode: "live", ttlDays: 2 });
+  expect((await api(stack().adminToken, "POST", "/admin/rotation/run")).status).toBe(200);
+  const member = await post("/members", { name: "m", role: "editor" });
+  expectEachNoStore({
+    "key minted": [minted, "plaintext"],
+    "key rotated": [await post(`/keys/${idOf(minted, "key")}/rotate`), "plaintext"],
+    "successor revealed": [await post(`/keys/${idOf(due, "key")}/reveal-successor`), "plaintext"],
+    "member added": [member, "token"],
+    "member token rotated": [
+      await post(`/members/${idOf(member, "member")}/rotate-token`),
+      "token",
+    ],
+    "endpoint created": [
+      await post("/lines/v1/endpoints", { path: "second", targets: [target] }),
+      "signingSecret",
+    ],
+    "signing secret rotated": [
+      await post("/lines/v1/endpoints/hook/signing-secret/rotate", {}),
+      "signingSecret",
+    ],
+    "notifications set": [
+      await api(p.ownerToken, "PUT", `${p.base}/notifications`, {
+        url: "https://hooks.example.com/relay-events",
+      }),
+      "secret",
+    ],
+    "notification secret rotated": [await post("/notifications/rotate-secret"), "secret"],
   });
-  expect(minted.status).toBe(200);
-  expect(JSON.stringify(minted.body)).toContain("rk_live_");
-  expectApiAnswer(minted.headers);
+});
+
+test("every Connect answer that shows a secret once is no-store, and so is a refusal", async () => {
+  const p = await projectWithEndpoint([target]);
+  const call = (method: string, body: Record<string, unknown> = {}) =>
+    connectCall(p.ownerToken, method, { project: p.slug, ...body });
+  const minted = await call("KeyService/MintKey", { name: "k", mode: "KEY_MODE_LIVE" });
+  const member = await call("MemberService/AddMember", { name: "m", role: "ROLE_EDITOR" });
+  const notifications = await call("NotificationService/SetNotifications", {
+    url: "https://hooks.example.com/relay-events",
+  });
+  expectEachNoStore({
+    "key minted": [minted, "plaintext"],
+    "key rotated": [
+      await call("KeyService/RotateKey", { keyId: idOf(minted, "key") }),
+      "plaintext",
+    ],
+    "member added": [member, "token"],
+    "member token rotated": [
+      await call("MemberService/RotateMemberToken", { memberId: idOf(member, "member") }),
+      "token",
+    ],
+    "endpoint created": [
+      await call("EndpointService/CreateEndpoint", {
+        line: "v1",
+        endpoint: { path: "second", targets: [{ ...target, deliveryMode: "DELIVERY_MODE_ASYNC" }] },
+      }),
+      "signingSecret",
+    ],
+    "signing secret rotated": [
+      await call("EndpointService/RotateSigningSecret", { line: "v1", path: "hook" }),
+      "signingSecret",
+    ],
+    "notifications set": [notifications, "secret"],
+    "notification secret rotated": [
+      await call("NotificationService/RotateNotificationSecret"),
+      "secret",
+    ],
+  });
+  // No successor is sealed here: the reveal is refused, with the same headers as its answer.
+  const reveal = await call("KeyService/RevealSuccessor", { keyId: idOf(minted, "key") });
+  expect(reveal.status).toBe(404);
+  expectApiAnswer(reveal.headers);
 
   const refused = await connectCall(null, "ProjectService/ListProjects", {});
   expect(refused.status).toBe(401);
   expectApiAnswer(refused.headers);
 
-  const unknown = await connectCall(ownerToken, "ProjectService/NoSuchMethod", {});
+  const unknown = await connectCall(p.ownerToken, "ProjectService/NoSuchMethod", {});
   expect(unknown.status).toBe(404);
   expectApiAnswer(unknown.headers);
 });
