@@ -177,7 +177,7 @@ function Frame({
         )}
         {current && (
           <span className="whoami">
-            {current.memberName || "admin"} ({current.role})
+            {current.memberName} ({current.role})
             <button
               type="button"
               className="link"
