@@ -355,6 +355,25 @@ test("the admin token is refused at sign-in and never kept, not even one kept be
   expect(await kept()).not.toContain(stack().adminToken);
 }, 120_000);
 
+test("a malformed escape in a panel URL shows the not-found page", async () => {
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  for (const path of [`/panel/${slug}/requests/%ZZ`, "/panel/%ZZ", `/panel/${slug}/%E0`]) {
+    await page.goto(path);
+    await page.getByRole("heading", { name: "Not found" }).waitFor();
+  }
+  // The frame is still there: the navigation leads back to the project's pages.
+  await page.goto(`/panel/${slug}/endpoints/v1/%ZZ`);
+  await page.getByRole("heading", { name: "Not found" }).waitFor();
+  await openSection(page, "API keys");
+  await page.getByRole("heading", { name: "API keys" }).waitFor();
+  expect(errors).toEqual([]);
+}, 120_000);
+
 /**
  * Presses Tab until the focused element is the one named `name` (by its label, its text or its
  * aria-label), as a keyboard user moves through the page; fails when it is not reachable.
