@@ -167,7 +167,7 @@ export const routes: Route[] = [
         access: "member",
         answer: answers.projectList,
       },
-      ({ ctx }) => projects.listProjects(ctx).then((memberships) => ({ projects: memberships })),
+      ({ ctx }) => projects.listProjects(ctx),
     ),
     route(
       "GET",

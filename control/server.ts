@@ -20,6 +20,18 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 /** An HTTP/1 request's body must have arrived within this (node:http's default is 5 minutes). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
+/**
+ * On every answer, set before anything is written: no browser sniffs an answer into a page or
+ * frames one, and no cache keeps one, since several carry a secret shown once (a key, a member
+ * token, a signing or notification secret) and API clients expect fresh answers anyway. The
+ * panel's pages replace the policy and the caching with their own (control/panel.ts).
+ */
+const answerHeaders = {
+  "x-content-type-options": "nosniff",
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "cache-control": "no-store",
+};
+
 export interface ServerLimits extends MessageLimits {
   /** How long a new connection may take to send its first request's head. */
   headTimeoutMs: number;
@@ -46,6 +58,7 @@ export function createControlServer(app: ControlApp, limits = defaultServerLimit
   const panel = panelHandler();
   // The browser panel's pages first: none of its paths is an API path.
   const handler: typeof api = (req, res) => {
+    for (const [name, value] of Object.entries(answerHeaders)) res.setHeader(name, value);
     panel(req, res)
       .then(
         (answered) => answered || api(req, res),

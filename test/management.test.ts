@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { api, newProject, stack } from "./helpers.ts";
+import { ProjectService } from "../gen/relay/v1/projects_pb.ts";
+import { api, memberClient, newProject, stack } from "./helpers.ts";
 
 const target = { name: "t", targetUrl: "http://127.0.0.1:9/in" };
 
@@ -20,6 +21,26 @@ describe("projects", () => {
       slug,
       plan: "paid",
     });
+  });
+
+  test("the project list says whether the caller is the admin token, over REST and Connect", async () => {
+    const { slug, ownerToken } = await newProject();
+    const mine = await api(ownerToken, "GET", "/projects");
+    expect(mine.body).toEqual({
+      projects: [expect.objectContaining({ project: expect.objectContaining({ slug }) })],
+      callerIsAdmin: false,
+    });
+    const all = await api<{ projects: unknown[]; callerIsAdmin: boolean }>(
+      stack().adminToken,
+      "GET",
+      "/projects",
+    );
+    expect(all.body.callerIsAdmin).toBe(true);
+    expect(all.body.projects).toContainEqual(expect.objectContaining({ memberName: "" }));
+    const admin = memberClient(ProjectService, stack().adminToken);
+    expect((await admin.listProjects({})).callerIsAdmin).toBe(true);
+    const member = memberClient(ProjectService, ownerToken);
+    expect((await member.listProjects({})).callerIsAdmin).toBe(false);
   });
 
   test("a duplicate slug is 409; a slug that is no DNS label is 400 naming the field", async () => {

@@ -323,6 +323,57 @@ test("a wrong token and a lost control plane each get a clear message", async ()
   await page.getByText("No requests match.").waitFor();
 }, 120_000);
 
+test("the admin token is refused at sign-in and never kept, not even one kept before", async () => {
+  const { slug } = await newProject();
+  const page = await newPage();
+  await page.goto("/");
+  await page.getByLabel("Member token").fill(stack().adminToken);
+  await page.getByLabel("Keep me signed in").check();
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page
+    .getByText("the admin token is for the API; sign in with a member token", { exact: false })
+    .waitFor();
+  expect(await page.getByLabel("Member token").getAttribute("aria-invalid")).toBe("true");
+  const kept = () =>
+    page.evaluate(
+      () => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }),
+    );
+  expect(await kept()).not.toContain(stack().adminToken);
+
+  // A browser where an older panel kept the admin token: the panel forgets it when it loads.
+  await page.evaluate(
+    ([token, project]) => {
+      const kept = [{ token, project, projectName: project, role: "owner", memberName: "" }];
+      for (const storage of [localStorage, sessionStorage]) {
+        storage.setItem("relay.panel.memberships", JSON.stringify(kept));
+      }
+    },
+    [stack().adminToken, slug],
+  );
+  await page.goto(`/panel/${slug}`);
+  await page.getByText(`You are not signed in to project “${slug}”`).waitFor();
+  expect(await kept()).not.toContain(stack().adminToken);
+}, 120_000);
+
+test("a malformed escape in a panel URL shows the not-found page", async () => {
+  const { slug, ownerToken } = await newProject();
+  const page = await newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await signIn(page, ownerToken);
+  await page.waitForURL(`**/panel/${slug}`);
+  for (const path of [`/panel/${slug}/requests/%ZZ`, "/panel/%ZZ", `/panel/${slug}/%E0`]) {
+    await page.goto(path);
+    await page.getByRole("heading", { name: "Not found" }).waitFor();
+  }
+  // The frame is still there: the navigation leads back to the project's pages.
+  await page.goto(`/panel/${slug}/endpoints/v1/%ZZ`);
+  await page.getByRole("heading", { name: "Not found" }).waitFor();
+  await openSection(page, "API keys");
+  await page.getByRole("heading", { name: "API keys" }).waitFor();
+  expect(errors).toEqual([]);
+}, 120_000);
+
 /**
  * Presses Tab until the focused element is the one named `name` (by its label, its text or its
  * aria-label), as a keyboard user moves through the page; fails when it is not reachable.

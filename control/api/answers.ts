@@ -73,6 +73,9 @@ export const projectList = z.strictObject({
       memberId: z.string().describe("Empty for the admin token"),
     }),
   ),
+  callerIsAdmin: z
+    .boolean()
+    .describe("True for the admin token, which manages every project; the panel refuses it"),
 });
 
 export const memberList = z.strictObject({ members: z.array(member) });

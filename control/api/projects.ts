@@ -93,8 +93,13 @@ export interface Membership {
   memberId: string;
 }
 
-/** The projects the caller may manage: a member's own, or every project for the admin. */
-export async function listProjects(ctx: Ctx): Promise<Membership[]> {
+/**
+ * The projects the caller may manage: a member's own, or every project for the admin, and
+ * whether the caller is the admin (the panel refuses the admin token by it).
+ */
+export async function listProjects(
+  ctx: Ctx,
+): Promise<{ projects: Membership[]; callerIsAdmin: boolean }> {
   const { caller } = ctx;
   if (caller.kind === "anonymous") {
     throw new RelayError("unauthenticated", "missing or invalid token");
@@ -102,15 +107,21 @@ export async function listProjects(ctx: Ctx): Promise<Membership[]> {
   if (caller.kind === "edge") throw new RelayError("forbidden", "edges cannot manage projects");
   if (caller.kind === "admin") {
     const all = await projects.allProjects(ctx.sql);
-    return all.map((project) => ({ project, role: "owner", memberName: "", memberId: "" }));
+    return {
+      projects: all.map((project) => ({ project, role: "owner", memberName: "", memberId: "" })),
+      callerIsAdmin: true,
+    };
   }
   const rows = await members.membershipsOf(ctx.sql, caller.memberId);
-  return rows.map(({ role, memberName, memberId, ...project }) => ({
-    project,
-    role,
-    memberName,
-    memberId,
-  }));
+  return {
+    projects: rows.map(({ role, memberName, memberId, ...project }) => ({
+      project,
+      role,
+      memberName,
+      memberId,
+    })),
+    callerIsAdmin: false,
+  };
 }
 
 export async function addMember(ctx: Ctx, slug: string, input: unknown) {

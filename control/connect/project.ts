@@ -39,8 +39,9 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
       return { limits: limitsOut(set) };
     },
     async listProjects(_req, h) {
-      const memberships = await projects.listProjects(ctxOf(h));
+      const { projects: memberships, callerIsAdmin } = await projects.listProjects(ctxOf(h));
       return {
+        callerIsAdmin,
         projects: memberships.map((m) => ({
           project: projectOut(m.project),
           role: toEnum(roles, m.role),

@@ -16,7 +16,7 @@ import { RequestsPage } from "./pages/requests.tsx";
 import { SignInPage } from "./pages/sign-in.tsx";
 import { UsagePage } from "./pages/usage.tsx";
 import { ProjectContext, projectPath } from "./project.ts";
-import { Link, matchPath, navigate, useLocation } from "./router.tsx";
+import { Link, matchPath, navigate, type Segments, useLocation } from "./router.tsx";
 import { type Membership, signOut, useMemberships } from "./session.ts";
 import { transportFor } from "./transport.ts";
 
@@ -69,50 +69,47 @@ const sections: [string, string][] = [
 ];
 
 function Routes() {
-  const { pathname } = useLocation();
+  const { segments } = useLocation();
   const memberships = useMemberships();
-  const slug = /^\/panel\/([^/]+)/.exec(pathname)?.[1];
+  // The control plane serves this page at "/" and under /panel/, whose next part is the project.
+  const [, slug, ...rest] = segments;
   const membership = memberships.find((m) => m.project === slug);
 
-  if (!slug) {
+  if (slug !== null && !membership) {
     return (
       <Frame title="Sign in" memberships={memberships}>
-        <SignInPage />
+        <SignInPage unknownProject={slug} />
       </Frame>
     );
   }
-  if (!membership) {
+  const route = membership && projectRoute(rest);
+  if (!membership || !route) {
     return (
-      <Frame title="Sign in" memberships={memberships}>
-        <SignInPage unknownProject={decodeURIComponent(slug)} />
+      <Frame title="Not found" memberships={memberships} current={membership}>
+        <p>There is no such page. Pick one from the navigation.</p>
       </Frame>
     );
-  }
-  const rest = pathname.slice(`/panel/${slug}`.length).replace(/\/$/, "");
-  for (const [pattern, page, title] of projectRoutes) {
-    const params = matchPath(pattern || "/", rest || "/");
-    if (params) {
-      return (
-        <ProjectContext.Provider value={membership}>
-          <TransportProvider transport={transportFor(membership.token)}>
-            <Frame
-              title={typeof title === "string" ? title : title(params)}
-              memberships={memberships}
-              current={membership}
-            >
-              <DeliveryWarning project={membership.project} />
-              {page(params)}
-            </Frame>
-          </TransportProvider>
-        </ProjectContext.Provider>
-      );
-    }
   }
   return (
-    <Frame title="Not found" memberships={memberships} current={membership}>
-      <p>There is no such page. Pick one from the navigation.</p>
-    </Frame>
+    <ProjectContext.Provider value={membership}>
+      <TransportProvider transport={transportFor(membership.token)}>
+        <Frame title={route.title} memberships={memberships} current={membership}>
+          <DeliveryWarning project={membership.project} />
+          {route.page}
+        </Frame>
+      </TransportProvider>
+    </ProjectContext.Provider>
   );
+}
+
+/** The project page at these segments (after /panel/{project}), or null. */
+function projectRoute(segments: Segments): { page: ReactNode; title: string } | null {
+  for (const [pattern, page, title] of projectRoutes) {
+    const params = matchPath(pattern, segments);
+    if (params)
+      return { page: page(params), title: typeof title === "string" ? title : title(params) };
+  }
+  return null;
 }
 
 /** While deliveries wait with no worker to take them: every project page says so. */
@@ -177,7 +174,7 @@ function Frame({
         )}
         {current && (
           <span className="whoami">
-            {current.memberName || "admin"} ({current.role})
+            {current.memberName} ({current.role})
             <button
               type="button"
               className="link"

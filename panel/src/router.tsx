@@ -15,14 +15,33 @@ function subscribe(onChange: () => void) {
   };
 }
 
-/** The current path and query, re-rendering on every navigation. */
-export function useLocation(): { pathname: string; search: URLSearchParams } {
+/**
+ * A path's parts, each decoded once, here: a part whose escape is malformed (`%ZZ`) is null,
+ * which no route matches, so such an address is simply a page that does not exist.
+ */
+export type Segments = (string | null)[];
+
+function segmentsOf(pathname: string): Segments {
+  return pathname
+    .split("/")
+    .filter((part) => part !== "")
+    .map((part) => {
+      try {
+        return decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+    });
+}
+
+/** The current path (as typed, and decoded into segments) and query, on every navigation. */
+export function useLocation(): { pathname: string; segments: Segments; search: URLSearchParams } {
   const href = useSyncExternalStore(
     subscribe,
     () => window.location.pathname + window.location.search,
   );
   const url = new URL(href, window.location.origin);
-  return { pathname: url.pathname, search: url.searchParams };
+  return { pathname: url.pathname, segments: segmentsOf(url.pathname), search: url.searchParams };
 }
 
 export function navigate(to: string, { replace = false } = {}): void {
@@ -33,16 +52,18 @@ export function navigate(to: string, { replace = false } = {}): void {
   window.scrollTo(0, 0);
 }
 
-/** `/panel/:project/requests/:requestId` against a path: the named parts, or null. */
-export function matchPath(pattern: string, pathname: string): Record<string, string> | null {
-  const names: string[] = [];
-  const source = pattern.replace(/:(\w+)/g, (_, name: string) => {
-    names.push(name);
-    return "([^/]+)";
-  });
-  const match = new RegExp(`^${source}/?$`).exec(pathname);
-  if (!match) return null;
-  return Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(match[i + 1] ?? "")]));
+/** `/requests/:requestId` against a path's segments: the named parts, or null. */
+export function matchPath(pattern: string, segments: Segments): Record<string, string> | null {
+  const parts = pattern.split("/").filter((part) => part !== "");
+  if (parts.length !== segments.length) return null;
+  const params: Record<string, string> = {};
+  for (const [i, part] of parts.entries()) {
+    const segment = segments[i];
+    if (segment === null || segment === undefined) return null;
+    if (part.startsWith(":")) params[part.slice(1)] = segment;
+    else if (part !== segment) return null;
+  }
+  return params;
 }
 
 /** A real link (open in a new tab works) that navigates in place on a plain click. */

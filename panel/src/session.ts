@@ -2,9 +2,10 @@
  * Who is signed in: member tokens and the project each belongs to. A token is asked which
  * projects it manages (ProjectService.ListProjects) when it is added; more tokens add more
  * projects. Tokens live in sessionStorage (this tab) or, when the member asks to be remembered,
- * localStorage (this browser), and never leave the browser except to the control plane.
+ * localStorage (this browser), and never leave the browser except to the control plane. The
+ * admin token is refused and never kept: the panel is for members, operators have the API.
  */
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { useSyncExternalStore } from "react";
 import { ProjectService } from "../../gen/relay/v1/projects_pb.ts";
 import { type RoleName, roleName } from "./model.ts";
@@ -15,9 +16,8 @@ export interface Membership {
   project: string;
   projectName: string;
   role: RoleName;
-  /** Empty for the admin token. */
   memberName: string;
-  /** Empty for the admin token (and for sessions kept before member ids were). */
+  /** Absent in sessions kept before member ids were. */
   memberId?: string;
 }
 
@@ -65,11 +65,18 @@ function write(update: (list: Membership[]) => Membership[], storage: Storage) {
 
 /**
  * Asks the control plane which projects `token` manages and keeps them. Throws the call's
- * ConnectError (an invalid token is Unauthenticated) for the sign-in form to show.
+ * ConnectError (an invalid token is Unauthenticated, the admin token PermissionDenied) for the
+ * sign-in form to show.
  */
 export async function signIn(token: string, remember: boolean): Promise<Membership[]> {
   const client = createClient(ProjectService, transportFor(token));
-  const { projects } = await client.listProjects({});
+  const { projects, callerIsAdmin } = await client.listProjects({});
+  if (callerIsAdmin) {
+    throw new ConnectError(
+      "the admin token is for the API; sign in with a member token (operators manage projects over the REST or Connect API)",
+      Code.PermissionDenied,
+    );
+  }
   const added = projects.flatMap(({ project, role, memberName, memberId }) =>
     project
       ? [
@@ -111,4 +118,17 @@ export function replaceToken(oldToken: string, newToken: string): void {
     );
   }
   window.dispatchEvent(new Event(changed));
+}
+
+/**
+ * Forgets an admin token that an older panel kept as if it were a member's. Those entries are
+ * the ones without a member name: the control plane names every member (a name is required)
+ * and answered the admin token with an empty one, so no request to it is needed to tell them.
+ */
+export function forgetAdminTokens(): void {
+  for (const storage of [localStorage, sessionStorage]) {
+    if (read(storage).some((m) => !m.memberName)) {
+      write((list) => list.filter((m) => m.memberName), storage);
+    }
+  }
 }

@@ -56,7 +56,7 @@ export function SignInPage({ unknownProject }: { unknownProject?: string }) {
                   {m.projectName} <span className="muted">({m.project})</span>
                 </Link>{" "}
                 <span className="muted">
-                  {m.memberName || "admin"}, {m.role}
+                  {m.memberName}, {m.role}
                 </span>{" "}
                 <button type="button" className="link" onClick={() => signOut(m.token)}>
                   Forget token
