@@ -1,0 +1,100 @@
+/**
+ * What Temporal holds of a request: read as anyone with Temporal's API or UI reads it (no codec),
+ * a delivery's history has neither the caller's body and headers nor a target's configured
+ * headers, and a sync call's history not the target's answer; the search attributes stay
+ * readable, so operators still find a project's workflows.
+ */
+import { createServer } from "node:http";
+import { afterAll, expect, test } from "vitest";
+import { finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+
+const closers: (() => Promise<void>)[] = [];
+afterAll(() => Promise.all(closers.map((close) => close())));
+
+const secret = (what: string) => `${what}-${crypto.randomUUID()}`;
+
+/**
+ * A workflow's history through Temporal's HTTP API, in both of its payload forms, with every
+ * payload's data and metadata decoded from base64 beside it: the text a reader of Temporal sees.
+ */
+async function historyAsSeen(workflowId: string): Promise<string> {
+  const url = `${stack().temporalHttpAddress}/api/v1/namespaces/default/workflows/${workflowId}/history`;
+  const pages = await Promise.all(
+    [url, `${url}?noPayloadShorthand`].map(async (address) => {
+      const response = await fetch(address);
+      expect(response.status).toBe(200);
+      return response.text();
+    }),
+  );
+  const decoded: string[] = [];
+  JSON.parse(pages[1] ?? "{}", (name, value) => {
+    if (typeof value === "string" && (name === "data" || name === "encoding")) {
+      decoded.push(Buffer.from(value, "base64").toString());
+    }
+    return value;
+  });
+  return [...pages, ...decoded].join("\n");
+}
+
+test("a delivery's history holds neither the caller's body and headers nor a target header's value", async () => {
+  const [card, callerHeader, targetHeader] = [secret("4111"), secret("caller"), secret("target")];
+  const target = await targetServer();
+  closers.push(target.close);
+  const p = await projectWithEndpoint([
+    { name: "billing", targetUrl: target.url, headers: { "x-api-key": targetHeader } },
+  ]);
+  const body = JSON.stringify({ card });
+  const answer = await relay(p.slug, "/v1/hook", {
+    key: p.key,
+    body,
+    headers: { "x-caller-note": callerHeader },
+  });
+  expect(answer.status).toBe(202);
+  const { requestId } = answer.json() as { requestId: string };
+  expect((await finishedLog(p, requestId)).status).toBe("delivered");
+  // Delivered as sent: the target got all three.
+  expect(target.received[0]?.body).toBe(body);
+  expect(target.received[0]?.headers["x-api-key"]).toBe(targetHeader);
+  expect(target.received[0]?.headers["x-caller-note"]).toBe(callerHeader);
+
+  const seen = await historyAsSeen(requestId);
+  expect(seen).toContain("binary/encrypted");
+  for (const value of [card, callerHeader, targetHeader, Buffer.from(body).toString("base64")]) {
+    expect(seen).not.toContain(value);
+  }
+
+  // Where it came in stays plain: operators list a project's workflows by it.
+  const query = encodeURIComponent(`RelayProject="${p.slug}"`);
+  const listed = await fetch(
+    `${stack().temporalHttpAddress}/api/v1/namespaces/default/workflows?query=${query}`,
+  ).then((response) => response.json() as Promise<{ executions?: unknown[] }>);
+  expect(JSON.stringify(listed.executions)).toContain(requestId);
+});
+
+test("a sync call's history does not hold the target's answer, which the caller gets", async () => {
+  const [answerSecret, headerSecret] = [secret("answer"), secret("header")];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json", "x-reply-note": headerSecret });
+      res.end(JSON.stringify({ answerSecret }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/rpc`;
+  const p = await projectWithEndpoint([
+    { name: "rpc", targetUrl: url, deliveryMode: "sync", timeoutSeconds: 5 },
+  ]);
+
+  const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" });
+  expect(answer.status).toBe(200);
+  expect(answer.json()).toEqual({ answerSecret });
+  expect(answer.headers["x-reply-note"]).toBe(headerSecret);
+
+  // A sync call that owns its request's status runs under the request's id.
+  const seen = await historyAsSeen(answer.headers["x-relay-request-id"] as string);
+  expect(seen).toContain("EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
+  expect(seen).not.toContain(answerSecret);
+  expect(seen).not.toContain(headerSecret);
+});
