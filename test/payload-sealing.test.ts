@@ -2,11 +2,21 @@
  * What Temporal holds of a request: read as anyone with Temporal's API or UI reads it (no codec),
  * a delivery's history has neither the caller's body and headers nor a target's configured
  * headers, and a sync call's history not the target's answer; the search attributes stay
- * readable, so operators still find a project's workflows.
+ * readable, so operators still find a project's workflows. Deliveries queued in clear before the
+ * codec still deliver.
  */
 import { createServer } from "node:http";
 import { afterAll, expect, test } from "vitest";
-import { finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import type { DeliveryInput } from "../core/delivery.ts";
+import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
+import {
+  eventually,
+  finishedLog,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterAll(() => Promise.all(closers.map((close) => close())));
@@ -97,4 +107,49 @@ test("a sync call's history does not hold the target's answer, which the caller 
   expect(seen).toContain("EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED");
   expect(seen).not.toContain(answerSecret);
   expect(seen).not.toContain(headerSecret);
+});
+
+test("a delivery an edge queued before the codec (its input in clear) is delivered by today's worker", async () => {
+  const target = await targetServer();
+  closers.push(target.close);
+  const p = await projectWithEndpoint([{ name: "hook", targetUrl: target.url }]);
+  const requestId = `req_plain${Date.now()}`;
+  const body = '{"queued":"before the codec"}';
+  // The start as edges sent it before: Temporal's HTTP API, the input as a plain JSON value.
+  const input: DeliveryInput = {
+    requestId,
+    project: p.slug,
+    line: "v1",
+    endpoint: "hook",
+    keyMode: "live",
+    receivedAt: new Date().toISOString(),
+    headers: { "content-type": "application/json" },
+    bodyBase64: Buffer.from(body).toString("base64"),
+    bodyBytes: body.length,
+    targets: [
+      {
+        id: "plain",
+        name: "hook",
+        targetUrl: target.url,
+        deliveryMode: "async",
+        timeoutSeconds: 5,
+        headers: {},
+      },
+    ],
+  };
+  const started = await fetch(
+    `${stack().temporalHttpAddress}/api/v1/namespaces/default/workflows/${requestId}`,
+    {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        workflowType: { name: DELIVERY_WORKFLOW },
+        taskQueue: { name: TASK_QUEUE },
+        input: [input],
+      }),
+    },
+  );
+  expect(started.status).toBe(200);
+  await eventually(async () => target.received.length === 1);
+  expect(target.received[0]?.body).toBe(body);
 });
