@@ -243,7 +243,6 @@ function snapshottedEdge(stack: Stack, port: number, snapshots: string, dir: str
         RELAY_EDGE_PORT: String(port),
         RELAY_CONTROL_URL: stack.controlUrl,
         RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-        RELAY_ENCRYPTION_KEY: stack.secrets.encryptionKey,
         TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
         RELAY_ALLOW_PRIVATE_TARGETS: "1",
         NODE_OPTIONS: [

@@ -1,6 +1,7 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
-import { waitingCapsFrom } from "../core/env.ts";
+import { payloadSecretsFrom, waitingCapsFrom } from "../core/env.ts";
+import { derivePayloadKeys } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
@@ -35,6 +36,7 @@ const server = createControlServer(
       sql,
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+      payloadKeys: await derivePayloadKeys(payloadSecretsFrom(config)),
       initialCredits: config.RELAY_INITIAL_CREDITS,
       projectLimits: projectLimitsOf(config),
       waitingCaps: waitingCapsFrom(config),

@@ -72,7 +72,7 @@ test("every process refuses a bad shared value with the same message", () => {
   }
 });
 
-test("the payload codec's secrets: RELAY_PAYLOAD_KEYS newest first, else RELAY_ENCRYPTION_KEY; an edge needs one", () => {
+test("the payload codec's secrets: RELAY_PAYLOAD_KEYS newest first, else RELAY_ENCRYPTION_KEY", () => {
   const base = {
     DATABASE_URL: "postgres://relay@127.0.0.1:5432/relay",
     RELAY_ADMIN_TOKEN: TOKEN,
@@ -87,9 +87,4 @@ test("the payload codec's secrets: RELAY_PAYLOAD_KEYS newest first, else RELAY_E
   expect(() => loadWorkerConfig({ ...base, RELAY_PAYLOAD_KEYS: `${NEW},short` })).toThrow(
     "must be 64-hex-character secrets, comma-separated",
   );
-  const { RELAY_ENCRYPTION_KEY: _, ...edgeWithout } = base;
-  expect(() => loadEdgeConfig(edgeWithout)).toThrow("set RELAY_PAYLOAD_KEYS");
-  expect(payloadSecretsFrom(loadEdgeConfig({ ...edgeWithout, RELAY_PAYLOAD_KEYS: NEW }))).toEqual([
-    NEW,
-  ]);
 });

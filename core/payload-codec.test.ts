@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import {
+  derivePayloadKeys,
   jsonPayload,
   jsonPayloadValue,
   KEY_ID_METADATA,
@@ -46,6 +47,11 @@ test("after a key rotation, payloads sealed with the older key still open; new o
   const [fresh] = await after.encode([jsonPayload({ n: 2 })]);
   expect(text(fresh?.metadata?.[KEY_ID_METADATA])).toBe(after.keyId);
   await expect(before.decode(fresh ? [fresh] : [])).rejects.toThrow(after.keyId);
+  // An edge holds the derived keys only, and they open and seal alike.
+  const edge = await PayloadCipher.fromKeys(await derivePayloadKeys([NEW, OLD]));
+  expect(edge.keyId).toBe(after.keyId);
+  const [fromEdge] = await edge.encode([jsonPayload({ n: 3 })]);
+  expect(jsonPayloadValue((await after.decode(fromEdge ? [fromEdge] : []))[0])).toEqual({ n: 3 });
 });
 
 test("a payload from before the codec passes through unopened", async () => {

@@ -29,14 +29,24 @@ const KEY_INFO = new TextEncoder().encode("relay temporal payload codec v1");
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
-interface PayloadKey {
+/**
+ * A codec key: derived from a deployment secret, it opens Temporal's payloads and nothing else,
+ * so the edge gets these from the control plane rather than any secret they come from.
+ */
+export interface PayloadKey {
+  id: string;
+  /** 32 bytes of AES-256 key. */
+  key: Uint8Array;
+}
+
+interface ImportedKey {
   id: string;
   key: CryptoKey;
 }
 
 export class PayloadCipher {
   private constructor(
-    private readonly sealing: PayloadKey,
+    private readonly sealing: ImportedKey,
     private readonly opening: ReadonlyMap<string, CryptoKey>,
   ) {}
 
@@ -45,10 +55,23 @@ export class PayloadCipher {
    * seals, every one opens.
    */
   static async fromSecrets(secrets: readonly string[]): Promise<PayloadCipher> {
-    const keys = await Promise.all(secrets.map(derivePayloadKey));
-    const [sealing] = keys;
-    if (!sealing) throw new Error("the payload codec needs at least one secret");
-    return new PayloadCipher(sealing, new Map(keys.map(({ id, key }) => [id, key])));
+    return PayloadCipher.fromKeys(await derivePayloadKeys(secrets));
+  }
+
+  /** `keys` newest first, as derivePayloadKeys gives them: the first seals, every one opens. */
+  static async fromKeys(keys: readonly PayloadKey[]): Promise<PayloadCipher> {
+    const imported = await Promise.all(
+      keys.map(async ({ id, key }) => ({
+        id,
+        key: await crypto.subtle.importKey("raw", Uint8Array.from(key), "AES-GCM", false, [
+          "encrypt",
+          "decrypt",
+        ]),
+      })),
+    );
+    const [sealing] = imported;
+    if (!sealing) throw new Error("the payload codec needs at least one key");
+    return new PayloadCipher(sealing, new Map(imported.map(({ id, key }) => [id, key])));
   }
 
   /** The id of the key that seals: operators see it in each payload's metadata. */
@@ -110,6 +133,10 @@ export class PayloadCipher {
   }
 }
 
+/** The codec's keys from the deployment's secrets, in their order (newest first). */
+export const derivePayloadKeys = (secrets: readonly string[]): Promise<PayloadKey[]> =>
+  Promise.all(secrets.map(derivePayloadKey));
+
 /**
  * The codec's AES-256 key from a deployment secret (HKDF-SHA-256), and its id: the first 8
  * bytes of the key's SHA-256, which names the key without telling anything of it.
@@ -129,8 +156,7 @@ async function derivePayloadKey(secretHex: string): Promise<PayloadKey> {
   );
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
   const id = [...digest.subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-  const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
-  return { id, key };
+  return { id, key: new Uint8Array(raw) };
 }
 
 /** A JSON value as Temporal's default converter writes it (`json/plain`). */

@@ -4,7 +4,6 @@
  * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
  */
 import type { Logger } from "pino";
-import { payloadSecretsFrom } from "../core/env.ts";
 import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
@@ -62,12 +61,14 @@ export async function bootEdge(
     leaseMs: config.RELAY_EDGE_LEASE_MS,
     onKeyLookup: telemetry.keyLookedUp,
   });
+  await state.start();
   const ownPool = runtime.pooledFetch ?? (() => runtime.fetch);
   const temporal = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
-    cipher: await PayloadCipher.fromSecrets(payloadSecretsFrom(config)),
+    // The control plane answers by now (state.start): the keys come from it.
+    cipher: await PayloadCipher.fromKeys(await control.payloadKeys()),
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,
@@ -76,7 +77,6 @@ export async function bootEdge(
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
   });
-  await state.start();
   const relay = createEdge({
     state,
     edgeDomain: config.RELAY_EDGE_DOMAIN,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { listenHost, listenPort, payloadSecretsFrom, sharedEnv } from "../core/env.ts";
+import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
 import { parseCidr } from "../core/ip.ts";
 
 const schema = z.object({
@@ -9,9 +9,6 @@ const schema = z.object({
   RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
-  /** Seal the workflows' inputs the edge starts (core/payload-codec.ts): one of the two is needed. */
-  RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
-  RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY.optional(),
   /** Sync calls one project may have in flight on this edge; over it, 503 with Retry-After. */
   RELAY_SYNC_MAX_PER_PROJECT: z.coerce.number().int().min(1).default(100),
   /** Connections to Temporal's HTTP API for starts (Node); sync long polls have their own. */
@@ -66,11 +63,5 @@ export type EdgeConfig = z.infer<typeof schema>;
 
 /** Runtime-neutral: each adapter passes its own environment (process.env, Deno.env). */
 export function loadEdgeConfig(env: Record<string, string | undefined>): EdgeConfig {
-  return schema
-    .refine((config) => payloadSecretsFrom(config).length > 0, {
-      message:
-        "set RELAY_PAYLOAD_KEYS (or RELAY_ENCRYPTION_KEY): the edge seals what it hands Temporal",
-      path: ["RELAY_PAYLOAD_KEYS"],
-    })
-    .parse(env);
+  return schema.parse(env);
 }

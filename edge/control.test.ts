@@ -33,6 +33,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     recordStream: async () => {},
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
+    payloadKeys: async () => [],
   };
   return { control, streams: () => streams };
 }

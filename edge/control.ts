@@ -10,6 +10,7 @@ import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
+import type { PayloadKey } from "../core/payload-codec.ts";
 import { importSigningKey, type SigningKey } from "../core/signing.ts";
 import {
   type EdgeKey,
@@ -66,6 +67,8 @@ export interface ControlPlane {
   reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
+  /** The payload codec's keys, newest first (core/payload-codec.ts). */
+  payloadKeys(): Promise<PayloadKey[]>;
 }
 
 export function connectControlPlane(options: {
@@ -149,6 +152,9 @@ export function connectControlPlane(options: {
     },
     async releaseDeliveries(project, requestId, targetIds) {
       await client.releaseDeliveries({ project, requestId, targetIds });
+    },
+    async payloadKeys() {
+      return (await client.getPayloadKeys({})).keys.map(({ id, key }) => ({ id, key }));
     },
     async recordStream(record) {
       await client.recordStream({

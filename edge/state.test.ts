@@ -40,6 +40,7 @@ function scripted() {
     recordStream: async () => {},
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
+    payloadKeys: async () => [],
   };
   let sequence = 0n;
   return {

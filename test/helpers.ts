@@ -335,7 +335,6 @@ export function edgeEnv(port: number, env: Record<string, string> = {}): Record<
     RELAY_EDGE_PORT: String(port),
     RELAY_CONTROL_URL: stack().controlUrl,
     RELAY_EDGE_TOKEN: stack().edgeToken,
-    RELAY_ENCRYPTION_KEY: stack().encryptionKey,
     TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
     ...env,
   };

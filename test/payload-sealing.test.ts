@@ -6,12 +6,16 @@
  * codec still deliver.
  */
 import { createServer } from "node:http";
+import { Code } from "@connectrpc/connect";
 import { afterAll, expect, test } from "vitest";
 import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
+import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import {
   eventually,
   finishedLog,
+  memberClient,
+  newProject,
   projectWithEndpoint,
   relay,
   stack,
@@ -152,4 +156,17 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
   expect(started.status).toBe(200);
   await eventually(async () => target.received.length === 1);
   expect(target.received[0]?.body).toBe(body);
+});
+
+test("the codec's keys go to edges alone, and none of them is the deployment's secret", async () => {
+  const { ownerToken } = await newProject();
+  for (const token of [ownerToken, stack().adminToken, "not-a-token"]) {
+    await expect(memberClient(EdgeService, token).getPayloadKeys({})).rejects.toMatchObject({
+      code: token === "not-a-token" ? Code.Unauthenticated : Code.PermissionDenied,
+    });
+  }
+  const { keys } = await memberClient(EdgeService, stack().edgeToken).getPayloadKeys({});
+  expect(keys).toHaveLength(1);
+  expect(keys[0]?.key).toHaveLength(32);
+  expect(Buffer.from(keys[0]?.key ?? []).toString("hex")).not.toBe(stack().encryptionKey);
 });

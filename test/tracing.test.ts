@@ -112,7 +112,6 @@ beforeAll(async () => {
       RELAY_EDGE_PORT: String(denoPort),
       RELAY_CONTROL_URL: stack.controlUrl,
       RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-      RELAY_ENCRYPTION_KEY: stack.secrets.encryptionKey,
       TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
       RELAY_ALLOW_PRIVATE_TARGETS: "1",
       ...traced,

@@ -3,6 +3,7 @@ import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { ProjectLimits } from "../../core/limits.ts";
 import type { Plan, Role } from "../../core/model.ts";
+import type { PayloadKey } from "../../core/payload-codec.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Sql } from "../../store/db.ts";
@@ -16,6 +17,8 @@ export interface Deps {
   now: () => Date;
   /** AES-256-GCM key that opens auto-rotated successors. */
   sealingKey: CryptoKey;
+  /** The payload codec's keys, newest first, for the edges (core/payload-codec.ts). */
+  payloadKeys: PayloadKey[];
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
   /** The deployment's per-project caps; a project's overrides win (store/limits.ts). */

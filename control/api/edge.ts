@@ -6,6 +6,7 @@
 import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
+import type { PayloadKey } from "../../core/payload-codec.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -198,4 +199,13 @@ function streamProblem(stream: LoggedStream): string | null {
     return "has a negative or unsafe count";
   }
   return null;
+}
+
+/**
+ * The payload codec's keys for an edge: derived from the deployment's secrets, they open only
+ * Temporal's payloads (which the edge writes anyway), while the secrets stay here.
+ */
+export function payloadKeys(ctx: Ctx): PayloadKey[] {
+  requireEdge(ctx.caller);
+  return ctx.payloadKeys;
 }

@@ -77,6 +77,9 @@ export function edgeService(
           ? { refusal: ReserveRefusal.INSUFFICIENT_CREDITS }
           : { refusal: ReserveRefusal.LIMIT_EXCEEDED, limit: BigInt(refusal.cap) };
       },
+      getPayloadKeys(_, h) {
+        return { keys: edge.payloadKeys(ctxOf(h)) };
+      },
       async releaseDeliveries(req, h) {
         await edge.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);
         return {};
