@@ -3,12 +3,12 @@
  * started, stopped however it ends (an error, Ctrl-C, SIGTERM); and BENCH_QUICK=1, short runs
  * with fewer connections for a developer's loop.
  */
-import { access, constants } from "node:fs/promises";
+import { access, constants, readFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
-import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
 
 export const quick = process.env.BENCH_QUICK === "1";
 
@@ -206,4 +206,18 @@ export async function benchStack(cleanup: Cleanup, dir: string, env: Record<stri
   await target.start();
   const project = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
   return { stack, ports, targetPort, ...project };
+}
+
+/**
+ * CPU time (user + system) one of the stack's processes has used so far, in ms, from Linux's
+ * /proc (clock ticks of 10 ms); NaN when it is not running.
+ */
+export async function processCpuMs(
+  stack: Stack,
+  name: "control" | "worker" | "edge",
+): Promise<number> {
+  const pid = stack.processes[name].child?.pid;
+  if (pid === undefined) return Number.NaN;
+  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

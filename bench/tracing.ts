@@ -11,7 +11,7 @@
  * registers no SDK.
  */
 
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,7 +26,14 @@ import {
   untraced,
 } from "../core/tracing.ts";
 import { deliveredPerSecond } from "./delivery.ts";
-import { benchStack, type Cleanup, quick, requireTools, runBench } from "./harness.ts";
+import {
+  benchStack,
+  type Cleanup,
+  processCpuMs,
+  quick,
+  requireTools,
+  runBench,
+} from "./harness.ts";
 import { wrk } from "./wrk.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
@@ -72,19 +79,9 @@ function offCostNs(calls: number): number {
 
 type Stacked = Awaited<ReturnType<typeof benchStack>>;
 
-/** CPU time (user + system) a process has used, in ms, from Linux's /proc (clock ticks of 10 ms). */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 /** The worker's and the edge's CPU so far, in ms: where tracing's cost would show. */
 async function relayCpuMs({ stack }: Stacked) {
-  const of = async (name: "worker" | "edge") => {
-    const pid = stack.processes[name].child?.pid;
-    return pid === undefined ? Number.NaN : cpuMs(pid);
-  };
-  return { worker: await of("worker"), edge: await of("edge") };
+  return { worker: await processCpuMs(stack, "worker"), edge: await processCpuMs(stack, "edge") };
 }
 
 async function measure(dir: string, stacked: Stacked) {
