@@ -1,9 +1,11 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
 import { waitingCapsFrom } from "../core/env.ts";
+import { OperatorSessions } from "../core/operator-session.ts";
 import { importSealingKey } from "../core/sealing.ts";
+import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
-import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
+import { connectTemporal, payloadCipherOf, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
 import { connect } from "../store/db.ts";
@@ -29,6 +31,10 @@ const temporalClient = () => {
   });
   return temporal;
 };
+/** Who may open the codec endpoint: the admin, and the operator if the deployment has one. */
+const operatorTokens = [config.RELAY_ADMIN_TOKEN, config.RELAY_OPERATOR_TOKEN].filter(
+  (token) => token !== undefined,
+);
 const server = createControlServer(
   {
     deps: {
@@ -47,9 +53,16 @@ const server = createControlServer(
       links: {
         edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
         workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
+        temporalUiMemberSafe: config.RELAY_TEMPORAL_UI_MEMBER_SAFE,
       },
     },
     credentials: await credentialsFrom(config),
+    codec: {
+      cipher: await payloadCipherOf(config),
+      sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),
+      operatorTokenHashes: await Promise.all(operatorTokens.map(hashSecret)),
+      uiOrigin: new URL(config.RELAY_TEMPORAL_UI_URL).origin,
+    },
     notifier,
     clock,
     devClock: config.RELAY_DEV_CLOCK,

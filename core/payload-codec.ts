@@ -97,7 +97,7 @@ export class PayloadCipher {
     const id = idBytes ? fromUtf8.decode(idBytes) : "";
     const key = this.opening.get(id);
     // A key the deployment no longer has: the payload stays sealed for good, so say which.
-    if (!key) throw new Error(`no payload key with id '${id}' is configured`);
+    if (!key) throw new UnknownPayloadKey(id);
     // A copy: Web Crypto takes only a view on a plain ArrayBuffer.
     const data = Uint8Array.from(payload.data ?? []);
     const plain = await crypto.subtle.decrypt(
@@ -107,6 +107,13 @@ export class PayloadCipher {
     );
     const opened = fromBinary(SealedPayloadSchema, new Uint8Array(plain));
     return { metadata: opened.metadata, data: opened.data };
+  }
+}
+
+/** A payload sealed with a key this deployment does not have: the codec endpoint's 422. */
+export class UnknownPayloadKey extends Error {
+  constructor(readonly keyId: string) {
+    super(`no payload key with id '${keyId}' is configured`);
   }
 }
 

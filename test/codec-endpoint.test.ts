@@ -72,7 +72,11 @@ async function sealedDelivery() {
   const target = await targetServer();
   closers.push(target.close);
   const p = await projectWithEndpoint([
-    { name: "billing", targetUrl: target.url, headers: { authorization: `Bearer ${headerSecret}` } },
+    {
+      name: "billing",
+      targetUrl: target.url,
+      headers: { authorization: `Bearer ${headerSecret}` },
+    },
   ]);
   const sent = await relay(p.slug, "/v1/hook", {
     key: p.key,
