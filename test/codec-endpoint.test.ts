@@ -259,6 +259,12 @@ describe("the Temporal UI's side", () => {
     expect(fromUi.headers["access-control-allow-origin"]).toBe(uiOrigin());
   });
 
+  test("the stack's Temporal UI is wired to the endpoint (what npm start runs)", async () => {
+    const settings = await request(`${stack().temporalUiUrl}/api/v1/settings`);
+    const { Codec } = (await settings.body.json()) as { Codec: { Endpoint: string } };
+    expect(Codec.Endpoint).toBe(`${stack().controlUrl}/codec`);
+  });
+
   test("GET /codec is a sign-in page with no script and no outside asset", async () => {
     const page = await codec("GET", "/codec");
     expect(page.status).toBe(200);
