@@ -62,9 +62,9 @@ interface Answer {
   body?: string;
 }
 
-const json = (status: number, value: unknown): Answer => ({
+const json = (status: number, value: unknown, headers: Record<string, string> = {}): Answer => ({
   status,
-  headers: { "content-type": "application/json" },
+  headers: { "content-type": "application/json", ...headers },
   body: JSON.stringify(value),
 });
 
@@ -126,10 +126,7 @@ export function codecHandler(settings: CodecSettings) {
     const session = await settings.sessions.issue(new Date());
     const cookie = sessionCookie(req, session.value, SESSION_SECONDS);
     if (fromForm) return { status: 303, headers: { location: "/codec", "set-cookie": cookie } };
-    return {
-      ...json(200, { expiresAt: session.expiresAt.toISOString() }),
-      headers: { "content-type": "application/json", "set-cookie": cookie },
-    };
+    return json(200, { expiresAt: session.expiresAt.toISOString() }, { "set-cookie": cookie });
   }
 
   /** Sign-out: the cookie is dropped (DELETE, or the page's form). */
@@ -160,7 +157,7 @@ export function codecHandler(settings: CodecSettings) {
       if (operation !== "encode" && operation !== "decode") {
         throw new RelayError("not_found", `no route ${path}`);
       }
-      const route = `POST /codec/${operation}`;
+      const route = `${method} /codec/${operation}`;
       if (method === "OPTIONS") return [route, preflight(req, settings.uiOrigin)];
       if (method === "POST") return [route, await transcode(req, operation)];
     }

@@ -329,6 +329,21 @@ describe("the Temporal UI's side", () => {
     expect(page.text).toContain("Signed in until");
   });
 
+  test("the form with a wrong token shows the page again; a form another site posts is refused", async () => {
+    const form = (token: string, site: string) =>
+      codec("POST", "/codec/session", {
+        headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": site },
+        body: `token=${encodeURIComponent(token)}`,
+      });
+    const wrong = await form(delivery.p.ownerToken, "same-origin");
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain("That is not the admin or the operator token.");
+    expect(wrong.headers["set-cookie"]).toBeUndefined();
+    const crossSite = await form(stack().adminToken, "cross-site");
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.headers["set-cookie"]).toBeUndefined();
+  });
+
   test("a session needs an operator's token: a member's is refused", async () => {
     const answer = await codec("POST", "/codec/session", { token: delivery.p.ownerToken });
     expect(answer.status).toBe(401);
