@@ -4,10 +4,13 @@ import type { ChangeNotifier } from "../store/changes.ts";
 import type { Clock } from "../store/clock.ts";
 import type { Deps } from "./api/context.ts";
 import type { Credentials } from "./auth.ts";
+import type { CodecSettings } from "./codec.ts";
 
 export interface ControlApp {
   deps: Deps;
   credentials: Credentials;
+  /** The codec endpoint's keys, operators and CORS origin (/codec). */
+  codec: CodecSettings;
   notifier: ChangeNotifier;
   clock: Clock;
   /** RELAY_DEV_CLOCK=1: /admin/clock and /admin/rotation/run exist. */

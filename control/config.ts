@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
+import { envFlag, listenHost, listenPort, sharedEnv } from "../core/env.ts";
 import { defaultProjectLimits, MAX_PROJECT_CAP, type ProjectLimits } from "../core/limits.ts";
 
 const projectCap = (fallback: number) =>
@@ -10,6 +10,11 @@ const schema = z.object({
   RELAY_CONTROL_HOST: listenHost,
   RELAY_CONTROL_PORT: listenPort(8788),
   RELAY_ADMIN_TOKEN: z.string().min(32, "RELAY_ADMIN_TOKEN must be at least 32 characters"),
+  /** Opens the codec endpoint (/codec) and nothing else: for people reading histories. */
+  RELAY_OPERATOR_TOKEN: z
+    .string()
+    .min(32, "RELAY_OPERATOR_TOKEN must be at least 32 characters")
+    .optional(),
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
   RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
@@ -21,6 +26,11 @@ const schema = z.object({
   RELAY_EDGE_SCHEME: z.enum(["http", "https"]).default("http"),
   /** The Temporal UI the panel links each request's workflow to. */
   RELAY_TEMPORAL_UI_URL: z.url().default("http://127.0.0.1:8233"),
+  /**
+   * "1": the Temporal UI shows a member nothing of other projects (its own login and per-project
+   * views), so the panel may link members' requests to it; otherwise only the admin gets links.
+   */
+  RELAY_TEMPORAL_UI_MEMBER_SAFE: envFlag,
   /** "1" lets targets point at private, loopback and link-local addresses (dev stacks, tests). */
   RELAY_ALLOW_PRIVATE_TARGETS: sharedEnv.RELAY_ALLOW_PRIVATE_TARGETS,
   RELAY_MAX_WAITING_DELIVERIES_FREE: sharedEnv.RELAY_MAX_WAITING_DELIVERIES_FREE,

@@ -1,8 +1,10 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
 import { payloadSecretsFrom, waitingCapsFrom } from "../core/env.ts";
-import { derivePayloadKeys } from "../core/payload-codec.ts";
+import { OperatorSessions } from "../core/operator-session.ts";
+import { derivePayloadKeys, PayloadCipher } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
+import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
@@ -20,6 +22,8 @@ const sql = connect(config.DATABASE_URL);
 await migrate(sql);
 const clock = await devClock(sql, config.RELAY_DEV_CLOCK);
 const notifier = changeNotifier(sql);
+// The payload codec's keys: the codec endpoint opens with them, and edges get them.
+const payloadKeys = await derivePayloadKeys(payloadSecretsFrom(config));
 await notifier.ready;
 // Connected on first use; a connect that failed (Temporal down) is tried again next time.
 let temporal: Promise<Client> | undefined;
@@ -30,13 +34,17 @@ const temporalClient = () => {
   });
   return temporal;
 };
+/** Who may open the codec endpoint: the admin, and the operator if the deployment has one. */
+const operatorTokens = [config.RELAY_ADMIN_TOKEN, config.RELAY_OPERATOR_TOKEN].filter(
+  (token) => token !== undefined,
+);
 const server = createControlServer(
   {
     deps: {
       sql,
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
-      payloadKeys: await derivePayloadKeys(payloadSecretsFrom(config)),
+      payloadKeys,
       initialCredits: config.RELAY_INITIAL_CREDITS,
       projectLimits: projectLimitsOf(config),
       waitingCaps: waitingCapsFrom(config),
@@ -49,9 +57,16 @@ const server = createControlServer(
       links: {
         edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
         workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
+        temporalUiMemberSafe: config.RELAY_TEMPORAL_UI_MEMBER_SAFE,
       },
     },
     credentials: await credentialsFrom(config),
+    codec: {
+      cipher: await PayloadCipher.fromKeys(payloadKeys),
+      sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),
+      operatorTokenHashes: await Promise.all(operatorTokens.map(hashSecret)),
+      uiOrigin: new URL(config.RELAY_TEMPORAL_UI_URL).origin,
+    },
     notifier,
     clock,
     devClock: config.RELAY_DEV_CLOCK,

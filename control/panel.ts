@@ -28,8 +28,8 @@ const securityHeaders = {
 
 /** connect-node's request and response types (HTTP/1.1 and HTTP/2 alike). */
 type NodeHandler = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
-type Req = Parameters<NodeHandler>[0];
-type Res = Parameters<NodeHandler>[1];
+export type Req = Parameters<NodeHandler>[0];
+export type Res = Parameters<NodeHandler>[1];
 
 /** Answers the request when it is the panel's and says so; false leaves it to the API. */
 export function panelHandler(dist = defaultDist) {

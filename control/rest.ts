@@ -872,11 +872,22 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
   };
 }
 
+/** The body as JSON, at most `maxBytes` of it (`readText`); an empty body is `{}`. */
+export async function readJson(req: Request, maxBytes: number): Promise<unknown> {
+  const text = await readText(req, maxBytes);
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new RelayError("bad_request", "body is not valid JSON");
+  }
+}
+
 /**
- * The body as JSON, at most `maxBytes` of it. Bodies are never decompressed: a compressed one is
+ * The body as text, at most `maxBytes` of it. Bodies are never decompressed: a compressed one is
  * refused before it is read, as is one whose announced length is over the limit.
  */
-async function readJson(req: Request, maxBytes: number): Promise<unknown> {
+export async function readText(req: Request, maxBytes: number): Promise<string> {
   const encoding = req.headers["content-encoding"];
   if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
     throw new RelayError("unsupported_media_type", "send the body uncompressed");
@@ -885,11 +896,5 @@ async function readJson(req: Request, maxBytes: number): Promise<unknown> {
   if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw tooLarge();
   const read = await readCapped(Readable.toWeb(req) as ReadableStream<Uint8Array>, maxBytes);
   if (read === TOO_LARGE) throw tooLarge();
-  const text = Buffer.from(read.buffer, read.byteOffset, read.byteLength).toString("utf8");
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new RelayError("bad_request", "body is not valid JSON");
-  }
+  return Buffer.from(read.buffer, read.byteOffset, read.byteLength).toString("utf8");
 }

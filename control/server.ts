@@ -11,6 +11,7 @@ import { createServer as createNetServer, type Server, type Socket } from "node:
 import { Duplex } from "node:stream";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ControlApp } from "./app.ts";
+import { codecHandler } from "./codec.ts";
 import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect/index.ts";
 import { malformedMessageIsInvalidArgument } from "./errors.ts";
 import { panelHandler } from "./panel.ts";
@@ -56,10 +57,12 @@ export function createControlServer(app: ControlApp, limits = defaultServerLimit
     readMaxBytes: limits.managementBytes,
   });
   const panel = panelHandler();
-  // The browser panel's pages first: none of its paths is an API path.
+  const codec = codecHandler(app.codec);
+  // The codec endpoint's and the browser panel's paths first: none of them is an API path.
   const handler: typeof api = (req, res) => {
     for (const [name, value] of Object.entries(answerHeaders)) res.setHeader(name, value);
-    panel(req, res)
+    codec(req, res)
+      .then((answered) => answered || panel(req, res))
       .then(
         (answered) => answered || api(req, res),
         () => api(req, res),

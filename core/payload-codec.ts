@@ -120,7 +120,7 @@ export class PayloadCipher {
     const id = idBytes ? fromUtf8.decode(idBytes) : "";
     const key = this.opening.get(id);
     // A key the deployment no longer has: the payload stays sealed for good, so say which.
-    if (!key) throw new Error(`no payload key with id '${id}' is configured`);
+    if (!key) throw new UnknownPayloadKey(id);
     // A copy: Web Crypto takes only a view on a plain ArrayBuffer.
     const data = Uint8Array.from(payload.data ?? []);
     const plain = await crypto.subtle.decrypt(
@@ -136,6 +136,12 @@ export class PayloadCipher {
 /** The codec's keys from the deployment's secrets, in their order (newest first). */
 export const derivePayloadKeys = (secrets: readonly string[]): Promise<PayloadKey[]> =>
   Promise.all(secrets.map(derivePayloadKey));
+/** A payload sealed with a key this deployment does not have: the codec endpoint's 422. */
+export class UnknownPayloadKey extends Error {
+  constructor(readonly keyId: string) {
+    super(`no payload key with id '${keyId}' is configured`);
+  }
+}
 
 /**
  * The codec's AES-256 key from a deployment secret (HKDF-SHA-256), and its id: the first 8

@@ -131,13 +131,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await pg.start(120_000);
       databaseUrl = embeddedPostgresUrl(ports.postgres);
     }
+    const controlUrl = `http://127.0.0.1:${ports.control}`;
     let temporal: Stack["temporal"];
     let restartTemporal: Stack["restartTemporal"] = async () => {
       throw new Error("Temporal is external to this stack");
     };
     if (temporalSource.kind === "dev") {
+      // Its UI decodes Relay's sealed payloads through the control plane, on the same site
+      // (127.0.0.1) so an operator's session cookie goes with its calls.
       const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal, {
         output,
+        uiCodecEndpoint: `${controlUrl}/codec`,
       });
       supervised(dev.process);
       stops.push(() => dev.stop());
@@ -150,7 +154,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       temporal = temporalSource;
     }
 
-    const controlUrl = `http://127.0.0.1:${ports.control}`;
     const shared = {
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporal.address,

@@ -108,6 +108,7 @@ async function main(env: z.infer<typeof envSchema>) {
     `  Panel:            ${stack.controlUrl}/  (sign in with a member token)`,
     `  Control plane:    ${stack.controlUrl}  (REST, Connect, gRPC, gRPC-Web)`,
     `  Temporal UI:      ${stack.temporal.uiUrl ?? "(external Temporal)"}`,
+    `  Codec sign-in:    ${stack.controlUrl}/codec  (operators: the UI decodes payloads after it)`,
     `  Admin token:      in ${env.RELAY_DATA_DIR}/secrets.json`,
   ];
   if (seed) {

@@ -93,6 +93,8 @@ export interface DevServerOptions {
   metricsPort?: number;
   /** Where its lines go: the terminal unless given. */
   output?: WriteStream | "inherit";
+  /** The codec endpoint its UI decodes payloads with (the control plane's /codec). */
+  uiCodecEndpoint?: string;
 }
 
 /**
@@ -123,6 +125,7 @@ export async function startTemporalDevServer(
     "warn",
     ...devServerFlags(options.dynamicConfig ?? temporalDynamicConfig),
     ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
+    ...(options.uiCodecEndpoint ? ["--ui-codec-endpoint", options.uiCodecEndpoint] : []),
     ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
   ];
   const httpAddress = `http://127.0.0.1:${ports.http}`;

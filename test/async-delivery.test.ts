@@ -5,7 +5,6 @@ import {
   projectWithEndpoint,
   relay,
   relayTemporal,
-  stack,
   targetServer,
 } from "./helpers.ts";
 

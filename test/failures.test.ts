@@ -6,7 +6,6 @@ import {
   projectWithEndpoint,
   relay,
   relayTemporal,
-  stack,
   targetServer,
 } from "./helpers.ts";
 

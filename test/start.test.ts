@@ -80,6 +80,7 @@ test("npm start seeds the demo once and its printed curl is delivered", {
   try {
     const banner = first.output();
     expect(banner).toContain(`Temporal UI:      http://127.0.0.1:${temporalUi}`);
+    expect(banner).toContain(`Codec sign-in:    http://127.0.0.1:${ports[4]}/codec`);
     expect(banner).toMatch(/Owner token: +rmt_/);
     const curl = banner.slice(banner.indexOf("  curl ")).split("\n\n")[0] as string;
     expect(curl).toContain(`http://demo.localhost:${edge}/v1/echo`);

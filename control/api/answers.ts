@@ -43,7 +43,7 @@ export const projectDetail = project.extend({
   workflowsUrl: z
     .string()
     .describe(
-      "The Temporal UI's workflow list; a request's workflow is `{workflowsUrl}/{requestId}`",
+      "The Temporal UI's workflow list; a request's workflow is `{workflowsUrl}/{requestId}`. Empty for a member unless the deployment declares its Temporal UI member-safe (RELAY_TEMPORAL_UI_MEMBER_SAFE)",
     ),
   deliveryWarning: z
     .string()

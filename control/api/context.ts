@@ -40,6 +40,11 @@ export interface DeploymentLinks {
   edgeBaseUrl: URL;
   /** The Temporal UI's workflow list for the relay's namespace. */
   workflowsUrl: string;
+  /**
+   * Whether members may be linked there too (RELAY_TEMPORAL_UI_MEMBER_SAFE): the UI shows every
+   * project's workflows unless the deployment put a login and per-project views before it.
+   */
+  temporalUiMemberSafe: boolean;
 }
 
 export interface Ctx extends Deps {

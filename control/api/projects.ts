@@ -63,7 +63,10 @@ export async function createProject(ctx: Ctx, input: unknown) {
 export interface ProjectDetail extends ProjectView {
   /** "{scheme}://{slug}.{edge domain}"; an endpoint is "{inboundUrl}/{line}/{endpoint}". */
   inboundUrl: string;
-  /** The Temporal UI's workflow list; a request's workflow is "{workflowsUrl}/{requestId}". */
+  /**
+   * The Temporal UI's workflow list; a request's workflow is "{workflowsUrl}/{requestId}". Empty
+   * for a member unless the deployment declares its UI member-safe.
+   */
   workflowsUrl: string;
   /** Why queued deliveries are not being taken (no worker); empty while they are. */
   deliveryWarning: string;
@@ -79,7 +82,8 @@ export async function getProject(ctx: Ctx, slug: string): Promise<ProjectDetail>
   return {
     ...project,
     inboundUrl: `${edge.protocol}//${project.slug}.${edge.host}`,
-    workflowsUrl: ctx.links.workflowsUrl,
+    workflowsUrl:
+      ctx.caller.kind === "admin" || ctx.links.temporalUiMemberSafe ? ctx.links.workflowsUrl : "",
     deliveryWarning: queue?.problem && queue.backlogCount > 0 ? queue.problem : "",
   };
 }

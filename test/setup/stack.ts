@@ -2,6 +2,7 @@
  * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server,
  * control plane, worker, edge) on free ports in a temporary folder, and shares its addresses.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +21,8 @@ export interface StackInfo {
   /** The Temporal dev server's UI, which the panel links requests to. */
   temporalUiUrl: string | null;
   adminToken: string;
+  /** RELAY_OPERATOR_TOKEN: it opens the codec endpoint and nothing else. */
+  operatorToken: string;
   edgeToken: string;
   /** For more instances of the control plane and worker beside the stack's (scale-out). */
   encryptionKey: string;
@@ -39,11 +42,17 @@ export async function setup(project: TestProject) {
   dir = await mkdtemp(join(tmpdir(), "relay-test-"));
   const ports = await freeStackPorts();
   const logFile = join(dir, "stack.log");
+  const operatorToken = `ropr_${randomBytes(32).toString("base64url")}`;
   stack = await startStack({
     dir,
     ports,
     output: logFile,
-    env: { RELAY_DEV_CLOCK: "1", RELAY_BODY_TIMEOUT_MS: "1000", RELAY_INITIAL_CREDITS: "100" },
+    env: {
+      RELAY_DEV_CLOCK: "1",
+      RELAY_BODY_TIMEOUT_MS: "1000",
+      RELAY_INITIAL_CREDITS: "100",
+      RELAY_OPERATOR_TOKEN: operatorToken,
+    },
     external: { databaseUrl: process.env.DATABASE_URL },
   });
   project.provide("stack", {
@@ -56,6 +65,7 @@ export async function setup(project: TestProject) {
     temporalHttpAddress: stack.temporal.httpAddress,
     temporalUiUrl: stack.temporal.uiUrl,
     adminToken: stack.secrets.adminToken,
+    operatorToken,
     edgeToken: stack.secrets.edgeToken,
     encryptionKey: stack.secrets.encryptionKey,
     logFile,

@@ -215,7 +215,8 @@ export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
 
   /**
    * The Temporal UI's list of workflows in the relay's namespace; a request's workflow is
-   * "{workflows_url}/{request_id}".
+   * "{workflows_url}/{request_id}". Empty for a member unless the deployment declares its
+   * Temporal UI member-safe (RELAY_TEMPORAL_UI_MEMBER_SAFE): the UI shows every project's.
    *
    * @generated from field: string workflows_url = 3;
    */

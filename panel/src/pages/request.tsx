@@ -96,20 +96,22 @@ export function RequestPage({ requestId }: { requestId: string }) {
               )}
               <dt>Body</dt>
               <dd>{request.bodyBytes.toString()} bytes</dd>
-              <dt>Workflow</dt>
-              <dd>
-                {details.data ? (
-                  <a
-                    href={`${details.data.workflowsUrl}/${encodeURIComponent(request.requestId)}`}
-                    target="_blank"
-                    rel="noreferrer"
-                  >
-                    Open in the Temporal UI
-                  </a>
-                ) : (
-                  "…"
-                )}
-              </dd>
+              {/* The Temporal UI shows every project's workflows: linked only where the
+                  deployment declares it member-safe (otherwise the URL is empty). */}
+              {details.data?.workflowsUrl && (
+                <>
+                  <dt>Workflow</dt>
+                  <dd>
+                    <a
+                      href={`${details.data.workflowsUrl}/${encodeURIComponent(request.requestId)}`}
+                      target="_blank"
+                      rel="noreferrer"
+                    >
+                      Open in the Temporal UI
+                    </a>
+                  </dd>
+                </>
+              )}
               {request.traceId && (
                 <>
                   <dt>Trace</dt>
