@@ -28,7 +28,14 @@ async function fullScenario(): Promise<Record<string, string>> {
   const seen: Record<string, string> = {
     adminToken: stack().adminToken,
     edgeToken: stack().edgeToken,
+    operatorToken: stack().operatorToken,
   };
+  // The operator's one use: a codec session (the cookie carries no token).
+  const session = await fetch(`${stack().controlUrl}/codec/session`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${stack().operatorToken}` },
+  });
+  if (session.status !== 200) throw new Error(`codec session: ${session.status}`);
   const p = await newProject("paid");
   seen.ownerToken = p.ownerToken;
   const base = `/projects/${p.slug}`;
