@@ -17,7 +17,7 @@ export async function startCeilingWorker(
   dir: string,
   name: string,
   temporalAddress: string,
-): Promise<void> {
+): Promise<ManagedProcess> {
   const worker = new ManagedProcess(
     {
       name: `${name} worker`,
@@ -29,17 +29,23 @@ export async function startCeilingWorker(
   );
   cleanup.add(() => worker.stop());
   await worker.start();
+  return worker;
 }
 
 let runs = 0;
 
-/** One workflow of `shape`, start to result, in ms. */
-export async function runWorkflow(client: Client, shape: string): Promise<number> {
+/** One workflow of `shape` (with `args`), start to result, in ms. */
+export async function runWorkflow(
+  client: Client,
+  shape: string,
+  args: unknown[] = [],
+): Promise<number> {
   const t = performance.now();
   const run = runs++;
   await client.workflow.execute(shape, {
     taskQueue: CEILING_TASK_QUEUE,
     workflowId: `${shape}-${process.pid}-${run}`,
+    args,
     // As Relay's starts carry their project: a few keys, for a server with fairness on to balance.
     priority: fairnessOf(`project-${run % 8}`),
   });
@@ -52,13 +58,14 @@ export async function completedPerSecond(
   shape: string,
   concurrency: number,
   seconds: number,
+  args: unknown[] = [],
 ): Promise<{ perSecond: number; p50Ms: number }> {
   const latencies: number[] = [];
   const started = performance.now();
   const deadline = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) latencies.push(await runWorkflow(client, shape));
+      while (performance.now() < deadline) latencies.push(await runWorkflow(client, shape, args));
     }),
   );
   const elapsedS = (performance.now() - started) / 1000;

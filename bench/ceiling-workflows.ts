@@ -18,6 +18,14 @@ export async function oneActivity(): Promise<void> {
   await noop();
 }
 
+/**
+ * A batch's shape (issue 27's probe, bench/batch-probe.ts): `items` local activities at once, in
+ * the workflow's first task, as a batch of first attempts would make them.
+ */
+export async function localActivities(items: number): Promise<void> {
+  await Promise.all(Array.from({ length: items }, () => local.noop()));
+}
+
 /** The shape of `deliverRequest` today: a local activity, then three activities in turn. */
 export async function localAndThreeActivities(): Promise<void> {
   await local.noop();

@@ -212,11 +212,12 @@ export async function benchStack(cleanup: Cleanup, dir: string, env: Record<stri
  * CPU time (user + system) one of the stack's processes has used so far, in ms, from Linux's
  * /proc (clock ticks of 10 ms); NaN when it is not running.
  */
-export async function processCpuMs(
-  stack: Stack,
-  name: "control" | "worker" | "edge",
-): Promise<number> {
-  const pid = stack.processes[name].child?.pid;
+export const processCpuMs = (stack: Stack, name: "control" | "worker" | "edge") =>
+  cpuMs(stack.processes[name]);
+
+/** The same for any process this bench started (Linux's /proc, ticks of 10 ms). */
+export async function cpuMs(process: ManagedProcess): Promise<number> {
+  const pid = process.child?.pid;
   if (pid === undefined) return Number.NaN;
   const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
   return (Number(fields[11]) + Number(fields[12])) * 10;
