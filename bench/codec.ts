@@ -2,7 +2,8 @@
  * What the payload codec costs a delivery (`npm run bench:codec`). A stack delivers requests of
  * 1 KiB and of 256 KiB (the largest body that travels inline); each one's history, read without
  * the codec, shows the payloads sealed for it: how many, how large. In the same process, sealing
- * and opening those very payloads is timed (this process's CPU) against converting the same
+ * and opening those very payloads is timed (this process's CPU, with Web Crypto as the edge seals
+ * and with node:crypto as the worker and the control plane do) against converting the same
  * values without a codec (the JSON work Temporal's converter does for every payload anyway), so
  * each delivery's codec CPU stands beside its baseline. Then sustained delivery, over which the
  * edge's, the worker's and the control plane's CPU per delivery (/proc) is what the codec's share
@@ -14,7 +15,8 @@ import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { defaultPayloadConverter } from "@temporalio/common";
 import { request } from "undici";
-import { type Payload, PayloadCipher, SEALED_ENCODING } from "../core/payload-codec.ts";
+import { type Payload, PayloadCipher, SEALED_ENCODING, webAesGcm } from "../core/payload-codec.ts";
+import { nodeAesGcm } from "../platform/aes-gcm.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
 import { deliveredPerSecond } from "./delivery.ts";
 import { benchStack, followReceipts, processCpuMs, quick, runBench } from "./harness.ts";
@@ -54,7 +56,9 @@ await runBench(async (cleanup) => {
   const dir = await mkdtemp(join(tmpdir(), "relay-bench-codec-"));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
   const { stack, targetPort, slug, key } = await benchStack(cleanup, dir);
-  const cipher = await PayloadCipher.fromSecrets([stack.secrets.encryptionKey]);
+  // As the worker's: node:crypto (the edge's Web Crypto seals one payload per delivery).
+  const cipher = await PayloadCipher.fromSecrets([stack.secrets.encryptionKey], nodeAesGcm);
+  const webCipher = await PayloadCipher.fromSecrets([stack.secrets.encryptionKey], webAesGcm);
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanup.add(() => connection.close());
   // No codec: it reads the histories as Temporal holds them.
@@ -69,7 +73,8 @@ await runBench(async (cleanup) => {
     sealedKiB: number;
     plainKiB: number;
     converterOnlyUs: number;
-    withCodecUs: number;
+    /** The codec's own CPU with Web Crypto (the edge's), then with node:crypto (the worker's). */
+    webCodecUs: number;
     codecUs: number;
   }[] = [];
   for (const [label, bytes] of Object.entries(sizes)) {
@@ -118,11 +123,14 @@ await runBench(async (cleanup) => {
       ),
     );
     // With it: the same, and each payload sealed and opened once.
-    const withCodec = await cpuMicrosPerRound(async () => {
-      const payloads = values.map((value) => defaultPayloadConverter.toPayload(value));
-      const out = await cipher.decode(await cipher.encode(payloads));
-      return out.map((payload) => defaultPayloadConverter.fromPayload(payload));
-    });
+    const withCodec = (codec: PayloadCipher) =>
+      cpuMicrosPerRound(async () => {
+        const payloads = values.map((value) => defaultPayloadConverter.toPayload(value));
+        const out = await codec.decode(await codec.encode(payloads));
+        return out.map((payload) => defaultPayloadConverter.fromPayload(payload));
+      });
+    const viaNode = await withCodec(cipher);
+    const viaWeb = await withCodec(webCipher);
     rows.push({
       body: label,
       payloadsPerDelivery: sample.all,
@@ -130,8 +138,8 @@ await runBench(async (cleanup) => {
       sealedKiB: sealed.reduce((sum, p) => sum + (p.data?.byteLength ?? 0), 0) / 1024,
       plainKiB: opened.reduce((sum, p) => sum + (p.data?.byteLength ?? 0), 0) / 1024,
       converterOnlyUs: converterOnly,
-      withCodecUs: withCodec,
-      codecUs: withCodec - converterOnly,
+      webCodecUs: viaWeb - converterOnly,
+      codecUs: viaNode - converterOnly,
     });
   }
 
@@ -157,12 +165,12 @@ await runBench(async (cleanup) => {
 
   console.log(`\nThe payload codec's CPU per delivery (${rounds} rounds each, this process):`);
   console.log(
-    "| body | payloads in its history | sealed | sealed KiB | plain KiB | converter alone | with the codec | codec | share of a 1 KiB delivery's CPU |",
+    "| body | payloads in its history | sealed | sealed KiB | plain KiB | converter alone | codec, Web Crypto | codec, node:crypto | node:crypto's share of a 1 KiB delivery's CPU |",
   );
   console.log("|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     console.log(
-      `| ${r.body} | ${r.payloadsPerDelivery} | ${r.sealedPerDelivery} | ${r.sealedKiB.toFixed(1)} | ${r.plainKiB.toFixed(1)} | ${r.converterOnlyUs.toFixed(0)} µs | ${r.withCodecUs.toFixed(0)} µs | ${r.codecUs.toFixed(0)} µs | ${r.body === "1 KiB" ? `${((100 * r.codecUs) / cpuPerDeliveryUs).toFixed(1)}%` : "(sustained load is 1 KiB)"} |`,
+      `| ${r.body} | ${r.payloadsPerDelivery} | ${r.sealedPerDelivery} | ${r.sealedKiB.toFixed(1)} | ${r.plainKiB.toFixed(1)} | ${r.converterOnlyUs.toFixed(0)} µs | ${r.webCodecUs.toFixed(0)} µs | ${r.codecUs.toFixed(0)} µs | ${r.body === "1 KiB" ? `${((100 * r.codecUs) / cpuPerDeliveryUs).toFixed(1)}%` : "(sustained load is 1 KiB)"} |`,
     );
   }
   console.log(

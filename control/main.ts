@@ -6,6 +6,7 @@ import { derivePayloadKeys, PayloadCipher } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
+import { nodeAesGcm } from "../platform/aes-gcm.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
@@ -62,7 +63,7 @@ const server = createControlServer(
     },
     credentials: await credentialsFrom(config),
     codec: {
-      cipher: await PayloadCipher.fromKeys(payloadKeys),
+      cipher: await PayloadCipher.fromKeys(payloadKeys, nodeAesGcm),
       sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),
       operatorTokenHashes: await Promise.all(operatorTokens.map(hashSecret)),
       uiOrigin: new URL(config.RELAY_TEMPORAL_UI_URL).origin,

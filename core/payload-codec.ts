@@ -39,35 +39,71 @@ export interface PayloadKey {
   key: Uint8Array;
 }
 
+/**
+ * AES-256-GCM under one key, as a runtime offers it: Web Crypto anywhere (`webAesGcm`, the
+ * edge's), or node:crypto, cheaper per call (platform/aes-gcm.ts: the worker's and the control
+ * plane's). Sealed bytes are the ciphertext, then its 16-byte tag, as Web Crypto writes them.
+ */
+export interface AesGcmKey {
+  seal(iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  open(iv: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+}
+export type AesGcm = (key: Uint8Array) => Promise<AesGcmKey>;
+
+export const webAesGcm: AesGcm = async (raw) => {
+  const key = await crypto.subtle.importKey("raw", Uint8Array.from(raw), "AES-GCM", false, [
+    "encrypt",
+    "decrypt",
+  ]);
+  // Copies: Web Crypto takes only views on plain ArrayBuffers.
+  const params = (iv: Uint8Array, aad: Uint8Array) => ({
+    name: "AES-GCM",
+    iv: Uint8Array.from(iv),
+    additionalData: Uint8Array.from(aad),
+  });
+  return {
+    async seal(iv, plaintext, aad) {
+      return new Uint8Array(
+        await crypto.subtle.encrypt(params(iv, aad), key, Uint8Array.from(plaintext)),
+      );
+    },
+    async open(iv, sealed, aad) {
+      return new Uint8Array(
+        await crypto.subtle.decrypt(params(iv, aad), key, Uint8Array.from(sealed)),
+      );
+    },
+  };
+};
+
 interface ImportedKey {
   id: string;
-  key: CryptoKey;
+  key: AesGcmKey;
 }
 
 export class PayloadCipher {
   private constructor(
     private readonly sealing: ImportedKey,
-    private readonly opening: ReadonlyMap<string, CryptoKey>,
+    private readonly opening: ReadonlyMap<string, AesGcmKey>,
   ) {}
 
   /**
    * `secrets`: the deployment's secrets as 64 hex characters each, newest first; the first
    * seals, every one opens.
    */
-  static async fromSecrets(secrets: readonly string[]): Promise<PayloadCipher> {
-    return PayloadCipher.fromKeys(await derivePayloadKeys(secrets));
+  static async fromSecrets(
+    secrets: readonly string[],
+    aesGcm: AesGcm = webAesGcm,
+  ): Promise<PayloadCipher> {
+    return PayloadCipher.fromKeys(await derivePayloadKeys(secrets), aesGcm);
   }
 
   /** `keys` newest first, as derivePayloadKeys gives them: the first seals, every one opens. */
-  static async fromKeys(keys: readonly PayloadKey[]): Promise<PayloadCipher> {
+  static async fromKeys(
+    keys: readonly PayloadKey[],
+    aesGcm: AesGcm = webAesGcm,
+  ): Promise<PayloadCipher> {
     const imported = await Promise.all(
-      keys.map(async ({ id, key }) => ({
-        id,
-        key: await crypto.subtle.importKey("raw", Uint8Array.from(key), "AES-GCM", false, [
-          "encrypt",
-          "decrypt",
-        ]),
-      })),
+      keys.map(async ({ id, key }) => ({ id, key: await aesGcm(key) })),
     );
     const [sealing] = imported;
     if (!sealing) throw new Error("the payload codec needs at least one key");
@@ -96,14 +132,10 @@ export class PayloadCipher {
       }),
     );
     const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-    const sealed = await crypto.subtle.encrypt(
-      { name: "AES-GCM", iv, additionalData: utf8.encode(this.sealing.id) },
-      this.sealing.key,
-      plain,
-    );
+    const sealed = await this.sealing.key.seal(iv, plain, utf8.encode(this.sealing.id));
     const data = new Uint8Array(IV_BYTES + sealed.byteLength);
     data.set(iv);
-    data.set(new Uint8Array(sealed), IV_BYTES);
+    data.set(sealed, IV_BYTES);
     return {
       metadata: {
         encoding: utf8.encode(SEALED_ENCODING),
@@ -121,14 +153,13 @@ export class PayloadCipher {
     const key = this.opening.get(id);
     // A key the deployment no longer has: the payload stays sealed for good, so say which.
     if (!key) throw new UnknownPayloadKey(id);
-    // A copy: Web Crypto takes only a view on a plain ArrayBuffer.
-    const data = Uint8Array.from(payload.data ?? []);
-    const plain = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: data.subarray(0, IV_BYTES), additionalData: utf8.encode(id) },
-      key,
+    const data = payload.data ?? new Uint8Array();
+    const plain = await key.open(
+      data.subarray(0, IV_BYTES),
       data.subarray(IV_BYTES),
+      utf8.encode(id),
     );
-    const opened = fromBinary(SealedPayloadSchema, new Uint8Array(plain));
+    const opened = fromBinary(SealedPayloadSchema, plain);
     return { metadata: opened.metadata, data: opened.data };
   }
 }

@@ -20,6 +20,7 @@ import {
   ROTATION_WORKFLOW,
   TASK_QUEUE,
 } from "../core/temporal.ts";
+import { nodeAesGcm } from "./aes-gcm.ts";
 
 export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;
@@ -31,7 +32,7 @@ export interface TemporalSettings {
 
 /** The payload codec of the deployment's secrets (core/payload-codec.ts). */
 export const payloadCipherOf = (settings: TemporalSettings) =>
-  PayloadCipher.fromSecrets(payloadSecretsFrom(settings));
+  PayloadCipher.fromSecrets(payloadSecretsFrom(settings), nodeAesGcm);
 
 /**
  * How Relay's payloads reach Temporal: sealed by the codec, failures' messages with them. A
