@@ -1,6 +1,7 @@
 /** `npm start`: the whole stack on embedded defaults, the demo project seeded once. */
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { ConfigError, parseEnv } from "../core/env.ts";
 import { portFree } from "./ports.ts";
 import { StartError } from "./processes.ts";
 import { DEMO, seedDemo } from "./seed.ts";
@@ -23,19 +24,13 @@ const envSchema = z.object({
 });
 
 try {
-  await main(parseEnv());
+  await main(parseEnv(envSchema, process.env));
 } catch (error) {
   // What a user can fix is said plainly; anything else keeps its stack for a bug report.
-  console.error(error instanceof StartError ? error.message : error);
+  const fixable = error instanceof StartError || error instanceof ConfigError;
+  console.error(fixable ? error.message : error);
   console.error("Relay did not start.");
   process.exit(1);
-}
-
-function parseEnv() {
-  const parsed = envSchema.safeParse(process.env);
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-  throw new StartError(`Bad environment:\n${problems.join("\n")}`);
 }
 
 /** Every port this start will bind, with the variable that moves it. */
