@@ -36,6 +36,10 @@ const layers: Record<string, { owns: string; imports: string[] }> = {
   },
   panel: { owns: "the browser panel", imports: ["core", "gen"] },
   dev: { owns: "the stack on one machine: npm start, the tests' stack", imports: ["core"] },
+  cli: {
+    owns: "the relay command: one entry, a subcommand per process",
+    imports: ["core", "store", "edge", "control", "workflows", "dev"],
+  },
 };
 
 /** The edge's Node entry reaches targets through the same pinned connection as the worker. */
