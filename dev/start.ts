@@ -1,5 +1,5 @@
 /** `npm start`: the whole stack on embedded defaults, the demo project seeded once. */
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError, parseEnv } from "../core/env.ts";
 import { portFree } from "./ports.ts";
@@ -12,7 +12,8 @@ const envSchema = z.object({
   DATABASE_URL: z.url().optional(),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_HTTP_ADDRESS: z.url().optional(),
-  RELAY_DATA_DIR: z.string().default(fileURLToPath(new URL("../.relay", import.meta.url))),
+  // In the directory it starts from (npm start: the repository), never inside the build.
+  RELAY_DATA_DIR: z.string().default(resolve(".relay")),
   RELAY_POSTGRES_PORT: port.default(defaultPorts.postgres),
   RELAY_CONTROL_PORT: port.default(defaultPorts.control),
   RELAY_EDGE_PORT: port.default(defaultPorts.edge),
