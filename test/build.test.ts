@@ -21,6 +21,7 @@ import {
   projectWithEndpoint,
   relay,
   stack,
+  stackEnv,
   stackLog,
   targetServer,
 } from "./helpers.ts";
@@ -44,17 +45,6 @@ function relayCommand(args: string[], env: Record<string, string>) {
   });
 }
 
-const settings = () => ({
-  DATABASE_URL: stack().databaseUrl,
-  TEMPORAL_ADDRESS: stack().temporalAddress,
-  TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-  RELAY_ADMIN_TOKEN: stack().adminToken,
-  RELAY_EDGE_TOKEN: stack().edgeToken,
-  RELAY_ENCRYPTION_KEY: stack().encryptionKey,
-  RELAY_ALLOW_PRIVATE_TARGETS: "1",
-  RELAY_EDGE_DOMAIN: `localhost:${stack().edgePort}`,
-});
-
 test.each([
   [
     "worker",
@@ -72,7 +62,7 @@ test.each([
 ] as const)(
   "relay %s from the build refuses a bad setting (%j): exit 1, one line naming it",
   async (command, bad, line) => {
-    const { code, stdout, stderr } = await relayCommand([command], { ...settings(), ...bad });
+    const { code, stdout, stderr } = await relayCommand([command], { ...stackEnv(), ...bad });
     expect(code).toBe(1);
     expect(stderr).toBe(`relay ${command}: ${line}\n`);
     expect(stdout).toBe("");
@@ -151,7 +141,7 @@ const built = (command: string, readyLine: string, env: Record<string, string>) 
       name: `${command}-built`,
       command: [process.execPath, relayBin, command],
       readyLine,
-      env: { ...settings(), ...env },
+      env: { ...stackEnv(), ...env },
     },
     stackLog(),
   );
