@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { envFlag, listenHost, listenPort, sharedEnv } from "../core/env.ts";
+import { envFlag, listenHost, listenPort, parseEnv, sharedEnv } from "../core/env.ts";
 import { defaultProjectLimits, MAX_PROJECT_CAP, type ProjectLimits } from "../core/limits.ts";
 
 const projectCap = (fallback: number) =>
@@ -66,5 +66,5 @@ export function projectLimitsOf(config: ControlConfig): ProjectLimits {
 }
 
 export function loadControlConfig(env: Record<string, string | undefined>): ControlConfig {
-  return schema.parse(env);
+  return parseEnv(schema, env);
 }

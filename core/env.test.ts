@@ -3,7 +3,14 @@ import type { z } from "zod";
 import { loadControlConfig } from "../control/config.ts";
 import { loadEdgeConfig } from "../edge/config.ts";
 import { loadWorkerConfig } from "../workflows/config.ts";
-import { ENCRYPTION_KEY_HEX, envFlag, listenPort, payloadSecretsFrom, sharedEnv } from "./env.ts";
+import {
+  ConfigError,
+  ENCRYPTION_KEY_HEX,
+  envFlag,
+  listenPort,
+  payloadSecretsFrom,
+  sharedEnv,
+} from "./env.ts";
 
 const KEY = "ab".repeat(32);
 const TOKEN = "t".repeat(32);
@@ -87,4 +94,45 @@ test("the payload codec's secrets: RELAY_PAYLOAD_KEYS newest first, else RELAY_E
   expect(() => loadWorkerConfig({ ...base, RELAY_PAYLOAD_KEYS: `${NEW},short` })).toThrow(
     "must be 64-hex-character secrets, comma-separated",
   );
+});
+
+test("a bad or missing setting is one line naming its variable, for every process", () => {
+  const errorOf = (load: () => unknown) => {
+    try {
+      load();
+    } catch (error) {
+      return error;
+    }
+    return null;
+  };
+  const error = errorOf(() =>
+    loadWorkerConfig({ RELAY_ENCRYPTION_KEY: "zz", RELAY_WORKER_PORT: "http" }),
+  );
+  expect(error).toBeInstanceOf(ConfigError);
+  expect((error as ConfigError).message.split("\n")).toEqual([
+    "DATABASE_URL is not set",
+    "RELAY_WORKER_PORT: Invalid input: expected number, received NaN",
+    "RELAY_ENCRYPTION_KEY must be 32 bytes as 64 hex characters",
+  ]);
+  expect((errorOf(() => loadEdgeConfig({})) as ConfigError).message).toBe(
+    "RELAY_EDGE_TOKEN is not set",
+  );
+  expect((errorOf(() => loadControlConfig({})) as ConfigError).message.split("\n")).toEqual([
+    "DATABASE_URL is not set",
+    "RELAY_ADMIN_TOKEN is not set",
+    "RELAY_EDGE_TOKEN is not set",
+    "RELAY_ENCRYPTION_KEY is not set",
+  ]);
+  // A process's own cross-variable rule names the variable too.
+  expect(
+    (
+      errorOf(() =>
+        loadWorkerConfig({
+          DATABASE_URL: "postgres://relay@127.0.0.1/relay",
+          RELAY_ENCRYPTION_KEY: KEY,
+          RELAY_PROJECT_SYNC_IN_FLIGHT: "500",
+        }),
+      ) as ConfigError
+    ).message,
+  ).toBe("RELAY_PROJECT_SYNC_IN_FLIGHT: must be at most RELAY_WORKER_SYNC_SLOTS");
 });

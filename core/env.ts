@@ -3,6 +3,30 @@ import { z } from "zod";
 import { parseListeners } from "./listeners.ts";
 import { defaultWaitingCaps } from "./waiting.ts";
 
+/** A setting that is missing or bad: one line per variable, each naming it. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/**
+ * A process's environment through its schema; every refusal is a ConfigError, which `relay`
+ * prints as it is (cli/relay.ts). A variable's own message that names it is kept whole.
+ */
+export function parseEnv<T extends z.ZodType>(
+  schema: T,
+  env: Record<string, string | undefined>,
+): z.output<T> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((issue) => {
+    const variable = issue.path.join(".");
+    if (env[variable] === undefined && issue.code === "invalid_type")
+      return `${variable} is not set`;
+    return issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`;
+  });
+  throw new ConfigError(lines.join("\n"));
+}
+
 /** An on/off variable: "1" or "true" is on; unset, empty, "0" or "false" is off. */
 export const envFlag = z
   .enum(["0", "1", "true", "false", ""])

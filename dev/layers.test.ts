@@ -35,12 +35,21 @@ const layers: Record<string, { owns: string; imports: string[] }> = {
     imports: ["core", "store", "platform"],
   },
   panel: { owns: "the browser panel", imports: ["core", "gen"] },
-  dev: { owns: "the stack on one machine: npm start, the tests' stack", imports: ["core"] },
+  dev: {
+    owns: "the stack on one machine: npm start, the tests' stack, the build",
+    imports: ["core", "platform"],
+  },
+  cli: {
+    owns: "the relay command: one entry, a subcommand per process",
+    imports: ["core", "store", "edge", "control", "workflows", "dev"],
+  },
 };
 
 /** The edge's Node entry reaches targets through the same pinned connection as the worker. */
 const exceptions: Record<string, string[]> = {
   "edge/main.ts": ["platform"],
+  // The build writes the workflow bundles.
+  "dev/build.ts": ["workflows"],
 };
 
 /**

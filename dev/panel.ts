@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runsFromBuild } from "../platform/modules.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const panelRoot = join(root, "panel");
@@ -17,10 +18,11 @@ const stampName = ".sources";
 /** Everything the bundle is made from. */
 const sources = ["panel/index.html", "panel/src", "gen/relay", "package-lock.json", "dev/panel.ts"];
 
-async function sourceHash(): Promise<string> {
+/** One hash of every file under `paths` (relative to the repository), names and contents. */
+export async function sourceHash(paths: string[]): Promise<string> {
   const hash = createHash("sha256");
   const files: string[] = [];
-  for (const source of sources) {
+  for (const source of paths) {
     const path = join(root, source);
     const entries = await readdir(path, { recursive: true, withFileTypes: true }).catch(() => null);
     if (!entries) files.push(path);
@@ -38,7 +40,9 @@ async function sourceHash(): Promise<string> {
 
 /** Builds panel/dist unless it was built from these very sources; says which it did. */
 export async function buildPanel(): Promise<"built" | "up to date"> {
-  const wanted = await sourceHash();
+  // The build (dist/) carries the panel `npm run build` made, and no sources to make it from.
+  if (runsFromBuild(import.meta.url)) return "up to date";
+  const wanted = await sourceHash(sources);
   const built = await readFile(join(panelDist, stampName), "utf8").catch(() => "");
   if (built === wanted) return "up to date";
   // Imported here: a stack whose panel is current never loads Vite.

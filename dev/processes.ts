@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { runsFromBuild } from "../platform/modules.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -219,7 +220,13 @@ export class ManagedProcess {
   }
 }
 
+/** From the build (dist/, `relay start`), a child runs the build's JavaScript on Node alone. */
+const FROM_BUILD = runsFromBuild(import.meta.url);
+
 function commandLine(spec: ProcessSpec): [string, string[]] {
+  if (FROM_BUILD && spec.command === undefined && spec.entry !== undefined) {
+    return [process.execPath, [spec.entry.replace(/\.ts$/, ".js")]];
+  }
   const [command = process.execPath, ...args] = spec.command ?? [
     process.execPath,
     "--import",

@@ -1,6 +1,7 @@
 /** `npm start`: the whole stack on embedded defaults, the demo project seeded once. */
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
 import { z } from "zod";
+import { ConfigError, parseEnv } from "../core/env.ts";
 import { portFree } from "./ports.ts";
 import { StartError } from "./processes.ts";
 import { DEMO, seedDemo } from "./seed.ts";
@@ -11,7 +12,8 @@ const envSchema = z.object({
   DATABASE_URL: z.url().optional(),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_HTTP_ADDRESS: z.url().optional(),
-  RELAY_DATA_DIR: z.string().default(fileURLToPath(new URL("../.relay", import.meta.url))),
+  // In the directory it starts from (npm start: the repository), never inside the build.
+  RELAY_DATA_DIR: z.string().default(resolve(".relay")),
   RELAY_POSTGRES_PORT: port.default(defaultPorts.postgres),
   RELAY_CONTROL_PORT: port.default(defaultPorts.control),
   RELAY_EDGE_PORT: port.default(defaultPorts.edge),
@@ -23,19 +25,13 @@ const envSchema = z.object({
 });
 
 try {
-  await main(parseEnv());
+  await main(parseEnv(envSchema, process.env));
 } catch (error) {
   // What a user can fix is said plainly; anything else keeps its stack for a bug report.
-  console.error(error instanceof StartError ? error.message : error);
+  const fixable = error instanceof StartError || error instanceof ConfigError;
+  console.error(fixable ? error.message : error);
   console.error("Relay did not start.");
   process.exit(1);
-}
-
-function parseEnv() {
-  const parsed = envSchema.safeParse(process.env);
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-  throw new StartError(`Bad environment:\n${problems.join("\n")}`);
 }
 
 /** Every port this start will bind, with the variable that moves it. */

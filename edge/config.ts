@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
+import { listenHost, listenPort, parseEnv, sharedEnv } from "../core/env.ts";
 import { parseCidr } from "../core/ip.ts";
 
 const schema = z.object({
@@ -63,5 +63,5 @@ export type EdgeConfig = z.infer<typeof schema>;
 
 /** Runtime-neutral: each adapter passes its own environment (process.env, Deno.env). */
 export function loadEdgeConfig(env: Record<string, string | undefined>): EdgeConfig {
-  return schema.parse(env);
+  return parseEnv(schema, env);
 }

@@ -1,5 +1,4 @@
 /** The Temporal client the worker and the control plane share, and the daily Schedules. */
-import { fileURLToPath } from "node:url";
 import {
   Client,
   Connection,
@@ -21,6 +20,7 @@ import {
   TASK_QUEUE,
 } from "../core/temporal.ts";
 import { nodeAesGcm } from "./aes-gcm.ts";
+import { siblingModule } from "./modules.ts";
 
 export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;
@@ -45,9 +45,7 @@ export function relayDataConverter(cipher: PayloadCipher): DataConverter {
   };
 }
 
-export const FAILURE_CONVERTER_PATH = fileURLToPath(
-  new URL("./temporal-failures.ts", import.meta.url),
-);
+export const FAILURE_CONVERTER_PATH = siblingModule(import.meta.url, "temporal-failures");
 
 export async function connectTemporal(settings: TemporalSettings): Promise<Client> {
   const connection = await Connection.connect({

@@ -329,6 +329,18 @@ export const relayTemporal = () =>
     RELAY_ENCRYPTION_KEY: stack().encryptionKey,
   });
 
+/** What another control plane, worker or edge beside the stack's needs to join it. */
+export const stackEnv = () => ({
+  DATABASE_URL: stack().databaseUrl,
+  TEMPORAL_ADDRESS: stack().temporalAddress,
+  TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
+  RELAY_ADMIN_TOKEN: stack().adminToken,
+  RELAY_EDGE_TOKEN: stack().edgeToken,
+  RELAY_ENCRYPTION_KEY: stack().encryptionKey,
+  RELAY_ALLOW_PRIVATE_TARGETS: "1",
+  RELAY_EDGE_DOMAIN: `localhost:${stack().edgePort}`,
+});
+
 /** An extra edge's settings: on `port`, following the stack's control plane and Temporal. */
 export function edgeEnv(port: number, env: Record<string, string> = {}): Record<string, string> {
   return {

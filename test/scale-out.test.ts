@@ -9,21 +9,11 @@ import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
-import { finishedLog, projectWithEndpoint, stack, stackLog } from "./helpers.ts";
+import { finishedLog, projectWithEndpoint, stack, stackEnv, stackLog } from "./helpers.ts";
 
 const REQUESTS = 60;
 const [controlPort = 0, workerPort = 0, edgePort = 0] = await freePorts(3);
-const shared = () => ({
-  DATABASE_URL: stack().databaseUrl,
-  TEMPORAL_ADDRESS: stack().temporalAddress,
-  TEMPORAL_HTTP_ADDRESS: stack().temporalHttpAddress,
-  RELAY_ADMIN_TOKEN: stack().adminToken,
-  RELAY_EDGE_TOKEN: stack().edgeToken,
-  RELAY_ENCRYPTION_KEY: stack().encryptionKey,
-  RELAY_ALLOW_PRIVATE_TARGETS: "1",
-  RELAY_EDGE_DOMAIN: `localhost:${stack().edgePort}`,
-  RELAY_DEV_CLOCK: "1",
-});
+const shared = () => ({ ...stackEnv(), RELAY_DEV_CLOCK: "1" });
 const second = {
   control: new ManagedProcess(
     {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { listenHost, listenPort, sharedEnv } from "../core/env.ts";
+import { listenHost, listenPort, parseEnv, sharedEnv } from "../core/env.ts";
 
 const schema = z.object({
   DATABASE_URL: sharedEnv.DATABASE_URL,
@@ -64,5 +64,5 @@ const checked = schema.superRefine((config, ctx) => {
 });
 
 export function loadWorkerConfig(env: Record<string, string | undefined>): WorkerConfig {
-  return checked.parse(env);
+  return parseEnv(checked, env);
 }

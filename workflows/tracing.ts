@@ -6,7 +6,6 @@
  * (core/target-call.ts) is a child of its activity's. Used only when the process exports traces:
  * otherwise no interceptor runs.
  */
-import { fileURLToPath } from "node:url";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { millisToHrTime } from "@opentelemetry/core";
@@ -27,14 +26,13 @@ export function workerTracing(config: TracingConfig) {
     "relay-worker",
     new AsyncLocalStorageContextManager().enable(),
   );
-  if (!tracing) return { options: {}, shutdown: async () => {} };
+  if (!tracing) return { traced: false, options: {}, shutdown: async () => {} };
   const { processor, resource } = tracing;
   const sinks: InjectedSinks<TraceSinks> = {
     traces: { workflowEnded: { fn: (_info, span) => processor.onEnd(readable(span, resource)) } },
   };
   const options: Pick<WorkerOptions, "interceptors" | "sinks"> = {
     interceptors: {
-      workflowModules: [fileURLToPath(new URL("./trace-interceptors.ts", import.meta.url))],
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
@@ -44,7 +42,8 @@ export function workerTracing(config: TracingConfig) {
     },
     sinks,
   };
-  return { options, shutdown: tracing.shutdown };
+  // The workflow's own span comes from the traced workflow bundle (workflows/bundle.ts).
+  return { traced: true, options, shutdown: tracing.shutdown };
 }
 
 /** A workflow's span as the SDK's processors take a finished one. */

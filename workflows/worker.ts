@@ -1,7 +1,5 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
-import { fileURLToPath } from "node:url";
 import {
-  bundleWorkflowCode,
   DefaultLogger,
   NativeConnection,
   Runtime,
@@ -21,7 +19,6 @@ import {
   connectTemporal,
   ensureCircuit,
   ensureSchedules,
-  FAILURE_CONVERTER_PATH,
   payloadCipherOf,
   relayDataConverter,
   temporalAnswers,
@@ -29,6 +26,7 @@ import {
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
+import { workflowBundleFor } from "./bundle.ts";
 import { loadWorkerConfig } from "./config.ts";
 import { log, observeAttempt, observeCircuit, observeSlots, registry } from "./observability.ts";
 import { workerTracing } from "./tracing.ts";
@@ -93,13 +91,8 @@ const activities = createActivities({
     ),
   },
 });
-// One bundle of the workflows for the three workers below (bundling is the slow part of a start).
-const { workflowModules, ...interceptors } = tracing.options.interceptors ?? {};
-const workflowBundle = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL("./workflows.ts", import.meta.url)),
-  ...(workflowModules && { workflowInterceptorModules: workflowModules }),
-  failureConverterPath: FAILURE_CONVERTER_PATH,
-});
+// One bundle of the workflows for the three workers below: the build's, or made now from source.
+const workflowBundle = await workflowBundleFor(tracing.traced);
 const shared = {
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
@@ -107,7 +100,7 @@ const shared = {
   dataConverter: relayDataConverter(await payloadCipherOf(config)),
   workflowBundle,
   activities,
-  interceptors,
+  ...(tracing.options.interceptors && { interceptors: tracing.options.interceptors }),
   ...(tracing.options.sinks && { sinks: tracing.options.sinks }),
   ...workerPolling,
   // On SIGTERM, attempts in flight get this long to finish; past it they are cancelled and
