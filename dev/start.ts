@@ -5,6 +5,7 @@ import { portFree } from "./ports.ts";
 import { StartError } from "./processes.ts";
 import { DEMO, seedDemo } from "./seed.ts";
 import { defaultPorts, startStack } from "./stack.ts";
+import { temporalServerKind } from "./temporal-server.ts";
 
 const port = z.coerce.number().int().min(1).max(65535);
 const envSchema = z.object({
@@ -20,6 +21,7 @@ const envSchema = z.object({
   RELAY_TEMPORAL_PORT: port.default(defaultPorts.temporal.grpc),
   RELAY_TEMPORAL_HTTP_PORT: port.default(defaultPorts.temporal.http),
   RELAY_TEMPORAL_UI_PORT: port.default(defaultPorts.temporal.ui),
+  RELAY_TEMPORAL_SERVER: temporalServerKind,
 });
 
 try {
@@ -38,6 +40,12 @@ function parseEnv() {
   throw new StartError(`Bad environment:\n${problems.join("\n")}`);
 }
 
+/** Why no Temporal UI link is printed. */
+function temporalUiNote(env: z.infer<typeof envSchema>): string {
+  if (env.TEMPORAL_ADDRESS) return "(external Temporal)";
+  return "(none: Temporal's own server serves no UI; the dev server does)";
+}
+
 /** Every port this start will bind, with the variable that moves it. */
 async function assertPortsFree(env: z.infer<typeof envSchema>) {
   const wanted: [number, string, string][] = [
@@ -51,8 +59,10 @@ async function assertPortsFree(env: z.infer<typeof envSchema>) {
     wanted.push(
       [env.RELAY_TEMPORAL_PORT, "Temporal", "RELAY_TEMPORAL_PORT"],
       [env.RELAY_TEMPORAL_HTTP_PORT, "Temporal HTTP API", "RELAY_TEMPORAL_HTTP_PORT"],
-      [env.RELAY_TEMPORAL_UI_PORT, "Temporal UI", "RELAY_TEMPORAL_UI_PORT"],
     );
+    if (env.RELAY_TEMPORAL_SERVER === "dev") {
+      wanted.push([env.RELAY_TEMPORAL_UI_PORT, "Temporal UI", "RELAY_TEMPORAL_UI_PORT"]);
+    }
   }
   for (const [number, what, variable] of wanted) {
     if (!(await portFree(number))) {
@@ -81,6 +91,7 @@ async function main(env: z.infer<typeof envSchema>) {
       demo: env.RELAY_DEMO_PORT,
     },
     output: "inherit",
+    temporalServer: env.RELAY_TEMPORAL_SERVER,
     external: {
       databaseUrl: env.DATABASE_URL,
       temporalAddress: env.TEMPORAL_ADDRESS,
@@ -107,7 +118,7 @@ async function main(env: z.infer<typeof envSchema>) {
     `  Edge (inbound):   http://{project}.localhost:${env.RELAY_EDGE_PORT}/{line}/{endpoint}`,
     `  Panel:            ${stack.controlUrl}/  (sign in with a member token)`,
     `  Control plane:    ${stack.controlUrl}  (REST, Connect, gRPC, gRPC-Web)`,
-    `  Temporal UI:      ${stack.temporal.uiUrl ?? "(external Temporal)"}`,
+    `  Temporal UI:      ${stack.temporal.uiUrl ?? temporalUiNote(env)}`,
     `  Admin token:      in ${env.RELAY_DATA_DIR}/secrets.json`,
   ];
   if (seed) {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import { temporalServerKindFromEnv } from "../dev/temporal-server.ts";
 import { eventually } from "./helpers.ts";
 
 let stack: Stack;
@@ -23,6 +24,7 @@ beforeAll(async () => {
     dir,
     ports,
     output: join(dir, "stack.log"),
+    temporalServer: temporalServerKindFromEnv(),
     // A lost attempt counts as lost after 3 s instead of 2 minutes.
     env: { RELAY_ATTEMPT_TIMEOUT_MS: "3000", RELAY_RETRY_INITIAL_MS: "200" },
   });

@@ -1,12 +1,14 @@
 /**
- * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server,
- * control plane, worker, edge) on free ports in a temporary folder, and shares its addresses.
+ * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server or,
+ * with RELAY_TEMPORAL_SERVER=postgres, Temporal's own server on that Postgres, control plane,
+ * worker, edge) on free ports in a temporary folder, and shares its addresses.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { freeStackPorts, type Stack, startStack } from "../../dev/stack.ts";
+import { type TemporalServerKind, temporalServerKindFromEnv } from "../../dev/temporal-server.ts";
 
 export interface StackInfo {
   controlUrl: string;
@@ -17,6 +19,7 @@ export interface StackInfo {
   databaseUrl: string;
   temporalAddress: string;
   temporalHttpAddress: string;
+  temporalServer: TemporalServerKind;
   /** The Temporal dev server's UI, which the panel links requests to. */
   temporalUiUrl: string | null;
   adminToken: string;
@@ -39,11 +42,13 @@ export async function setup(project: TestProject) {
   dir = await mkdtemp(join(tmpdir(), "relay-test-"));
   const ports = await freeStackPorts();
   const logFile = join(dir, "stack.log");
+  const temporalServer = temporalServerKindFromEnv();
   stack = await startStack({
     dir,
     ports,
     output: logFile,
     env: { RELAY_DEV_CLOCK: "1", RELAY_BODY_TIMEOUT_MS: "1000", RELAY_INITIAL_CREDITS: "100" },
+    temporalServer,
     external: { databaseUrl: process.env.DATABASE_URL },
   });
   project.provide("stack", {
@@ -54,6 +59,7 @@ export async function setup(project: TestProject) {
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,
+    temporalServer,
     temporalUiUrl: stack.temporal.uiUrl,
     adminToken: stack.secrets.adminToken,
     edgeToken: stack.secrets.edgeToken,
