@@ -13,7 +13,7 @@ import { Connection, isGrpcServiceError } from "@temporalio/client";
 import { msToTs } from "@temporalio/common/lib/time.js";
 import { z } from "zod";
 import { searchAttributes } from "../core/temporal.ts";
-import { freePorts } from "./ports.ts";
+import { freeLowPorts } from "./ports.ts";
 import { ManagedProcess, StartError } from "./processes.ts";
 import { cliCacheDir, goInstall, type RunningTemporal, type TemporalPorts } from "./temporal.ts";
 import {
@@ -165,7 +165,7 @@ export async function startTemporalServer(
     dynamicConfigPath,
     dynamicConfigFile(options.dynamicConfig ?? temporalDynamicConfig),
   );
-  // The services' own ports, which no client of Temporal's dials: any free ones.
+  // The services' own ports, which no client of Temporal's dials.
   const [
     history,
     matching,
@@ -174,7 +174,7 @@ export async function startTemporalServer(
     historyMembership,
     matchingMembership,
     workerMembership,
-  ] = (await freePorts(7)) as [number, number, number, number, number, number, number];
+  ] = (await freeLowPorts(7)) as [number, number, number, number, number, number, number];
   const configPath = join(dir, "temporal-server.yaml");
   const config = temporalServerConfig({
     postgres: options.postgres,
