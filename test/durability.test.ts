@@ -122,7 +122,7 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
   target.close();
 }, 120_000);
 
-test("restarting the Temporal dev server (same SQLite file) with requests queued loses none", async () => {
+test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests queued loses none", async () => {
   const received = new Set<string>();
   const sink = createServer((req, res) => {
     received.add(String(req.headers["x-relay-request-id"]));
