@@ -7,9 +7,16 @@ import { mkdir } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
 import { embeddedPostgresUrl } from "./postgres.ts";
-import { defaultRestartPolicy, logFile, ManagedProcess, type RestartPolicy } from "./processes.ts";
+import {
+  defaultRestartPolicy,
+  logFile,
+  ManagedProcess,
+  type RestartPolicy,
+  StartError,
+} from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
 import { findTemporalCli, startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
+import type { TemporalServerTls } from "./temporal-config.ts";
 import {
   findTemporalServer,
   startTemporalServer,
@@ -63,6 +70,11 @@ export interface StackOptions {
    * history shard; the default) or Temporal's own server on the stack's PostgreSQL.
    */
   temporalServer?: TemporalServerKind;
+  /**
+   * Temporal's own server serves its frontend (gRPC and the HTTP API) over TLS with this
+   * certificate, and Relay's processes trust its CA (TEMPORAL_TLS_CA).
+   */
+  temporalTls?: TemporalServerTls;
   /** Honour DATABASE_URL and TEMPORAL_ADDRESS from the environment (npm start does). */
   external?: {
     databaseUrl?: string | undefined;
@@ -91,6 +103,9 @@ export interface Stack {
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { dir, ports } = options;
+  if (options.temporalTls && options.temporalServer !== "postgres") {
+    throw new StartError("TLS needs Temporal's own server (RELAY_TEMPORAL_SERVER=postgres)");
+  }
   await mkdir(dir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
   const supervisedProcesses: ManagedProcess[] = [];
@@ -156,6 +171,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           ? await startTemporalDevServer(temporalSource.cli, dir, ports.temporal, { output })
           : await startTemporalServer(temporalSource.binaries, dir, ports.temporal, {
               postgres: temporalPostgresOf(databaseUrl),
+              tls: options.temporalTls,
               output,
             });
       supervised(running.process);
@@ -172,6 +188,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_HTTP_ADDRESS: temporal.httpAddress,
+      ...(options.temporalTls && { TEMPORAL_TLS_CA: options.temporalTls.caFile }),
       RELAY_ADMIN_TOKEN: secrets.adminToken,
       RELAY_EDGE_TOKEN: secrets.edgeToken,
       RELAY_ENCRYPTION_KEY: secrets.encryptionKey,

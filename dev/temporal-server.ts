@@ -6,13 +6,15 @@
  */
 import { execFile } from "node:child_process";
 import type { WriteStream } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Connection, isGrpcServiceError } from "@temporalio/client";
+import { Connection, type ConnectionOptions, isGrpcServiceError } from "@temporalio/client";
 import { msToTs } from "@temporalio/common/lib/time.js";
+import { Agent, fetch as undiciFetch } from "undici";
 import { z } from "zod";
 import { searchAttributes } from "../core/temporal.ts";
+import { temporalConnectionOptions } from "../platform/temporal.ts";
 import { freeLowPorts } from "./ports.ts";
 import { ManagedProcess, StartError } from "./processes.ts";
 import { cliCacheDir, goInstall, type RunningTemporal, type TemporalPorts } from "./temporal.ts";
@@ -143,7 +145,7 @@ export interface TemporalServerOptions {
   postgres: TemporalPostgres;
   dynamicConfig?: DynamicConfig;
   /** The frontend serves gRPC and its HTTP API over TLS with this certificate. */
-  tls?: (TemporalServerTls & { ca: string }) | undefined;
+  tls?: TemporalServerTls | undefined;
   output?: WriteStream | "inherit";
 }
 
@@ -191,7 +193,7 @@ export async function startTemporalServer(
 
   const scheme = options.tls ? "https" : "http";
   const httpAddress = `${scheme}://127.0.0.1:${ports.http}`;
-  const tlsFetch = options.tls ? await caFetch(options.tls.ca) : fetch;
+  const tlsFetch = options.tls ? await caFetch(options.tls.caFile) : fetch;
   const server = new ManagedProcess(
     {
       name: "temporal",
@@ -208,7 +210,12 @@ export async function startTemporalServer(
   const address = `127.0.0.1:${ports.grpc}`;
   try {
     await server.start(120_000);
-    await registerRelay(address, options.tls?.ca);
+    await registerRelay(
+      await temporalConnectionOptions({
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_TLS_CA: options.tls?.caFile,
+      }),
+    );
   } catch (error) {
     await server.stop();
     throw error;
@@ -216,10 +223,9 @@ export async function startTemporalServer(
   return { address, httpAddress, uiUrl: null, process: server, stop: () => server.stop() };
 }
 
-/** A fetch that trusts `ca` (undici's Agent; the HTTP API's certificate is the test CA's). */
-async function caFetch(ca: string): Promise<typeof fetch> {
-  const { Agent, fetch: undiciFetch } = await import("undici");
-  const dispatcher = new Agent({ connect: { ca } });
+/** A fetch that trusts the CA in `caFile` alone (the HTTP API's certificate is signed by it). */
+async function caFetch(caFile: string): Promise<typeof fetch> {
+  const dispatcher = new Agent({ connect: { ca: await readFile(caFile, "utf8") } });
   return ((input: string) => undiciFetch(input, { dispatcher })) as unknown as typeof fetch;
 }
 
@@ -227,11 +233,8 @@ async function caFetch(ca: string): Promise<typeof fetch> {
  * The namespace and Relay's search attributes, each created unless it exists: what
  * `temporal operator namespace create` and `search-attribute create` do, through the same API.
  */
-async function registerRelay(address: string, ca: string | undefined): Promise<void> {
-  const connection = await Connection.connect({
-    address,
-    ...(ca && { tls: { serverRootCACertificate: Buffer.from(ca) } }),
-  });
+async function registerRelay(options: ConnectionOptions): Promise<void> {
+  const connection = await Connection.connect(options);
   try {
     await connection.workflowService
       .registerNamespace({
