@@ -103,7 +103,7 @@ export function temporalPostgresOf(databaseUrl: string): TemporalPostgres {
  * version's on every start (a no-op when it is current), as Temporal's schema tool is meant to
  * be run before a server upgrade. The schemas are those embedded in the tool.
  */
-export async function setUpTemporalDatabases(
+async function setUpTemporalDatabases(
   sqlTool: string,
   postgres: TemporalPostgres,
 ): Promise<void> {
@@ -130,8 +130,8 @@ export async function setUpTemporalDatabases(
   ] as const) {
     const created = await run(database, ["create-database"]).then(
       () => true,
-      (error: { stderr?: string; message: string }) => {
-        if (`${error.stderr}`.includes("already exists")) return false;
+      (error: { stdout?: string; stderr?: string; message: string }) => {
+        if (`${error.stdout}${error.stderr}`.includes("already exists")) return false;
         throw new StartError(`Creating Temporal's database ${database} failed: ${error.message}`);
       },
     );
