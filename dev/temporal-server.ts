@@ -103,10 +103,7 @@ export function temporalPostgresOf(databaseUrl: string): TemporalPostgres {
  * version's on every start (a no-op when it is current), as Temporal's schema tool is meant to
  * be run before a server upgrade. The schemas are those embedded in the tool.
  */
-async function setUpTemporalDatabases(
-  sqlTool: string,
-  postgres: TemporalPostgres,
-): Promise<void> {
+async function setUpTemporalDatabases(sqlTool: string, postgres: TemporalPostgres): Promise<void> {
   const run = (database: string, args: string[]) =>
     promisify(execFile)(
       sqlTool,
