@@ -1,16 +1,19 @@
 /**
  * The Temporal the stack runs is the one RELAY_TEMPORAL_SERVER chose: the CLI's dev server on
  * SQLite with one history shard by default; Temporal's own server on PostgreSQL with 4 shards
- * under `postgres` (npm run test:cluster), Relay's search attributes registered on either.
+ * under `postgres` (npm run test:cluster), Relay's search attributes registered on either; and
+ * on the latter, Relay's dynamic config known to it and task queue fairness at work.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Connection } from "@temporalio/client";
+import { Client, Connection } from "@temporalio/client";
+import { NativeConnection } from "@temporalio/worker";
 import { afterAll, expect, test } from "vitest";
 import { searchAttributes } from "../core/temporal.ts";
+import { BACKLOG, victimPlaces } from "../dev/fairness-probe.ts";
 import { dynamicConfigFile, temporalDynamicConfig } from "../dev/temporal-config.ts";
 import { findTemporalServer, TEMPORAL_SERVER_VERSION } from "../dev/temporal-server.ts";
 import { stack } from "./helpers.ts";
@@ -55,3 +58,22 @@ test.runIf(onOwnServer)("the server knows every key of Relay's dynamic config", 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test.runIf(onOwnServer)(
+  "with Relay's dynamic config, this server hands a project's tasks out in turn with another's backlog",
+  async () => {
+    const native = await NativeConnection.connect({ address: stack().temporalAddress });
+    try {
+      const places = await victimPlaces(
+        new Client({ connection }),
+        native,
+        `fairness-${Date.now().toString(36)}`,
+      );
+      // First come, first served would put them last (100th to 102nd).
+      expect(Math.max(...places)).toBeLessThan(BACKLOG / 2);
+    } finally {
+      await native.close();
+    }
+  },
+  180_000,
+);
