@@ -50,6 +50,7 @@ const schema = z.object({
   TEMPORAL_ADDRESS: sharedEnv.TEMPORAL_ADDRESS,
   TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
+  TEMPORAL_TLS_CA: sharedEnv.TEMPORAL_TLS_CA,
 });
 
 export type ControlConfig = z.infer<typeof schema>;

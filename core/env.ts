@@ -53,6 +53,11 @@ export const sharedEnv = {
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key: a TLS connection's credential, or the HTTP API's bearer token. */
   TEMPORAL_API_KEY: z.string().optional(),
+  /**
+   * A PEM file of the CA that signed the Temporal frontend's certificate: set, gRPC and the HTTP
+   * API are reached over TLS trusting it (beside the system's roots, for the HTTP API).
+   */
+  TEMPORAL_TLS_CA: z.string().min(1).optional(),
   RELAY_EDGE_TOKEN: z.string().min(32, "RELAY_EDGE_TOKEN must be at least 32 characters"),
   RELAY_ENCRYPTION_KEY: z
     .string()

@@ -26,3 +26,16 @@ export async function portFree(port: number): Promise<boolean> {
     server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
+
+/**
+ * Free ports below 32768, the OS's ephemeral range on Linux: Temporal's server stores each
+ * service's membership port in a SMALLINT column (cluster_membership.rpc_port).
+ */
+export async function freeLowPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = 10_000 + Math.floor(Math.random() * 22_768);
+    if (!ports.includes(port) && (await portFree(port))) ports.push(port);
+  }
+  return ports;
+}

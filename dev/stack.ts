@@ -1,15 +1,28 @@
 /**
  * The whole Relay stack on one machine: Postgres (embedded unless DATABASE_URL), Temporal (the
- * CLI dev server unless TEMPORAL_ADDRESS), control plane, worker, edge and the demo receiver.
- * `npm start` and the tests both run it.
+ * CLI dev server, or Temporal's own server on that Postgres, unless TEMPORAL_ADDRESS), control
+ * plane, worker, edge and the demo receiver. `npm start` and the tests both run it.
  */
 import { mkdir } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
 import { embeddedPostgresUrl } from "./postgres.ts";
-import { defaultRestartPolicy, logFile, ManagedProcess, type RestartPolicy } from "./processes.ts";
+import {
+  defaultRestartPolicy,
+  logFile,
+  ManagedProcess,
+  type RestartPolicy,
+  StartError,
+} from "./processes.ts";
 import { type DevSecrets, loadOrCreateSecrets } from "./secrets.ts";
 import { findTemporalCli, startTemporalDevServer, type TemporalPorts } from "./temporal.ts";
+import type { TemporalServerTls } from "./temporal-config.ts";
+import {
+  findTemporalServer,
+  startTemporalServer,
+  type TemporalServerKind,
+  temporalPostgresOf,
+} from "./temporal-server.ts";
 
 export interface StackPorts {
   postgres: number;
@@ -52,6 +65,16 @@ export interface StackOptions {
   output: "inherit" | string;
   /** Passed to every Relay process, after the stack's own settings. */
   env?: Record<string, string>;
+  /**
+   * The Temporal the stack runs unless `external` names one: the CLI's dev server (SQLite, one
+   * history shard; the default) or Temporal's own server on the stack's PostgreSQL.
+   */
+  temporalServer?: TemporalServerKind;
+  /**
+   * Temporal's own server serves its frontend (gRPC and the HTTP API) over TLS with this
+   * certificate, and Relay's processes trust its CA (TEMPORAL_TLS_CA).
+   */
+  temporalTls?: TemporalServerTls;
   /** Honour DATABASE_URL and TEMPORAL_ADDRESS from the environment (npm start does). */
   external?: {
     databaseUrl?: string | undefined;
@@ -73,13 +96,16 @@ export interface Stack {
   demoUrl: string;
   secrets: DevSecrets;
   processes: Record<"control" | "worker" | "edge" | "demo", ManagedProcess>;
-  /** Stops the Temporal dev server and starts it again on the same SQLite file (tests). */
+  /** Stops the stack's Temporal and starts it again on the same store (tests). */
   restartTemporal(): Promise<void>;
   stop(): Promise<void>;
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { dir, ports } = options;
+  if (options.temporalTls && options.temporalServer !== "postgres") {
+    throw new StartError("TLS needs Temporal's own server (RELAY_TEMPORAL_SERVER=postgres)");
+  }
   await mkdir(dir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
   const supervisedProcesses: ManagedProcess[] = [];
@@ -113,7 +139,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           httpAddress: external.temporalHttpAddress ?? "http://127.0.0.1:7243",
           uiUrl: null,
         }
-      : { kind: "dev" as const, cli: await findTemporalCli() };
+      : options.temporalServer === "postgres"
+        ? { kind: "postgres" as const, binaries: await findTemporalServer() }
+        : { kind: "dev" as const, cli: await findTemporalCli() };
     let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
       const pg = supervised(
@@ -136,28 +164,36 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     let restartTemporal: Stack["restartTemporal"] = async () => {
       throw new Error("Temporal is external to this stack");
     };
-    if (temporalSource.kind === "dev") {
-      // Its UI decodes Relay's sealed payloads through the control plane, on the same site
-      // (127.0.0.1) so an operator's session cookie goes with its calls.
-      const dev = await startTemporalDevServer(temporalSource.cli, dir, ports.temporal, {
-        output,
-        uiCodecEndpoint: `${controlUrl}/codec`,
-      });
-      supervised(dev.process);
-      stops.push(() => dev.stop());
-      temporal = dev;
-      restartTemporal = async () => {
-        await dev.process.stop();
-        await dev.process.start();
-      };
-    } else {
+    if (temporalSource.kind === "external") {
       temporal = temporalSource;
+    } else {
+      const running =
+        temporalSource.kind === "dev"
+          ? // Its UI decodes Relay's sealed payloads through the control plane, on the same site
+            // (127.0.0.1) so an operator's session cookie goes with its calls.
+            await startTemporalDevServer(temporalSource.cli, dir, ports.temporal, {
+              output,
+              uiCodecEndpoint: `${controlUrl}/codec`,
+            })
+          : await startTemporalServer(temporalSource.binaries, dir, ports.temporal, {
+              postgres: temporalPostgresOf(databaseUrl),
+              tls: options.temporalTls,
+              output,
+            });
+      supervised(running.process);
+      stops.push(() => running.stop());
+      temporal = running;
+      restartTemporal = async () => {
+        await running.process.stop();
+        await running.process.start();
+      };
     }
 
     const shared = {
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_HTTP_ADDRESS: temporal.httpAddress,
+      ...(options.temporalTls && { TEMPORAL_TLS_CA: options.temporalTls.caFile }),
       RELAY_ADMIN_TOKEN: secrets.adminToken,
       RELAY_EDGE_TOKEN: secrets.edgeToken,
       RELAY_ENCRYPTION_KEY: secrets.encryptionKey,

@@ -6,6 +6,7 @@ import { portFree } from "./ports.ts";
 import { StartError } from "./processes.ts";
 import { DEMO, seedDemo } from "./seed.ts";
 import { defaultPorts, startStack } from "./stack.ts";
+import { temporalServerKind } from "./temporal-server.ts";
 
 const port = z.coerce.number().int().min(1).max(65535);
 const envSchema = z.object({
@@ -22,6 +23,7 @@ const envSchema = z.object({
   RELAY_TEMPORAL_PORT: port.default(defaultPorts.temporal.grpc),
   RELAY_TEMPORAL_HTTP_PORT: port.default(defaultPorts.temporal.http),
   RELAY_TEMPORAL_UI_PORT: port.default(defaultPorts.temporal.ui),
+  RELAY_TEMPORAL_SERVER: temporalServerKind,
 });
 
 try {
@@ -32,6 +34,12 @@ try {
   console.error(fixable ? error.message : error);
   console.error("Relay did not start.");
   process.exit(1);
+}
+
+/** Why no Temporal UI link is printed. */
+function temporalUiNote(env: z.infer<typeof envSchema>): string {
+  if (env.TEMPORAL_ADDRESS) return "(external Temporal)";
+  return "(none: Temporal's own server serves no UI; the dev server does)";
 }
 
 /** Every port this start will bind, with the variable that moves it. */
@@ -47,8 +55,10 @@ async function assertPortsFree(env: z.infer<typeof envSchema>) {
     wanted.push(
       [env.RELAY_TEMPORAL_PORT, "Temporal", "RELAY_TEMPORAL_PORT"],
       [env.RELAY_TEMPORAL_HTTP_PORT, "Temporal HTTP API", "RELAY_TEMPORAL_HTTP_PORT"],
-      [env.RELAY_TEMPORAL_UI_PORT, "Temporal UI", "RELAY_TEMPORAL_UI_PORT"],
     );
+    if (env.RELAY_TEMPORAL_SERVER === "dev") {
+      wanted.push([env.RELAY_TEMPORAL_UI_PORT, "Temporal UI", "RELAY_TEMPORAL_UI_PORT"]);
+    }
   }
   for (const [number, what, variable] of wanted) {
     if (!(await portFree(number))) {
@@ -77,6 +87,7 @@ async function main(env: z.infer<typeof envSchema>) {
       demo: env.RELAY_DEMO_PORT,
     },
     output: "inherit",
+    temporalServer: env.RELAY_TEMPORAL_SERVER,
     external: {
       databaseUrl: env.DATABASE_URL,
       temporalAddress: env.TEMPORAL_ADDRESS,
@@ -103,7 +114,7 @@ async function main(env: z.infer<typeof envSchema>) {
     `  Edge (inbound):   http://{project}.localhost:${env.RELAY_EDGE_PORT}/{line}/{endpoint}`,
     `  Panel:            ${stack.controlUrl}/  (sign in with a member token)`,
     `  Control plane:    ${stack.controlUrl}  (REST, Connect, gRPC, gRPC-Web)`,
-    `  Temporal UI:      ${stack.temporal.uiUrl ?? "(external Temporal)"}`,
+    `  Temporal UI:      ${stack.temporal.uiUrl ?? temporalUiNote(env)}`,
     `  Codec sign-in:    ${stack.controlUrl}/codec  (operators: the UI decodes payloads after it)`,
     `  Admin token:      in ${env.RELAY_DATA_DIR}/secrets.json`,
   ];

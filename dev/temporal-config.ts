@@ -70,3 +70,155 @@ export function devServerFlags(config: DynamicConfig): string[] {
     ]),
   ];
 }
+
+/**
+ * A value as YAML, for Temporal's own server's files: maps and lists in block style, each scalar
+ * as JSON (a JSON string is a YAML double-quoted scalar). Enough for plain config objects.
+ */
+export function toYaml(value: unknown, indent = ""): string {
+  if (Array.isArray(value)) {
+    return value.map((item) => `${indent}-${block(item, `${indent}  `, " ")}`).join("");
+  }
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value)
+      .map(([key, item]) => `${indent}${key}:${block(item, `${indent}  `, " ")}`)
+      .join("");
+  }
+  return `${indent}${JSON.stringify(value)}\n`;
+}
+
+/** After a key or a dash: a nested map or list on the lines below, a scalar on the same line. */
+function block(value: unknown, indent: string, space: string): string {
+  if (value !== null && typeof value === "object") {
+    const isEmpty = Object.keys(value).length === 0;
+    return isEmpty ? ` ${Array.isArray(value) ? "[]" : "{}"}\n` : `\n${toYaml(value, indent)}`;
+  }
+  return `${space}${JSON.stringify(value)}\n`;
+}
+
+/**
+ * Temporal's own server reads its dynamic config from a YAML file: each key a list of values
+ * with constraints; one unconstrained value each here (every namespace, every task queue).
+ */
+export function dynamicConfigFile(config: DynamicConfig): string {
+  return toYaml(
+    Object.fromEntries(Object.entries(config).map(([key, value]) => [key, [{ value }]])),
+  );
+}
+
+/** Where Temporal's own server keeps its data: databases on one PostgreSQL (v12 or newer). */
+export interface TemporalPostgres {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  /** Workflow histories, task queues, shards, cluster membership. */
+  database: string;
+  /** What lists and counts workflows (the panel's and the Temporal UI's lists). */
+  visibilityDatabase: string;
+}
+
+/** Every port a one-process Temporal server binds: gRPC and membership per service. */
+export interface TemporalServerPorts {
+  frontend: { grpc: number; http: number; membership: number };
+  history: { grpc: number; membership: number };
+  matching: { grpc: number; membership: number };
+  worker: { grpc: number; membership: number };
+}
+
+/** The frontend's certificate: gRPC and the HTTP API serve TLS with it when given. */
+export interface TemporalServerTls {
+  certFile: string;
+  keyFile: string;
+  /** The CA the server's own system worker trusts the frontend by. */
+  caFile: string;
+}
+
+/**
+ * Fixed when the cluster is created: a history shard is the unit of history's ownership and
+ * concurrency, and the count can never change after (a production cluster picks 512 or more).
+ * Four is enough to have workflows spread over shards, as on a cluster, on this machine.
+ */
+export const HISTORY_SHARDS = 4;
+
+/**
+ * The server config of Temporal's own server on PostgreSQL, all its services in one process on
+ * loopback (as `temporal-server start` runs them by default), the dynamic config from
+ * `dynamicConfigPath`. As YAML by `toYaml`.
+ */
+export function temporalServerConfig(options: {
+  postgres: TemporalPostgres;
+  ports: TemporalServerPorts;
+  dynamicConfigPath: string;
+  tls?: TemporalServerTls | undefined;
+}): Record<string, unknown> {
+  const { postgres, ports } = options;
+  const datastore = (databaseName: string, maxConns: number) => ({
+    sql: {
+      pluginName: "postgres12",
+      databaseName,
+      connectAddr: `${postgres.host}:${postgres.port}`,
+      connectProtocol: "tcp",
+      user: postgres.user,
+      password: postgres.password,
+      maxConns,
+      maxIdleConns: maxConns,
+      maxConnLifetime: "1h",
+    },
+  });
+  const rpc = (service: { grpc: number; membership: number; http?: number }) => ({
+    rpc: {
+      grpcPort: service.grpc,
+      membershipPort: service.membership,
+      bindOnLocalHost: true,
+      ...(service.http && { httpPort: service.http }),
+    },
+  });
+  const { tls } = options;
+  return {
+    log: { stdout: true, level: "warn" },
+    persistence: {
+      defaultStore: "default",
+      visibilityStore: "visibility",
+      numHistoryShards: HISTORY_SHARDS,
+      datastores: {
+        default: datastore(postgres.database, 20),
+        visibility: datastore(postgres.visibilityDatabase, 10),
+      },
+    },
+    global: {
+      membership: { maxJoinDuration: "30s", broadcastAddress: "127.0.0.1" },
+      ...(tls && {
+        tls: {
+          frontend: {
+            server: { certFile: tls.certFile, keyFile: tls.keyFile },
+            client: { serverName: "localhost", rootCaFiles: [tls.caFile] },
+          },
+          systemWorker: { client: { serverName: "localhost", rootCaFiles: [tls.caFile] } },
+        },
+      }),
+    },
+    services: {
+      frontend: rpc(ports.frontend),
+      history: rpc(ports.history),
+      matching: rpc(ports.matching),
+      worker: rpc(ports.worker),
+    },
+    clusterMetadata: {
+      enableGlobalNamespace: false,
+      failoverVersionIncrement: 10,
+      masterClusterName: "active",
+      currentClusterName: "active",
+      clusterInformation: {
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: "frontend",
+          rpcAddress: `127.0.0.1:${ports.frontend.grpc}`,
+        },
+      },
+    },
+    dcRedirectionPolicy: { policy: "noop" },
+    dynamicConfigClient: { filepath: options.dynamicConfigPath, pollInterval: "10s" },
+  };
+}

@@ -39,36 +39,52 @@ export async function findTemporalCli(): Promise<string> {
 }
 
 async function buildTemporalCli(): Promise<string> {
+  await goInstall("the Temporal CLI", [CLI_MODULE], cliCacheDir, [
+    "put the `temporal` binary on PATH (or point TEMPORAL_CLI at it),",
+    "set TEMPORAL_ADDRESS (and TEMPORAL_HTTP_ADDRESS) to a running Temporal,",
+  ]);
+  return join(cliCacheDir, "temporal");
+}
+
+/**
+ * `go install` of `modules` into `gobin`, saying what it builds while it builds; without Go, a
+ * StartError that lists the `alternatives` to installing it.
+ */
+export async function goInstall(
+  what: string,
+  modules: string[],
+  gobin: string,
+  alternatives: string[],
+): Promise<void> {
   const go = await promisify(execFile)("go", ["version"]).catch(() => null);
   if (!go) {
     throw new StartError(
       [
-        "The Temporal CLI was not found (TEMPORAL_CLI, PATH, ~/.cache/relay/bin) and Go is not",
-        "installed to build it. Any one of these gets you going:",
-        "  - put the `temporal` binary on PATH (or point TEMPORAL_CLI at it),",
-        "  - set TEMPORAL_ADDRESS (and TEMPORAL_HTTP_ADDRESS) to a running Temporal,",
-        "  - install Go, and the first start builds the CLI once.",
+        `${what} was not found and Go is not installed to build it.`,
+        "Any one of these gets you going:",
+        ...[...alternatives, "install Go, and the first start builds it once."].map(
+          (line) => `  - ${line}`,
+        ),
       ].join("\n"),
     );
   }
-  await mkdir(cliCacheDir, { recursive: true });
-  console.log(`Building the Temporal CLI into ${cliCacheDir} (once; takes a few minutes)...`);
+  await mkdir(gobin, { recursive: true });
+  console.log(`Building ${what} into ${gobin} (once; takes a few minutes)...`);
   const started = Date.now();
-  const progress = setInterval(() => {
-    console.log(
-      `  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)`,
-    );
-  }, 15_000);
+  const seconds = () => Math.round((Date.now() - started) / 1000);
+  const progress = setInterval(
+    () => console.log(`  still building ${what} (${seconds()} s)`),
+    15_000,
+  );
   try {
-    await promisify(execFile)("go", ["install", CLI_MODULE], {
-      env: { ...process.env, GOBIN: cliCacheDir },
+    await promisify(execFile)("go", ["install", ...modules], {
+      env: { ...process.env, GOBIN: gobin },
       maxBuffer: 64 * 1024 * 1024,
     });
   } finally {
     clearInterval(progress);
   }
-  console.log(`Temporal CLI built in ${Math.round((Date.now() - started) / 1000)} s`);
-  return join(cliCacheDir, "temporal");
+  console.log(`${what} built in ${seconds()} s`);
 }
 
 export interface TemporalPorts {
@@ -80,7 +96,8 @@ export interface TemporalPorts {
 export interface RunningTemporal {
   address: string;
   httpAddress: string;
-  uiUrl: string;
+  /** The Temporal UI: the dev server serves one, Temporal's own server none. */
+  uiUrl: string | null;
   /** The server's process: supervised like the stack's others when the stack is. */
   process: ManagedProcess;
   stop(): Promise<void>;

@@ -26,9 +26,10 @@ export interface Runtime {
   hmac?: EdgeDeps["hmac"];
   /**
    * A fetch on a connection pool of its own, at most `connections` to a host (no cap when
-   * unset). Without it `fetch` serves: Deno's pools per host without a cap.
+   * unset), trusting the CA in the PEM file `caFile` beside the system's roots. Without it
+   * `fetch` serves: Deno's pools per host without a cap, its trust set by DENO_CERT.
    */
-  pooledFetch?: (connections?: number) => typeof fetch;
+  pooledFetch?: (connections?: number, caFile?: string) => typeof fetch;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
   callTarget: (rules: TargetRules) => EdgeDeps["callTarget"];
   /** This machine's interface addresses, where the runtime may list them (core/listeners.ts). */
@@ -62,7 +63,8 @@ export async function bootEdge(
     onKeyLookup: telemetry.keyLookedUp,
   });
   await state.start();
-  const ownPool = runtime.pooledFetch ?? (() => runtime.fetch);
+  const ownPool = (connections?: number) =>
+    runtime.pooledFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
   const temporal = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -113,7 +115,7 @@ export async function bootEdge(
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
-    fetch: runtime.fetch,
+    fetch: ownPool(1),
   });
   telemetry.watchTaskQueue(workers);
   const ops = opsHandler({

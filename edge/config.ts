@@ -57,6 +57,7 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   /** Temporal Cloud API key, sent as a bearer token to the HTTP API. */
   TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
+  TEMPORAL_TLS_CA: sharedEnv.TEMPORAL_TLS_CA,
 });
 
 export type EdgeConfig = z.infer<typeof schema>;

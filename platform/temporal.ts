@@ -1,4 +1,5 @@
 /** The Temporal client the worker and the control plane share, and the daily Schedules. */
+import { readFile } from "node:fs/promises";
 import {
   Client,
   Connection,
@@ -26,6 +27,7 @@ export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;
   TEMPORAL_NAMESPACE: string;
   TEMPORAL_API_KEY?: string | undefined;
+  TEMPORAL_TLS_CA?: string | undefined;
   RELAY_ENCRYPTION_KEY: string;
   RELAY_PAYLOAD_KEYS?: string[] | undefined;
 }
@@ -47,11 +49,24 @@ export function relayDataConverter(cipher: PayloadCipher): DataConverter {
 
 export const FAILURE_CONVERTER_PATH = siblingModule(import.meta.url, "temporal-failures");
 
-export async function connectTemporal(settings: TemporalSettings): Promise<Client> {
-  const connection = await Connection.connect({
+/**
+ * How the client and the worker's native connection reach Temporal: over TLS with a CA of the
+ * deployment's own (TEMPORAL_TLS_CA) or the system's roots (an API key, as Temporal Cloud
+ * takes), in plain gRPC otherwise.
+ */
+export async function temporalConnectionOptions(
+  settings: Pick<TemporalSettings, "TEMPORAL_ADDRESS" | "TEMPORAL_API_KEY" | "TEMPORAL_TLS_CA">,
+) {
+  const ca = settings.TEMPORAL_TLS_CA && (await readFile(settings.TEMPORAL_TLS_CA));
+  return {
     address: settings.TEMPORAL_ADDRESS,
     ...(settings.TEMPORAL_API_KEY && { apiKey: settings.TEMPORAL_API_KEY, tls: true }),
-  });
+    ...(ca && { tls: { serverRootCACertificate: ca } }),
+  };
+}
+
+export async function connectTemporal(settings: TemporalSettings): Promise<Client> {
+  const connection = await Connection.connect(await temporalConnectionOptions(settings));
   return new Client({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,

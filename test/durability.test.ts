@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import { temporalServerKindFromEnv } from "../dev/temporal-server.ts";
 import { eventually } from "./helpers.ts";
 
 let stack: Stack;
@@ -23,6 +24,7 @@ beforeAll(async () => {
     dir,
     ports,
     output: join(dir, "stack.log"),
+    temporalServer: temporalServerKindFromEnv(),
     // A lost attempt counts as lost after 3 s instead of 2 minutes.
     env: { RELAY_ATTEMPT_TIMEOUT_MS: "3000", RELAY_RETRY_INITIAL_MS: "200" },
   });
@@ -120,7 +122,7 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
   target.close();
 }, 120_000);
 
-test("restarting the Temporal dev server (same SQLite file) with requests queued loses none", async () => {
+test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests queued loses none", async () => {
   const received = new Set<string>();
   const sink = createServer((req, res) => {
     received.add(String(req.headers["x-relay-request-id"]));

@@ -7,6 +7,7 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   /** Temporal Cloud API key; when set, the connection uses TLS. */
   TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
+  TEMPORAL_TLS_CA: sharedEnv.TEMPORAL_TLS_CA,
   RELAY_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(1000),
   RELAY_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   RELAY_RETRY_MAX_INTERVAL_MS: z.coerce.number().int().min(1).default(3_600_000),

@@ -22,6 +22,7 @@ import {
   payloadCipherOf,
   relayDataConverter,
   temporalAnswers,
+  temporalConnectionOptions,
 } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
@@ -41,10 +42,7 @@ Runtime.install({
   ),
 });
 const sql = connect(config.DATABASE_URL);
-const connection = await NativeConnection.connect({
-  address: config.TEMPORAL_ADDRESS,
-  ...(config.TEMPORAL_API_KEY && { apiKey: config.TEMPORAL_API_KEY, tls: true }),
-});
+const connection = await NativeConnection.connect(await temporalConnectionOptions(config));
 const client = await connectTemporal(config);
 await ensureSchedules(client);
 const targetRules = {

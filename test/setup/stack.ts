@@ -1,6 +1,7 @@
 /**
- * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server,
- * control plane, worker, edge) on free ports in a temporary folder, and shares its addresses.
+ * Starts one real Relay stack for the test run (embedded Postgres, the Temporal dev server or,
+ * with RELAY_TEMPORAL_SERVER=postgres, Temporal's own server on that Postgres, control plane,
+ * worker, edge) on free ports in a temporary folder, and shares its addresses.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { freeStackPorts, type Stack, startStack } from "../../dev/stack.ts";
+import { type TemporalServerKind, temporalServerKindFromEnv } from "../../dev/temporal-server.ts";
 
 export interface StackInfo {
   controlUrl: string;
@@ -18,6 +20,7 @@ export interface StackInfo {
   databaseUrl: string;
   temporalAddress: string;
   temporalHttpAddress: string;
+  temporalServer: TemporalServerKind;
   /** The Temporal dev server's UI, which the panel links requests to. */
   temporalUiUrl: string | null;
   adminToken: string;
@@ -43,6 +46,7 @@ export async function setup(project: TestProject) {
   const ports = await freeStackPorts();
   const logFile = join(dir, "stack.log");
   const operatorToken = `ropr_${randomBytes(32).toString("base64url")}`;
+  const temporalServer = temporalServerKindFromEnv();
   stack = await startStack({
     dir,
     ports,
@@ -53,6 +57,7 @@ export async function setup(project: TestProject) {
       RELAY_INITIAL_CREDITS: "100",
       RELAY_OPERATOR_TOKEN: operatorToken,
     },
+    temporalServer,
     external: { databaseUrl: process.env.DATABASE_URL },
   });
   project.provide("stack", {
@@ -63,6 +68,7 @@ export async function setup(project: TestProject) {
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporal.address,
     temporalHttpAddress: stack.temporal.httpAddress,
+    temporalServer,
     temporalUiUrl: stack.temporal.uiUrl,
     adminToken: stack.secrets.adminToken,
     operatorToken,
