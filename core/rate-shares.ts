@@ -1,0 +1,99 @@
+/**
+ * How the edges share an endpoint's rate limit, so N edges allow the limit and not N times it.
+ * Each edge reports, about once a second, how many calls it took and refused per endpoint since
+ * its last report; the control plane keeps those rates in Postgres and answers each edge its
+ * fraction of every endpoint it reported: a small floor split equally among the edges that
+ * reported the endpoint within the demand window, the rest in proportion to their demand, so
+ * the fractions sum to 1 and a busy edge gets what a single bucket would have given its callers.
+ * The edge's bucket then holds that fraction of the burst and refills at that fraction of the
+ * rate, with no network wait per call. Pure; time is injected.
+ */
+import type { RateLimit } from "./model.ts";
+
+/** How often an edge reports its demand and takes its shares. */
+export const SHARE_EXCHANGE_MS = 1000;
+/** A share not renewed for this long is stale: the edge falls back (fallbackFraction). */
+export const SHARE_TTL_MS = 3000;
+/** Edges that reported an endpoint within this long are counted in its split. */
+export const DEMAND_WINDOW_MS = 3000;
+/** Part of the limit split equally among the edges counted, whatever their demand. */
+export const SHARE_FLOOR = 0.1;
+/**
+ * A share grows at most this many times from one exchange to the next. Edges exchange at
+ * different moments: the first to report a busy endpoint would otherwise take nearly all of it
+ * while the others still apply their fallback, and together pass the limit for a second.
+ */
+export const MAX_SHARE_GROWTH = 2;
+
+/** Calls an edge took and refused on one endpoint over `intervalMs`. */
+export interface DemandReport {
+  accepted: number;
+  refused: number;
+  intervalMs: number;
+}
+
+/** Calls a second that reached the rate decision, taken or refused: what the edge was asked. */
+export function demandPerSecond({ accepted, refused, intervalMs }: DemandReport): number {
+  return ((accepted + refused) * 1000) / Math.max(1, intervalMs);
+}
+
+export interface EdgeDemand {
+  edgeId: string;
+  perSecond: number;
+}
+
+/**
+ * `edgeId`'s fraction of an endpoint's limit, among the edges that reported it within the demand
+ * window (`counted`, which includes `edgeId` itself once its report is in): the fractions of all
+ * the counted edges sum to 1, but that one grows at most MAX_SHARE_GROWTH times the fraction the
+ * edge applies now (`applied`, in (0, 1]).
+ */
+export function shareOf(edgeId: string, counted: readonly EdgeDemand[], applied: number): number {
+  const own = counted.find((edge) => edge.edgeId === edgeId);
+  const total = counted.reduce((sum, edge) => sum + edge.perSecond, 0);
+  const even = 1 / counted.length;
+  const target = !own
+    ? fallbackFraction(counted.length + 1)
+    : total <= 0
+      ? even
+      : SHARE_FLOOR * even + (1 - SHARE_FLOOR) * (own.perSecond / total);
+  return Math.min(target, MAX_SHARE_GROWTH * applied);
+}
+
+/**
+ * The fraction an edge uses without a current share (an endpoint it has not reported yet, or
+ * the control plane out of reach for longer than SHARE_TTL_MS): an equal split among the live
+ * edges the control plane last counted, never the whole limit while others are live.
+ */
+export function fallbackFraction(liveEdges: number): number {
+  return 1 / Math.max(1, liveEdges);
+}
+
+/** A share held by an edge: its fraction, and when the control plane answered it. */
+export interface HeldShare {
+  fraction: number;
+  receivedAtMs: number;
+}
+
+/** The fraction an edge applies now: its share while fresh, else the fallback. */
+export function currentFraction(
+  held: HeldShare | undefined,
+  liveEdges: number,
+  nowMs: number,
+): number {
+  return held && nowMs - held.receivedAtMs < SHARE_TTL_MS
+    ? held.fraction
+    : fallbackFraction(liveEdges);
+}
+
+/**
+ * The bucket an edge keeps for its fraction of `limit`. It holds at least one token, or an edge
+ * whose share of a small burst is under one could never take a call: with fewer tokens of burst
+ * than edges, the edges together may pass the burst by that difference.
+ */
+export function limitShare(limit: RateLimit, fraction: number): RateLimit {
+  return {
+    requestsPerSecond: limit.requestsPerSecond * fraction,
+    burst: Math.max(1, limit.burst * fraction),
+  };
+}
