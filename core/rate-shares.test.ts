@@ -40,9 +40,9 @@ test("an edge the split does not count yet gets the fallback of one edge more", 
   expect(shareOf("d", [{ edgeId: "a", perSecond: 5 }], 1)).toBe(1 / 2);
 });
 
-test("a share at most doubles from one exchange to the next", () => {
+test("a share grows at most by half from one exchange to the next", () => {
   // The first edge to report a busy endpoint, while two others still apply 1/3 each.
-  expect(shareOf("a", [{ edgeId: "a", perSecond: 50 }], 1 / 3)).toBeCloseTo(2 / 3, 12);
+  expect(shareOf("a", [{ edgeId: "a", perSecond: 50 }], 1 / 3)).toBeCloseTo(1 / 2, 12);
   expect(shareOf("a", [{ edgeId: "a", perSecond: 50 }], 2 / 3)).toBe(1);
 });
 
@@ -98,7 +98,8 @@ function simulate(perEdge: number, seconds: number) {
     edge.bucket = decision.bucket;
     if (decision.allowed) {
       edge.counts.accepted++;
-      acceptedPerSecond[Math.floor(nowMs / 1000)]++;
+      const second = Math.floor(nowMs / 1000);
+      acceptedPerSecond[second] = (acceptedPerSecond[second] ?? 0) + 1;
     } else {
       edge.counts.refused++;
     }

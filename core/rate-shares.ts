@@ -23,7 +23,7 @@ export const SHARE_FLOOR = 0.1;
  * different moments: the first to report a busy endpoint would otherwise take nearly all of it
  * while the others still apply their fallback, and together pass the limit for a second.
  */
-export const MAX_SHARE_GROWTH = 2;
+export const MAX_SHARE_GROWTH = 1.5;
 
 /** Calls an edge took and refused on one endpoint over `intervalMs`. */
 export interface DemandReport {
