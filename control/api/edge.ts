@@ -1,12 +1,19 @@
 /**
  * What edges ask: a key by hash, a project's routing state or one endpoint's, the change feed and
- * its acks, the reservations of the calls they queue, and the log of the streams they proxied.
+ * its acks, the reservations of the calls they queue, the log of the streams they proxied, and
+ * their shares of endpoints' rate limits.
  */
 
 import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
+import {
+  DEMAND_WINDOW_MS,
+  type DemandReport,
+  demandPerSecond,
+  shareOf,
+} from "../../core/rate-shares.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -17,6 +24,7 @@ import {
 import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
+import { exchangeDemand } from "../../store/rate-demand.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
@@ -208,4 +216,59 @@ function streamProblem(stream: LoggedStream): string | null {
 export function payloadKeys(ctx: Ctx): PayloadKey[] {
   requireEdge(ctx.caller);
   return ctx.payloadKeys;
+}
+
+/** Endpoints one rate-share report may carry; an edge sends its busiest first. */
+export const MAX_REPORTED_ENDPOINTS = 10_000;
+
+/** One endpoint's calls on the reporting edge (EdgeService.ExchangeRateShares). */
+export interface EndpointDemand {
+  project: string;
+  line: string;
+  path: string;
+  accepted: number;
+  refused: number;
+  /** The fraction of the endpoint's limit the edge applies now. */
+  appliedFraction: number;
+}
+
+/**
+ * Records an edge's demand and answers its share of each endpoint's limit (core/rate-shares.ts),
+ * split from every edge's reports in Postgres, so all control planes answer alike.
+ */
+export async function exchangeRateShares(
+  ctx: Ctx,
+  edgeId: string,
+  intervalMs: number,
+  demands: EndpointDemand[],
+): Promise<{ fractions: number[]; liveEdges: number }> {
+  requireEdge(ctx.caller);
+  const problem = rateReportProblem(edgeId, intervalMs, demands);
+  if (problem) throw new RelayError("bad_request", `a rate-share report ${problem}`);
+  const reported = demands.map((d) => ({
+    ...d,
+    perSecond: demandPerSecond({ ...d, intervalMs } satisfies DemandReport),
+  }));
+  const { counted, liveEdges } = await exchangeDemand(ctx.sql, edgeId, reported, DEMAND_WINDOW_MS);
+  return {
+    fractions: demands.map((d, i) => shareOf(edgeId, counted[i] ?? [], d.appliedFraction)),
+    liveEdges,
+  };
+}
+
+function rateReportProblem(edgeId: string, intervalMs: number, demands: EndpointDemand[]) {
+  if (!edgeId) return "needs an edge id";
+  if (!Number.isSafeInteger(intervalMs) || intervalMs < 1) return "needs its interval";
+  if (demands.length > MAX_REPORTED_ENDPOINTS) {
+    return `carries at most ${MAX_REPORTED_ENDPOINTS} endpoints`;
+  }
+  const bad = demands.find(
+    (d) =>
+      !d.project ||
+      !d.line ||
+      !d.path ||
+      !(d.appliedFraction > 0 && d.appliedFraction <= 1) ||
+      ![d.accepted, d.refused].every((n) => Number.isSafeInteger(n) && n >= 0),
+  );
+  return bad ? "has an endpoint without a name, counts or a fraction in (0, 1]" : null;
 }
