@@ -25,6 +25,17 @@ export const SHARE_FLOOR = 0.1;
  */
 export const MAX_SHARE_GROWTH = 1.5;
 
+/** One endpoint's rate decisions on an edge since its last report (EdgeService.ExchangeRateShares). */
+export interface EndpointDemand {
+  project: string;
+  line: string;
+  path: string;
+  accepted: number;
+  refused: number;
+  /** The fraction of the endpoint's limit the edge applies now. */
+  appliedFraction: number;
+}
+
 /** Calls an edge took and refused on one endpoint over `intervalMs`. */
 export interface DemandReport {
   accepted: number;

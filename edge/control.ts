@@ -11,6 +11,7 @@ import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
+import type { EndpointDemand } from "../core/rate-shares.ts";
 import { importSigningKey, type SigningKey } from "../core/signing.ts";
 import {
   type EdgeKey,
@@ -50,17 +51,6 @@ export interface EndpointState {
   /** Null: the project has no such endpoint (any more). */
   endpoint: Endpoint | null;
   signingKeys: SigningKey[];
-}
-
-/** One endpoint's rate decisions on this edge since its last report (./rate-shares.ts). */
-export interface EndpointDemand {
-  project: string;
-  line: string;
-  path: string;
-  accepted: number;
-  refused: number;
-  /** The fraction of the endpoint's limit the edge applies now. */
-  appliedFraction: number;
 }
 
 export interface RateShareAnswer {

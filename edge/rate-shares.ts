@@ -8,11 +8,12 @@
  */
 import {
   currentFraction,
+  type EndpointDemand,
   type HeldShare,
   SHARE_EXCHANGE_MS,
   SHARE_TTL_MS,
 } from "../core/rate-shares.ts";
-import type { ControlPlane, EndpointDemand } from "./control.ts";
+import type { ControlPlane } from "./control.ts";
 
 export interface RateSharesOptions {
   control: Pick<ControlPlane, "exchangeRateShares">;

@@ -12,6 +12,7 @@ import {
   DEMAND_WINDOW_MS,
   type DemandReport,
   demandPerSecond,
+  type EndpointDemand,
   shareOf,
 } from "../../core/rate-shares.ts";
 import {
@@ -220,17 +221,6 @@ export function payloadKeys(ctx: Ctx): PayloadKey[] {
 
 /** Endpoints one rate-share report may carry; an edge sends its busiest first. */
 export const MAX_REPORTED_ENDPOINTS = 10_000;
-
-/** One endpoint's calls on the reporting edge (EdgeService.ExchangeRateShares). */
-export interface EndpointDemand {
-  project: string;
-  line: string;
-  path: string;
-  accepted: number;
-  refused: number;
-  /** The fraction of the endpoint's limit the edge applies now. */
-  appliedFraction: number;
-}
 
 /**
  * Records an edge's demand and answers its share of each endpoint's limit (core/rate-shares.ts),
