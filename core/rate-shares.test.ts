@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import { type Bucket, takeToken } from "./rate-limit.ts";
 import {
   currentFraction,
+  DEMAND_WINDOW_MS,
   demandPerSecond,
   type EdgeDemand,
   fallbackFraction,
@@ -19,31 +20,43 @@ test("demand is the calls that reached the decision, taken or refused, per secon
   expect(demandPerSecond({ accepted: 1, refused: 0, intervalMs: 0 })).toBe(1000);
 });
 
+/** Each edge's share when every edge of `counted` is established and applies the whole limit. */
+const split = (counted: EdgeDemand[]) =>
+  counted.map((edge) =>
+    shareOf(
+      { perSecond: edge.perSecond, applied: 1, established: true },
+      counted.filter((other) => other !== edge),
+      counted.length,
+    ),
+  );
+
 test("shares follow demand above an equal floor, and the counted edges' shares sum to 1", () => {
   const counted: EdgeDemand[] = [
     { edgeId: "a", perSecond: 30 },
     { edgeId: "b", perSecond: 10 },
     { edgeId: "c", perSecond: 0 },
   ];
-  const shares = counted.map((edge) => shareOf(edge.edgeId, counted, 1));
+  const shares = split(counted);
   expect(sum(shares)).toBeCloseTo(1, 12);
   expect(shares[0]).toBeCloseTo(SHARE_FLOOR / 3 + (1 - SHARE_FLOOR) * 0.75, 12);
   expect(shares[2]).toBeCloseTo(SHARE_FLOOR / 3, 12);
   // Equal demand, or none reported, is an equal split.
-  const idle = counted.map((edge) => ({ ...edge, perSecond: 0 }));
-  expect(shareOf("b", idle, 1)).toBeCloseTo(1 / 3, 12);
-  const even = counted.map((edge) => ({ ...edge, perSecond: 8 }));
-  expect(shareOf("b", even, 1)).toBeCloseTo(1 / 3, 12);
+  for (const perSecond of [0, 8]) {
+    for (const share of split(counted.map((edge) => ({ ...edge, perSecond })))) {
+      expect(share).toBeCloseTo(1 / 3, 12);
+    }
+  }
 });
 
-test("an edge the split does not count yet gets the fallback of one edge more", () => {
-  expect(shareOf("d", [{ edgeId: "a", perSecond: 5 }], 1)).toBe(1 / 2);
-});
-
-test("a share grows at most by half from one exchange to the next", () => {
+test("an edge's first report of an endpoint gets at most the fallback; later ones grow by half at most", () => {
   // The first edge to report a busy endpoint, while two others still apply 1/3 each.
-  expect(shareOf("a", [{ edgeId: "a", perSecond: 50 }], 1 / 3)).toBeCloseTo(1 / 2, 12);
-  expect(shareOf("a", [{ edgeId: "a", perSecond: 50 }], 2 / 3)).toBe(1);
+  const busy = { perSecond: 50, applied: 1 / 3 };
+  expect(shareOf({ ...busy, established: false }, [], 3)).toBeCloseTo(1 / 3, 12);
+  expect(shareOf({ ...busy, established: true }, [], 3)).toBeCloseTo(1 / 2, 12);
+  expect(shareOf({ ...busy, applied: 2 / 3, established: true }, [], 3)).toBe(1);
+  // Edges the control plane counts beyond the live leases (one just lost its lease) count too.
+  const others = [1, 2, 3].map((n) => ({ edgeId: String(n), perSecond: 1 }));
+  expect(shareOf({ ...busy, established: false }, others, 2)).toBe(1 / 4);
 });
 
 test("without a fresh share an edge takes 1/N of the limit, never the whole while others live", () => {
@@ -71,10 +84,10 @@ function simulate(perEdge: number, seconds: number) {
   const limit = { requestsPerSecond: 10, burst: 20 };
   const edges = ["a", "b", "c"].map((edgeId, i) => ({
     edgeId,
-    phaseMs: i * 370,
     bucket: undefined as Bucket | undefined,
     held: undefined as { fraction: number; receivedAtMs: number } | undefined,
-    counts: { accepted: 0, refused: 0, sinceMs: 0 },
+    // Each last reported (nothing) before the calls began, at staggered moments.
+    counts: { accepted: 0, refused: 0, sinceMs: i * 370 + 200 - SHARE_EXCHANGE_MS },
   }));
   const reported = new Map<string, { perSecond: number; atMs: number }>();
   const acceptedPerSecond = Array.from({ length: seconds }, () => 0);
@@ -83,13 +96,20 @@ function simulate(perEdge: number, seconds: number) {
     const edge = edges[Math.round(nowMs / (stepMs / 3)) % 3];
     if (!edge) continue;
     for (const e of edges) {
-      if (nowMs >= e.phaseMs && nowMs - e.counts.sinceMs >= SHARE_EXCHANGE_MS) {
+      if (nowMs - e.counts.sinceMs >= SHARE_EXCHANGE_MS) {
         const { accepted, refused, sinceMs } = e.counts;
         const perSecond = demandPerSecond({ accepted, refused, intervalMs: nowMs - sinceMs });
+        const before = [...reported].filter(([, r]) => nowMs - r.atMs < DEMAND_WINDOW_MS);
+        const own = {
+          perSecond,
+          applied: currentFraction(e.held, 3, nowMs),
+          established: before.some(([edgeId]) => edgeId === e.edgeId),
+        };
+        const others = before
+          .filter(([edgeId]) => edgeId !== e.edgeId)
+          .map(([edgeId, r]) => ({ edgeId, perSecond: r.perSecond }));
+        e.held = { fraction: shareOf(own, others, 3), receivedAtMs: nowMs };
         reported.set(e.edgeId, { perSecond, atMs: nowMs });
-        const counted = [...reported].map(([edgeId, r]) => ({ edgeId, perSecond: r.perSecond }));
-        const applied = currentFraction(e.held, 3, nowMs);
-        e.held = { fraction: shareOf(e.edgeId, counted, applied), receivedAtMs: nowMs };
         e.counts = { accepted: 0, refused: 0, sinceMs: nowMs };
       }
     }

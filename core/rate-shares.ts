@@ -19,9 +19,11 @@ export const DEMAND_WINDOW_MS = 3000;
 /** Part of the limit split equally among the edges counted, whatever their demand. */
 export const SHARE_FLOOR = 0.1;
 /**
- * A share grows at most this many times from one exchange to the next. Edges exchange at
- * different moments: the first to report a busy endpoint would otherwise take nearly all of it
- * while the others still apply their fallback, and together pass the limit for a second.
+ * A share grows at most this many times from one exchange to the next, and an edge's first
+ * report of an endpoint gets at most the fallback. Edges exchange at different moments, and a
+ * first report counts calls that started partway through its interval: the first to report a
+ * busy endpoint would otherwise take most of it while the others still apply their fallback,
+ * and together they would pass the limit for a second or two.
  */
 export const MAX_SHARE_GROWTH = 1.5;
 
@@ -53,22 +55,30 @@ export interface EdgeDemand {
   perSecond: number;
 }
 
+/** The reporting edge's side of a split. */
+export interface OwnDemand {
+  perSecond: number;
+  /** The fraction it applies now, in (0, 1]. */
+  applied: number;
+  /** It reported this endpoint within the demand window before this report. */
+  established: boolean;
+}
+
 /**
- * `edgeId`'s fraction of an endpoint's limit, among the edges that reported it within the demand
- * window (`counted`, which includes `edgeId` itself once its report is in): the fractions of all
- * the counted edges sum to 1, but that one grows at most MAX_SHARE_GROWTH times the fraction the
- * edge applies now (`applied`, in (0, 1]).
+ * An edge's fraction of an endpoint's limit, among the other edges that reported it within the
+ * demand window (`others`): the fractions of all of them sum to 1, but an established edge's
+ * grows at most MAX_SHARE_GROWTH times what it applies, and a newcomer's stays within the
+ * fallback of the `liveEdges` (see MAX_SHARE_GROWTH).
  */
-export function shareOf(edgeId: string, counted: readonly EdgeDemand[], applied: number): number {
-  const own = counted.find((edge) => edge.edgeId === edgeId);
-  const total = counted.reduce((sum, edge) => sum + edge.perSecond, 0);
-  const even = 1 / counted.length;
-  const target = !own
-    ? fallbackFraction(counted.length + 1)
-    : total <= 0
-      ? even
-      : SHARE_FLOOR * even + (1 - SHARE_FLOOR) * (own.perSecond / total);
-  return Math.min(target, MAX_SHARE_GROWTH * applied);
+export function shareOf(own: OwnDemand, others: readonly EdgeDemand[], liveEdges: number): number {
+  const total = others.reduce((sum, edge) => sum + edge.perSecond, own.perSecond);
+  const even = 1 / (others.length + 1);
+  const target =
+    total <= 0 ? even : SHARE_FLOOR * even + (1 - SHARE_FLOOR) * (own.perSecond / total);
+  const ceiling = own.established
+    ? MAX_SHARE_GROWTH * own.applied
+    : fallbackFraction(Math.max(liveEdges, others.length + 1));
+  return Math.min(target, ceiling);
 }
 
 /**

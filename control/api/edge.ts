@@ -241,7 +241,19 @@ export async function exchangeRateShares(
   }));
   const { counted, liveEdges } = await exchangeDemand(ctx.sql, edgeId, reported, DEMAND_WINDOW_MS);
   return {
-    fractions: demands.map((d, i) => shareOf(edgeId, counted[i] ?? [], d.appliedFraction)),
+    fractions: reported.map((d, i) => {
+      const before = counted[i] ?? [];
+      const own = {
+        perSecond: d.perSecond,
+        applied: d.appliedFraction,
+        established: before.some((edge) => edge.edgeId === edgeId),
+      };
+      return shareOf(
+        own,
+        before.filter((edge) => edge.edgeId !== edgeId),
+        liveEdges,
+      );
+    }),
     liveEdges,
   };
 }
