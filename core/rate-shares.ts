@@ -19,13 +19,11 @@ export const DEMAND_WINDOW_MS = 3000;
 /** Part of the limit split equally among the edges counted, whatever their demand. */
 export const SHARE_FLOOR = 0.1;
 /**
- * A share grows at most this many times from one exchange to the next, and an edge's first
- * report of an endpoint gets at most the fallback. Edges exchange at different moments, and a
- * first report counts calls that started partway through its interval: the first to report a
- * busy endpoint would otherwise take most of it while the others still apply their fallback,
- * and together they would pass the limit for a second or two.
+ * Weight of an edge's newest report in its demand, the rest being its demand before: edges
+ * report at different moments, so one odd second (a caller's stall, then its catching up) seen
+ * by one edge and not yet by the others would otherwise move the shares apart from summing to 1.
  */
-export const MAX_SHARE_GROWTH = 1.5;
+export const DEMAND_SMOOTHING = 0.5;
 
 /** One endpoint's rate decisions on an edge since its last report (EdgeService.ExchangeRateShares). */
 export interface EndpointDemand {
@@ -34,8 +32,6 @@ export interface EndpointDemand {
   path: string;
   accepted: number;
   refused: number;
-  /** The fraction of the endpoint's limit the edge applies now. */
-  appliedFraction: number;
 }
 
 /** Calls an edge took and refused on one endpoint over `intervalMs`. */
@@ -58,27 +54,47 @@ export interface EdgeDemand {
 /** The reporting edge's side of a split. */
 export interface OwnDemand {
   perSecond: number;
-  /** The fraction it applies now, in (0, 1]. */
-  applied: number;
   /** It reported this endpoint within the demand window before this report. */
   established: boolean;
 }
 
 /**
  * An edge's fraction of an endpoint's limit, among the other edges that reported it within the
- * demand window (`others`): the fractions of all of them sum to 1, but an established edge's
- * grows at most MAX_SHARE_GROWTH times what it applies, and a newcomer's stays within the
- * fallback of the `liveEdges` (see MAX_SHARE_GROWTH).
+ * demand window (`others`): the fractions of all of them sum to 1, but an edge's first report of
+ * the endpoint gets at most the fallback of the `liveEdges`. Edges report at different moments,
+ * and a first report counts calls that began partway through its interval: without the cap, the
+ * edges reporting a busy endpoint after the first would each take up to half of it at once
+ * while the others still apply their fallback, and together pass the limit for a second.
  */
 export function shareOf(own: OwnDemand, others: readonly EdgeDemand[], liveEdges: number): number {
   const total = others.reduce((sum, edge) => sum + edge.perSecond, own.perSecond);
   const even = 1 / (others.length + 1);
   const target =
     total <= 0 ? even : SHARE_FLOOR * even + (1 - SHARE_FLOOR) * (own.perSecond / total);
-  const ceiling = own.established
-    ? MAX_SHARE_GROWTH * own.applied
-    : fallbackFraction(Math.max(liveEdges, others.length + 1));
-  return Math.min(target, ceiling);
+  if (own.established) return target;
+  return Math.min(target, fallbackFraction(Math.max(liveEdges, others.length + 1)));
+}
+
+/**
+ * One endpoint's split for a report from `edgeId` of `measured` calls a second, given the edges
+ * that had reported it within the demand window (`counted`, this one among them if it had): the
+ * edge's demand to keep, smoothed with its previous, and its fraction.
+ */
+export function splitEndpoint(
+  edgeId: string,
+  measured: number,
+  counted: readonly EdgeDemand[],
+  liveEdges: number,
+): { perSecond: number; fraction: number } {
+  const previous = counted.find((edge) => edge.edgeId === edgeId);
+  const perSecond = previous
+    ? DEMAND_SMOOTHING * measured + (1 - DEMAND_SMOOTHING) * previous.perSecond
+    : measured;
+  const others = counted.filter((edge) => edge !== previous);
+  return {
+    perSecond,
+    fraction: shareOf({ perSecond, established: !!previous }, others, liveEdges),
+  };
 }
 
 /**

@@ -44,7 +44,7 @@ test("reports each endpoint's decisions since the last report, and applies the s
   await shares.exchange();
   expect(plane.reports[1]).toEqual({
     intervalMs: 1_000,
-    demands: [{ ...hook, accepted: 1, refused: 1, appliedFraction: 1 / 3 }],
+    demands: [{ ...hook, accepted: 1, refused: 1 }],
   });
   expect(shares.fraction(id, now)).toBe(0.25);
   // A share not renewed goes stale: back to 1/N, never the whole limit.
@@ -66,7 +66,7 @@ test("a report the control plane does not answer keeps its counts for the next o
   await shares.exchange();
   expect(plane.reports.at(-1)).toEqual({
     intervalMs: 2_000,
-    demands: [{ ...hook, accepted: 1, refused: 1, appliedFraction: 1 / 2 }],
+    demands: [{ ...hook, accepted: 1, refused: 1 }],
   });
 });
 

@@ -26,12 +26,10 @@ export interface RateSharesOptions {
   now?: () => number;
 }
 
-type Counted = Omit<EndpointDemand, "appliedFraction">;
-
 export class RateShares {
   /** By endpoint id (`{project}/{line}/{path}`, EndpointRuntime's). */
   private readonly held = new Map<string, HeldShare>();
-  private counts = new Map<string, Counted>();
+  private counts = new Map<string, EndpointDemand>();
   private liveEdges = 1;
   private reportedAtMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -70,10 +68,7 @@ export class RateShares {
     const ids = [...sent.keys()]
       .sort((a, b) => busy(sent.get(b)) - busy(sent.get(a)))
       .slice(0, this.options.maxReported ?? 10_000);
-    const demands = ids.map((id) => ({
-      ...(sent.get(id) as Counted),
-      appliedFraction: this.fraction(id, nowMs),
-    }));
+    const demands = ids.map((id) => sent.get(id) as EndpointDemand);
     try {
       const answer = await this.options.control.exchangeRateShares(this.options.edgeId, {
         intervalMs: Math.max(1, Math.round(nowMs - this.reportedAtMs)),
@@ -127,4 +122,5 @@ export class RateShares {
   }
 }
 
-const busy = (counted: Counted | undefined) => (counted ? counted.accepted + counted.refused : 0);
+const busy = (counted: EndpointDemand | undefined) =>
+  counted ? counted.accepted + counted.refused : 0;

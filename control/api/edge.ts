@@ -10,10 +10,9 @@ import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/m
 import type { PayloadKey } from "../../core/payload-codec.ts";
 import {
   DEMAND_WINDOW_MS,
-  type DemandReport,
   demandPerSecond,
   type EndpointDemand,
-  shareOf,
+  splitEndpoint,
 } from "../../core/rate-shares.ts";
 import {
   ackChanges,
@@ -25,7 +24,7 @@ import {
 import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
-import { exchangeDemand } from "../../store/rate-demand.ts";
+import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
@@ -235,27 +234,19 @@ export async function exchangeRateShares(
   requireEdge(ctx.caller);
   const problem = rateReportProblem(edgeId, intervalMs, demands);
   if (problem) throw new RelayError("bad_request", `a rate-share report ${problem}`);
-  const reported = demands.map((d) => ({
-    ...d,
-    perSecond: demandPerSecond({ ...d, intervalMs } satisfies DemandReport),
-  }));
-  const { counted, liveEdges } = await exchangeDemand(ctx.sql, edgeId, reported, DEMAND_WINDOW_MS);
-  return {
-    fractions: reported.map((d, i) => {
-      const before = counted[i] ?? [];
-      const own = {
-        perSecond: d.perSecond,
-        applied: d.appliedFraction,
-        established: before.some((edge) => edge.edgeId === edgeId),
-      };
-      return shareOf(
-        own,
-        before.filter((edge) => edge.edgeId !== edgeId),
-        liveEdges,
-      );
-    }),
-    liveEdges,
-  };
+  const [counted, liveEdges] = await Promise.all([
+    recentDemand(ctx.sql, demands, DEMAND_WINDOW_MS),
+    liveEdgeCount(ctx.sql),
+  ]);
+  const splits = demands.map((d, i) =>
+    splitEndpoint(edgeId, demandPerSecond({ ...d, intervalMs }), counted[i] ?? [], liveEdges),
+  );
+  await recordDemand(
+    ctx.sql,
+    edgeId,
+    demands.map((d, i) => ({ ...d, perSecond: splits[i]?.perSecond ?? 0 })),
+  );
+  return { fractions: splits.map((split) => split.fraction), liveEdges };
 }
 
 function rateReportProblem(edgeId: string, intervalMs: number, demands: EndpointDemand[]) {
@@ -269,8 +260,7 @@ function rateReportProblem(edgeId: string, intervalMs: number, demands: Endpoint
       !d.project ||
       !d.line ||
       !d.path ||
-      !(d.appliedFraction > 0 && d.appliedFraction <= 1) ||
       ![d.accepted, d.refused].every((n) => Number.isSafeInteger(n) && n >= 0),
   );
-  return bad ? "has an endpoint without a name, counts or a fraction in (0, 1]" : null;
+  return bad ? "has an endpoint without a name or counts" : null;
 }
