@@ -54,10 +54,10 @@ test("an edge's first report of an endpoint gets at most the fallback", () => {
   const busy = { perSecond: 50 };
   expect(shareOf({ ...busy, established: false }, [], 3)).toBeCloseTo(1 / 3, 12);
   expect(shareOf({ ...busy, established: true }, [], 3)).toBe(1);
-  // A report is weighed with the edge's demand before; a first one stands alone.
+  // Its own earlier report makes an edge established; it is not one of the others.
   const before = [{ edgeId: "a", perSecond: 10 }];
-  expect(splitEndpoint("a", 20, before, 1)).toEqual({ perSecond: 15, fraction: 1 });
-  expect(splitEndpoint("b", 20, before, 1)).toEqual({ perSecond: 20, fraction: 1 / 2 });
+  expect(splitEndpoint("a", 20, before, 2)).toBe(1);
+  expect(splitEndpoint("b", 20, before, 2)).toBe(1 / 2);
   // Edges the control plane counts beyond the live leases (one just lost its lease) count too.
   const others = [1, 2, 3].map((n) => ({ edgeId: String(n), perSecond: 1 }));
   expect(shareOf({ ...busy, established: false }, others, 2)).toBe(1 / 4);
@@ -108,9 +108,8 @@ function simulate(perEdge: number, seconds: number, stall = { fromMs: 0, toMs: 0
         const counted = [...reported]
           .filter(([, r]) => nowMs - r.atMs < DEMAND_WINDOW_MS)
           .map(([edgeId, r]) => ({ edgeId, perSecond: r.perSecond }));
-        const split = splitEndpoint(e.edgeId, perSecond, counted, 3);
-        e.held = { fraction: split.fraction, receivedAtMs: nowMs };
-        reported.set(e.edgeId, { perSecond: split.perSecond, atMs: nowMs });
+        e.held = { fraction: splitEndpoint(e.edgeId, perSecond, counted, 3), receivedAtMs: nowMs };
+        reported.set(e.edgeId, { perSecond, atMs: nowMs });
         e.counts = { accepted: 0, refused: 0, sinceMs: nowMs };
       }
     }

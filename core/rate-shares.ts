@@ -18,12 +18,6 @@ export const SHARE_TTL_MS = 3000;
 export const DEMAND_WINDOW_MS = 3000;
 /** Part of the limit split equally among the edges counted, whatever their demand. */
 export const SHARE_FLOOR = 0.1;
-/**
- * Weight of an edge's newest report in its demand, the rest being its demand before: edges
- * report at different moments, so one odd second (a caller's stall, then its catching up) seen
- * by one edge and not yet by the others would otherwise move the shares apart from summing to 1.
- */
-export const DEMAND_SMOOTHING = 0.5;
 
 /** One endpoint's rate decisions on an edge since its last report (EdgeService.ExchangeRateShares). */
 export interface EndpointDemand {
@@ -76,25 +70,19 @@ export function shareOf(own: OwnDemand, others: readonly EdgeDemand[], liveEdges
 }
 
 /**
- * One endpoint's split for a report from `edgeId` of `measured` calls a second, given the edges
- * that had reported it within the demand window (`counted`, this one among them if it had): the
- * edge's demand to keep, smoothed with its previous, and its fraction.
+ * `edgeId`'s fraction of an endpoint for its report of `perSecond` calls a second, given the
+ * edges that had reported the endpoint within the demand window before (`counted`, this one
+ * among them if it had).
  */
 export function splitEndpoint(
   edgeId: string,
-  measured: number,
+  perSecond: number,
   counted: readonly EdgeDemand[],
   liveEdges: number,
-): { perSecond: number; fraction: number } {
+): number {
   const previous = counted.find((edge) => edge.edgeId === edgeId);
-  const perSecond = previous
-    ? DEMAND_SMOOTHING * measured + (1 - DEMAND_SMOOTHING) * previous.perSecond
-    : measured;
   const others = counted.filter((edge) => edge !== previous);
-  return {
-    perSecond,
-    fraction: shareOf({ perSecond, established: !!previous }, others, liveEdges),
-  };
+  return shareOf({ perSecond, established: previous !== undefined }, others, liveEdges);
 }
 
 /**

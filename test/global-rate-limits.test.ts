@@ -7,8 +7,11 @@
  * Calls are paced (open loop) rather than sent as fast as answers come, so the two cores the
  * stack shares stay out of the figures; the bounds are the issue's.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { MAX_REPORTED_ENDPOINTS } from "../control/api/edge.ts";
 import { freePorts } from "../dev/ports.ts";
+import { connectControlPlane } from "../edge/control.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
@@ -152,4 +155,23 @@ test("an edge cut off from the control plane falls back to its share of the limi
   } finally {
     proxy.restore();
   }
+});
+
+test("a rate-share report past its cap is refused whole", async () => {
+  const control = connectControlPlane({
+    baseUrl: stack().controlUrl,
+    edgeToken: stack().edgeToken,
+    fetch,
+  });
+  const demand = { project: p.slug, line: "v1", path: "hook", accepted: 1, refused: 0 };
+  const report = (count: number) => ({
+    intervalMs: 1000,
+    demands: Array.from({ length: count }, () => demand),
+  });
+  const refusal = await control
+    .exchangeRateShares("edge-rate-cap", report(MAX_REPORTED_ENDPOINTS + 1))
+    .catch((error: unknown) => ConnectError.from(error));
+  expect(refusal).toMatchObject({ code: Code.InvalidArgument });
+  const answer = await control.exchangeRateShares("edge-rate-cap", report(1));
+  expect(answer.fractions).toHaveLength(1);
 });

@@ -238,15 +238,12 @@ export async function exchangeRateShares(
     recentDemand(ctx.sql, demands, DEMAND_WINDOW_MS),
     liveEdgeCount(ctx.sql),
   ]);
-  const splits = demands.map((d, i) =>
-    splitEndpoint(edgeId, demandPerSecond({ ...d, intervalMs }), counted[i] ?? [], liveEdges),
+  const reported = demands.map((d) => ({ ...d, perSecond: demandPerSecond({ ...d, intervalMs }) }));
+  const fractions = reported.map((d, i) =>
+    splitEndpoint(edgeId, d.perSecond, counted[i] ?? [], liveEdges),
   );
-  await recordDemand(
-    ctx.sql,
-    edgeId,
-    demands.map((d, i) => ({ ...d, perSecond: splits[i]?.perSecond ?? 0 })),
-  );
-  return { fractions: splits.map((split) => split.fraction), liveEdges };
+  await recordDemand(ctx.sql, edgeId, reported);
+  return { fractions, liveEdges };
 }
 
 function rateReportProblem(edgeId: string, intervalMs: number, demands: EndpointDemand[]) {
