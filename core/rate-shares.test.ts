@@ -18,7 +18,7 @@ const sum = (values: number[]) => values.reduce((total, value) => total + value,
 
 test("demand is the calls that reached the decision, taken or refused, per second", () => {
   expect(demandPerSecond({ accepted: 3, refused: 7, intervalMs: 500 })).toBe(20);
-  expect(demandPerSecond({ accepted: 1, refused: 0, intervalMs: 0 })).toBe(1000);
+  expect(demandPerSecond({ accepted: 1, refused: 0, intervalMs: 0 })).toBe(4);
 });
 
 /** Each edge's share when every edge of `counted` is established and applies the whole limit. */
@@ -92,7 +92,8 @@ function simulate(perEdge: number, seconds: number, stall = { fromMs: 0, toMs: 0
     bucket: undefined as Bucket | undefined,
     held: undefined as { fraction: number; receivedAtMs: number } | undefined,
     // Each last reported (nothing) before the calls began, at staggered moments.
-    counts: { accepted: 0, refused: 0, sinceMs: i * 370 + 200 - SHARE_EXCHANGE_MS },
+    reportedAtMs: i * 370 + 200 - SHARE_EXCHANGE_MS,
+    counts: { accepted: 0, refused: 0, firstAtMs: 0 },
   }));
   const reported = new Map<string, { perSecond: number; atMs: number }>();
   const acceptedPerSecond = Array.from({ length: seconds }, () => 0);
@@ -102,15 +103,16 @@ function simulate(perEdge: number, seconds: number, stall = { fromMs: 0, toMs: 0
     const edge = edges[Math.round(nowMs / (stepMs / 3)) % 3];
     if (!edge) continue;
     for (const e of edges) {
-      if (nowMs - e.counts.sinceMs >= SHARE_EXCHANGE_MS) {
-        const { accepted, refused, sinceMs } = e.counts;
-        const perSecond = demandPerSecond({ accepted, refused, intervalMs: nowMs - sinceMs });
+      if (nowMs - e.reportedAtMs >= SHARE_EXCHANGE_MS) {
+        const { accepted, refused, firstAtMs } = e.counts;
+        const perSecond = demandPerSecond({ accepted, refused, intervalMs: nowMs - firstAtMs });
         const counted = [...reported]
           .filter(([, r]) => nowMs - r.atMs < DEMAND_WINDOW_MS)
           .map(([edgeId, r]) => ({ edgeId, perSecond: r.perSecond }));
         e.held = { fraction: splitEndpoint(e.edgeId, perSecond, counted, 3), receivedAtMs: nowMs };
         reported.set(e.edgeId, { perSecond, atMs: nowMs });
-        e.counts = { accepted: 0, refused: 0, sinceMs: nowMs };
+        e.reportedAtMs = nowMs;
+        e.counts = { accepted: 0, refused: 0, firstAtMs: nowMs };
       }
     }
     owed.push(edge);
@@ -119,6 +121,7 @@ function simulate(perEdge: number, seconds: number, stall = { fromMs: 0, toMs: 0
       const fraction = currentFraction(called.held, 3, nowMs);
       const decision = takeToken(called.bucket, limitShare(limit, fraction), nowMs);
       called.bucket = decision.bucket;
+      if (called.counts.accepted + called.counts.refused === 0) called.counts.firstAtMs = nowMs;
       if (decision.allowed) {
         called.counts.accepted++;
         const second = Math.floor(nowMs / 1000);

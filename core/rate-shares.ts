@@ -26,18 +26,23 @@ export interface EndpointDemand {
   path: string;
   accepted: number;
   refused: number;
-}
-
-/** Calls an edge took and refused on one endpoint over `intervalMs`. */
-export interface DemandReport {
-  accepted: number;
-  refused: number;
+  /**
+   * The time the counts cover: from the first of them, so that an endpoint's first report (its
+   * calls began partway through the edge's interval) counts its rate, not less.
+   */
   intervalMs: number;
 }
 
+/** Counts over a shorter time are taken over this: one call just before a report is no rate. */
+export const MIN_DEMAND_INTERVAL_MS = 250;
+
 /** Calls a second that reached the rate decision, taken or refused: what the edge was asked. */
-export function demandPerSecond({ accepted, refused, intervalMs }: DemandReport): number {
-  return ((accepted + refused) * 1000) / Math.max(1, intervalMs);
+export function demandPerSecond({
+  accepted,
+  refused,
+  intervalMs,
+}: Pick<EndpointDemand, "accepted" | "refused" | "intervalMs">): number {
+  return ((accepted + refused) * 1000) / Math.max(MIN_DEMAND_INTERVAL_MS, intervalMs);
 }
 
 export interface EdgeDemand {
@@ -55,10 +60,10 @@ export interface OwnDemand {
 /**
  * An edge's fraction of an endpoint's limit, among the other edges that reported it within the
  * demand window (`others`): the fractions of all of them sum to 1, but an edge's first report of
- * the endpoint gets at most the fallback of the `liveEdges`. Edges report at different moments,
- * and a first report counts calls that began partway through its interval: without the cap, the
- * edges reporting a busy endpoint after the first would each take up to half of it at once
- * while the others still apply their fallback, and together pass the limit for a second.
+ * the endpoint gets at most the fallback of the `liveEdges`. Edges report at different moments:
+ * without the cap, the edges reporting a busy endpoint after the first would each take up to
+ * half of it at once while the others still apply their fallback, and together pass the limit
+ * for a second.
  */
 export function shareOf(own: OwnDemand, others: readonly EdgeDemand[], liveEdges: number): number {
   const total = others.reduce((sum, edge) => sum + edge.perSecond, own.perSecond);

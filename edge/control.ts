@@ -81,10 +81,7 @@ export interface ControlPlane {
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
   payloadKeys(): Promise<PayloadKey[]>;
   /** Reports demand since the last report; answers this edge's shares (core/rate-shares.ts). */
-  exchangeRateShares(
-    edgeId: string,
-    report: { intervalMs: number; demands: EndpointDemand[] },
-  ): Promise<RateShareAnswer>;
+  exchangeRateShares(edgeId: string, demands: EndpointDemand[]): Promise<RateShareAnswer>;
 }
 
 export function connectControlPlane(options: {
@@ -172,11 +169,10 @@ export function connectControlPlane(options: {
     async payloadKeys() {
       return (await client.getPayloadKeys({})).keys.map(({ id, key }) => ({ id, key }));
     },
-    async exchangeRateShares(edgeId, { intervalMs, demands }) {
+    async exchangeRateShares(edgeId, demands) {
       const answer = await client.exchangeRateShares(
         {
           edgeId,
-          intervalMs,
           demands: demands.map((d) => ({
             ...d,
             accepted: BigInt(d.accepted),

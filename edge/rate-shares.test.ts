@@ -14,7 +14,7 @@ function sharing(answer: { fraction: number; liveEdges: number }) {
       if (failing) throw new Error("unreachable");
       reports.push(report);
       return {
-        fractions: report.demands.map(() => answer.fraction),
+        fractions: report.map(() => answer.fraction),
         liveEdges: answer.liveEdges,
       };
     },
@@ -31,7 +31,7 @@ function sharing(answer: { fraction: number; liveEdges: number }) {
 const hook = { project: "acme", line: "v1", path: "hook" };
 const id = "acme/v1/hook";
 
-test("reports each endpoint's decisions since the last report, and applies the share answered", async () => {
+test("reports each endpoint's decisions since the first of them, and applies the share answered", async () => {
   let now = 1_000;
   const plane = sharing({ fraction: 0.25, liveEdges: 3 });
   const shares = new RateShares({ control: plane.control, edgeId: "e", now: () => now });
@@ -42,10 +42,7 @@ test("reports each endpoint's decisions since the last report, and applies the s
   shares.count(id, hook, false);
   now += 1_000;
   await shares.exchange();
-  expect(plane.reports[1]).toEqual({
-    intervalMs: 1_000,
-    demands: [{ ...hook, accepted: 1, refused: 1 }],
-  });
+  expect(plane.reports[1]).toEqual([{ ...hook, accepted: 1, refused: 1, intervalMs: 1_000 }]);
   expect(shares.fraction(id, now)).toBe(0.25);
   // A share not renewed goes stale: back to 1/N, never the whole limit.
   expect(shares.fraction(id, now + SHARE_TTL_MS)).toBeCloseTo(1 / 3, 12);
@@ -64,10 +61,7 @@ test("a report the control plane does not answer keeps its counts for the next o
   plane.fail(false);
   now = 2_000;
   await shares.exchange();
-  expect(plane.reports.at(-1)).toEqual({
-    intervalMs: 2_000,
-    demands: [{ ...hook, accepted: 1, refused: 1 }],
-  });
+  expect(plane.reports.at(-1)).toEqual([{ ...hook, accepted: 1, refused: 1, intervalMs: 2_000 }]);
 });
 
 test("a report carries the busiest endpoints first, up to its cap", async () => {
@@ -76,5 +70,5 @@ test("a report carries the busiest endpoints first, up to its cap", async () => 
   shares.count("acme/v1/quiet", { ...hook, path: "quiet" }, true);
   for (let i = 0; i < 3; i++) shares.count(id, hook, false);
   await shares.exchange();
-  expect(plane.reports[0]?.demands.map((d) => d.path)).toEqual(["hook"]);
+  expect(plane.reports[0]?.map((d) => d.path)).toEqual(["hook"]);
 });

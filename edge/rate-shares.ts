@@ -26,19 +26,20 @@ export interface RateSharesOptions {
   now?: () => number;
 }
 
+/** An endpoint's counts since the last report, from the first of them. */
+type Counted = Omit<EndpointDemand, "intervalMs"> & { firstAtMs: number };
+
 export class RateShares {
   /** By endpoint id (`{project}/{line}/{path}`, EndpointRuntime's). */
   private readonly held = new Map<string, HeldShare>();
-  private counts = new Map<string, EndpointDemand>();
+  private counts = new Map<string, Counted>();
   private liveEdges = 1;
-  private reportedAtMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   private readonly now: () => number;
 
   constructor(private readonly options: RateSharesOptions) {
     this.now = options.now ?? Date.now;
-    this.reportedAtMs = this.now();
   }
 
   /** The fraction of `id`'s limit this edge applies at `nowMs`. */
@@ -50,7 +51,7 @@ export class RateShares {
   count(id: string, endpoint: { project: string; line: string; path: string }, allowed: boolean) {
     let counted = this.counts.get(id);
     if (!counted) {
-      counted = { ...endpoint, accepted: 0, refused: 0 };
+      counted = { ...endpoint, accepted: 0, refused: 0, firstAtMs: this.now() };
       this.counts.set(id, counted);
     }
     if (allowed) counted.accepted++;
@@ -68,14 +69,13 @@ export class RateShares {
     const ids = [...sent.keys()]
       .sort((a, b) => busy(sent.get(b)) - busy(sent.get(a)))
       .slice(0, this.options.maxReported ?? 10_000);
-    const demands = ids.map((id) => sent.get(id) as EndpointDemand);
+    const demands = ids.map((id): EndpointDemand => {
+      const { firstAtMs, ...counted } = sent.get(id) as Counted;
+      return { ...counted, intervalMs: Math.max(0, Math.round(nowMs - firstAtMs)) };
+    });
     try {
-      const answer = await this.options.control.exchangeRateShares(this.options.edgeId, {
-        intervalMs: Math.max(1, Math.round(nowMs - this.reportedAtMs)),
-        demands,
-      });
+      const answer = await this.options.control.exchangeRateShares(this.options.edgeId, demands);
       const receivedAtMs = this.now();
-      this.reportedAtMs = nowMs;
       this.liveEdges = Math.max(1, answer.liveEdges);
       for (const [i, id] of ids.entries()) {
         const fraction = answer.fractions[i];
@@ -122,5 +122,4 @@ export class RateShares {
   }
 }
 
-const busy = (counted: EndpointDemand | undefined) =>
-  counted ? counted.accepted + counted.refused : 0;
+const busy = (counted: Counted | undefined) => (counted ? counted.accepted + counted.refused : 0);

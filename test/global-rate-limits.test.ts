@@ -164,10 +164,8 @@ test("a rate-share report past its cap is refused whole", async () => {
     fetch,
   });
   const demand = { project: p.slug, line: "v1", path: "hook", accepted: 1, refused: 0 };
-  const report = (count: number) => ({
-    intervalMs: 1000,
-    demands: Array.from({ length: count }, () => demand),
-  });
+  const report = (count: number) =>
+    Array.from({ length: count }, () => ({ ...demand, intervalMs: 1000 }));
   const refusal = await control
     .exchangeRateShares("edge-rate-cap", report(MAX_REPORTED_ENDPOINTS + 1))
     .catch((error: unknown) => ConnectError.from(error));

@@ -228,17 +228,16 @@ export const MAX_REPORTED_ENDPOINTS = 10_000;
 export async function exchangeRateShares(
   ctx: Ctx,
   edgeId: string,
-  intervalMs: number,
   demands: EndpointDemand[],
 ): Promise<{ fractions: number[]; liveEdges: number }> {
   requireEdge(ctx.caller);
-  const problem = rateReportProblem(edgeId, intervalMs, demands);
+  const problem = rateReportProblem(edgeId, demands);
   if (problem) throw new RelayError("bad_request", `a rate-share report ${problem}`);
   const [counted, liveEdges] = await Promise.all([
     recentDemand(ctx.sql, demands, DEMAND_WINDOW_MS),
     liveEdgeCount(ctx.sql),
   ]);
-  const reported = demands.map((d) => ({ ...d, perSecond: demandPerSecond({ ...d, intervalMs }) }));
+  const reported = demands.map((d) => ({ ...d, perSecond: demandPerSecond(d) }));
   const fractions = reported.map((d, i) =>
     splitEndpoint(edgeId, d.perSecond, counted[i] ?? [], liveEdges),
   );
@@ -246,9 +245,8 @@ export async function exchangeRateShares(
   return { fractions, liveEdges };
 }
 
-function rateReportProblem(edgeId: string, intervalMs: number, demands: EndpointDemand[]) {
+function rateReportProblem(edgeId: string, demands: EndpointDemand[]) {
   if (!edgeId) return "needs an edge id";
-  if (!Number.isSafeInteger(intervalMs) || intervalMs < 1) return "needs its interval";
   if (demands.length > MAX_REPORTED_ENDPOINTS) {
     return `carries at most ${MAX_REPORTED_ENDPOINTS} endpoints`;
   }
@@ -257,7 +255,7 @@ function rateReportProblem(edgeId: string, intervalMs: number, demands: Endpoint
       !d.project ||
       !d.line ||
       !d.path ||
-      ![d.accepted, d.refused].every((n) => Number.isSafeInteger(n) && n >= 0),
+      ![d.accepted, d.refused, d.intervalMs].every((n) => Number.isSafeInteger(n) && n >= 0),
   );
   return bad ? "has an endpoint without a name or counts" : null;
 }

@@ -88,7 +88,6 @@ export function edgeService(
         return edge.exchangeRateShares(
           ctxOf(h),
           req.edgeId,
-          req.intervalMs,
           req.demands.map((d) => ({
             ...d,
             accepted: Number(d.accepted),
