@@ -17,6 +17,7 @@ import { markRefused, untraced } from "../core/tracing.ts";
 import type { ControlPlane } from "./control.ts";
 import { EndpointRuntime } from "./endpoints.ts";
 import { type Envelope, json, Pipeline, type With } from "./pipeline.ts";
+import type { RateShares } from "./rate-shares.ts";
 import type { EdgeState } from "./state.ts";
 import { allowlist } from "./steps/allowlist.ts";
 import { auth } from "./steps/auth.ts";
@@ -68,6 +69,8 @@ export interface EdgeDeps {
   observe?: (answered: Answered) => void;
   /** Where failures of Relay's own go (a structured logger's `error`). */
   logError: (fields: Record<string, unknown>, message: string) => void;
+  /** This edge's shares of endpoints' rate limits; without, whole limits (an edge alone). */
+  rateShares?: RateShares;
 }
 
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
@@ -92,7 +95,7 @@ export interface Answered {
 type Named = With<"project">;
 
 export function createEdge(deps: EdgeDeps): EdgeHandler {
-  const runtime = new EndpointRuntime();
+  const runtime = new EndpointRuntime(deps.rateShares && { shares: deps.rateShares });
   const trustedProxies = deps.trustedProxies ?? [];
   // A refusal, or a failure of Relay's own, answered with the error body and Relay's headers.
   const pipeline = Pipeline.start<Envelope>((cause, envelope) => {

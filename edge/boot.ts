@@ -14,6 +14,7 @@ import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
+import { RateShares } from "./rate-shares.ts";
 import { EdgeState } from "./state.ts";
 import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter } from "./temporal.ts";
@@ -56,13 +57,21 @@ export async function bootEdge(
     edgeToken: config.RELAY_EDGE_TOKEN,
     fetch: runtime.fetch,
   });
+  const edgeId = config.RELAY_EDGE_ID ?? newId("edge");
   const state = new EdgeState({
     control: watchdog(control, config.RELAY_EDGE_WATCH_IDLE_MS),
-    edgeId: config.RELAY_EDGE_ID ?? newId("edge"),
+    edgeId,
     leaseMs: config.RELAY_EDGE_LEASE_MS,
     onKeyLookup: telemetry.keyLookedUp,
   });
   await state.start();
+  const rateShares = new RateShares({
+    control,
+    edgeId,
+    logError: telemetry.logError,
+  });
+  // The first report learns how many edges share each limit; it must answer, as the keys below.
+  await rateShares.start();
   const ownPool = (connections?: number) =>
     runtime.pooledFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
   const temporal = temporalHttpStarter({
@@ -110,6 +119,7 @@ export async function bootEdge(
     trustedProxies: config.RELAY_TRUSTED_PROXIES,
     observe: telemetry.answered,
     logError: telemetry.logError,
+    rateShares,
   });
   const workers = taskQueueHealth({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,

@@ -34,6 +34,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
+    exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),
   };
   return { control, streams: () => streams };
 }

@@ -1,7 +1,7 @@
 /**
  * The edge's view of the control plane, over Connect: keys by hash, a project's routing or one
- * endpoint's, the reservations of calls that hold credits or wait, and where large bodies and
- * finished streams go.
+ * endpoint's, the reservations of calls that hold credits or wait, where large bodies and
+ * finished streams go, and this edge's shares of endpoints' rate limits.
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
@@ -11,6 +11,7 @@ import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
+import type { EndpointDemand } from "../core/rate-shares.ts";
 import { importSigningKey, type SigningKey } from "../core/signing.ts";
 import {
   type EdgeKey,
@@ -52,6 +53,16 @@ export interface EndpointState {
   signingKeys: SigningKey[];
 }
 
+export interface RateShareAnswer {
+  /** This edge's fraction of each reported endpoint's limit, in the report's order. */
+  fractions: number[];
+  /** Edges with a live lease: without a fresh share, an endpoint gets 1/liveEdges. */
+  liveEdges: number;
+}
+
+/** A report waits for its answer this long at most; the next one follows a second later. */
+const RATE_SHARES_TIMEOUT_MS = 2000;
+
 export interface ControlPlane {
   resolveKey(project: string, keyHash: Uint8Array): Promise<KeyRecord | null>;
   projectState(project: string): Promise<ProjectState | null>;
@@ -69,6 +80,8 @@ export interface ControlPlane {
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
   payloadKeys(): Promise<PayloadKey[]>;
+  /** Reports demand since the last report; answers this edge's shares (core/rate-shares.ts). */
+  exchangeRateShares(edgeId: string, demands: EndpointDemand[]): Promise<RateShareAnswer>;
 }
 
 export function connectControlPlane(options: {
@@ -155,6 +168,20 @@ export function connectControlPlane(options: {
     },
     async payloadKeys() {
       return (await client.getPayloadKeys({})).keys.map(({ id, key }) => ({ id, key }));
+    },
+    async exchangeRateShares(edgeId, demands) {
+      const answer = await client.exchangeRateShares(
+        {
+          edgeId,
+          demands: demands.map((d) => ({
+            ...d,
+            accepted: BigInt(d.accepted),
+            refused: BigInt(d.refused),
+          })),
+        },
+        { timeoutMs: RATE_SHARES_TIMEOUT_MS },
+      );
+      return { fractions: answer.fractions, liveEdges: answer.liveEdges };
     },
     async recordStream(record) {
       await client.recordStream({

@@ -1,11 +1,14 @@
 /**
  * What the edge derives from an endpoint's config: its compiled payload validator and parsed
- * allowlist, and its rate-limit bucket (per edge instance).
+ * allowlist, and its rate-limit bucket, which holds this edge's share of the limit
+ * (./rate-shares.ts) so that the edges together allow it once.
  */
 import { type Cidr, parseCidr } from "../core/ip.ts";
 import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
 import { type Bucket, type RateDecision, takeToken } from "../core/rate-limit.ts";
+import { limitShare } from "../core/rate-shares.ts";
 import { compileSchema, type PayloadValidator } from "../core/schema.ts";
+import type { RateShares } from "./rate-shares.ts";
 
 export interface CompiledEndpoint {
   validate: PayloadValidator | null;
@@ -31,8 +34,20 @@ export class EndpointRuntime {
    */
   private readonly validators = new Map<string, PayloadValidator>();
 
-  /** `maxBuckets`: kept at most; the least recently used go first (a dropped one starts full). */
-  constructor(private readonly maxBuckets = 100_000) {}
+  private readonly shares: Pick<RateShares, "fraction" | "count"> | null;
+  private readonly maxBuckets: number;
+
+  /**
+   * `shares`: this edge's shares of the limits; without, the edge applies whole limits (an edge
+   * alone, as in unit tests). `maxBuckets`: kept at most; the least recently used go first (a
+   * dropped one starts full).
+   */
+  constructor(
+    options: { shares?: Pick<RateShares, "fraction" | "count">; maxBuckets?: number } = {},
+  ) {
+    this.shares = options.shares ?? null;
+    this.maxBuckets = options.maxBuckets ?? 100_000;
+  }
 
   compile(endpoint: Endpoint): CompiledEndpoint {
     const cached = this.compiled.get(endpoint);
@@ -56,7 +71,10 @@ export class EndpointRuntime {
     return validate;
   }
 
-  /** Takes a token, or with `consume` false only reports the bucket (for earlier refusals). */
+  /**
+   * Takes a token from this edge's share of `limit`, or with `consume` false only reports the
+   * bucket (for earlier refusals). RateLimit-Limit states the endpoint's burst, not the share.
+   */
   rate(
     project: string,
     endpoint: Endpoint,
@@ -65,8 +83,10 @@ export class EndpointRuntime {
     consume: boolean,
   ): RateDecision {
     const id = `${project}/${endpoint.line}/${endpoint.path}`;
-    const decision = takeToken(this.buckets.get(id), limit, nowMs);
+    const share = limitShare(limit, this.shares?.fraction(id, nowMs) ?? 1);
+    const decision = { ...takeToken(this.buckets.get(id), share, nowMs), limit: limit.burst };
     if (!consume) return { ...decision, remaining: Math.floor(decision.bucket.tokens + 1) };
+    this.shares?.count(id, { project, line: endpoint.line, path: endpoint.path }, decision.allowed);
     // Re-inserted, so the map's order is least recently used first.
     this.buckets.delete(id);
     this.buckets.set(id, decision.bucket);

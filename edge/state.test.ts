@@ -41,6 +41,7 @@ function scripted() {
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
+    exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),
   };
   let sequence = 0n;
   return {

@@ -10,6 +10,7 @@
  */
 import type { KeyRecord } from "../core/model.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { pruneRateDemand } from "./rate-demand.ts";
 
 const CHANNEL = "relay_changes";
 const HEARTBEAT_MS = 1000;
@@ -88,7 +89,7 @@ export interface ChangeBatch {
 
 /**
  * Wakes every open stream of this process when any process records a change, and prunes the
- * feed hourly (every control plane does; the prunes are idempotent).
+ * feed and the edges' rate demand hourly (every control plane does; the prunes are idempotent).
  */
 export function changeNotifier(sql: Sql) {
   const waiters = new Set<() => void>();
@@ -97,7 +98,10 @@ export function changeNotifier(sql: Sql) {
     waiters.clear();
   });
   const pruning = setInterval(() => {
-    pruneChanges(sql, CHANGE_RETENTION_MS).catch(() => {
+    Promise.all([
+      pruneChanges(sql, CHANGE_RETENTION_MS),
+      pruneRateDemand(sql, PRUNE_EVERY_MS),
+    ]).catch(() => {
       // The next hour's prune takes what this one left.
     });
   }, PRUNE_EVERY_MS);

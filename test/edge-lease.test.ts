@@ -3,45 +3,20 @@
  * a proxy the test can cut: cut briefly, B keeps serving from cache; cut past its lease, B fails
  * closed, and DELETE waits for B's lease to run out rather than for B.
  */
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { api, extraEdge, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  cuttableProxy,
+  extraEdge,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 const LEASE_MS = 1500;
-
-/** A TCP proxy to the control plane that can drop every connection and refuse new ones. */
-async function cuttableProxy(to: URL) {
-  const sockets = new Set<Socket>();
-  let open = true;
-  const server: Server = createServer((client) => {
-    if (!open) return client.destroy();
-    const upstream = createConnectionTo(to);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    cut() {
-      open = false;
-      for (const s of sockets) s.destroy();
-    },
-    restore() {
-      open = true;
-    },
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
-
-function createConnectionTo(url: URL): Socket {
-  return connect(Number(url.port), url.hostname);
-}
 
 const sink = await targetServer();
 const proxy = await cuttableProxy(new URL(stack().controlUrl));

@@ -1,6 +1,12 @@
 /** What the integration tests share: the stack's addresses, API calls, and real target servers. */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { createRequire } from "node:module";
+import {
+  connect,
+  createServer as createTcpServer,
+  type Socket,
+  type Server as TcpServer,
+} from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, type GrpcWebTransportOptions } from "@connectrpc/connect-web";
@@ -363,3 +369,31 @@ export const spendDownTo = (sql: Sql, slug: string, left: number) =>
       bytes: (100 - left) * CREDIT_UNIT_BYTES,
     }),
   );
+
+/** A TCP proxy to the control plane that can drop every connection and refuse new ones. */
+export async function cuttableProxy(to: URL) {
+  const sockets = new Set<Socket>();
+  let open = true;
+  const server: TcpServer = createTcpServer((client) => {
+    if (!open) return client.destroy();
+    const upstream = connect(Number(to.port), to.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    cut() {
+      open = false;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      open = true;
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}

@@ -1,12 +1,19 @@
 /**
  * What edges ask: a key by hash, a project's routing state or one endpoint's, the change feed and
- * its acks, the reservations of the calls they queue, and the log of the streams they proxied.
+ * its acks, the reservations of the calls they queue, the log of the streams they proxied, and
+ * their shares of endpoints' rate limits.
  */
 
 import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
+import {
+  DEMAND_WINDOW_MS,
+  demandPerSecond,
+  type EndpointDemand,
+  splitEndpoint,
+} from "../../core/rate-shares.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -17,6 +24,7 @@ import {
 import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
+import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
@@ -208,4 +216,46 @@ function streamProblem(stream: LoggedStream): string | null {
 export function payloadKeys(ctx: Ctx): PayloadKey[] {
   requireEdge(ctx.caller);
   return ctx.payloadKeys;
+}
+
+/** Endpoints one rate-share report may carry; an edge sends its busiest first. */
+export const MAX_REPORTED_ENDPOINTS = 10_000;
+
+/**
+ * Records an edge's demand and answers its share of each endpoint's limit (core/rate-shares.ts),
+ * split from every edge's reports in Postgres, so all control planes answer alike.
+ */
+export async function exchangeRateShares(
+  ctx: Ctx,
+  edgeId: string,
+  demands: EndpointDemand[],
+): Promise<{ fractions: number[]; liveEdges: number }> {
+  requireEdge(ctx.caller);
+  const problem = rateReportProblem(edgeId, demands);
+  if (problem) throw new RelayError("bad_request", `a rate-share report ${problem}`);
+  const [counted, liveEdges] = await Promise.all([
+    recentDemand(ctx.sql, demands, DEMAND_WINDOW_MS),
+    liveEdgeCount(ctx.sql),
+  ]);
+  const reported = demands.map((d) => ({ ...d, perSecond: demandPerSecond(d) }));
+  const fractions = reported.map((d, i) =>
+    splitEndpoint(edgeId, d.perSecond, counted[i] ?? [], liveEdges),
+  );
+  await recordDemand(ctx.sql, edgeId, reported);
+  return { fractions, liveEdges };
+}
+
+function rateReportProblem(edgeId: string, demands: EndpointDemand[]) {
+  if (!edgeId) return "needs an edge id";
+  if (demands.length > MAX_REPORTED_ENDPOINTS) {
+    return `carries at most ${MAX_REPORTED_ENDPOINTS} endpoints`;
+  }
+  const bad = demands.find(
+    (d) =>
+      !d.project ||
+      !d.line ||
+      !d.path ||
+      ![d.accepted, d.refused, d.intervalMs].every((n) => Number.isSafeInteger(n) && n >= 0),
+  );
+  return bad ? "has an endpoint without a name or counts" : null;
 }

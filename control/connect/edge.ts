@@ -84,6 +84,17 @@ export function edgeService(
         await edge.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);
         return {};
       },
+      async exchangeRateShares(req, h) {
+        return edge.exchangeRateShares(
+          ctxOf(h),
+          req.edgeId,
+          req.demands.map((d) => ({
+            ...d,
+            accepted: Number(d.accepted),
+            refused: Number(d.refused),
+          })),
+        );
+      },
       async ackChanges(req, h) {
         await edge.ack(ctxOf(h), req.edgeId, req.sequence, req.leaseMs);
         return {};
