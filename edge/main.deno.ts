@@ -183,9 +183,10 @@ const server = Deno.serve(
 );
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.addSignalListener(signal, () => {
-    state.stop();
+    const released = state.stop();
     void server
       .shutdown()
+      .then(() => released)
       .then(flushTraces)
       .finally(() => Deno.exit(0));
   });

@@ -35,8 +35,10 @@ server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {
   log.info({ runtime: "node", url }, "edge listening");
 });
 const shutdown = () => {
-  state.stop();
-  server.close(() => void flushTraces().finally(() => process.exit(0)));
+  // The lease goes back at once: calls still arriving while connections drain get 503, and a
+  // caller's retry finds an edge that still follows the control plane's changes.
+  const released = state.stop();
+  server.close(() => void released.then(flushTraces).finally(() => process.exit(0)));
 };
 process.once("SIGTERM", shutdown);
 process.once("SIGINT", shutdown);

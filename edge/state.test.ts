@@ -89,6 +89,17 @@ test("a change to another key does not keep a lookup out of the cache", async ()
   state.stop();
 });
 
+test("a stopped edge gives its lease back at once and serves no key after", async () => {
+  const { plane, state } = await started();
+  const acks: number[] = [];
+  plane.control.ack = async (_, __, leaseMs) => {
+    acks.push(leaseMs);
+  };
+  await state.stop();
+  expect(acks).toEqual([1]);
+  await expect(state.key("acme", hash(4))).rejects.toMatchObject({ code: "unavailable" });
+});
+
 test("a control plane that cannot answer a miss is 503 unavailable, not 500", async () => {
   const { plane, state } = await started();
   plane.control.resolveKey = () => Promise.reject(new Error("connection refused"));

@@ -30,6 +30,9 @@ export interface EdgeStateOptions {
   maxLookupsInFlight?: number;
 }
 
+/** How long a stopping edge waits for the control plane to take its lease back. */
+const RELEASE_WAIT_MS = 1000;
+
 /** Sources whose miss budget is tracked, at most; a dropped one starts with a full budget. */
 const MAX_SOURCES = 10_000;
 
@@ -244,8 +247,23 @@ export class EdgeState {
     });
   }
 
-  stop(): void {
+  /**
+   * Stops following and gives the lease back (an ack asking for 1 ms), so the control plane
+   * counts this edge out at once: a revocation waits for it no longer, and its share of each
+   * rate limit goes to the edges still serving. It serves no key after this.
+   */
+  async stop(): Promise<void> {
     this.abort.abort();
+    this.leaseUntil = 0;
+    const { control, edgeId } = this.options;
+    // Best effort and brief: a control plane that does not answer lets the lease run out.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      control.ack(edgeId, this.appliedSequence, 1).catch(() => {}),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, RELEASE_WAIT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   /** Whether the lease is live: the edge has kept up with the control plane's changes. */
