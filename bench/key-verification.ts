@@ -88,7 +88,7 @@ export async function keyVerification(stack: Stack): Promise<void> {
       controlPlane.resolveKey("keys", hash),
     ),
   ];
-  state.stop();
+  await state.stop();
 
   const baseline = results[0] as Result;
   console.log("\nKey verification on the edge hot path (this machine, one run)\n");

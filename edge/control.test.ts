@@ -53,6 +53,6 @@ test.each([
   try {
     await vi.waitFor(() => expect(plane.streams()).toBeGreaterThanOrEqual(3), { timeout: 2000 });
   } finally {
-    state.stop();
+    await state.stop();
   }
 });

@@ -136,7 +136,7 @@ test("one source's misses are capped; its cached keys and other sources still pa
   now += 1000; // one miss earned back
   await miss(14, "flood");
   expect(plane.lookups()).toBe(4);
-  state.stop();
+  await state.stop();
 });
 
 test("lookups in flight are capped, so misses cannot crowd out the lease's acks", async () => {
@@ -155,7 +155,7 @@ test("lookups in flight are capped, so misses cannot crowd out the lease's acks"
   plane.answer(null);
   await first;
   expect(plane.lookups()).toBe(1);
-  state.stop();
+  await state.stop();
 });
 
 test("concurrent callers of one uncached key share one lookup, charged once", async () => {
@@ -196,7 +196,7 @@ test("a cached miss weighs its id and little more: the id is one flat string", a
   // A 72-character id and its map slot take about 150 bytes; an id concatenated a byte at a
   // time keeps its 64 pieces, about 1.6 KB (bench/memory.ts's heap diff found them).
   expect(perMiss).toBeLessThan(500);
-  state.stop();
+  await state.stop();
 });
 
 /** A project `acme` with endpoints `v1/a` and `v1/b`, each fetch counted by what it fetched. */
@@ -279,7 +279,7 @@ test("a change to one endpoint fetches that endpoint alone; the others stay the 
   await plane.send([{ project: "acme", kind: "routing" }]);
   await state.endpoint("acme", "v1", "b");
   expect(fetched.at(-1)).toBe("project");
-  state.stop();
+  await state.stop();
 });
 
 test("an endpoint fetch raced by another change to it is answered but not kept", async () => {
@@ -297,5 +297,5 @@ test("an endpoint fetch raced by another change to it is answered but not kept",
   finishSlow();
   await second;
   expect(fetched.filter((f) => f === "v1/slow")).toHaveLength(2);
-  state.stop();
+  await state.stop();
 });
