@@ -23,7 +23,7 @@ import { TEMPORAL_SERVER_VERSION } from "./temporal-server.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const systemdDir = join(root, "deploy", "systemd");
-const configurationDoc = readFileSync(join(root, "docs", "configuration.md"), "utf8");
+const configurationDoc = readFileSync(join(root, "docs/configuration.md"), "utf8");
 /** What an example file holds where a secret goes: no process accepts it as one. */
 const PLACEHOLDER = "change-me";
 const UNIT_NODE = "/usr/bin/node";
@@ -55,7 +55,7 @@ function mentioned(file: string): string[] {
   return [...new Set(readFileSync(file, "utf8").match(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?==)/g))];
 }
 
-/** The processes configuration.md's table says read `variable`, or null when it has no row. */
+/** The processes docs/configuration.md's table says read `variable`, or null when it has no row. */
 function documentedProcesses(variable: string): string | null {
   const row = configurationDoc
     .split("\n")
