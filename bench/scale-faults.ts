@@ -20,8 +20,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { defaultRestartPolicy, logFile, ManagedProcess } from "../dev/processes.ts";
-import { freeStackPorts, startStack } from "../dev/stack.ts";
-import { type Cleanup, runBench } from "./harness.ts";
+import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import { type Cleanup, runBench, stackEnv } from "./harness.ts";
 
 const total = Number(process.env.FAULTS_REQUESTS ?? 10_000);
 const rate = Number(process.env.FAULTS_RATE ?? 40);
@@ -380,7 +380,7 @@ await runBench(async (cleanup) => {
 async function startSecondOfEach(
   cleanup: Cleanup,
   dir: string,
-  stack: Awaited<ReturnType<typeof startStack>>,
+  stack: Stack,
   options: {
     control: number;
     worker: number;
@@ -391,12 +391,7 @@ async function startSecondOfEach(
   },
 ) {
   const shared = {
-    DATABASE_URL: stack.databaseUrl,
-    TEMPORAL_ADDRESS: stack.temporal.address,
-    TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
-    RELAY_ADMIN_TOKEN: stack.secrets.adminToken,
-    RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-    RELAY_ENCRYPTION_KEY: stack.secrets.encryptionKey,
+    ...stackEnv(stack),
     RELAY_ALLOW_PRIVATE_TARGETS: "1",
     RELAY_EDGE_DOMAIN: options.edgeDomain,
     RELAY_EDGE_LISTENERS: options.listeners.map((p) => `127.0.0.1:${p}`).join(","),
