@@ -208,6 +208,16 @@ export async function benchStack(cleanup: Cleanup, dir: string, env: Record<stri
   return { stack, ports, targetPort, ...project };
 }
 
+/** What a Relay process started beside `stack` needs to share its Postgres, Temporal and secrets. */
+export const stackEnv = (stack: Stack) => ({
+  DATABASE_URL: stack.databaseUrl,
+  TEMPORAL_ADDRESS: stack.temporal.address,
+  TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
+  RELAY_ADMIN_TOKEN: stack.secrets.adminToken,
+  RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
+  RELAY_ENCRYPTION_KEY: stack.secrets.encryptionKey,
+});
+
 /**
  * CPU time (user + system) one of the stack's processes has used so far, in ms, from Linux's
  * /proc (clock ticks of 10 ms); NaN when it is not running.

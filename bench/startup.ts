@@ -19,7 +19,7 @@ import { build, relayBin } from "../dev/build.ts";
 import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
-import { percentile, quick, runBench } from "./harness.ts";
+import { percentile, quick, runBench, stackEnv } from "./harness.ts";
 
 const runs = Number(process.env.BENCH_STARTUP_RUNS ?? (quick ? 3 : 7));
 /** After its ready line, a process settles (connections, first polls) before RSS is read. */
@@ -68,15 +68,7 @@ await runBench(async (cleanup) => {
   });
   cleanup.add(async () => (await starting).stop());
   const stack = await starting;
-  const env = {
-    DATABASE_URL: stack.databaseUrl,
-    TEMPORAL_ADDRESS: stack.temporal.address,
-    TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
-    RELAY_ADMIN_TOKEN: stack.secrets.adminToken,
-    RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-    RELAY_ENCRYPTION_KEY: stack.secrets.encryptionKey,
-    RELAY_CONTROL_URL: stack.controlUrl,
-  };
+  const env = { ...stackEnv(stack), RELAY_CONTROL_URL: stack.controlUrl };
   const output = logFile(join(dir, "starts.log"));
   const starts: Start[] = [];
   for (let round = 0; round < runs; round++) {
