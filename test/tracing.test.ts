@@ -131,6 +131,15 @@ const CALLER_SPAN = "00f067aa0ba902b7";
 const callerTraceparent = (traceId: string) => `00-${traceId}-${CALLER_SPAN}-01`;
 const newTraceId = () => crypto.randomUUID().replaceAll("-", "");
 
+/**
+ * A trace is complete for a test once each of these spans came: the edge's ends after its
+ * answer, so it may be exported after the workflow's.
+ */
+const withSpans =
+  (...names: string[]) =>
+  (spans: ExportedSpan[]) =>
+    names.every((name) => spans.some((span) => span.name === name));
+
 /** The spans of one trace, once `done` holds of them. */
 function traceOf(traceId: string, done: (spans: ExportedSpan[]) => boolean) {
   return eventually(async () => {
@@ -209,9 +218,7 @@ describe("with the exporter on", () => {
     });
     expect(answer.status).toBe(202);
     const { requestId } = answer.json();
-    const spans = await traceOf(traceId, (s) =>
-      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
-    );
+    const spans = await traceOf(traceId, withSpans("RunWorkflow:deliverRequest", "POST /v1/hook"));
     const edgeSpan = only(spans, "POST /v1/hook");
     expect(edgeSpan.parentSpanId).toBe(CALLER_SPAN);
     expect(edgeSpan.service).toBe("relay-edge");
@@ -252,8 +259,9 @@ describe("with the exporter on", () => {
     const [delivery] = target.received;
     if (!delivery) throw new Error("the sync target was not called");
     const { traceId, spanId } = parentOf(delivery);
-    const spans = await traceOf(String(traceId), (s) =>
-      s.some((x) => x.name === "RunWorkflow:relaySync"),
+    const spans = await traceOf(
+      String(traceId),
+      withSpans("RunWorkflow:relaySync", "POST /v1/hook"),
     );
     const edgeSpan = only(spans, "POST /v1/hook");
     expect(edgeSpan.parentSpanId).toBe("");
@@ -284,9 +292,7 @@ describe("with the exporter on", () => {
       edge,
     });
     expect(answer.status).toBe(200);
-    const spans = await traceOf(traceId, (s) =>
-      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
-    );
+    const spans = await traceOf(traceId, withSpans("RunWorkflow:deliverRequest", "POST /v1/hook"));
     const edgeSpan = only(spans, "POST /v1/hook");
     expect(edgeSpan.parentSpanId).toBe(CALLER_SPAN);
     const streamAttempt = only(spans, "POST t");
@@ -319,9 +325,7 @@ describe("with the exporter on", () => {
       edge: denoEdge,
     });
     expect(answer.status).toBe(202);
-    const spans = await traceOf(traceId, (s) =>
-      s.some((x) => x.name === "RunWorkflow:deliverRequest"),
-    );
+    const spans = await traceOf(traceId, withSpans("RunWorkflow:deliverRequest", "POST /v1/hook"));
     const edgeSpan = only(spans, "POST /v1/hook");
     expect(edgeSpan).toMatchObject({ parentSpanId: CALLER_SPAN, service: "relay-edge" });
     expect(edgeSpan.attributes["relay.request_id"]).toBe(answer.json().requestId);

@@ -76,9 +76,12 @@ export async function getRequest(
   requestId: string,
 ): Promise<requestLog.RequestView> {
   const access = await projectAccess(ctx, slug);
+  const logged = () => requestLog.findRequest(ctx.sql, access.projectId, requestId);
   const request =
-    (await requestLog.findRequest(ctx.sql, access.projectId, requestId)) ??
-    (await acceptedRequest(ctx, access.slug, requestId));
+    (await logged()) ??
+    (await acceptedRequest(ctx, access.slug, requestId)) ??
+    // Its workflow closed between the two reads: it wrote its row before it closed.
+    (await logged());
   if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
   return request;
 }
