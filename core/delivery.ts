@@ -44,6 +44,16 @@ export interface DeliveryInput {
   targets: DeliveryTarget[];
 }
 
+/**
+ * Immediate async calls of one project that one workflow delivers together, under load
+ * (edge/batcher.ts): it makes their first attempts, and each request that needs more continues
+ * as its own delivery workflow (id = request id).
+ */
+export interface DeliveryBatch {
+  project: string;
+  requests: DeliveryInput[];
+}
+
 /** What an accepted async call answers (202): queued, or scheduled when it waits for its time. */
 export type Accepted = Extract<RequestStatus, "queued" | "scheduled">;
 

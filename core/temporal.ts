@@ -17,6 +17,8 @@ export const NOTIFICATION_TASK_QUEUE = "relay-notifications";
 export const fairnessOf = (project: string) => ({ fairnessKey: project });
 
 export const DELIVERY_WORKFLOW = "deliverRequest";
+/** Under load, one project's immediate async calls together (edge/batcher.ts). */
+export const BATCH_WORKFLOW = "deliverBatch";
 export const SYNC_WORKFLOW = "relaySync";
 
 /** The daily key auto-rotation: a Schedule, visible with its runs in the Temporal UI. */
@@ -46,7 +48,27 @@ export const searchAttributes = {
   line: "RelayLine",
   endpoint: "RelayEndpoint",
   status: "RelayStatus",
+  /** A batch's request ids: how the Temporal UI finds the batch of a request (`RelayRequestIds="req_..."`). */
+  requestIds: "RelayRequestIds",
 } as const;
+
+/** Each search attribute's Temporal type: keywords, but for the list of a batch's request ids. */
+export const searchAttributeType = (name: string): "Keyword" | "KeywordList" =>
+  name === searchAttributes.requestIds ? "KeywordList" : "Keyword";
+
+/**
+ * A batch's search attributes: its project and the ids of its requests, so any of them finds it
+ * (Temporal limits a value to 2 KB by default: 64 ids of 26 characters fit).
+ */
+export function batchSearchAttributes(batch: {
+  project: string;
+  requests: readonly { requestId: string }[];
+}): Record<string, string | string[]> {
+  return {
+    [searchAttributes.project]: batch.project,
+    [searchAttributes.requestIds]: batch.requests.map((request) => request.requestId),
+  };
+}
 
 /** The search attributes a request's delivery workflow starts with: where it came in, and its status. */
 export function requestSearchAttributes(

@@ -13,7 +13,7 @@ import { Connection, type ConnectionOptions, isGrpcServiceError } from "@tempora
 import { msToTs } from "@temporalio/common/lib/time.js";
 import { Agent, fetch as undiciFetch } from "undici";
 import { z } from "zod";
-import { searchAttributes } from "../core/temporal.ts";
+import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { temporalConnectionOptions } from "../platform/temporal.ts";
 import { freeLowPorts } from "./ports.ts";
 import { ManagedProcess, StartError } from "./processes.ts";
@@ -54,8 +54,8 @@ export function temporalServerKindFromEnv(): TemporalServerKind {
 const NAMESPACE = "default";
 /** As the dev server keeps its namespace's closed workflows. */
 const RETENTION = "1 day";
-/** temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD */
-const KEYWORD = 2;
+/** temporal.api.enums.v1.IndexedValueType: INDEXED_VALUE_TYPE_KEYWORD, _KEYWORD_LIST. */
+const INDEXED_VALUE_TYPE = { Keyword: 2, KeywordList: 7 } as const;
 
 export interface TemporalServerBinaries {
   server: string;
@@ -249,7 +249,9 @@ async function registerRelay(options: ConnectionOptions): Promise<void> {
     if (missing.length > 0) {
       await connection.operatorService.addSearchAttributes({
         namespace: NAMESPACE,
-        searchAttributes: Object.fromEntries(missing.map((name) => [name, KEYWORD])),
+        searchAttributes: Object.fromEntries(
+          missing.map((name) => [name, INDEXED_VALUE_TYPE[searchAttributeType(name)]]),
+        ),
       });
     }
   } finally {

@@ -8,7 +8,7 @@ import { access, constants, mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
-import { searchAttributes } from "../core/temporal.ts";
+import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { ManagedProcess, StartError } from "./processes.ts";
 import { type DynamicConfig, devServerFlags, temporalDynamicConfig } from "./temporal-config.ts";
 
@@ -143,7 +143,10 @@ export async function startTemporalDevServer(
     ...devServerFlags(options.dynamicConfig ?? temporalDynamicConfig),
     ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
     ...(options.uiCodecEndpoint ? ["--ui-codec-endpoint", options.uiCodecEndpoint] : []),
-    ...Object.values(searchAttributes).flatMap((name) => ["--search-attribute", `${name}=Keyword`]),
+    ...Object.values(searchAttributes).flatMap((name) => [
+      "--search-attribute",
+      `${name}=${searchAttributeType(name)}`,
+    ]),
   ];
   const httpAddress = `http://127.0.0.1:${ports.http}`;
   const server = new ManagedProcess(

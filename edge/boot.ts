@@ -11,6 +11,7 @@ import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
 import { startTracing } from "../core/telemetry.ts";
 import { createEdge, type EdgeDeps, type EdgeHandler } from "./app.ts";
+import { withBatching } from "./batcher.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
@@ -74,7 +75,7 @@ export async function bootEdge(
   await rateShares.start();
   const ownPool = (connections?: number) =>
     runtime.pooledFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
-  const temporal = temporalHttpStarter({
+  const temporalStarts = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
@@ -87,6 +88,10 @@ export async function bootEdge(
     maxStartWaitMs: config.RELAY_TEMPORAL_START_WAIT_MS,
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
+  });
+  const temporal = withBatching(temporalStarts, {
+    maxItems: config.RELAY_BATCH_MAX_ITEMS,
+    lingerMs: config.RELAY_BATCH_LINGER_MS,
   });
   const relay = createEdge({
     state,

@@ -13,6 +13,7 @@
 import {
   type Accepted,
   acceptedStatus,
+  type DeliveryBatch,
   type DeliveryInput,
   type SyncInput,
   type SyncOutcome,
@@ -28,6 +29,8 @@ import {
   payloadToJson,
 } from "../core/payload-codec.ts";
 import {
+  BATCH_WORKFLOW,
+  batchSearchAttributes,
   DELIVERY_WORKFLOW,
   fairnessOf,
   requestSearchAttributes,
@@ -71,6 +74,12 @@ export interface WorkflowStarter {
   ): Promise<SyncOutcome>;
 }
 
+/** Starts one workflow for a batch of a project's immediate async calls (./batcher.ts). */
+export interface BatchStarter {
+  /** `trace`: the span the start's own span is a child of (the batch's first call's). */
+  startBatch(batch: DeliveryBatch, trace: TraceContext): Promise<void>;
+}
+
 export interface TemporalHttpOptions {
   baseUrl: string;
   namespace: string;
@@ -104,10 +113,13 @@ interface CloseEvent {
   workflowExecutionCompletedEventAttributes?: { result?: { payloads?: PayloadJson[] } };
 }
 
+/** What the edge starts a workflow with: a request's delivery, a sync call, or a batch. */
+type Started = DeliveryInput | SyncInput | DeliveryBatch;
+
 /** A plain JSON value as a payload in protobuf's JSON form (search attributes, headers). */
 const plainPayload = (value: unknown) => payloadToJson(jsonPayload(value));
 
-export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStarter {
+export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStarter & BatchStarter {
   const namespaceUrl = `${options.baseUrl}/api/v1/namespaces/${encodeURIComponent(options.namespace)}`;
   const workflows = `${namespaceUrl}/workflows`;
   const headers: Record<string, string> = { "content-type": "application/json" };
@@ -142,7 +154,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   async function start(
     workflowId: string,
     workflowType: string,
-    input: DeliveryInput | SyncInput,
+    input: Started,
     trace: TraceContext,
     extra: Record<string, unknown> = {},
     bodyTag?: string,
@@ -162,7 +174,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   async function startCall(
     workflowId: string,
     workflowType: string,
-    input: DeliveryInput | SyncInput,
+    input: Started,
     tracing: Record<string, string>,
     extra: Record<string, unknown>,
     bodyTag: string | undefined,
@@ -188,9 +200,11 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           // Plain: where a request came in and its status, nothing secret.
           searchAttributes: {
             indexedFields: Object.fromEntries(
-              Object.entries(requestSearchAttributes(input, acceptedStatus(input))).map(
-                ([name, value]) => [name, plainPayload(value)],
-              ),
+              Object.entries(
+                "requests" in input
+                  ? batchSearchAttributes(input)
+                  : requestSearchAttributes(input, acceptedStatus(input)),
+              ).map(([name, value]) => [name, plainPayload(value)]),
             ),
           },
           ...(Object.keys(tracing).length > 0 && {
@@ -283,6 +297,14 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
         start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag),
       );
       return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
+    },
+
+    async startBatch(batch, trace) {
+      const [first] = batch.requests;
+      if (!first) return;
+      await admitted(batch.project, () =>
+        start(`batch-${first.requestId}`, BATCH_WORKFLOW, batch, trace),
+      );
     },
 
     async runSync(input, signal, trace, bodyTag) {

@@ -9,6 +9,7 @@ import {
   type AttemptVerdict,
   attemptVerdict,
   type Backoff,
+  type DeliveryInput,
   type DeliveryTarget,
   decodeBody,
   MAX_SYNC_ANSWER_BYTES,
@@ -40,6 +41,8 @@ import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import type { PlanCaps } from "../store/waiting.ts";
+import { firstAttemptsOfBatch, type TakeSlot } from "./batch-attempts.ts";
+import type { BatchedFirst } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
@@ -130,6 +133,18 @@ export function createActivities(deps: ActivityDeps) {
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
+    /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
+    firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>
+      firstAttemptsOfBatch(
+        {
+          attempt: (request, delivery, only, takeSlot) =>
+            firstAttempt(attempts, request, delivery, only, takeSlot),
+          settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
+          slots: deps.slots.attempts,
+        },
+        project,
+        requests,
+      ),
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
       const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps);
@@ -224,13 +239,14 @@ async function firstAttempt(
   request: RequestRow,
   delivery: DeliverInput,
   only: boolean,
+  takeSlot: TakeSlot = async () => deps.slots.attempts.take(delivery.project),
 ): Promise<FirstAttempt> {
   const hold = await circuits.targetHold(deps.sql, delivery.target.id);
   if (hold) {
     await requestLog.openRequest(deps.sql, request);
     return { kind: "held", hold };
   }
-  const release = deps.slots.attempts.take(delivery.project);
+  const release = await takeSlot();
   if (!release) return busy(deps.slots.attempts, delivery.project);
   const sent = await postToTarget(deps, {
     ...delivery,

@@ -5,6 +5,8 @@
  */
 import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import { ParentClosePolicy, patched, proxyActivities, startChild } from "@temporalio/workflow";
+import type { DeliveryInput } from "../core/delivery.ts";
+import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { fairnessOf, NOTIFICATION_TASK_QUEUE } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
@@ -36,4 +38,25 @@ export async function raise(event: NotificationEvent): Promise<void> {
   }).catch((error: unknown) => {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   });
+}
+
+/** The failure queue's newcomer, told to the project: once per `key` (a request, a replay). */
+export function requestFailed(
+  input: DeliveryInput,
+  status: RequestStatus,
+  key: string,
+): NotificationEvent {
+  return {
+    id: `request.failed.${key}`,
+    type: "request.failed",
+    project: input.project,
+    at: new Date().toISOString(),
+    data: {
+      requestId: input.requestId,
+      line: input.line,
+      endpoint: input.endpoint,
+      status,
+      targets: input.targets.map((t) => ({ id: t.id, name: t.name })),
+    },
+  };
 }

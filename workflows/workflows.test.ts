@@ -29,7 +29,8 @@ import {
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
-import { searchAttributes } from "../core/temporal.ts";
+import { ProjectSlots } from "../core/project-slots.ts";
+import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { findTemporalCli } from "../dev/temporal.ts";
 import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
@@ -40,7 +41,9 @@ import type {
   RequestRow,
   RetryPolicy,
 } from "./activities.ts";
+import { firstAttemptsOfBatch } from "./batch-attempts.ts";
 import type {
+  deliverBatch,
   deliverRequest,
   pruneRequestLog,
   recordStream,
@@ -191,6 +194,18 @@ const activities: Activities = {
     };
     return answer;
   },
+  firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
+    calls.push({ name: "firstAttemptsOfBatch", args: [requests.map((r) => r.requestId)] });
+    return firstAttemptsOfBatch(
+      {
+        attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
+        settle: (requestId) => activities.settleRequest(requestId),
+        slots: new ProjectSlots({ slots: 100, perProject: 100 }),
+      },
+      project,
+      requests,
+    );
+  },
   async deliver(input: DeliverInput) {
     calls.push({ name: "deliver", args: [input] });
     if (turnedAway(input)) return BUSY;
@@ -233,7 +248,10 @@ beforeAll(async () => {
       executable: { type: "existing-path", path: await findTemporalCli() },
       extraArgs: devServerFlags(temporalDynamicConfig),
       searchAttributes: Object.values(searchAttributes).map((name) =>
-        defineSearchAttributeKey(name, "KEYWORD"),
+        defineSearchAttributeKey(
+          name,
+          searchAttributeType(name) === "KeywordList" ? "KEYWORD_LIST" : "KEYWORD",
+        ),
       ),
     },
   });
@@ -379,6 +397,37 @@ test("deliverRequest settles a request with one target delivered and one failed 
   // A rejection is not retried: the one deliver is Temporal's first attempt.
   expect(tried.filter((a) => a.via === "deliver").map((a) => a.temporalAttempt)).toEqual([1]);
   await recordHistory(handle, "partially-failed");
+});
+
+test("deliverBatch settles the requests its first attempts ended and continues the rest as their own workflows", async () => {
+  const fine = target("fine");
+  const flaky = target("flaky");
+  const rejecting = target("rejecting");
+  script.set(flaky.id, [{ status: 503 }, { status: 200 }]);
+  script.set(rejecting.id, [{ status: 404 }]);
+  const requests = [delivery([fine]), delivery([flaky]), delivery([rejecting])];
+  const [delivered, retried, failed] = requests.map((r) => r.requestId);
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "acme", requests }],
+  });
+  expect(await batch.result()).toBe(1);
+  // Only the one that goes on has a workflow of its own; it retries from the batch's verdict.
+  expect(await env.client.workflow.getHandle(String(retried)).result()).toBe("delivered");
+  expect(attemptsOf(String(retried)).map((a) => `${a.via} ${a.status}`)).toEqual([
+    "firstAttempt 503",
+    "deliver 200",
+  ]);
+  for (const settledInBatch of [delivered, failed]) {
+    await expect(
+      env.client.workflow.getHandle(String(settledInBatch)).describe(),
+    ).rejects.toThrow();
+  }
+  // The one that failed for good raised request.failed (its notification's workflow), as its own would.
+  const notification = (id: unknown) => env.client.workflow.getHandle(`request.failed.${id}`);
+  expect((await notification(failed).describe()).type).toBe("sendNotification");
+  await expect(notification(delivered).describe()).rejects.toThrow();
 });
 
 test("a delivery its project's share turns away waits the worker's wait, holding no attempt, then delivers", async () => {

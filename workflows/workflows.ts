@@ -37,7 +37,6 @@ import {
   TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
-import type { NotificationEvent } from "../core/notifications.ts";
 import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type {
@@ -48,9 +47,11 @@ import type {
   RequestRow,
   RetryPolicy,
 } from "./activities.ts";
-import { raise } from "./notifications.ts";
+import { asyncDeliveries, goesOn, targetIdsOf } from "./deliveries.ts";
+import { raise, requestFailed } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
 
+export { deliverBatch } from "./batch.ts";
 export { targetCircuit } from "./circuit.ts";
 export { sendNotification } from "./notifications.ts";
 
@@ -124,8 +125,8 @@ const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
  * cancel (DELETE .../requests/{id}) ends it wherever it waits: its time, a retry's backoff, an
  * open attempt (aborted and logged first).
  */
-export async function deliverRequest(input: DeliveryInput): Promise<RequestStatus> {
-  const { targets, headers, bodyBase64, body, ...request } = input;
+export async function deliverRequest(input: ContinuedInput): Promise<RequestStatus> {
+  const { targets, headers, bodyBase64, body, firstAttempts: _, ...request } = input;
   /** Releases received and not yet taken, by target: whether each came as a probe. */
   const released = new Map<string, boolean>();
   setHandler(releaseSignal, ({ targetId, probe }) => {
@@ -138,7 +139,10 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
       await sleep(waitMs);
     }
     const status = await deliverAll(input, released);
-    if (status !== "delivered" && patched(NOTIFY_FAILED)) await raise(requestFailed(input, status));
+    if (status !== "delivered" && patched(NOTIFY_FAILED)) {
+      // Once per request, once per replay (its workflow id is its own).
+      await raise(requestFailed(input, status, workflowInfo().workflowId));
+    }
     return status;
   } catch (error) {
     if (!isCancellation(error)) throw error;
@@ -149,25 +153,16 @@ export async function deliverRequest(input: DeliveryInput): Promise<RequestStatu
   }
 }
 
+/**
+ * A request's input; from a batch (./batch.ts), also the verdicts of the first attempts the
+ * batch made, by async target in order, so it goes on from there rather than try again.
+ */
+export interface ContinuedInput extends DeliveryInput {
+  firstAttempts?: (FirstAttempt | null)[];
+}
+
 /** Failed requests raise `request.failed` (histories begun before replay without it). */
 const NOTIFY_FAILED = "notify-request-failed";
-
-/** The failure queue's newcomer, told to the project: once per request, once per replay. */
-function requestFailed(input: DeliveryInput, status: RequestStatus): NotificationEvent {
-  return {
-    id: `request.failed.${workflowInfo().workflowId}`,
-    type: "request.failed",
-    project: input.project,
-    at: new Date().toISOString(),
-    data: {
-      requestId: input.requestId,
-      line: input.line,
-      endpoint: input.endpoint,
-      status,
-      targets: input.targets.map((t) => ({ id: t.id, name: t.name })),
-    },
-  };
-}
 
 /**
  * How long a delayed request still waits: the delay it asked for at the edge (both times on the
@@ -180,39 +175,30 @@ function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
 }
 
 async function deliverAll(
-  input: DeliveryInput,
+  input: ContinuedInput,
   released: Map<string, boolean>,
 ): Promise<RequestStatus> {
-  const { targets, headers, bodyBase64, body, ...request } = input;
-  const deliveries: DeliverInput[] = targets
-    .filter((target) => target.deliveryMode === "async")
-    .map((target) => ({
-      requestId: input.requestId,
-      project: input.project,
-      keyMode: input.keyMode,
-      target,
-      headers,
-      bodyBase64,
-      ...(body !== undefined && { body }),
-      bodyRef: input.bodyRef,
-      waitsWhenBusy: true,
-    }));
-  if (!patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) return deliverAsBefore(request, deliveries);
+  const { targets, headers, bodyBase64, body, firstAttempts: madeInBatch, ...request } = input;
+  const deliveries = asyncDeliveries(input);
+  if (!madeInBatch && !patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) {
+    return deliverAsBefore(request, deliveries);
+  }
   const first = firstAttempts(deliveries);
   // A first attempt that failed as a local activity (its writes to the log, say) is retried.
   const only = deliveries.length === 1;
-  const verdicts = await Promise.all(
-    deliveries.map((delivery) =>
-      first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
-    ),
-  );
+  const verdicts =
+    madeInBatch ??
+    (await Promise.all(
+      deliveries.map((delivery) =>
+        first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
+      ),
+    ));
   const retrying = deliveries.flatMap((delivery, i): Retrying[] => {
     const verdict = verdicts[i];
     if (verdict?.kind === "held") return [{ delivery, delayMs: 0, waiting: "held" }];
     if (verdict?.kind === "busy") return [{ delivery, delayMs: 0, waiting: verdict }];
-    return !verdict || verdict.kind === "retry"
-      ? [{ delivery, delayMs: verdict?.delayMs ?? 0, waiting: null }]
-      : [];
+    const delayMs = verdict?.kind === "retry" ? verdict.delayMs : 0;
+    return goesOn(verdict) ? [{ delivery, delayMs, waiting: null }] : [];
   });
   if (retrying.length === 0) {
     const [verdict] = verdicts;
@@ -230,11 +216,6 @@ async function deliverAll(
     }),
   );
   return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));
-}
-
-/** The targets a settle gives the credit holds back for (those not charged). */
-function targetIdsOf(deliveries: DeliverInput[]): string[] {
-  return deliveries.map((delivery) => delivery.target.id);
 }
 
 /** How long a held delivery waits for its release before it looks again itself. */
