@@ -111,13 +111,18 @@ async function onStack(
   const ceilingWorker = await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
   const connection = await Connection.connect({ address: stack.temporal.address });
   const client = new Client({ connection });
-  await completedPerSecond(client, "oneLocalActivity", PUBLISHERS, 1); // warm-up
   const ceilingCpu = () =>
     treeCpuMs({ server: temporalPid, worker: ceilingWorker.child?.pid ?? null });
-  const cpuBefore = await ceilingCpu();
-  const bare = await completedPerSecond(client, "oneLocalActivity", PUBLISHERS, ceilingSeconds);
-  const cpuAfter = await ceilingCpu();
-  await connection.close();
+  const { bare, cpuBefore, cpuAfter } = await (async () => {
+    try {
+      await completedPerSecond(client, "oneLocalActivity", PUBLISHERS, 1); // warm-up
+      const cpuBefore = await ceilingCpu();
+      const bare = await completedPerSecond(client, "oneLocalActivity", PUBLISHERS, ceilingSeconds);
+      return { bare, cpuBefore, cpuAfter: await ceilingCpu() };
+    } finally {
+      await connection.close();
+    }
+  })();
   await ceilingWorker.stop();
   const serverMs = (cpuAfter.server ?? 0) - (cpuBefore.server ?? 0);
   const workerMs = (cpuAfter.worker ?? 0) - (cpuBefore.worker ?? 0);
