@@ -59,7 +59,7 @@ export async function completedPerSecond(
   concurrency: number,
   seconds: number,
   args: unknown[] = [],
-): Promise<{ perSecond: number; p50Ms: number }> {
+): Promise<{ perSecond: number; p50Ms: number; completed: number }> {
   const latencies: number[] = [];
   const started = performance.now();
   const deadline = started + seconds * 1000;
@@ -69,5 +69,9 @@ export async function completedPerSecond(
     }),
   );
   const elapsedS = (performance.now() - started) / 1000;
-  return { perSecond: latencies.length / elapsedS, p50Ms: percentile(latencies, 0.5) };
+  return {
+    perSecond: latencies.length / elapsedS,
+    p50Ms: percentile(latencies, 0.5),
+    completed: latencies.length,
+  };
 }

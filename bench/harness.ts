@@ -3,7 +3,7 @@
  * started, stopped however it ends (an error, Ctrl-C, SIGTERM); and BENCH_QUICK=1, short runs
  * with fewer connections for a developer's loop.
  */
-import { access, constants, readFile } from "node:fs/promises";
+import { access, constants, readdir, readFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
@@ -231,4 +231,36 @@ export async function cpuMs(process: ManagedProcess): Promise<number> {
   if (pid === undefined) return Number.NaN;
   const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]?.split(" ") ?? [];
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU time (ms) used so far by each of `roots` (a name to a pid) and every process under it,
+ * from one scan of Linux's /proc: each process's own time and its reaped children's (stat
+ * fields 14-17), so a child that exited since (a Postgres backend) still counts, in its parent.
+ * NaN for a root that is null or not running.
+ */
+export async function treeCpuMs(
+  roots: Record<string, number | null>,
+): Promise<Record<string, number>> {
+  const stats = new Map<number, { ppid: number; ms: number }>();
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    // After the command's closing parenthesis: state, ppid, ... utime (14) to cstime (17).
+    const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+    if (fields.length < 15) continue;
+    const ticks = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+    stats.set(Number(entry), { ppid: Number(fields[1]), ms: ticks * 10 });
+  }
+  const children = new Map<number, number[]>();
+  for (const [pid, { ppid }] of stats) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  const treeMs = (pid: number): number =>
+    (stats.get(pid)?.ms ?? 0) +
+    (children.get(pid) ?? []).reduce((sum, child) => sum + treeMs(child), 0);
+  return Object.fromEntries(
+    Object.entries(roots).map(([name, pid]) => [
+      name,
+      pid !== null && stats.has(pid) ? treeMs(pid) : Number.NaN,
+    ]),
+  );
 }

