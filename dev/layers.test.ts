@@ -58,6 +58,8 @@ const exceptions: Record<string, string[]> = {
  */
 const WORKFLOW_CODE = [
   "workflows/workflows.ts",
+  "workflows/batch.ts",
+  "workflows/deliveries.ts",
   "workflows/circuit.ts",
   "workflows/notifications.ts",
   "workflows/signals.ts",

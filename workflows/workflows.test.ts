@@ -413,12 +413,14 @@ test("deliverBatch settles the requests its first attempts ended and continues t
     args: [{ project: "acme", requests }],
   });
   expect(await batch.result()).toBe(1);
+  await recordHistory(batch, "batch-settled-and-continued");
   // Only the one that goes on has a workflow of its own; it retries from the batch's verdict.
   expect(await env.client.workflow.getHandle(String(retried)).result()).toBe("delivered");
   expect(attemptsOf(String(retried)).map((a) => `${a.via} ${a.status}`)).toEqual([
     "firstAttempt 503",
     "deliver 200",
   ]);
+  await recordHistory(env.client.workflow.getHandle(String(retried)), "batch-continued-retried");
   for (const settledInBatch of [delivered, failed]) {
     await expect(
       env.client.workflow.getHandle(String(settledInBatch)).describe(),

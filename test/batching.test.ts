@@ -1,0 +1,167 @@
+/**
+ * Adaptive batching (issue 27): a project's immediate async calls that arrive together share one
+ * deliverBatch workflow, and nothing a caller relies on changes: each is 202'd once its batch is
+ * durable, delivered once, logged and charged as its own would be; one that fails continues as
+ * its own workflow (id = request id); the batch is found from any of its request ids.
+ */
+import type { Client, WorkflowExecutionInfo } from "@temporalio/client";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  api,
+  eventually,
+  finishedLog,
+  projectWithEndpoint,
+  type RequestLog,
+  relay,
+  relayTemporal,
+  targetServer,
+} from "./helpers.ts";
+
+const closers: (() => Promise<void>)[] = [];
+let temporal: Client;
+beforeAll(async () => {
+  temporal = await relayTemporal();
+});
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await temporal?.connection.close();
+});
+
+async function target(...args: Parameters<typeof targetServer>) {
+  const server = await targetServer(...args);
+  closers.push(server.close);
+  return server;
+}
+
+/** `count` calls of one project at once, as many callers would: their request ids. */
+async function together(project: { slug: string; key: string }, count: number, headers = {}) {
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      relay(project.slug, "/v1/hook", { key: project.key, body: JSON.stringify({ i }), headers }),
+    ),
+  );
+  expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+  return answers.map((a) => a.json().requestId as string);
+}
+
+/** The project's workflows of one type, once visibility has them all. */
+async function workflowsOf(slug: string, type: string): Promise<WorkflowExecutionInfo[]> {
+  const found: WorkflowExecutionInfo[] = [];
+  for await (const workflow of temporal.workflow.list({
+    query: `RelayProject = "${slug}" AND WorkflowType = "${type}"`,
+  })) {
+    found.push(workflow);
+  }
+  return found;
+}
+
+const requestIdsOf = (batch: WorkflowExecutionInfo) =>
+  (batch.searchAttributes.RelayRequestIds ?? []) as string[];
+
+describe("calls of one project that arrive together", () => {
+  test("share batch workflows, each delivered once, logged with its attempt and charged", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const ids = await together(project, 24);
+
+    const logs = await Promise.all(ids.map((id) => finishedLog<RequestLog>(project, id)));
+    expect(logs.map((log) => log.status)).toEqual(ids.map(() => "delivered"));
+    for (const log of logs) expect(log.attempts).toMatchObject([{ statusCode: 200 }]);
+    const receipts = sink.received.map((r) => r.headers["x-relay-request-id"]);
+    expect(receipts.sort()).toEqual([...ids].sort());
+    const usage = await api<{ pools: { live: { used: number; held: number } } }>(
+      project.ownerToken,
+      "GET",
+      `${project.base}/usage`,
+    );
+    expect(usage.body.pools.live).toMatchObject({ used: 24, held: 0 });
+
+    // Every request is in exactly one batch or has its workflow of its own; some were batched.
+    const batches = await eventually(async () => {
+      const listed = await workflowsOf(project.slug, "deliverBatch");
+      const own = await workflowsOf(project.slug, "deliverRequest");
+      const placed = [...listed.flatMap(requestIdsOf), ...own.map((w) => w.workflowId)];
+      return placed.length === ids.length && listed;
+    });
+    expect(batches.length).toBeGreaterThan(0);
+    const batched = batches.flatMap(requestIdsOf);
+    expect(batched.length).toBeGreaterThan(1);
+    expect(new Set(batched).size).toBe(batched.length);
+    for (const id of batched) {
+      await expect(temporal.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
+    }
+  });
+
+  /** The first request id of the project's first batch, once the batch is visible. */
+  async function firstBatched(slug: string): Promise<string> {
+    const batches = await eventually(async () => {
+      const listed = await workflowsOf(slug, "deliverBatch");
+      return listed.length > 0 && listed;
+    });
+    const [id] = batches.flatMap(requestIdsOf);
+    if (!id) throw new Error("no request was batched");
+    return id;
+  }
+
+  // Fewer calls than the circuit's failure threshold (10), so the target is never held.
+  test("a batched request whose first attempt failed is retried by a workflow of its own", async () => {
+    const seen = new Set<unknown>();
+    const failsFirst = await target(({ headers }) => {
+      const first = !seen.has(headers["x-relay-request-id"]);
+      seen.add(headers["x-relay-request-id"]);
+      return { status: first ? 503 : 200 };
+    });
+    const project = await projectWithEndpoint([{ name: "flaky", targetUrl: failsFirst.url }]);
+    await together(project, 6);
+    const batchedId = await firstBatched(project.slug);
+
+    const log = await finishedLog<RequestLog>(project, batchedId);
+    expect(log.status).toBe("delivered");
+    expect(log.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
+    const own = await temporal.workflow.getHandle(batchedId).describe();
+    expect(own.type).toBe("deliverRequest");
+  });
+
+  test("a batched request waiting for its retry is cancelled by its id", async () => {
+    const busy = await target(() => ({ status: 503, headers: { "retry-after": "60" } }));
+    const project = await projectWithEndpoint([{ name: "busy", targetUrl: busy.url }]);
+    const ids = await together(project, 6);
+    const batchedId = await firstBatched(project.slug);
+    await eventually(() =>
+      temporal.workflow
+        .getHandle(batchedId)
+        .describe()
+        .catch(() => null),
+    );
+
+    const cancelled = await api<RequestLog>(
+      project.ownerToken,
+      "DELETE",
+      `${project.base}/requests/${batchedId}`,
+    );
+    expect(cancelled.body.status).toBe("cancelled");
+    expect(cancelled.body.attempts.map((a) => a.statusCode)).toEqual([503]);
+    for (const id of ids.filter((id) => id !== batchedId)) {
+      await api(project.ownerToken, "DELETE", `${project.base}/requests/${id}`);
+    }
+  });
+
+  test("calls with an Idempotency-Key keep a workflow of their own", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        relay(project.slug, "/v1/hook", {
+          key: project.key,
+          body: "{}",
+          headers: { "idempotency-key": `order-${i}` },
+        }),
+      ),
+    );
+    for (const answer of answers) {
+      expect(answer.status).toBe(202);
+      const described = await temporal.workflow.getHandle(answer.json().requestId).describe();
+      expect(described.type).toBe("deliverRequest");
+    }
+  });
+});
