@@ -16,11 +16,12 @@ import { storedPayloadValue } from "../../platform/temporal.ts";
 const REQUEST_ID = /^req_[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * How long a batch may be missing from visibility after its start: Temporal indexes a workflow's
- * search attributes a moment after it starts it, so a read right after the 202 can miss it.
+ * When to look for a request's batch, from the first look: Temporal indexes a workflow's search
+ * attributes a moment after it starts it (10-20 ms here), so a read right after the 202 can miss
+ * it. Few looks, spaced out: a namespace's visibility calls are rate-limited (10 a second by
+ * default on Temporal's own server), and an id no batch lists takes them all.
  */
-export const VISIBILITY_LAG_MS = 1000;
-const VISIBILITY_POLL_MS = 50;
+export const VISIBILITY_LOOKS_MS = [0, 50, 150, 350, 750];
 
 const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
 
@@ -53,7 +54,7 @@ export async function runningBatchOf(
 
 /**
  * The input a running batch holds for `requestId`, from the batch's first history event. A batch
- * started a moment ago may not be listed yet, so this looks again for VISIBILITY_LAG_MS, unless
+ * started a moment ago may not be listed yet, so this looks again (VISIBILITY_LOOKS_MS) unless
  * `inLog` says the request reached the log meanwhile; undefined when no batch lists it.
  */
 export async function batchedInput(
@@ -62,13 +63,14 @@ export async function batchedInput(
   inLog: () => Promise<unknown>,
 ): Promise<DeliveryInput | undefined> {
   if (!isRequestId(requestId)) return undefined;
-  const lagEnds = Date.now() + VISIBILITY_LAG_MS;
-  for (;;) {
+  const started = Date.now();
+  for (const at of VISIBILITY_LOOKS_MS) {
+    await pause(started + at - Date.now());
     const batch = await runningBatchOf(client, requestId);
     if (batch) return inputOf(client, batch, requestId);
-    if (Date.now() >= lagEnds || (await inLog())) return undefined;
-    await pause(VISIBILITY_POLL_MS);
+    if (await inLog()) return undefined;
   }
+  return undefined;
 }
 
 async function inputOf(

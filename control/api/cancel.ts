@@ -14,7 +14,7 @@ import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
 import * as requestLog from "../../store/request-log.ts";
-import { isRequestId, pause, runningBatchOf, VISIBILITY_LAG_MS } from "./batched.ts";
+import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import type { RequestView } from "./requests.ts";
 
@@ -95,7 +95,7 @@ function refuseFinished(request: RequestView): void {
  * attempt, and nothing of it can be stopped there. So while a running batch of the project lists
  * it, this waits (STOP_WAIT_MS at most) for that attempt's end: the request then continues as its
  * own workflow, answered here to be cancelled as any, or the log says it ended, answered as
- * today. Null when no batch of the project lists it (past visibility's lag): not batched.
+ * today. Null when no batch of the project lists it (by VISIBILITY_LOOKS_MS): not batched.
  */
 async function afterBatchedFirstAttempt(
   client: Client,
@@ -106,11 +106,14 @@ async function afterBatchedFirstAttempt(
 ): Promise<WorkflowExecutionDescription | null> {
   if (!isRequestId(requestId)) return null;
   const started = Date.now();
+  const looks = [...VISIBILITY_LOOKS_MS];
   let listed = false;
   for (;;) {
-    if (!listed) {
+    const at = looks[0];
+    if (!listed && at !== undefined && Date.now() - started >= at) {
+      looks.shift();
       listed = (await runningBatchOf(client, requestId))?.project === slug;
-      if (!listed && Date.now() - started >= VISIBILITY_LAG_MS) return null;
+      if (!listed && looks.length === 0) return null;
     }
     if (Date.now() - started >= STOP_WAIT_MS) {
       throw new RelayError(
