@@ -43,7 +43,7 @@ export const projectDetail = project.extend({
   workflowsUrl: z
     .string()
     .describe(
-      "The Temporal UI's workflow list; a request's workflow is `{workflowsUrl}/{requestId}`. Empty for a member unless the deployment declares its Temporal UI member-safe (RELAY_TEMPORAL_UI_MEMBER_SAFE)",
+      'The Temporal UI\'s workflow list; a request\'s workflows (its own, and the batch that made its first attempt under load) are `{workflowsUrl}?query=` with `WorkflowId="{requestId}" OR RelayRequestIds="{requestId}"` URL-encoded. Empty for a member unless the deployment declares its Temporal UI member-safe (RELAY_TEMPORAL_UI_MEMBER_SAFE)',
     ),
   deliveryWarning: z
     .string()

@@ -4,17 +4,24 @@
  * in flight is aborted and logged) and marks it cancelled, so the log has one writer; this waits
  * a while for that and answers the request as it then stands.
  */
-import { type Client, WorkflowNotFoundError } from "@temporalio/client";
+import {
+  type Client,
+  type WorkflowExecutionDescription,
+  WorkflowNotFoundError,
+} from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
 import * as requestLog from "../../store/request-log.ts";
+import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import type { RequestView } from "./requests.ts";
 
 /** How long a cancel waits for the workflow to stop: past an attempt's heartbeat, with room. */
 const STOP_WAIT_MS = 15_000;
+/** How often a cancel looks again whether a batched request's first attempt is over. */
+const BATCH_POLL_MS = 100;
 
 const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
 
@@ -31,10 +38,14 @@ export async function cancelRequest(
   const client = await ctx.temporal();
   const handle = client.workflow.getHandle(requestId);
   // A request the worker has not opened yet is only in Temporal: its project is on the workflow.
-  const workflow = await handle.describe().catch((error: unknown) => {
-    if (error instanceof WorkflowNotFoundError) return null;
-    throw error;
-  });
+  const described = () =>
+    handle.describe().catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) return null;
+      throw error;
+    });
+  const workflow =
+    (await described()) ??
+    (await afterBatchedFirstAttempt(client, access.slug, requestId, described, logged));
   const ours =
     workflow?.type === DELIVERY_WORKFLOW &&
     workflow.typedSearchAttributes.get(projectKey) === access.slug;
@@ -76,6 +87,46 @@ function refuseFinished(request: RequestView): void {
       "conflict",
       `request '${request.requestId}' has ${request.status.replace("_", " ")}: it makes no further attempts (replay it instead)`,
     );
+  }
+}
+
+/**
+ * A batched request (edge/batcher.ts) has no workflow of its own while its batch makes its first
+ * attempt, and nothing of it can be stopped there. So while a running batch of the project lists
+ * it, this waits (STOP_WAIT_MS at most) for that attempt's end: the request then continues as its
+ * own workflow, answered here to be cancelled as any, or the log says it ended, answered as
+ * today. Null when no batch of the project lists it (by VISIBILITY_LOOKS_MS): not batched.
+ */
+async function afterBatchedFirstAttempt(
+  client: Client,
+  slug: string,
+  requestId: string,
+  described: () => Promise<WorkflowExecutionDescription | null>,
+  logged: () => Promise<RequestView | undefined>,
+): Promise<WorkflowExecutionDescription | null> {
+  if (!isRequestId(requestId)) return null;
+  const started = Date.now();
+  const looks = [...VISIBILITY_LOOKS_MS];
+  let listed = false;
+  for (;;) {
+    const at = looks[0];
+    if (!listed && at !== undefined && Date.now() - started >= at) {
+      looks.shift();
+      listed = (await runningBatchOf(client, requestId))?.project === slug;
+      if (!listed && looks.length === 0) return null;
+    }
+    if (Date.now() - started >= STOP_WAIT_MS) {
+      throw new RelayError(
+        "conflict",
+        `request '${requestId}' is making its first attempt in a batch and cannot be cancelled during it; try again in a moment`,
+      );
+    }
+    await pause(BATCH_POLL_MS);
+    // The log first: a request the batch settled has no workflow of its own, ever.
+    const row = await logged();
+    if (row) refuseFinished(row);
+    const own = await described();
+    if (own) return own;
   }
 }
 

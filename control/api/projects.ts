@@ -64,8 +64,9 @@ export interface ProjectDetail extends ProjectView {
   /** "{scheme}://{slug}.{edge domain}"; an endpoint is "{inboundUrl}/{line}/{endpoint}". */
   inboundUrl: string;
   /**
-   * The Temporal UI's workflow list; a request's workflow is "{workflowsUrl}/{requestId}". Empty
-   * for a member unless the deployment declares its UI member-safe.
+   * The Temporal UI's workflow list; a request's workflows (its own, and its batch's) are the list
+   * of that query (panel/src/temporal-ui.ts). Empty for a member unless the deployment declares
+   * its UI member-safe.
    */
   workflowsUrl: string;
   /** Why queued deliveries are not being taken (no worker); empty while they are. */

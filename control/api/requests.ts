@@ -1,5 +1,5 @@
 /** The request log: every request and each target's attempts. */
-import { isGrpcServiceError } from "@temporalio/client";
+import { type Client, isGrpcServiceError } from "@temporalio/client";
 import { z } from "zod";
 import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
@@ -7,6 +7,7 @@ import { type RequestStatus, requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import * as requestLog from "../../store/request-log.ts";
+import { batchedInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
@@ -79,7 +80,7 @@ export async function getRequest(
   const logged = () => requestLog.findRequest(ctx.sql, access.projectId, requestId);
   const request =
     (await logged()) ??
-    (await acceptedRequest(ctx, access.slug, requestId)) ??
+    (await acceptedRequest(ctx, access.slug, requestId, logged)) ??
     // Its workflow closed between the two reads: it wrote its row before it closed.
     (await logged());
   if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
@@ -96,47 +97,32 @@ const NO_WORKFLOW = new Set([5, 3]);
 /**
  * A request the edge accepted (202) whose worker has not opened it in the log yet: the log is
  * the worker's to write and the edge never touches Postgres, so for that moment Temporal is
- * where it is. Its delivery workflow exists once the 202 was sent (workflow id = request id);
- * its first history event holds the input the edge started it with, which says what the caller
- * was told (queued or scheduled) and, by its project, whose it is. Any control plane answers
- * the same, from the one Temporal; a request of another project, or none, is undefined.
+ * where it is. Its delivery workflow (workflow id = request id), or under load the batch that
+ * lists it (./batched.ts), exists once the 202 was sent; the first history event holds the
+ * input the edge started it with, which says what the caller was told (queued or scheduled)
+ * and, by its project, whose it is. Any control plane answers the same, from the one Temporal;
+ * a request of another project, or none, is undefined.
  */
 async function acceptedRequest(
   ctx: Ctx,
   slug: string,
   requestId: string,
+  logged: () => Promise<unknown>,
 ): Promise<requestLog.RequestView | undefined> {
   const unreadable = () =>
     new RelayError("unavailable", "the request log cannot be read now; try again");
   const client = await ctx.temporal().catch(() => {
     throw unreadable();
   });
-  const [described, page] = await client
-    .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, () => {
-      const { namespace } = client.options;
-      const execution = { workflowId: requestId };
-      return Promise.all([
-        client.workflowService.describeWorkflowExecution({ namespace, execution }),
-        client.workflowService.getWorkflowExecutionHistory({
-          namespace,
-          execution,
-          maximumPageSize: 1,
-        }),
-      ]);
+  const input = await client
+    .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, async () => {
+      const own = await ownInput(client, requestId);
+      return own === "none" ? batchedInput(client, requestId, logged) : own;
     })
-    .catch((error: unknown) => {
-      if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return [null, null];
+    .catch(() => {
       throw unreadable();
     });
-  // Only a running workflow can be ahead of its log row: one that ended without a row is a
-  // request the log's retention has removed since.
-  const status = described?.workflowExecutionInfo?.status;
-  if (status !== WORKFLOW_RUNNING) return undefined;
-  const started = page?.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
-  const [payload] = started?.input?.payloads ?? [];
-  if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
-  const input = await storedPayloadValue<DeliveryInput>(client, payload);
-  if (input.project !== slug) return undefined;
+  if (input?.project !== slug) return undefined;
   const receivedAt = new Date(input.receivedAt);
   return {
     requestId,
@@ -151,4 +137,36 @@ async function acceptedRequest(
     attempts: [],
     waiting: [],
   };
+}
+
+/**
+ * The input of the running delivery workflow of `requestId`'s id; "none" when no workflow has
+ * that id (a batched request, or none), undefined when one has but it is not a running delivery.
+ */
+async function ownInput(
+  client: Client,
+  requestId: string,
+): Promise<DeliveryInput | "none" | undefined> {
+  const { namespace } = client.options;
+  const execution = { workflowId: requestId };
+  const found = await Promise.all([
+    client.workflowService.describeWorkflowExecution({ namespace, execution }),
+    client.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution,
+      maximumPageSize: 1,
+    }),
+  ]).catch((error: unknown) => {
+    if (isGrpcServiceError(error) && NO_WORKFLOW.has(error.code)) return null;
+    throw error;
+  });
+  if (!found) return "none";
+  const [described, page] = found;
+  // Only a running workflow can be ahead of its log row: one that ended without a row is a
+  // request the log's retention has removed since.
+  if (described.workflowExecutionInfo?.status !== WORKFLOW_RUNNING) return undefined;
+  const started = page.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const [payload] = started?.input?.payloads ?? [];
+  if (started?.workflowType?.name !== DELIVERY_WORKFLOW || !payload) return undefined;
+  return storedPayloadValue<DeliveryInput>(client, payload);
 }

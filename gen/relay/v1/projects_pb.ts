@@ -214,9 +214,11 @@ export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
   inboundUrl: string;
 
   /**
-   * The Temporal UI's list of workflows in the relay's namespace; a request's workflow is
-   * "{workflows_url}/{request_id}". Empty for a member unless the deployment declares its
-   * Temporal UI member-safe (RELAY_TEMPORAL_UI_MEMBER_SAFE): the UI shows every project's.
+   * The Temporal UI's list of workflows in the relay's namespace; a request's workflows (its own,
+   * and the batch that made its first attempt under load) are the list "{workflows_url}?query="
+   * of `WorkflowId="{request_id}" OR RelayRequestIds="{request_id}"`, URL-encoded. Empty for a
+   * member unless the deployment declares its Temporal UI member-safe
+   * (RELAY_TEMPORAL_UI_MEMBER_SAFE): the UI shows every project's.
    *
    * @generated from field: string workflows_url = 3;
    */

@@ -18,6 +18,7 @@ import { problemOf } from "../errors.ts";
 import { finished, formatTime, requestStatusNames } from "../model.ts";
 import { projectPath, useInvalidate, useProject } from "../project.ts";
 import { Link } from "../router.tsx";
+import { requestWorkflowsUrl } from "../temporal-ui.ts";
 import { FormError, Loaded, StatusBadge } from "../ui.tsx";
 import { refreshMs } from "./requests.tsx";
 
@@ -103,7 +104,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
                   <dt>Workflow</dt>
                   <dd>
                     <a
-                      href={`${details.data.workflowsUrl}/${encodeURIComponent(request.requestId)}`}
+                      href={requestWorkflowsUrl(details.data.workflowsUrl, request.requestId)}
                       target="_blank"
                       rel="noreferrer"
                     >

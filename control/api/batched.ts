@@ -1,0 +1,91 @@
+/**
+ * Requests the edge batched (edge/batcher.ts): while a batch makes their first attempts, no
+ * workflow has their id. Their batch lists them in its RelayRequestIds search attribute and
+ * holds them in its input, so the control plane finds them there, by a visibility query.
+ */
+import type { Client } from "@temporalio/client";
+import { defineSearchAttributeKey } from "@temporalio/common";
+import type { DeliveryBatch, DeliveryInput } from "../../core/delivery.ts";
+import { BATCH_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
+import { storedPayloadValue } from "../../platform/temporal.ts";
+
+/**
+ * A request id as the edge makes one (`req_` and base64url): only such an id goes into a query,
+ * and any other is no batch's.
+ */
+const REQUEST_ID = /^req_[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * When to look for a request's batch, from the first look: Temporal indexes a workflow's search
+ * attributes a moment after it starts it (10-20 ms here), so a read right after the 202 can miss
+ * it. Few looks, spaced out: a namespace's visibility calls are rate-limited (10 a second by
+ * default on Temporal's own server), and an id no batch lists takes them all.
+ */
+export const VISIBILITY_LOOKS_MS = [0, 50, 150, 350, 750];
+
+const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
+
+export interface RunningBatch {
+  workflowId: string;
+  runId: string;
+  project: string | undefined;
+}
+
+export const isRequestId = (id: string) => REQUEST_ID.test(id);
+
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The running batch that lists `requestId`, by one visibility query; undefined when none does. */
+export async function runningBatchOf(
+  client: Client,
+  requestId: string,
+): Promise<RunningBatch | undefined> {
+  if (!isRequestId(requestId)) return undefined;
+  const query = `WorkflowType = "${BATCH_WORKFLOW}" AND ExecutionStatus = "Running" AND ${searchAttributes.requestIds} = "${requestId}"`;
+  for await (const batch of client.workflow.list({ query, pageSize: 1 })) {
+    return {
+      workflowId: batch.workflowId,
+      runId: batch.runId,
+      project: batch.typedSearchAttributes.get(projectKey),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The input a running batch holds for `requestId`, from the batch's first history event. A batch
+ * started a moment ago may not be listed yet, so this looks again (VISIBILITY_LOOKS_MS) unless
+ * `inLog` says the request reached the log meanwhile; undefined when no batch lists it.
+ */
+export async function batchedInput(
+  client: Client,
+  requestId: string,
+  inLog: () => Promise<unknown>,
+): Promise<DeliveryInput | undefined> {
+  if (!isRequestId(requestId)) return undefined;
+  const started = Date.now();
+  for (const at of VISIBILITY_LOOKS_MS) {
+    await pause(started + at - Date.now());
+    const batch = await runningBatchOf(client, requestId);
+    if (batch) return inputOf(client, batch, requestId);
+    if (await inLog()) return undefined;
+  }
+  return undefined;
+}
+
+async function inputOf(
+  client: Client,
+  batch: RunningBatch,
+  requestId: string,
+): Promise<DeliveryInput | undefined> {
+  const page = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId: batch.workflowId, runId: batch.runId },
+    maximumPageSize: 1,
+  });
+  const [payload] =
+    page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  if (!payload) return undefined;
+  const { requests } = await storedPayloadValue<DeliveryBatch>(client, payload);
+  return requests.find((request) => request.requestId === requestId);
+}
