@@ -49,6 +49,8 @@ interface Target {
   auth: string;
   /** The bench target's base URL (its GET /receipts). */
   receiptsUrl: string;
+  /** The edge's own, for its /metrics. */
+  edgeUrl: string;
 }
 
 interface PublishResult {
@@ -67,6 +69,8 @@ interface PublishResult {
   drainSeconds: number;
   /** Each process's CPU over first POST to drain end, in ms. */
   cpuMs: Record<StackProcess, number>;
+  /** Calls per delivery workflow the edge started (its batches), from its /metrics. */
+  callsPerWorkflow: number;
 }
 
 interface VariantResult {
@@ -132,6 +136,7 @@ async function onStack(
     host: `${slug}.localhost`,
     auth: `Bearer ${key}`,
     receiptsUrl: `http://127.0.0.1:${targetPort}`,
+    edgeUrl: stack.edgeUrl,
   };
   const cpu = stackCpu(stack);
   await publish(target, cpu, { concurrency: PUBLISHERS, seconds: 1 }); // warm-up
@@ -200,6 +205,7 @@ async function publish(
   let refused = 0;
   let sent = 0;
   const cpuStart = await cpu();
+  const startsBefore = await asyncStarts(target.edgeUrl);
   const started = performance.now();
   const deadline = started + (load.seconds ?? Number.POSITIVE_INFINITY) * 1000;
   const more = () =>
@@ -235,6 +241,7 @@ async function publish(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   const cpuEnd = await cpu();
+  const startsAfter = await asyncStarts(target.edgeUrl);
   const drained = performance.now();
   await receipts.stop();
   await dispatcher.close();
@@ -255,7 +262,20 @@ async function publish(
     cpuMs: Object.fromEntries(
       STACK_PROCESSES.map((name) => [name, cpuEnd[name] - cpuStart[name]]),
     ) as Record<StackProcess, number>,
+    callsPerWorkflow:
+      (startsAfter.calls - startsBefore.calls) / (startsAfter.workflows - startsBefore.workflows),
   };
+}
+
+/** The edge's async starts so far: workflows, and the calls they carried (its histogram). */
+async function asyncStarts(edgeUrl: string): Promise<{ workflows: number; calls: number }> {
+  const text = await (await fetch(`${edgeUrl}/metrics`)).text();
+  const sample = (name: string) =>
+    Number(
+      text.match(new RegExp(`^relay_edge_async_requests_per_workflow_${name} (\\S+)$`, "m"))?.[1] ??
+        0,
+    );
+  return { workflows: sample("count"), calls: sample("sum") };
 }
 
 function printPublish(report: {
@@ -271,23 +291,23 @@ function printPublish(report: {
     `\n(h) issue 27: ${PUBLISHERS} publishers for ${publishSeconds} s, each posting its next call on its 202, then the drain; bare one-local-activity ceiling with ${PUBLISHERS} starters on the same Temporal server, ${ceilingSeconds} s; CPU from /proc over first POST to drain end (load average ${load(report.loadAverage.before)} before, ${load(report.loadAverage.after)} after)\n`,
   );
   console.log(
-    "| stack | 202'd | 202/s | 202 p50 / p99 ms | delivered/s | lost | refused | duplicates | drain s | ceiling /s | delivered / ceiling (goal ≥ 6x) | stack CPU ms per delivery (goal ≤ 3) | 202 one call at a time p50 / p99 ms (goal < 10) |",
+    "| stack | 202'd | 202/s | 202 p50 / p99 ms | delivered/s | lost | refused | duplicates | drain s | ceiling /s | delivered / ceiling (goal ≥ 6x) | stack CPU ms per delivery (goal ≤ 3) | 202 one call at a time p50 / p99 ms (goal < 10) | calls per workflow |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of results) {
     const l = r.load;
     console.log(
-      `| ${r.name} | ${l.accepted} | ${f(l.acceptedPerSecond)} | ${f(l.acceptedP50Ms, 2)} / ${f(l.acceptedP99Ms, 2)} | ${f(l.deliveredPerSecond)} | ${l.lost} | ${l.refused} | ${l.duplicates} | ${f(l.drainSeconds)} | ${f(r.ceiling.perSecond)} | ${f(l.deliveredPerSecond / r.ceiling.perSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(r.oneAtATime.p50Ms, 2)} / ${f(r.oneAtATime.p99Ms, 2)} |`,
+      `| ${r.name} | ${l.accepted} | ${f(l.acceptedPerSecond)} | ${f(l.acceptedP50Ms, 2)} / ${f(l.acceptedP99Ms, 2)} | ${f(l.deliveredPerSecond)} | ${l.lost} | ${l.refused} | ${l.duplicates} | ${f(l.drainSeconds)} | ${f(r.ceiling.perSecond)} | ${f(l.deliveredPerSecond / r.ceiling.perSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(r.oneAtATime.p50Ms, 2)} / ${f(r.oneAtATime.p99Ms, 2)} | ${f(l.callsPerWorkflow)} |`,
     );
   }
   const [before, after] = results as [VariantResult, VariantResult];
   console.log(
-    `| after / before | ${f(after.load.accepted / before.load.accepted, 2)}x | ${f(after.load.acceptedPerSecond / before.load.acceptedPerSecond, 2)}x | | ${f(after.load.deliveredPerSecond / before.load.deliveredPerSecond, 2)}x | | | | | | | ${f(stackMs(after) / stackMs(before), 2)}x | |`,
+    `| after / before | ${f(after.load.accepted / before.load.accepted, 2)}x | ${f(after.load.acceptedPerSecond / before.load.acceptedPerSecond, 2)}x | | ${f(after.load.deliveredPerSecond / before.load.deliveredPerSecond, 2)}x | | | | | | | ${f(stackMs(after) / stackMs(before), 2)}x | | |`,
   );
   console.log(
-    "| peer: Hookdeck Outpost, this machine, same shape (issue 27) | | | | 1,630-1,730 | | | | | | | 0.93-0.99 (all its processes) | |",
+    "| peer: Hookdeck Outpost, this machine, same shape (issue 27) | | | | 1,630-1,730 | | | | | | | 0.93-0.99 (all its processes) | | |",
   );
-  console.log("| Relay at e5a3d09 (issue 27) | | | | 60.5-61.4 | | | | | | | 26.6 | |");
+  console.log("| Relay at e5a3d09 (issue 27) | | | | 60.5-61.4 | | | | | | | 26.6 | | |");
 
   console.log("\nCPU ms per delivery, by process (first POST to drain end)\n");
   console.log(`| process | ${results.map((r) => r.name).join(" | ")} |`);

@@ -1,15 +1,16 @@
 /**
- * Adaptive batching of async starts. A workflow per request costs Temporal and the worker about
- * 24 ms of CPU here; a workflow carrying 32 requests about 1.7 ms each (docs/benchmarks.md,
- * Batch probe). So while a project's calls come together, the edge gathers its immediate async
- * calls for a moment (`lingerMs`, or until `maxItems`) and starts one batch workflow for them;
- * each caller gets its 202 once that start is durable, as with its own.
+ * Adaptive batching of async starts, as a database batches commits (group commit). A workflow per
+ * request costs Temporal and the worker about 24 ms of CPU here; a workflow carrying 32 requests
+ * about 1.7 ms each (docs/benchmarks.md, Batch probe). So a call that finds a start of its project
+ * in flight waits for that start to be answered, gathering with the project's other calls that
+ * arrive meanwhile, and then they start together, one batch workflow (or their own, when alone);
+ * a batch that reaches `maxItems` starts at once. Each caller gets its 202 once its start is
+ * durable, as with its own. The batch's size follows the load: the more calls arrive while one
+ * start is answered, the more share the next, and a call waits at most one start's time more.
  *
- * At low load nothing waits: a call gathers only while another start of its project is in
- * flight, or just after a batch of its project was started (its callers are coming back). A
- * caller sending one call at a time therefore always takes today's path, a workflow of its own.
- * Calls with an Idempotency-Key, a delay or a large body always do too: their workflow's id,
- * timer or stored body is theirs alone.
+ * At low load nothing waits: a call that finds nothing in flight starts at once, on its own, so a
+ * caller sending one call at a time always takes today's path. Calls with an Idempotency-Key, a
+ * delay or a large body always do too: their workflow id, timer or stored body is theirs alone.
  */
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
 import type { TraceContext } from "../core/tracing.ts";
@@ -18,8 +19,8 @@ import type { BatchStarter, WorkflowStarter } from "./temporal.ts";
 export interface BatchOptions {
   /** Requests one batch carries at most; 1 turns batching off (RELAY_BATCH_MAX_ITEMS). */
   maxItems: number;
-  /** How long a batch gathers before it starts, unless full first (RELAY_BATCH_LINGER_MS). */
-  lingerMs: number;
+  /** Told how many calls each start carried once it was answered (a metric). */
+  onStarted?: (requests: number) => void;
 }
 
 /**
@@ -29,9 +30,6 @@ export interface BatchOptions {
 const BATCHABLE_BODY_CHARS = 16 * 1024;
 const BATCH_BODY_CHARS = 256 * 1024;
 
-/** How long after a batch's start its project counts as busy: its callers' next calls gather. */
-const BUSY_AFTER_BATCH_MS = 25;
-
 interface Gathered {
   input: DeliveryInput;
   trace: TraceContext;
@@ -39,78 +37,46 @@ interface Gathered {
   refused: (error: unknown) => void;
 }
 
-/** One project's starts: those in flight, and the batch gathering, if any. */
+/** One project's starts in flight, and the calls gathering behind them. */
 interface Lane {
   startsInFlight: number;
-  lastBatchAt: number;
   gathering: Gathered[];
   bodyChars: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 export function withBatching(
   starter: WorkflowStarter & BatchStarter,
   options: BatchOptions,
 ): WorkflowStarter {
+  /** Projects with a start in flight; a lane goes once its last start is answered. */
   const lanes = new Map<string, Lane>();
-  const laneOf = (project: string): Lane => {
-    let lane = lanes.get(project);
-    if (!lane) {
-      lane = {
-        startsInFlight: 0,
-        lastBatchAt: Number.NEGATIVE_INFINITY,
-        gathering: [],
-        bodyChars: 0,
-        timer: undefined,
-      };
-      lanes.set(project, lane);
-    }
-    return lane;
-  };
-  /** A lane with nothing in flight and nothing gathering is forgotten: one per busy project. */
-  const forgetIdle = (project: string, lane: Lane) => {
-    if (lane.startsInFlight === 0 && lane.gathering.length === 0 && !recentBatch(lane)) {
-      lanes.delete(project);
-    }
-  };
-  const recentBatch = (lane: Lane) => performance.now() - lane.lastBatchAt < BUSY_AFTER_BATCH_MS;
 
-  async function started(project: string, lane: Lane, start: () => Promise<void>) {
+  /** Starts `calls` in the lane: their own workflow when alone, else one batch. */
+  async function start(project: string, lane: Lane, calls: Gathered[]): Promise<void> {
+    const [first] = calls;
+    if (!first) return;
     lane.startsInFlight++;
     try {
-      await start();
+      if (calls.length === 1) await starter.startDelivery(first.input, first.trace);
+      // The batch's spans continue its first call's trace.
+      else await starter.startBatch({ project, requests: calls.map((c) => c.input) }, first.trace);
+      options.onStarted?.(calls.length);
+      for (const call of calls) call.accepted(acceptedStatus(call.input));
+    } catch (error) {
+      for (const call of calls) call.refused(error);
     } finally {
       lane.startsInFlight--;
-      forgetIdle(project, lane);
+      // Whoever gathered while this start was answered starts next.
+      if (lane.gathering.length > 0) flush(project, lane);
+      else if (lane.startsInFlight === 0) lanes.delete(project);
     }
   }
 
   function flush(project: string, lane: Lane): void {
-    clearTimeout(lane.timer);
-    const batch = lane.gathering;
+    const calls = lane.gathering;
     lane.gathering = [];
     lane.bodyChars = 0;
-    lane.timer = undefined;
-    const [first] = batch;
-    if (!first) return;
-    if (batch.length === 1) {
-      void started(project, lane, () =>
-        starter.startDelivery(first.input, first.trace).then(first.accepted, first.refused),
-      );
-      return;
-    }
-    lane.lastBatchAt = performance.now();
-    // The batch's spans continue its first call's trace.
-    void started(project, lane, () =>
-      starter.startBatch({ project, requests: batch.map((call) => call.input) }, first.trace).then(
-        () => {
-          for (const call of batch) call.accepted(acceptedStatus(call.input));
-        },
-        (error: unknown) => {
-          for (const call of batch) call.refused(error);
-        },
-      ),
-    );
+    void start(project, lane, calls);
   }
 
   function gather(input: DeliveryInput, trace: TraceContext, lane: Lane): Promise<Accepted> {
@@ -119,7 +85,6 @@ export function withBatching(
       lane.gathering.push({ input, trace, accepted, refused });
       lane.bodyChars += input.bodyBase64.length;
       if (lane.gathering.length >= options.maxItems) flush(input.project, lane);
-      else lane.timer ??= setTimeout(() => flush(input.project, lane), options.lingerMs);
     });
   }
 
@@ -133,15 +98,19 @@ export function withBatching(
         bodyTag !== undefined ||
         input.notBefore !== undefined ||
         input.bodyBase64.length > BATCHABLE_BODY_CHARS;
-      const lane = own ? undefined : laneOf(input.project);
-      if (!lane) return starter.startDelivery(input, trace, bodyTag);
-      const busy = lane.startsInFlight > 0 || lane.gathering.length > 0 || recentBatch(lane);
-      if (busy) return gather(input, trace, lane);
-      return new Promise((accepted, refused) =>
-        started(input.project, lane, () =>
-          starter.startDelivery(input, trace).then(accepted, refused),
-        ),
-      );
+      if (own) {
+        return starter.startDelivery(input, trace, bodyTag).then((status) => {
+          options.onStarted?.(1);
+          return status;
+        });
+      }
+      const busy = lanes.get(input.project);
+      if (busy) return gather(input, trace, busy);
+      const lane: Lane = { startsInFlight: 0, gathering: [], bodyChars: 0 };
+      lanes.set(input.project, lane);
+      return new Promise((accepted, refused) => {
+        void start(input.project, lane, [{ input, trace, accepted, refused }]);
+      });
     },
   };
 }

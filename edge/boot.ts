@@ -91,7 +91,7 @@ export async function bootEdge(
   });
   const temporal = withBatching(temporalStarts, {
     maxItems: config.RELAY_BATCH_MAX_ITEMS,
-    lingerMs: config.RELAY_BATCH_LINGER_MS,
+    onStarted: telemetry.asyncStarted,
   });
   const relay = createEdge({
     state,

@@ -26,8 +26,6 @@ const schema = z.object({
    * their ids, and Temporal limits a value to 2 KB.
    */
   RELAY_BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(64).default(32),
-  /** How long a batch gathers before it starts, unless it is full first. */
-  RELAY_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(50).default(2),
   /** How long the edge serves from cache without the control plane's change stream. */
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /**

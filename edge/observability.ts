@@ -36,6 +36,12 @@ export function edgeTelemetry() {
     buckets: LATENCY_BUCKETS,
     registers,
   });
+  const requestsPerStart = new Histogram({
+    name: "relay_edge_async_requests_per_workflow",
+    help: "Immediate async calls per delivery workflow started: 1 on their own, more in a batch",
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers,
+  });
   const keyLookups = new Counter({
     name: "relay_edge_key_lookups_total",
     help: "API key verifications by cache outcome (hit: answered with no control-plane call)",
@@ -73,6 +79,9 @@ export function edgeTelemetry() {
     },
     temporalStarted(workflow: string, seconds: number): void {
       temporalStart.observe({ workflow }, seconds);
+    },
+    asyncStarted(requests: number): void {
+      requestsPerStart.observe(requests);
     },
     streamRecorded(outcome: StreamRecordOutcome): void {
       streamRecords.inc({ outcome });
