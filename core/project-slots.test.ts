@@ -30,6 +30,21 @@ describe("ProjectSlots", () => {
     expect(slots.take("a")).toBeNull();
   });
 
+  test("whenFreed resolves once a slot is given back, not when one is taken", async () => {
+    const slots = new ProjectSlots({ slots: 4, perProject: 2 });
+    const release = slots.take("a");
+    let freed = false;
+    const waiting = slots.whenFreed().then(() => {
+      freed = true;
+    });
+    slots.take("b");
+    await Promise.resolve();
+    expect(freed).toBe(false);
+    release?.();
+    await waiting;
+    expect(freed).toBe(true);
+  });
+
   test("the observer hears each count and each call turned away", () => {
     const seen: [string, number | "away"][] = [];
     const slots = new ProjectSlots(

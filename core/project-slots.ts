@@ -70,6 +70,8 @@ export class ProjectSlots {
   private readonly projects = new Map<string, ProjectState>();
   private inUse = 0;
   private sweptAt: number;
+  /** Told of the next slot freed (`whenFreed`). */
+  private freed: (() => void)[] = [];
   readonly perProject: number;
 
   constructor(
@@ -98,6 +100,11 @@ export class ProjectSlots {
       now.current.finished++;
       this.move(project, now, -1);
     };
+  }
+
+  /** Resolves once any slot is given back: for a caller that may wait for one (a batch). */
+  whenFreed(): Promise<void> {
+    return new Promise((resolve) => this.freed.push(resolve));
   }
 
   count(project: string): number {
@@ -138,6 +145,11 @@ export class ProjectSlots {
     state.inFlight += by;
     this.inUse += by;
     this.observer.inFlight?.(project, state.inFlight);
+    if (by < 0 && this.freed.length > 0) {
+      const waiting = this.freed;
+      this.freed = [];
+      for (const wake of waiting) wake();
+    }
     if (state.inFlight === 0) this.forgetIdle();
   }
 

@@ -116,7 +116,11 @@ const MAX_OPENED_KEYS = 10_000;
 
 export function createActivities(deps: ActivityDeps) {
   const { sql, now, sealingKey, retryPolicy, logRetentionMs, waitingCaps } = deps;
-  const attempts: AttemptDeps = { ...deps, signingKeysOf: signingKeys(sql, sealingKey) };
+  const attempts: AttemptDeps = {
+    ...deps,
+    signingKeysOf: signingKeys(sql, sealingKey),
+    holdOf: (targetId) => circuits.targetHold(sql, targetId),
+  };
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
       requestLog.openRequest(sql, input, status),
@@ -134,17 +138,24 @@ export function createActivities(deps: ActivityDeps) {
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
     /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
-    firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>
-      firstAttemptsOfBatch(
+    firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> => {
+      // A batch's requests mostly go to the same targets: each one's hold and keys read once.
+      const batch = {
+        ...attempts,
+        holdOf: readOnce(attempts.holdOf),
+        signingKeysOf: readOnce(attempts.signingKeysOf),
+      };
+      return firstAttemptsOfBatch(
         {
           attempt: (request, delivery, only, takeSlot) =>
-            firstAttempt(attempts, request, delivery, only, takeSlot),
+            firstAttempt(batch, request, delivery, only, takeSlot),
           settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
           slots: deps.slots.attempts,
         },
         project,
         requests,
-      ),
+      );
+    },
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
       const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps);
@@ -224,6 +235,8 @@ interface AttemptDeps
   > {
   /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
   signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
+  /** Whether a target's deliveries wait (an open circuit, a pause), and why. */
+  holdOf: (targetId: string) => Promise<Hold | null>;
 }
 
 /**
@@ -241,7 +254,7 @@ async function firstAttempt(
   only: boolean,
   takeSlot: TakeSlot = async () => deps.slots.attempts.take(delivery.project),
 ): Promise<FirstAttempt> {
-  const hold = await circuits.targetHold(deps.sql, delivery.target.id);
+  const hold = await deps.holdOf(delivery.target.id);
   if (hold) {
     await requestLog.openRequest(deps.sql, request);
     return { kind: "held", hold };
@@ -263,7 +276,7 @@ async function firstAttempt(
  * project's share of the worker is full: then it is not tried.
  */
 async function deliver(deps: AttemptDeps, input: DeliverInput): Promise<number | "held" | Busy> {
-  const hold = await circuits.targetHold(deps.sql, input.target.id);
+  const hold = await deps.holdOf(input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
   const release = deps.slots.attempts.take(input.project);
   if (!release) {
@@ -494,6 +507,21 @@ function signingKeys(sql: Sql, sealingKey: CryptoKey) {
         return { key: await key, expiresAt: secret.expiresAt };
       }),
     );
+  };
+}
+
+/** `read`, asked once per target: the first answer serves the later calls. */
+function readOnce<T, Rest extends unknown[]>(
+  read: (targetId: string, ...rest: Rest) => Promise<T>,
+): (targetId: string, ...rest: Rest) => Promise<T> {
+  const answers = new Map<string, Promise<T>>();
+  return (targetId, ...rest) => {
+    let answer = answers.get(targetId);
+    if (!answer) {
+      answer = read(targetId, ...rest);
+      answers.set(targetId, answer);
+    }
+    return answer;
   };
 }
 

@@ -26,18 +26,18 @@ export interface BatchAttemptDeps {
 }
 
 /**
- * How long a batched attempt may wait for a slot that the batch's own attempts hold: a batch is
- * larger than a project's share, and attempts at a target that answers at once free theirs in
- * milliseconds; past this (a slow target), the request waits as a busy one does, on its own.
+ * How long a batch's attempts may wait for slots of their project's share: a batch is larger
+ * than the share, and attempts at a target that answers at once free theirs in milliseconds;
+ * past this (a slow target), a request waits as a busy one does, on a timer of its own.
  */
-const SLOT_WAIT_MS = 1000;
+const SLOT_WAIT_MS = 5000;
 
 export function firstAttemptsOfBatch(
   deps: BatchAttemptDeps,
   project: string,
   requests: DeliveryInput[],
 ): Promise<BatchedFirst[]> {
-  const takeSlot = queuedBehindOwn(deps.slots, project, SLOT_WAIT_MS);
+  const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
   return Promise.all(requests.map((input) => firstAttemptsOf(deps, input, takeSlot)));
 }
 
@@ -64,39 +64,17 @@ async function firstAttemptsOf(
   );
 }
 
-/**
- * The project's share, as a batch takes it: a slot at once when one is free; else, while the
- * batch's own attempts hold some, the next one they free, for `waitMs` at most. Slots that other
- * workflows of the project hold are not waited for: then the share is full (busy).
- */
-function queuedBehindOwn(slots: ProjectSlots, project: string, waitMs: number): TakeSlot {
-  let own = 0;
-  let wake = () => {};
-  let freed = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
-  const deadline = performance.now() + waitMs;
-  const taken = (release: Release): Release => {
-    own++;
-    return () => {
-      release();
-      own--;
-      const woken = wake;
-      freed = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-      woken();
-    };
-  };
+/** The project's share, as a batch takes it: a slot at once, or the next one freed in time. */
+function waitingFor(slots: ProjectSlots, project: string, deadline: number): TakeSlot {
   return async function takeSlot() {
     for (;;) {
       const release = slots.take(project);
-      if (release) return taken(release);
+      if (release) return release;
       const left = deadline - performance.now();
-      if (own === 0 || left <= 0) return null;
+      if (left <= 0) return null;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
-        freed,
+        slots.whenFreed(),
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, left);
         }),
