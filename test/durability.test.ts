@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
@@ -61,6 +62,18 @@ async function projectWithTarget(slug: string, targetUrl: string, timeoutSeconds
     mode: "live",
   });
   return { ownerToken, key: minted.plaintext as string };
+}
+
+/** How many batch workflows the project's calls shared (the stack's Temporal, by visibility). */
+async function batchesOf(slug: string): Promise<number> {
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  try {
+    const query = `RelayProject = "${slug}" AND WorkflowType = "deliverBatch"`;
+    const { count } = await new Client({ connection }).workflow.count(query);
+    return count;
+  } finally {
+    await connection.close();
+  }
 }
 
 /** A customer's endpoint that never answers its first request and accepts every later one. */
@@ -121,6 +134,51 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
   ]);
   target.close();
 }, 120_000);
+
+test("a batch whose first attempts are in flight when its worker is SIGKILLed: every 202'd request arrives", async () => {
+  // Answers after 1 s, so the batch's attempts are in flight when the worker dies.
+  const received = new Set<string>();
+  const slow = createServer((req, res) => {
+    req.resume();
+    setTimeout(() => {
+      received.add(String(req.headers["x-relay-request-id"]));
+      res.end("ok");
+    }, 1000);
+  });
+  await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+  const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/in`;
+  const { ownerToken, key: plaintext } = await projectWithTarget("batched", slowUrl, 30);
+
+  const answers = await Promise.all(
+    Array.from({ length: 16 }, (_, i) =>
+      request(`${stack.edgeUrl}/v1/hook`, {
+        method: "POST",
+        headers: { host: `batched.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+        body: JSON.stringify({ i }),
+      }),
+    ),
+  );
+  const ids = await Promise.all(
+    answers.map(async (answer) => {
+      expect(answer.statusCode).toBe(202);
+      return ((await answer.body.json()) as { requestId: string }).requestId;
+    }),
+  );
+  await eventually(async () => (await batchesOf("batched")) > 0);
+  const log = (id: string) => call(ownerToken, "GET", `/projects/batched/requests/${id}`);
+  // Their first attempts have started (they are in the log), none has been answered yet.
+  await eventually(async () => (await Promise.all(ids.map(log))).every((l) => l.attempts));
+  stack.processes.worker.kill();
+  await stack.processes.worker.start();
+
+  await eventually(async () => ids.every((id) => received.has(id)), 90_000);
+  await eventually(
+    async () => (await Promise.all(ids.map(log))).every((l) => l.status === "delivered"),
+    30_000,
+  );
+  slow.closeAllConnections();
+  slow.close();
+}, 150_000);
 
 test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests queued loses none", async () => {
   const received = new Set<string>();
