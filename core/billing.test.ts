@@ -1,5 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { deliveryCredits, deliveryHolds, isMetered, StreamMeter } from "./billing.ts";
+import {
+  type CallHolds,
+  deliveryCredits,
+  deliveryHolds,
+  fittingCalls,
+  holdKey,
+  isMetered,
+  StreamMeter,
+} from "./billing.ts";
 
 describe("deliveryCredits: max(1, ceil(bytes / 64 KiB)) per delivery", () => {
   test.each([
@@ -69,5 +77,61 @@ describe("StreamMeter", () => {
     expect(billed("application/octet-stream", lines)).toBe(103);
     expect(billed(null, lines)).toBe(103);
     expect(billed("text/event-stream; charset=utf-8", lines)).toBe(2);
+  });
+});
+
+describe("fittingCalls: a batch's calls decided in order, as separate reservations would be", () => {
+  const call = (requestId: string, ...credits: number[]): CallHolds => ({
+    requestId,
+    holds: credits.map((c, i) => ({ targetId: `t${i}`, credits: c })),
+  });
+  const none = new Set<string>();
+
+  test("each call fits in what the calls before it left; one that does not takes nothing", () => {
+    const calls = [call("a", 2), call("b", 3), call("c", 1), call("d", 1, 1)];
+    expect(fittingCalls(4, calls, none)).toEqual({
+      fits: [true, false, true, false],
+      holds: [
+        { requestId: "a", targetId: "t0", credits: 2 },
+        { requestId: "c", targetId: "t0", credits: 1 },
+      ],
+    });
+  });
+
+  test("all or none per call: two deliveries that fit only one between them hold nothing", () => {
+    expect(fittingCalls(1, [call("a", 1, 1), call("b", 1)], none).fits).toEqual([false, true]);
+  });
+
+  test("a pool with exactly enough takes every call; one more is refused", () => {
+    const calls = Array.from({ length: 5 }, (_, n) => call(`r${n}`, 1));
+    expect(fittingCalls(4, calls, none).fits).toEqual([true, true, true, true, false]);
+  });
+
+  test("a repeat holds nothing again for a delivery held or charged, and then always fits", () => {
+    const taken = new Set([holdKey("a", "t0")]);
+    expect(fittingCalls(0, [call("a", 5)], taken)).toEqual({ fits: [true], holds: [] });
+    // Only its other delivery is new: that one must fit.
+    expect(fittingCalls(1, [call("a", 5, 1)], taken)).toEqual({
+      fits: [true],
+      holds: [{ requestId: "a", targetId: "t1", credits: 1 }],
+    });
+    expect(fittingCalls(0, [call("a", 5, 1)], taken).fits).toEqual([false]);
+  });
+
+  test("a repeat within the batch finds the hold the call before it took", () => {
+    const { fits, holds } = fittingCalls(1, [call("a", 1), call("a", 1)], none);
+    expect(fits).toEqual([true, true]);
+    expect(holds).toHaveLength(1);
+  });
+
+  test("a pool that never had credits fits only calls that add nothing", () => {
+    expect(fittingCalls(null, [call("a", 1), { requestId: "b", holds: [] }], none).fits).toEqual([
+      false,
+      true,
+    ]);
+  });
+
+  test("an overdrawn pool (a stream sent back more than it held) fits nothing new", () => {
+    expect(fittingCalls(-3, [call("a", 1)], none)).toEqual({ fits: [false], holds: [] });
   });
 });

@@ -32,6 +32,61 @@ export interface CallReservation {
   notBefore: Date | null;
 }
 
+/** An immediate call's holds, reserved together with others of its project and pool. */
+export interface CallHolds {
+  requestId: string;
+  holds: CreditHold[];
+}
+
+/** Immediate calls of one project and pool, in arrival order (ReserveDeliveriesBatch). */
+export interface BatchReservation {
+  project: string;
+  pool: KeyMode;
+  calls: CallHolds[];
+}
+
+/** A hold as stored: a request's delivery to one target. */
+export interface RequestHold extends CreditHold {
+  requestId: string;
+}
+
+/**
+ * Which calls of a batch fit, decided one after another as separate reservations would be: a
+ * call fits, all or none, when the credits of its deliveries not held or charged already (a
+ * repeat's, by `taken` or by a call before it in the batch) fit in what the calls before it
+ * left; a call that adds nothing always fits. `left`: the pool's balance less what it holds;
+ * null when the pool has never had credits. Answers each call's fit, in order, and the holds
+ * to add.
+ */
+export function fittingCalls(
+  left: number | null,
+  calls: readonly CallHolds[],
+  taken: ReadonlySet<string>,
+): { fits: boolean[]; holds: RequestHold[] } {
+  const held = new Set(taken);
+  const holds: RequestHold[] = [];
+  let room = left ?? 0;
+  const fits = calls.map(({ requestId, holds: wanted }) => {
+    const fresh = wanted.filter((hold) => !held.has(holdKey(requestId, hold.targetId)));
+    const credits = fresh.reduce((sum, hold) => sum + hold.credits, 0);
+    if (fresh.length === 0) return true;
+    if (left === null || credits > room) return false;
+    room -= credits;
+    for (const hold of fresh) {
+      held.add(holdKey(requestId, hold.targetId));
+      holds.push({ requestId, ...hold });
+    }
+    return true;
+  });
+  return { fits, holds };
+}
+
+/** A delivery's hold (or charge) by request and target, as `fittingCalls` takes them. */
+export function holdKey(requestId: string, targetId: string): string {
+  // NUL: in no id (Postgres text cannot hold it).
+  return `${requestId}\u0000${targetId}`;
+}
+
 /** Why a reservation was refused: its credits do not fit, or the cap it met. */
 export type ReservationRefusal =
   | { code: "insufficient_credits" }

@@ -16,6 +16,7 @@ import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
 import { edgeTelemetry } from "./observability.ts";
 import { RateShares } from "./rate-shares.ts";
+import { groupedReservations } from "./reservations.ts";
 import { EdgeState } from "./state.ts";
 import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter } from "./temporal.ts";
@@ -109,7 +110,7 @@ export async function bootEdge(
       ),
     }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
-    reserveDeliveries: (reservation) => control.reserveDeliveries(reservation),
+    reserveDeliveries: groupedReservations(control),
     releaseDeliveries: (project, requestId, targetIds) =>
       control.releaseDeliveries(project, requestId, targetIds),
     temporal,

@@ -32,6 +32,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     storeBody: async () => "",
     recordStream: async () => {},
     reserveDeliveries: async () => null,
+    reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

@@ -6,7 +6,12 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
+import type {
+  BatchReservation,
+  CallReservation,
+  CreditHold,
+  ReservationRefusal,
+} from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
@@ -76,6 +81,8 @@ export interface ControlPlane {
   recordStream(record: StreamRecord): Promise<void>;
   /** Null when reserved. */
   reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
+  /** Immediate calls of one project and pool together: each one's refusal (null: reserved). */
+  reserveDeliveriesBatch(batch: BatchReservation): Promise<(ReservationRefusal | null)[]>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
@@ -151,7 +158,7 @@ export function connectControlPlane(options: {
         project: r.project,
         keyMode: keyModes.indexOf(r.pool) + 1,
         requestId: r.requestId,
-        holds: r.holds.map((hold) => ({ targetId: hold.targetId, credits: BigInt(hold.credits) })),
+        holds: r.holds.map(holdOut),
         ...(r.notBefore && { notBefore: timestampFromDate(r.notBefore) }),
       });
       switch (answer.refusal) {
@@ -162,6 +169,24 @@ export function connectControlPlane(options: {
         default:
           return null;
       }
+    },
+    async reserveDeliveriesBatch(batch) {
+      const { refusals } = await client.reserveDeliveriesBatch({
+        project: batch.project,
+        keyMode: keyModes.indexOf(batch.pool) + 1,
+        calls: batch.calls.map((call) => ({
+          requestId: call.requestId,
+          holds: call.holds.map(holdOut),
+        })),
+      });
+      if (refusals.length !== batch.calls.length) {
+        throw new Error(`${refusals.length} answers to a batch of ${batch.calls.length} calls`);
+      }
+      return refusals.map((refusal) =>
+        refusal === ReserveRefusal.INSUFFICIENT_CREDITS
+          ? { code: "insufficient_credits" as const }
+          : null,
+      );
     },
     async releaseDeliveries(project, requestId, targetIds) {
       await client.releaseDeliveries({ project, requestId, targetIds });
@@ -243,6 +268,10 @@ function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promi
     timer = setTimeout(() => reject(new Error(`${what} was silent for ${idleMs} ms`)), idleMs);
   });
   return Promise.race([promise, silence]).finally(() => clearTimeout(timer));
+}
+
+function holdOut(hold: CreditHold) {
+  return { targetId: hold.targetId, credits: BigInt(hold.credits) };
 }
 
 function keyFrom(key: EdgeKey): KeyRecord {

@@ -39,6 +39,7 @@ function scripted() {
     storeBody: async () => "",
     recordStream: async () => {},
     reserveDeliveries: async () => null,
+    reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

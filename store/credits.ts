@@ -5,7 +5,14 @@
  * pool emptying or refilling goes on the change feed, so edges refuse calls on an empty metered
  * pool (402) with no control-plane call; a call to a pool with credits reserves its holds first.
  */
-import { type CreditHold, deliveryCredits, isMetered } from "../core/billing.ts";
+import {
+  type BatchReservation,
+  type CreditHold,
+  deliveryCredits,
+  fittingCalls,
+  holdKey,
+  isMetered,
+} from "../core/billing.ts";
 import { type KeyMode, keyModes, type Plan } from "../core/model.ts";
 import { recordChange } from "./changes.ts";
 import type { Queryable, Sql, Transaction } from "./db.ts";
@@ -104,6 +111,42 @@ export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boo
     )
     select exists (select 1 from pool) or not exists (select 1 from wanted) as reserved`;
   return row?.reserved ?? false;
+}
+
+/**
+ * Holds the credits of a batch of immediate calls of one pool, each all or none, as
+ * `reserveCredits` would one call after another (`fittingCalls`), in one transaction: the pool
+ * row locked once, then what the calls' requests hold or were charged already (read under the
+ * lock, so a repeat reserved meanwhile is seen), then the fitting calls' holds in one insert.
+ * Answers each call's fit, in order.
+ */
+export async function reserveCreditsBatch(sql: Sql, r: BatchReservation): Promise<boolean[]> {
+  const requestIds = [...new Set(r.calls.map((call) => call.requestId))];
+  return sql.begin(async (tx) => {
+    const [pool] = await tx<{ projectId: string; room: string }[]>`
+      select c.project_id, c.balance - c.held as room
+      from credit_pools c join projects p on p.id = c.project_id
+      where p.slug = ${r.project} and c.pool = ${r.pool}
+      for update of c`;
+    const taken = await tx<{ requestId: string; targetId: string }[]>`
+      select request_id, target_id from credit_holds where request_id = any(${requestIds}::text[])
+      union all
+      select request_id, target_id from credit_ledger where request_id = any(${requestIds}::text[])`;
+    const { fits, holds } = fittingCalls(
+      pool ? Number(pool.room) : null,
+      r.calls,
+      new Set(taken.map((t) => holdKey(t.requestId, t.targetId))),
+    );
+    if (pool && holds.length > 0) {
+      await tx`
+        insert into credit_holds (request_id, target_id, project_id, pool, amount)
+        select h.request_id, h.target_id, ${pool.projectId}, ${r.pool}, h.amount
+        from unnest(${holds.map((h) => h.requestId)}::text[], ${holds.map((h) => h.targetId)}::text[],
+          ${holds.map((h) => h.credits)}::bigint[]) as h (request_id, target_id, amount)
+        on conflict do nothing`;
+    }
+    return fits;
+  });
 }
 
 /**

@@ -4,7 +4,7 @@
  * their shares of endpoints' rate limits.
  */
 
-import type { CallReservation, ReservationRefusal } from "../../core/billing.ts";
+import type { BatchReservation, CallReservation, ReservationRefusal } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
@@ -21,7 +21,12 @@ import {
   MAX_LEASE_MS,
   watchChanges,
 } from "../../store/changes.ts";
-import { exhaustedPools, releaseHolds, reserveCredits } from "../../store/credits.ts";
+import {
+  exhaustedPools,
+  releaseHolds,
+  reserveCredits,
+  reserveCreditsBatch,
+} from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
@@ -138,6 +143,31 @@ export async function reserveDeliveries(
       if (error instanceof Refused) return error.refusal;
       throw error;
     });
+}
+
+/** Calls one batch reserves at most (an edge sends up to 64). */
+const MAX_BATCHED_CALLS = 256;
+
+/**
+ * Reserves the credits of immediate calls of one project and metered pool that an edge grouped
+ * while another reservation of theirs was answered: one transaction under one lock of the pool,
+ * each call decided as `reserveDeliveries` would decide it alone, in the batch's order. Answers
+ * each call's refusal (null when reserved), in order.
+ */
+export async function reserveDeliveriesBatch(
+  ctx: Ctx,
+  batch: BatchReservation,
+): Promise<(ReservationRefusal | null)[]> {
+  requireEdge(ctx.caller);
+  if (batch.calls.length > MAX_BATCHED_CALLS) {
+    throw new RelayError("bad_request", `a batch reserves at most ${MAX_BATCHED_CALLS} calls`);
+  }
+  if (batch.calls.some((call) => !call.requestId)) {
+    throw new RelayError("bad_request", "each call of a batch needs a request id");
+  }
+  if (batch.calls.length === 0) return [];
+  const fits = await reserveCreditsBatch(ctx.sql, batch);
+  return fits.map((fit) => (fit ? null : { code: "insufficient_credits" }));
 }
 
 /** A refusal thrown out of the reservation's transaction, so it rolls back whole. */

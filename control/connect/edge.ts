@@ -1,7 +1,8 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { CreditHold } from "../../core/billing.ts";
 import { keyModes } from "../../core/model.ts";
-import { EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
+import { type DeliveryHold, EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
 import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
@@ -66,16 +67,28 @@ export function edgeService(
           project: req.project,
           pool: fromEnum(keyModes, req.keyMode) ?? "live",
           requestId: req.requestId,
-          holds: req.holds.map((hold) => ({
-            targetId: hold.targetId,
-            credits: Number(hold.credits),
-          })),
+          holds: req.holds.map(holdIn),
           notBefore: req.notBefore ? timestampDate(req.notBefore) : null,
         });
         if (!refusal) return {};
         return refusal.code === "insufficient_credits"
           ? { refusal: ReserveRefusal.INSUFFICIENT_CREDITS }
           : { refusal: ReserveRefusal.LIMIT_EXCEEDED, limit: BigInt(refusal.cap) };
+      },
+      async reserveDeliveriesBatch(req, h) {
+        const refusals = await edge.reserveDeliveriesBatch(ctxOf(h), {
+          project: req.project,
+          pool: fromEnum(keyModes, req.keyMode) ?? "live",
+          calls: req.calls.map((call) => ({
+            requestId: call.requestId,
+            holds: call.holds.map(holdIn),
+          })),
+        });
+        return {
+          refusals: refusals.map((refusal) =>
+            refusal ? ReserveRefusal.INSUFFICIENT_CREDITS : ReserveRefusal.UNSPECIFIED,
+          ),
+        };
       },
       getPayloadKeys(_, h) {
         return { keys: edge.payloadKeys(ctxOf(h)) };
@@ -128,6 +141,10 @@ export function edgeService(
     },
     { readMaxBytes: edgeBytes + ENVELOPE_BYTES },
   );
+}
+
+function holdIn(hold: DeliveryHold): CreditHold {
+  return { targetId: hold.targetId, credits: Number(hold.credits) };
 }
 
 function signingSecretOut(secret: EndpointSigningSecrets["secrets"][number]) {
