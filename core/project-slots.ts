@@ -83,12 +83,17 @@ export class ProjectSlots {
     this.sweptAt = now();
   }
 
-  /** A slot for `project`, or null when it has its share in flight and the pool is contended. */
-  take(project: string): Release | null {
+  /**
+   * A slot for `project`, or null when it has its share in flight and the pool is contended. A
+   * caller that will wait for one (`whenFreed`) rather than leave is not counted as turned away.
+   */
+  take(project: string, waits = false): Release | null {
     const state = this.stateOf(project);
     if (state.inFlight >= this.perProject && 2 * this.inUse >= this.size.slots) {
-      state.current.turnedAway++;
-      this.observer.turnedAway?.(project);
+      if (!waits) {
+        state.current.turnedAway++;
+        this.observer.turnedAway?.(project);
+      }
       return null;
     }
     this.move(project, state, +1);

@@ -17,6 +17,7 @@ import type { RequestStatus } from "../core/model.ts";
 import { gateColumns, recordCircuitOutcome } from "./circuits.ts";
 import { type Charge, chargeDelivery, releaseHolds } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
+import type { Begin } from "./group-commit.ts";
 import { forgetWaiting, type PlanCaps } from "./waiting.ts";
 
 /**
@@ -183,6 +184,8 @@ export async function endAttempt(
   attemptId: string,
   end: AttemptEnd,
   finishing?: Finishing,
+  /** Its transaction: its own, or one it shares with others (./group-commit.ts). */
+  begin: Begin = (work) => sql.begin(work) as Promise<never>,
 ): Promise<AttemptEnded> {
   const record = (q: Queryable) => q`
     update attempts set status_code = ${end.statusCode}, latency_ms = ${end.latencyMs},
@@ -193,7 +196,7 @@ export async function endAttempt(
     return { status: undefined, circuit: null };
   }
   const { requestId, targetId } = end.charge;
-  return sql.begin(async (tx) => {
+  return begin(async (tx) => {
     await record(tx);
     // The circuit before the charge: a charge that empties its pool records a change, which
     // must be the transaction's last lock taken (store/changes.ts).

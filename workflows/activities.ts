@@ -36,6 +36,7 @@ import { activeTrace } from "../core/tracing.ts";
 import { loadBody } from "../store/bodies.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
+import { type Begin, groupCommit } from "../store/group-commit.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
@@ -120,6 +121,8 @@ export function createActivities(deps: ActivityDeps) {
     ...deps,
     signingKeysOf: signingKeys(sql, sealingKey),
     holdOf: (targetId) => circuits.targetHold(sql, targetId),
+    // Attempts ending together (a batch's, a busy worker's) share one commit.
+    begin: groupCommit(sql),
   };
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
@@ -237,6 +240,8 @@ interface AttemptDeps
   signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
   /** Whether a target's deliveries wait (an open circuit, a pause), and why. */
   holdOf: (targetId: string) => Promise<Hold | null>;
+  /** The transaction an attempt's end is written in (store/group-commit.ts). */
+  begin: Begin;
 }
 
 /**
@@ -441,7 +446,7 @@ async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBu
 
 /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
 function endAttempt(
-  deps: Pick<ActivityDeps, "sql" | "observeAttempt">,
+  deps: Pick<AttemptDeps, "sql" | "observeAttempt" | "begin">,
   attemptId: string,
   a: {
     requestId: string;
@@ -480,6 +485,7 @@ function endAttempt(
     attemptId,
     { statusCode, latencyMs, error, charge, circuit, lastTry, endedAt: new Date() },
     finishing,
+    deps.begin,
   );
 }
 

@@ -68,10 +68,9 @@ async function firstAttemptsOf(
 function waitingFor(slots: ProjectSlots, project: string, deadline: number): TakeSlot {
   return async function takeSlot() {
     for (;;) {
-      const release = slots.take(project);
-      if (release) return release;
       const left = deadline - performance.now();
-      if (left <= 0) return null;
+      const release = slots.take(project, left > 0);
+      if (release || left <= 0) return release;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         slots.whenFreed(),
