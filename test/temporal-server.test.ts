@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
 import { afterAll, expect, test } from "vitest";
-import { searchAttributes } from "../core/temporal.ts";
+import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { BACKLOG, victimPlaces } from "../dev/fairness-probe.ts";
 import { dynamicConfigFile, temporalDynamicConfig } from "../dev/temporal-config.ts";
 import { findTemporalServer, TEMPORAL_SERVER_VERSION } from "../dev/temporal-server.ts";
@@ -35,13 +35,13 @@ test("Temporal keeps its state where the stack's switch says", async () => {
   expect(info).toMatchObject(expected);
 });
 
-test("Relay's search attributes are registered, as keywords", async () => {
+test("Relay's search attributes are registered, as keywords and the batch's keyword list", async () => {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({
     namespace: "default",
   });
   for (const name of Object.values(searchAttributes)) {
-    // temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-    expect(customAttributes?.[name], name).toBe(2);
+    // temporal.api.enums.v1.IndexedValueType: INDEXED_VALUE_TYPE_KEYWORD, _KEYWORD_LIST
+    expect(customAttributes?.[name], name).toBe(searchAttributeType(name) === "Keyword" ? 2 : 7);
   }
 });
 
