@@ -17,6 +17,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { defaultRestartPolicy, logFile, ManagedProcess } from "../dev/processes.ts";
@@ -328,6 +329,7 @@ await runBench(async (cleanup) => {
   await sleep(5000);
 
   const lost = undelivered();
+  const batchWorkflows = await countWorkflows(stack, "deliverBatch");
   const targetCalls = [...deliveries.values()].reduce((a, b) => a + b, 0);
   const restarts = await supervisorRestarts(dir);
   const figures = {
@@ -337,6 +339,8 @@ await runBench(async (cleanup) => {
     delivered: [...accepted].filter((id) => deliveredRequests.has(id)).length,
     deliveredWithout202: [...deliveredRequests].filter((id) => !accepted.has(id)).length,
     lost: lost.length,
+    // Calls that arrived together shared batch workflows (edge/batcher.ts): the batched path.
+    batchWorkflows,
     targetCalls,
     duplicates: targetCalls - deliveries.size,
     retriedThenAccepted,
@@ -446,4 +450,15 @@ async function supervisorRestarts(dir: string): Promise<string[]> {
     }
   }
   return lines;
+}
+
+/** Workflows of `type` on the stack's Temporal (its visibility). */
+async function countWorkflows(stack: Stack, type: string): Promise<number> {
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  try {
+    const client = new Client({ connection });
+    return (await client.workflow.count(`WorkflowType = "${type}"`)).count;
+  } finally {
+    await connection.close();
+  }
 }

@@ -180,7 +180,47 @@ test("a batch whose first attempts are in flight when its worker is SIGKILLed: e
   slow.close();
 }, 150_000);
 
-test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests queued loses none", async () => {
+test("an edge SIGKILLed while batches of calls are being started: every 202'd request arrives", async () => {
+  const received = new Set<string>();
+  const sink = createServer((req, res) => {
+    received.add(String(req.headers["x-relay-request-id"]));
+    req.resume();
+    res.end("ok");
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/in`;
+  const { key: plaintext } = await projectWithTarget("edgekill", sinkUrl, 30);
+  /** A wave of calls at once: the ids of those answered 202 (a call cut off has none). */
+  const wave = (size: number) =>
+    Promise.all(
+      Array.from({ length: size }, async (_, i) => {
+        const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+          method: "POST",
+          headers: { host: `edgekill.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+          body: JSON.stringify({ i }),
+        }).catch(() => null);
+        if (answer?.statusCode !== 202) return [];
+        return [((await answer.body.json()) as { requestId: string }).requestId];
+      }),
+    ).then((ids) => ids.flat());
+
+  const before = await wave(16);
+  const cut = wave(32);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  stack.processes.edge.kill();
+  const during = await cut;
+  await stack.processes.edge.start();
+  const after = await wave(16);
+
+  const accepted = [...before, ...during, ...after];
+  expect(before).toHaveLength(16);
+  expect(after).toHaveLength(16);
+  await eventually(async () => accepted.every((id) => received.has(id)), 60_000);
+  await eventually(async () => (await batchesOf("edgekill")) > 0);
+  sink.close();
+}, 120_000);
+
+test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests and batches queued loses none", async () => {
   const received = new Set<string>();
   const sink = createServer((req, res) => {
     received.add(String(req.headers["x-relay-request-id"]));
@@ -194,15 +234,19 @@ test("restarting Temporal (the same store: SQLite file or PostgreSQL) with reque
   // No worker: every request stays queued in Temporal while it restarts.
   await stack.processes.worker.stop();
   const ids: string[] = [];
-  for (let i = 0; i < 10; i++) {
+  // One at a time (each its own workflow), then together (batches).
+  const post = async (i: number) => {
     const answer = await request(`${stack.edgeUrl}/v1/hook`, {
       method: "POST",
       headers: { host: `queued.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
       body: JSON.stringify({ i }),
     });
     expect(answer.statusCode).toBe(202);
-    ids.push(((await answer.body.json()) as { requestId: string }).requestId);
-  }
+    return ((await answer.body.json()) as { requestId: string }).requestId;
+  };
+  for (let i = 0; i < 5; i++) ids.push(await post(i));
+  ids.push(...(await Promise.all(Array.from({ length: 16 }, (_, i) => post(5 + i)))));
+  await eventually(async () => (await batchesOf("queued")) > 0);
   await stack.restartTemporal();
   await stack.processes.worker.start();
 
