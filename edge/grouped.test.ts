@@ -1,0 +1,49 @@
+import { describe, expect, test } from "vitest";
+import { grouped } from "./grouped.ts";
+
+/** A grouping whose runs wait to be answered (`answerNext`), recording each group it ran. */
+function recording(
+  maxItems: number,
+  fits?: (gathered: readonly number[], item: number) => boolean,
+) {
+  const runs: { key: string; items: number[] }[] = [];
+  const pending: (() => void)[] = [];
+  const call = grouped<number, number>({
+    maxItems,
+    ...(fits && { fits }),
+    run: (key, items) =>
+      new Promise((resolve) => {
+        runs.push({ key, items });
+        pending.push(() => resolve(items.map((i) => i * 10)));
+      }),
+  });
+  const answerNext = async () => {
+    pending.shift()?.();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  };
+  return { call, runs, answerNext };
+}
+
+describe("grouped", () => {
+  test("a lone call runs at once; calls arriving meanwhile run together when it is answered", async () => {
+    const { call, runs, answerNext } = recording(10);
+    const first = call("p", 1);
+    expect(runs).toEqual([{ key: "p", items: [1] }]);
+    const rest = [call("p", 2), call("p", 3), call("q", 4)];
+    expect(runs.map((r) => r.items)).toEqual([[1], [4]]);
+    await answerNext();
+    expect(await first).toBe(10);
+    expect(runs.map((r) => r.items)).toEqual([[1], [4], [2, 3]]);
+    await answerNext();
+    await answerNext();
+    expect(await Promise.all(rest)).toEqual([20, 30, 40]);
+  });
+
+  test("a full group runs at once, and one past `fits` starts a group of its own", () => {
+    const sumUnder10 = (gathered: readonly number[], item: number) =>
+      gathered.reduce((sum, i) => sum + i, item) < 10;
+    const { call, runs } = recording(2, sumUnder10);
+    for (const item of [1, 2, 3, 4, 8]) void call("p", item);
+    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4]]);
+  });
+});
