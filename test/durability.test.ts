@@ -64,6 +64,19 @@ async function projectWithTarget(slug: string, targetUrl: string, timeoutSeconds
   return { ownerToken, key: minted.plaintext as string };
 }
 
+/** A customer's endpoint that accepts every request, noting each one's request id. */
+async function requestIdSink() {
+  const received = new Set<string>();
+  const sink = createServer((req, res) => {
+    received.add(String(req.headers["x-relay-request-id"]));
+    req.resume();
+    res.end("ok");
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/in`;
+  return { received, sink, sinkUrl };
+}
+
 /** How many batch workflows the project's calls shared (the stack's Temporal, by visibility). */
 async function batchesOf(slug: string): Promise<number> {
   const connection = await Connection.connect({ address: stack.temporal.address });
@@ -181,14 +194,7 @@ test("a batch whose first attempts are in flight when its worker is SIGKILLed: e
 }, 150_000);
 
 test("an edge SIGKILLed while batches of calls are being started: every 202'd request arrives", async () => {
-  const received = new Set<string>();
-  const sink = createServer((req, res) => {
-    received.add(String(req.headers["x-relay-request-id"]));
-    req.resume();
-    res.end("ok");
-  });
-  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
-  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/in`;
+  const { received, sink, sinkUrl } = await requestIdSink();
   const { key: plaintext } = await projectWithTarget("edgekill", sinkUrl, 30);
   /** A wave of calls at once: the ids of those answered 202 (a call cut off has none). */
   const wave = (size: number) =>
@@ -221,14 +227,7 @@ test("an edge SIGKILLed while batches of calls are being started: every 202'd re
 }, 120_000);
 
 test("restarting Temporal (the same store: SQLite file or PostgreSQL) with requests and batches queued loses none", async () => {
-  const received = new Set<string>();
-  const sink = createServer((req, res) => {
-    received.add(String(req.headers["x-relay-request-id"]));
-    req.resume();
-    res.end("ok");
-  });
-  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
-  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/in`;
+  const { received, sink, sinkUrl } = await requestIdSink();
   const { ownerToken, key: plaintext } = await projectWithTarget("queued", sinkUrl, 30);
 
   // No worker: every request stays queued in Temporal while it restarts.
