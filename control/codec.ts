@@ -25,7 +25,7 @@ import { signInPage, signInPagePolicy } from "./codec-page.ts";
 import { toHttpError } from "./errors.ts";
 import { observeCall } from "./observability.ts";
 import type { Req, Res } from "./panel.ts";
-import { readJson, readText } from "./rest.ts";
+import { readJson, readText } from "./rest/read-body.ts";
 
 /** A history's payloads run to a few MB each: a call may carry this much (docs/security.md). */
 export const CODEC_MAX_BODY_BYTES = 16 * 1024 * 1024;

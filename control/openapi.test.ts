@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { expect, test } from "vitest";
 import { OPENAPI_FILE, openApiDocument } from "./openapi.ts";
-import { routes } from "./rest.ts";
+import { routes } from "./rest/routes.ts";
 
 const generated = openApiDocument(routes);
 

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of the REST API, made from the route table's contracts
- * (control/rest.ts): the zod schemas its operations parse with and answer by, as JSON Schema
- * draft 2020-12 (OpenAPI 3.1's dialect). The ops paths the control plane answers before its
+ * (control/rest/routes.ts): the zod schemas its operations parse with and answer by, as JSON
+ * Schema draft 2020-12 (OpenAPI 3.1's dialect). The ops paths the control plane answers before its
  * routes, and the edge's inbound call, are described here beside them. Served at
  * `GET /openapi.json` and committed as docs/openapi.json (`npm run openapi`).
  */
@@ -9,30 +9,10 @@ import { STATUS_CODES } from "node:http";
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../core/errors.ts";
 import { components } from "./api/answers.ts";
-import type { Access, Route } from "./rest.ts";
+import { type Access, type Route, tags } from "./rest/contract.ts";
 
 /** Where the document is committed. */
 export const OPENAPI_FILE = new URL("../docs/openapi.json", import.meta.url);
-
-const tags = {
-  Projects: "Projects and where they are reached",
-  Members: "Who manages a project, and as what",
-  Policy: "The project's rules for API key lifetimes",
-  Notifications: "The URL Relay posts its operational events to (docs/notifications.md)",
-  Lines: "The first segment of an inbound URL, grouping endpoints",
-  Endpoints: "Where a line's requests are delivered, and how",
-  "Delivery control": "Circuit breakers and pauses, per target",
-  Keys: "Project API keys, which callers of the edge present",
-  Usage: "Credits and deliveries",
-  "Failure queue": "Requests whose delivery failed for good, and their replay",
-  "Request log": "Every request with its attempts",
-  "Dev clock": "Moving time in a development stack (RELAY_DEV_CLOCK=1)",
-  Document: "This document",
-  Operations: "What every process answers its operators",
-  "Edge (inbound)": "The call a caller makes to the edge, on its project's own host",
-} as const;
-
-export type Tag = keyof typeof tags;
 
 /** The answers of the paths no route of the table answers. */
 const health = z.strictObject({ status: z.literal("ok") });

@@ -15,7 +15,7 @@ import { codecHandler } from "./codec.ts";
 import { type MessageLimits, relayInterceptor, relayRoutes } from "./connect/index.ts";
 import { malformedMessageIsInvalidArgument } from "./errors.ts";
 import { panelHandler } from "./panel.ts";
-import { restHandler } from "./rest.ts";
+import { restHandler } from "./rest/router.ts";
 
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 /** An HTTP/1 request's body must have arrived within this (node:http's default is 5 minutes). */

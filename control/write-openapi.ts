@@ -4,6 +4,6 @@
  */
 import { writeFile } from "node:fs/promises";
 import { OPENAPI_FILE, openApiDocument } from "./openapi.ts";
-import { routes } from "./rest.ts";
+import { routes } from "./rest/routes.ts";
 
 await writeFile(OPENAPI_FILE, `${JSON.stringify(openApiDocument(routes), null, 2)}\n`);

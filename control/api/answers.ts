@@ -1,8 +1,8 @@
 /**
  * What the management API answers, as zod schemas: the OpenAPI document's answer schemas
- * (control/openapi.ts), and through `route` (control/rest.ts) a type check that each operation
- * returns their shape. A time is a Date in the code and an ISO 8601 string in JSON: a codec whose
- * input side is what goes on the wire, so answers are documented on their input side.
+ * (control/openapi.ts), and through `route` (control/rest/contract.ts) a type check that each
+ * operation returns their shape. A time is a Date in the code and an ISO 8601 string in JSON: a
+ * codec whose input side is what goes on the wire, so answers are documented on their input side.
  */
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";

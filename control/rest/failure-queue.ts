@@ -1,0 +1,50 @@
+/**
+ * The Failure queue routes (failures and their replay): each REST contract beside the operation it
+ * calls, as control/connect/failure-queue.ts serves the same operations over Connect.
+ */
+import * as answers from "../api/answers.ts";
+import * as failures from "../api/failures.ts";
+import * as requests from "../api/requests.ts";
+import { base, p, type Route, route, tagged } from "./contract.ts";
+
+export const failureQueueRoutes: Route[] = tagged("Failure queue", [
+  route(
+    "GET",
+    `${base}/failures`,
+    {
+      operationId: "listFailures",
+      summary: "Failed and partially failed requests, newest first",
+      access: "editor",
+      query: requests.listRequestsQuery,
+      answer: answers.requestPage,
+    },
+    ({ ctx, params, query }) => failures.listFailures(ctx, p(params).project, query),
+  ),
+  route(
+    "POST",
+    `${base}/failures/replay`,
+    {
+      operationId: "replayFailures",
+      summary: "Replay every failure that matches",
+      access: "editor",
+      body: failures.replayFailuresBody,
+      example: { status: "failed", endpoint: "v1/orders" },
+      answer: answers.replayed,
+      status: 202,
+    },
+    ({ ctx, params, body }) => failures.replayFailures(ctx, p(params).project, body),
+  ),
+  route(
+    "POST",
+    `${base}/requests/:requestId/replay`,
+    {
+      operationId: "replayRequest",
+      summary: "A new attempt series for the targets that failed",
+      access: "editor",
+      answer: answers.request,
+      status: 202,
+      errors: ["conflict"],
+    },
+    ({ ctx, params }) => failures.replayRequest(ctx, p(params).project, p(params).requestId),
+  ),
+]);
