@@ -2,37 +2,21 @@
  * The OpenAPI 3.1 document of the REST API, made from the route table's contracts
  * (control/rest/routes.ts): the zod schemas its operations parse with and answer by, as JSON
  * Schema draft 2020-12 (OpenAPI 3.1's dialect). The ops paths the control plane answers before its
- * routes, and the edge's inbound call, are described here beside them. Served at
- * `GET /openapi.json` and committed as docs/openapi.json (`npm run openapi`).
+ * routes, and the edge's inbound call, are described beside them (control/openapi/ops-and-edge.ts).
+ * Served at `GET /openapi.json` and committed as docs/openapi.json (`npm run openapi`).
  */
 import { STATUS_CODES } from "node:http";
 import { z } from "zod";
-import { type ErrorCode, errorStatus } from "../core/errors.ts";
 import { components } from "./api/answers.ts";
+import { accepted, edgePath, health, opsPaths, readiness } from "./openapi/ops-and-edge.ts";
+import { json, Refusals, ref, SCHEMAS } from "./openapi/refusals.ts";
 import { type Access, type Route, tags } from "./rest/contract.ts";
 
 /** Where the document is committed. */
 export const OPENAPI_FILE = new URL("../docs/openapi.json", import.meta.url);
 
-/** The answers of the paths no route of the table answers. */
-const health = z.strictObject({ status: z.literal("ok") });
-
-const readiness = z.strictObject({
-  status: z.enum(["ready", "degraded", "unavailable"]),
-  checks: z.record(z.string(), z.string()).describe('Each dependency\'s "ok", or why not'),
-});
-
-const accepted = z.strictObject({
-  status: z.enum(["queued", "scheduled"]),
-  requestId: z.string(),
-});
-
 /** What `GET /openapi.json` answers, as far as the document says of itself. */
 export const openApiAnswer = z.looseObject({ openapi: z.literal("3.1.1") });
-
-const SCHEMAS = "#/components/schemas/";
-const ref = (id: string) => ({ $ref: `${SCHEMAS}${id}` });
-const json = (schema: object) => ({ "application/json": { schema } });
 
 const security: Record<Access, Record<string, string[]>[]> = {
   public: [],
@@ -64,43 +48,6 @@ const pathParameters = Object.fromEntries(
     { name, in: "path", required: true, description, schema: { type: "string" } },
   ]),
 );
-
-/** Every error code, in core/errors.ts's order (which is by status). */
-const errorOrder = Object.keys(errorStatus) as ErrorCode[];
-
-/**
- * The document's refusals, each a response component: one per set of codes a status answers,
- * its body the Error schema with `code` narrowed to them.
- */
-class Refusals {
-  readonly components: Record<string, object> = {};
-
-  /** A response per status for `codes`, by reference. */
-  responses(codes: ErrorCode[]) {
-    const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of errorOrder.filter((c) => codes.includes(c))) {
-      byStatus.set(errorStatus[code], [...(byStatus.get(errorStatus[code]) ?? []), code]);
-    }
-    return Object.fromEntries(
-      [...byStatus].map(([status, refused]) => [String(status), this.named(status, refused)]),
-    );
-  }
-
-  private named(status: number, codes: ErrorCode[]) {
-    const name = codes
-      .map((code) => code.replace(/(?:^|_)(.)/g, (_, c) => c.toUpperCase()))
-      .join("Or");
-    this.components[name] ??= {
-      description: `${STATUS_CODES[status]}: ${codes.map((c) => `\`${c}\``).join(", ")}`,
-      content: json({
-        allOf: [ref("Error")],
-        type: "object",
-        properties: { error: { type: "object", properties: { code: { enum: codes } } } },
-      }),
-    };
-    return { $ref: `#/components/responses/${name}` };
-  }
-}
 
 function queryParameters(query: z.ZodObject) {
   const schema = z.toJSONSchema(query, { target: "draft-2020-12", io: "input" });
@@ -155,151 +102,6 @@ function operation(
     },
   };
 }
-
-/** The ops paths (core/ops.ts), which the control plane answers before any route. */
-const opsPaths = (refusals: Refusals) => ({
-  "/healthz": {
-    get: {
-      operationId: "healthz",
-      summary: "The process is alive",
-      tags: ["Operations"],
-      security: [],
-      responses: { "200": { description: "Alive", content: json(ref("Health")) } },
-    },
-  },
-  "/readyz": {
-    get: {
-      operationId: "readyz",
-      summary: "The process's dependencies answer (the control plane's: Postgres)",
-      tags: ["Operations"],
-      security: [],
-      responses: {
-        "200": { description: "Ready, or degraded", content: json(ref("Readiness")) },
-        "503": { description: "A dependency does not answer", content: json(ref("Readiness")) },
-      },
-    },
-  },
-  "/metrics": {
-    get: {
-      operationId: "metrics",
-      summary: "Prometheus text metrics",
-      description:
-        "With RELAY_METRICS_TOKEN set, it needs that token; unset, only loopback peers that are not a proxy passing a request on may scrape.",
-      tags: ["Operations"],
-      security: [{}, { metricsToken: [] }],
-      responses: {
-        "200": {
-          description: "The metrics",
-          content: { "text/plain": { schema: { type: "string" } } },
-        },
-        ...refusals.responses(["forbidden"]),
-      },
-    },
-  },
-});
-
-/** The edge's inbound call, on the project's own host (docs/api.md, "The inbound pipeline"). */
-const edgePath = (refusals: Refusals) => ({
-  "/{line}/{endpoint}": {
-    servers: [
-      {
-        url: "{scheme}://{project}.{domain}",
-        description: "The edge: each project is reached on a host of its own",
-        variables: {
-          scheme: { default: "http", enum: ["http", "https"] },
-          project: { default: "demo", description: "The project's slug" },
-          domain: { default: "localhost:8787", description: "RELAY_EDGE_DOMAIN" },
-        },
-      },
-    ],
-    post: {
-      operationId: "relayRequest",
-      summary: "Relay a request to an endpoint's targets (the edge's inbound call)",
-      description:
-        "An async endpoint answers 202 at once and delivers to each of its targets, retried; a sync or stream endpoint answers with its target's own answer. Every answer from the delivery step on carries `X-Relay-Request-Id`, and every answer past the endpoint lookup the `RateLimit-*` headers. Any method but POST is 405 `method_not_allowed` with `Allow: POST`. The checks run in the order of docs/api.md's inbound pipeline.",
-      tags: ["Edge (inbound)"],
-      security: [{ apiKey: [] }],
-      parameters: [
-        { name: "line", in: "path", required: true, schema: { type: "string" } },
-        { name: "endpoint", in: "path", required: true, schema: { type: "string" } },
-        {
-          name: "Idempotency-Key",
-          in: "header",
-          description:
-            "A repeat with the same key answers what the first call answered and queues nothing; not on a stream endpoint",
-          schema: { type: "string", minLength: 1, maxLength: 255 },
-        },
-        {
-          name: "Relay-Delay",
-          in: "header",
-          description: "Deliver this long from now (at most 7 days; async endpoints only)",
-          schema: { type: "string", pattern: "^[0-9]+[smhd]$" },
-        },
-        {
-          name: "Relay-Not-Before",
-          in: "header",
-          description: "Deliver at this time (at most 7 days ahead; async endpoints only)",
-          schema: { type: "string", format: "date-time" },
-        },
-        {
-          name: "traceparent",
-          in: "header",
-          description:
-            "W3C trace context: when Relay exports traces, its spans continue this trace (a new one without it) and each target gets the traceparent of its attempt's span; otherwise it is passed on as it came",
-          schema: {
-            type: "string",
-            pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
-          },
-        },
-      ],
-      requestBody: {
-        description:
-          "The payload, delivered as sent; with the endpoint's schema, JSON that satisfies it",
-        content: {
-          "application/json": { schema: ref("JsonValue"), example: { hello: "relay" } },
-          "*/*": { schema: {} },
-        },
-      },
-      responses: {
-        "202": {
-          description:
-            "An async endpoint: queued, or scheduled by `Relay-Delay` or `Relay-Not-Before`",
-          headers: {
-            "X-Relay-Request-Id": { schema: { type: "string" } },
-            "RateLimit-Limit": { schema: { type: "integer" } },
-            "RateLimit-Remaining": { schema: { type: "integer" } },
-            "RateLimit-Reset": { schema: { type: "integer" } },
-          },
-          content: json(ref("Accepted")),
-        },
-        ...refusals.responses([
-          "bad_request",
-          "invalid_or_missing_key",
-          "key_revoked",
-          "key_expired",
-          "insufficient_credits",
-          "ip_not_allowed",
-          "not_found",
-          "request_timeout",
-          "payload_too_large",
-          "unsupported_media_type",
-          "validation_failed",
-          "idempotency_key_reused",
-          "rate_limited",
-          "internal",
-          "target_unreachable",
-          "unavailable",
-          "target_timeout",
-        ]),
-        default: {
-          description:
-            "A sync or stream endpoint: the target's own status, headers and body, as it answered",
-          content: { "*/*": { schema: {} } },
-        },
-      },
-    },
-  },
-});
 
 const securitySchemes = {
   memberToken: {

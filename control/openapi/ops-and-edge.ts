@@ -1,0 +1,165 @@
+/**
+ * The paths the document describes that no route of the table answers: the ops paths every
+ * process answers, and the edge's inbound call on each project's own host. Written here by hand,
+ * with the schemas of their answers.
+ */
+import { z } from "zod";
+import { json, type Refusals, ref } from "./refusals.ts";
+
+/** The answers of the paths no route of the table answers. */
+export const health = z.strictObject({ status: z.literal("ok") });
+
+export const readiness = z.strictObject({
+  status: z.enum(["ready", "degraded", "unavailable"]),
+  checks: z.record(z.string(), z.string()).describe('Each dependency\'s "ok", or why not'),
+});
+
+export const accepted = z.strictObject({
+  status: z.enum(["queued", "scheduled"]),
+  requestId: z.string(),
+});
+
+/** The ops paths (core/ops.ts), which the control plane answers before any route. */
+export const opsPaths = (refusals: Refusals) => ({
+  "/healthz": {
+    get: {
+      operationId: "healthz",
+      summary: "The process is alive",
+      tags: ["Operations"],
+      security: [],
+      responses: { "200": { description: "Alive", content: json(ref("Health")) } },
+    },
+  },
+  "/readyz": {
+    get: {
+      operationId: "readyz",
+      summary: "The process's dependencies answer (the control plane's: Postgres)",
+      tags: ["Operations"],
+      security: [],
+      responses: {
+        "200": { description: "Ready, or degraded", content: json(ref("Readiness")) },
+        "503": { description: "A dependency does not answer", content: json(ref("Readiness")) },
+      },
+    },
+  },
+  "/metrics": {
+    get: {
+      operationId: "metrics",
+      summary: "Prometheus text metrics",
+      description:
+        "With RELAY_METRICS_TOKEN set, it needs that token; unset, only loopback peers that are not a proxy passing a request on may scrape.",
+      tags: ["Operations"],
+      security: [{}, { metricsToken: [] }],
+      responses: {
+        "200": {
+          description: "The metrics",
+          content: { "text/plain": { schema: { type: "string" } } },
+        },
+        ...refusals.responses(["forbidden"]),
+      },
+    },
+  },
+});
+
+/** The edge's inbound call, on the project's own host (docs/api.md, "The inbound pipeline"). */
+export const edgePath = (refusals: Refusals) => ({
+  "/{line}/{endpoint}": {
+    servers: [
+      {
+        url: "{scheme}://{project}.{domain}",
+        description: "The edge: each project is reached on a host of its own",
+        variables: {
+          scheme: { default: "http", enum: ["http", "https"] },
+          project: { default: "demo", description: "The project's slug" },
+          domain: { default: "localhost:8787", description: "RELAY_EDGE_DOMAIN" },
+        },
+      },
+    ],
+    post: {
+      operationId: "relayRequest",
+      summary: "Relay a request to an endpoint's targets (the edge's inbound call)",
+      description:
+        "An async endpoint answers 202 at once and delivers to each of its targets, retried; a sync or stream endpoint answers with its target's own answer. Every answer from the delivery step on carries `X-Relay-Request-Id`, and every answer past the endpoint lookup the `RateLimit-*` headers. Any method but POST is 405 `method_not_allowed` with `Allow: POST`. The checks run in the order of docs/api.md's inbound pipeline.",
+      tags: ["Edge (inbound)"],
+      security: [{ apiKey: [] }],
+      parameters: [
+        { name: "line", in: "path", required: true, schema: { type: "string" } },
+        { name: "endpoint", in: "path", required: true, schema: { type: "string" } },
+        {
+          name: "Idempotency-Key",
+          in: "header",
+          description:
+            "A repeat with the same key answers what the first call answered and queues nothing; not on a stream endpoint",
+          schema: { type: "string", minLength: 1, maxLength: 255 },
+        },
+        {
+          name: "Relay-Delay",
+          in: "header",
+          description: "Deliver this long from now (at most 7 days; async endpoints only)",
+          schema: { type: "string", pattern: "^[0-9]+[smhd]$" },
+        },
+        {
+          name: "Relay-Not-Before",
+          in: "header",
+          description: "Deliver at this time (at most 7 days ahead; async endpoints only)",
+          schema: { type: "string", format: "date-time" },
+        },
+        {
+          name: "traceparent",
+          in: "header",
+          description:
+            "W3C trace context: when Relay exports traces, its spans continue this trace (a new one without it) and each target gets the traceparent of its attempt's span; otherwise it is passed on as it came",
+          schema: {
+            type: "string",
+            pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+          },
+        },
+      ],
+      requestBody: {
+        description:
+          "The payload, delivered as sent; with the endpoint's schema, JSON that satisfies it",
+        content: {
+          "application/json": { schema: ref("JsonValue"), example: { hello: "relay" } },
+          "*/*": { schema: {} },
+        },
+      },
+      responses: {
+        "202": {
+          description:
+            "An async endpoint: queued, or scheduled by `Relay-Delay` or `Relay-Not-Before`",
+          headers: {
+            "X-Relay-Request-Id": { schema: { type: "string" } },
+            "RateLimit-Limit": { schema: { type: "integer" } },
+            "RateLimit-Remaining": { schema: { type: "integer" } },
+            "RateLimit-Reset": { schema: { type: "integer" } },
+          },
+          content: json(ref("Accepted")),
+        },
+        ...refusals.responses([
+          "bad_request",
+          "invalid_or_missing_key",
+          "key_revoked",
+          "key_expired",
+          "insufficient_credits",
+          "ip_not_allowed",
+          "not_found",
+          "request_timeout",
+          "payload_too_large",
+          "unsupported_media_type",
+          "validation_failed",
+          "idempotency_key_reused",
+          "rate_limited",
+          "internal",
+          "target_unreachable",
+          "unavailable",
+          "target_timeout",
+        ]),
+        default: {
+          description:
+            "A sync or stream endpoint: the target's own status, headers and body, as it answered",
+          content: { "*/*": { schema: {} } },
+        },
+      },
+    },
+  },
+});
