@@ -19,17 +19,27 @@
  * BENCH_MEMORY_SECONDS (600; 30 with BENCH_QUICK=1), BENCH_MEMORY_WARMUP_SECONDS (60; 10),
  * BENCH_MEMORY_RATE (calls per second over both edges, 20), BENCH_KEEP_SNAPSHOTS=1 keeps the
  * temporary directory with both snapshots and the logs, and prints where it is.
+ *
+ * The load is bench/memory-load.ts; reading the edges' memory, bench/edge-memory.ts.
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Agent, Client, request } from "undici";
+import { Agent } from "undici";
 import { freePorts } from "../dev/ports.ts";
-import { logFile, ManagedProcess, waitFor } from "../dev/processes.ts";
-import type { Stack } from "../dev/stack.ts";
+import {
+  heapSnapshot,
+  pidOf,
+  rssKb,
+  type Sample,
+  sample,
+  slopePerMinute,
+  snapshottedEdge,
+} from "./edge-memory.ts";
 import { benchStack, percentile, quick, runBench } from "./harness.ts";
 import { growthTable, heapGrowth, summarizeHeapSnapshot } from "./heap-diff.ts";
+import { type Call, CYCLE, callFor, type Kind, MAX_IN_FLIGHT, steadyLoad } from "./memory-load.ts";
 
 const runSeconds = Number(process.env.BENCH_MEMORY_SECONDS ?? (quick ? 30 : 600));
 const warmupSeconds = Number(process.env.BENCH_MEMORY_WARMUP_SECONDS ?? (quick ? 10 : 60));
@@ -37,27 +47,8 @@ const rate = Number(process.env.BENCH_MEMORY_RATE ?? 20);
 const keepSnapshots = process.env.BENCH_KEEP_SNAPSHOTS === "1";
 const TARGET_PERCENT = 5;
 const SAMPLE_EVERY_MS = 10_000;
-/** Past this many calls unanswered, a due call is skipped (and counted), not queued. */
-const MAX_IN_FLIGHT = 256;
 /** After a phase's last answer: the edge's own follow-ups (a stream's record) settle first. */
 const SETTLE_MS = 2000;
-
-type Kind =
-  | "async"
-  | "sync"
-  | "stream"
-  | "wrong key"
-  | "unknown project"
-  | "bad JSON"
-  | "unknown path";
-
-/** One cycle of 20 calls, the bad ones spread between the good. */
-const CYCLE: Kind[] = [
-  ...["async", "async", "sync", "async", "wrong key"],
-  ...["async", "stream", "async", "async", "unknown project"],
-  ...["async", "sync", "async", "async", "bad JSON"],
-  ...["async", "stream", "async", "async", "unknown path"],
-] as Kind[];
 
 interface Outcomes {
   statuses: Record<string, number>;
@@ -106,7 +97,7 @@ await runBench(async (cleanup) => {
     counted.ms.push(performance.now() - started);
     counted.statuses[status] = (counted.statuses[status] ?? 0) + 1;
   };
-  const load = steadyLoad(send);
+  const load = steadyLoad(rate, send);
 
   console.log(`Warm-up: ${warmupSeconds} s at ${rate} calls/s...`);
   await load.drive(warmupSeconds);
@@ -226,180 +217,3 @@ await runBench(async (cleanup) => {
   console.log("\nwrote bench/results/memory.json");
   if (rssGrowth >= TARGET_PERCENT || heapGrowthPercent >= TARGET_PERCENT) process.exitCode = 1;
 });
-
-/**
- * A second edge, like the stack's, that writes its heap to `snapshots` on SIGUSR2 (Node's
- * --heapsnapshot-signal: no code of the edge's own). Writing a snapshot leaves hundreds of MiB
- * freed but resident in the process, where later native growth would hide: RSS is read on the
- * stack's edge, never snapshotted, and the heap on this one, under the same load.
- */
-function snapshottedEdge(stack: Stack, port: number, snapshots: string, dir: string) {
-  return new ManagedProcess(
-    {
-      name: "edge-snapshotted",
-      entry: "edge/main.ts",
-      readyLine: "edge listening",
-      env: {
-        RELAY_EDGE_PORT: String(port),
-        RELAY_CONTROL_URL: stack.controlUrl,
-        RELAY_EDGE_TOKEN: stack.secrets.edgeToken,
-        TEMPORAL_HTTP_ADDRESS: stack.temporal.httpAddress,
-        RELAY_ALLOW_PRIVATE_TARGETS: "1",
-        NODE_OPTIONS: [
-          process.env.NODE_OPTIONS ?? "",
-          "--heapsnapshot-signal=SIGUSR2",
-          `--diagnostic-dir=${snapshots}`,
-        ].join(" "),
-      },
-    },
-    logFile(join(dir, "edge-snapshotted.log")),
-  );
-}
-
-function pidOf(managed: ManagedProcess): number {
-  const pid = managed.child?.pid;
-  if (pid === undefined) throw new Error(`${managed.spec.name} has no process`);
-  return pid;
-}
-
-type Call = ReturnType<typeof callFor>;
-
-/** Answers a call of `kind` (the `n`th) with its status. */
-function callFor(edgeUrl: string, domain: string, slug: string, key: string, dispatcher: Agent) {
-  /** A well-formed key no one holds, one per call. */
-  const strangerKey = (n: number) => `rk_live_${n.toString(36).padStart(43, "0")}`;
-  return async (kind: Kind, n: number): Promise<string> => {
-    let host = `${slug}.${domain}`;
-    let path = `/v1/${kind}`;
-    let authorization = `Bearer ${key}`;
-    let body = JSON.stringify({ n });
-    switch (kind) {
-      case "wrong key":
-        path = "/v1/async";
-        authorization = `Bearer ${strangerKey(n)}`;
-        break;
-      case "unknown project":
-        host = `nope-${n}.${domain}`;
-        path = "/v1/async";
-        authorization = `Bearer ${strangerKey(n)}`;
-        break;
-      case "bad JSON":
-        path = "/v1/async";
-        body = `{"n":${n},`;
-        break;
-      case "unknown path":
-        path = `/v${n}/missing-${n}`;
-        break;
-    }
-    const answer = await request(`${edgeUrl}${path}`, {
-      method: "POST",
-      dispatcher,
-      headers: { host, authorization, "content-type": "application/json" },
-      body,
-    });
-    await answer.body.dump({ limit: Number.POSITIVE_INFINITY });
-    return String(answer.statusCode);
-  };
-}
-
-/** Calls at `rate` per second, on the clock: a slow answer delays no later call. */
-function steadyLoad(send: (n: number) => Promise<void>) {
-  let n = 0;
-  const inFlight = new Set<Promise<void>>();
-  const load = {
-    skipped: 0,
-    /** Sends for `seconds`, then waits for every answer. */
-    async drive(seconds: number): Promise<void> {
-      const started = performance.now();
-      for (let i = 0; i < seconds * rate; i++) {
-        const wait = started + (i * 1000) / rate - performance.now();
-        if (wait > 0) await sleep(wait);
-        if (inFlight.size >= MAX_IN_FLIGHT) {
-          load.skipped++;
-          continue;
-        }
-        const sent: Promise<void> = send(n++).finally(() => inFlight.delete(sent));
-        inFlight.add(sent);
-      }
-      await Promise.all(inFlight);
-    },
-  };
-  return load;
-}
-
-/**
- * Writes the edge's heap to `dir` (Node's --heapsnapshot-signal) and answers the file. Twice,
- * keeping the second: the first one's collection finds what is garbage, but what a
- * FinalizationRegistry holds for it (undici's fetch keeps each call's signal there) is let go
- * only by callbacks that run after that snapshot.
- */
-async function heapSnapshot(pid: number, dir: string, edgeUrl: string): Promise<string> {
-  const collecting = await writeSnapshot(pid, dir, edgeUrl);
-  await rm(collecting);
-  await sleep(1000);
-  return writeSnapshot(pid, dir, edgeUrl);
-}
-
-async function writeSnapshot(pid: number, dir: string, edgeUrl: string): Promise<string> {
-  const before = new Set(await readdir(dir));
-  process.kill(pid, "SIGUSR2");
-  let file: string | undefined;
-  await waitFor(async () => {
-    file = (await readdir(dir)).find((f) => f.endsWith(".heapsnapshot") && !before.has(f));
-    return file !== undefined;
-  }, 120_000);
-  // The edge writes it on its event loop, in one go: once it answers again, the file is whole.
-  await getText(`${edgeUrl}/healthz`);
-  return join(dir, file as string);
-}
-
-interface Sample {
-  seconds: number;
-  rssKb: number;
-  /** How long the oldest task in Relay's queue has waited (the edge's gauge): steady or not. */
-  backlogSeconds: number | null;
-}
-
-async function sample(pid: number, edgeUrl: string, seconds: number): Promise<Sample> {
-  const metrics = await getText(`${edgeUrl}/metrics`).catch(() => "");
-  const backlog = /^relay_edge_task_queue_backlog_age_seconds (\S+)$/m.exec(metrics)?.[1];
-  return {
-    seconds: Math.round(seconds),
-    rssKb: await rssKb(pid),
-    backlogSeconds: backlog === undefined ? null : Number(backlog),
-  };
-}
-
-/**
- * A GET on a connection of its own: a pooled one left idle while the edge was busy writing a
- * snapshot may be closed by the edge just as it is reused (ECONNRESET).
- */
-async function getText(url: string): Promise<string> {
-  const { origin, pathname } = new URL(url);
-  const client = new Client(origin, { headersTimeout: 300_000 });
-  try {
-    const answer = await client.request({ method: "GET", path: pathname });
-    return await answer.body.text();
-  } finally {
-    await client.close();
-  }
-}
-
-async function rssKb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-}
-
-/** Least-squares slope of RSS over the run, in KiB a minute: a trend, beside two end points. */
-function slopePerMinute(samples: Sample[]): number {
-  if (samples.length < 2) return 0;
-  const meanT = samples.reduce((sum, s) => sum + s.seconds, 0) / samples.length;
-  const meanR = samples.reduce((sum, s) => sum + s.rssKb, 0) / samples.length;
-  let covariance = 0;
-  let variance = 0;
-  for (const s of samples) {
-    covariance += (s.seconds - meanT) * (s.rssKb - meanR);
-    variance += (s.seconds - meanT) ** 2;
-  }
-  return (covariance / variance) * 60;
-}

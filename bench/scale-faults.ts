@@ -12,17 +12,22 @@
  *
  *   FAULTS_REQUESTS (10000), FAULTS_RATE (40 a second), FAULTS_DRAIN_SECONDS (600)
  */
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
-import { defaultRestartPolicy, logFile, ManagedProcess } from "../dev/processes.ts";
-import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
-import { type Cleanup, runBench, stackEnv } from "./harness.ts";
+import { freeStackPorts, startStack } from "../dev/stack.ts";
+import {
+  countWorkflows,
+  servingAgain,
+  startSecondOfEach,
+  supervisorRestarts,
+  temporalServerPid,
+} from "./fault-cluster.ts";
+import { runBench } from "./harness.ts";
 
 const total = Number(process.env.FAULTS_REQUESTS ?? 10_000);
 const rate = Number(process.env.FAULTS_RATE ?? 40);
@@ -251,16 +256,7 @@ await runBench(async (cleanup) => {
     // What `kill -9` does; the supervisor sees a crash and restarts it.
     process.kill(pid, "SIGKILL");
     console.log(`${seconds(at - t0)} s: kill -9 ${name} (pid ${pid})`);
-    await sleep(300);
-    const serves = () =>
-      request(health).then(
-        async (r) => {
-          await r.body.dump();
-          return r.statusCode === 200;
-        },
-        () => false,
-      );
-    while (!(await serves())) await sleep(200);
+    await servingAgain(health);
     const back = Date.now();
     console.log(`${seconds(back - t0)} s: ${name} serves again`);
     kills.push({ kind, name, pid, atS: seconds(at - t0), backAfterS: seconds(back - at) });
@@ -379,86 +375,3 @@ await runBench(async (cleanup) => {
     process.exitCode = 1;
   }
 });
-
-/** The second control plane, worker and edge, supervised as the stack's own processes are. */
-async function startSecondOfEach(
-  cleanup: Cleanup,
-  dir: string,
-  stack: Stack,
-  options: {
-    control: number;
-    worker: number;
-    edge: number;
-    listeners: number[];
-    edgeDomain: string;
-    onGiveUp(reason: string): void;
-  },
-) {
-  const shared = {
-    ...stackEnv(stack),
-    RELAY_ALLOW_PRIVATE_TARGETS: "1",
-    RELAY_EDGE_DOMAIN: options.edgeDomain,
-    RELAY_EDGE_LISTENERS: options.listeners.map((p) => `127.0.0.1:${p}`).join(","),
-  };
-  const output = logFile(join(dir, "second.log"));
-  const managed = (name: string, entry: string, readyLine: string, env: Record<string, string>) => {
-    const process = new ManagedProcess(
-      { name, entry, readyLine, env: { ...shared, ...env } },
-      output,
-    );
-    cleanup.add(() => process.stop());
-    process.supervise({ ...defaultRestartPolicy, onGiveUp: options.onGiveUp });
-    return process;
-  };
-  const second = {
-    control: managed("control-2", "control/main.ts", "control plane listening", {
-      RELAY_CONTROL_PORT: String(options.control),
-    }),
-    worker: managed("worker-2", "workflows/worker.ts", "worker polling", {
-      RELAY_WORKER_PORT: String(options.worker),
-    }),
-    edge: managed("edge-2", "edge/main.ts", "edge listening", {
-      RELAY_EDGE_PORT: String(options.edge),
-      RELAY_CONTROL_URL: `http://127.0.0.1:${options.control}`,
-    }),
-  };
-  await second.control.start();
-  await Promise.all([second.worker.start(), second.edge.start()]);
-  return second;
-}
-
-/** Temporal's own server of the stack in `dir`: the process started with its config file. */
-async function temporalServerPid(dir: string): Promise<number | null> {
-  const config = join(dir, "temporal-server.yaml");
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.split("\0").includes(config)) return Number(entry);
-  }
-  return null;
-}
-
-/** The supervisors' restart lines of the run, from every log in `dir`. */
-async function supervisorRestarts(dir: string): Promise<string[]> {
-  const lines: string[] = [];
-  for (const file of ["stack.log", "second.log"]) {
-    const text = await readFile(join(dir, file), "utf8").catch(() => "");
-    for (const line of text.split("\n")) {
-      if (line.startsWith("[supervisor]") && line.includes("restarting in")) {
-        lines.push(line.replace(/; restarting in.*/, "").replace("[supervisor] ", ""));
-      }
-    }
-  }
-  return lines;
-}
-
-/** Workflows of `type` on the stack's Temporal (its visibility). */
-async function countWorkflows(stack: Stack, type: string): Promise<number> {
-  const connection = await Connection.connect({ address: stack.temporal.address });
-  try {
-    const client = new Client({ connection });
-    return (await client.workflow.count(`WorkflowType = "${type}"`)).count;
-  } finally {
-    await connection.close();
-  }
-}

@@ -6,7 +6,9 @@
 import { gzipSync } from "node:zlib";
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { type FuzzTarget, fuzz, fuzzProject, http1, send } from "../bench/fuzzer.ts";
+import type { FuzzTarget } from "../bench/fuzz-probes.ts";
+import { http1, send } from "../bench/fuzz-wire.ts";
+import { fuzz, fuzzProject } from "../bench/fuzzer.ts";
 import { stack, targetServer } from "./helpers.ts";
 
 const sink = await targetServer();

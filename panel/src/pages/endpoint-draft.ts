@@ -1,0 +1,145 @@
+/**
+ * The endpoint editor's draft: the form's text fields for an endpoint, from an existing one or
+ * empty, and back to the API's EndpointSpec with what the browser can already tell is wrong (a
+ * number that is not one, a header line without a colon, a schema that is not JSON).
+ */
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import {
+  type CircuitBreaker,
+  DeliveryMode,
+  type Endpoint,
+  type EndpointSpecSchema,
+} from "../../../gen/relay/v1/routing_pb.ts";
+
+export type Spec = MessageInitShape<typeof EndpointSpecSchema>;
+
+export interface TargetDraft {
+  /** React's key for the row; targets are matched by name on the server. */
+  row: number;
+  name: string;
+  targetUrl: string;
+  deliveryMode: DeliveryMode;
+  timeoutSeconds: string;
+  /** One `Name: value` a line. */
+  headers: string;
+}
+
+export interface Draft {
+  path: string;
+  targets: TargetDraft[];
+  /** One CIDR a line. */
+  ipAllowlist: string;
+  /** JSON text; empty for no schema. */
+  schema: string;
+  customRateLimit: boolean;
+  requestsPerSecond: string;
+  burst: string;
+  /** Not edited here (the API sets it); kept as it is so a save does not reset it. */
+  circuitBreaker?: CircuitBreaker | undefined;
+}
+
+let rows = 0;
+export const newTarget = (): TargetDraft => ({
+  row: rows++,
+  name: "",
+  targetUrl: "",
+  deliveryMode: DeliveryMode.ASYNC,
+  timeoutSeconds: "30",
+  headers: "",
+});
+
+export function draftOf(endpoint: Endpoint | undefined): Draft {
+  if (!endpoint) {
+    return {
+      path: "",
+      targets: [newTarget()],
+      ipAllowlist: "",
+      schema: "",
+      customRateLimit: false,
+      requestsPerSecond: "10",
+      burst: "20",
+    };
+  }
+  return {
+    path: endpoint.path,
+    targets: endpoint.targets.map((t) => ({
+      row: rows++,
+      name: t.name,
+      targetUrl: t.targetUrl,
+      deliveryMode: t.deliveryMode,
+      timeoutSeconds: String(t.timeoutSeconds ?? 30),
+      headers: Object.entries(t.headers)
+        .map(([name, value]) => `${name}: ${value}`)
+        .join("\n"),
+    })),
+    ipAllowlist: endpoint.ipAllowlist.join("\n"),
+    schema: endpoint.schema ? JSON.stringify(endpoint.schema, null, 2) : "",
+    customRateLimit: Boolean(endpoint.rateLimit),
+    requestsPerSecond: String(endpoint.rateLimit?.requestsPerSecond ?? 10),
+    burst: String(endpoint.rateLimit?.burst ?? 20),
+    circuitBreaker: endpoint.circuitBreaker,
+  };
+}
+
+/** The schema text as JSON, or why it is not a JSON object. */
+export function parseSchema(text: string): { schema?: JsonObject; problem?: string } {
+  if (text.trim() === "") return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      return { problem: 'must be a JSON object, such as {"type": "object"}' };
+    }
+    return { schema: value as JsonObject };
+  } catch (error) {
+    return { problem: `not valid JSON: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+/** The draft as the API's EndpointSpec, or the fields the browser already knows are wrong. */
+export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, string> } {
+  const fields: Record<string, string> = {};
+  const number = (path: string, text: string, integer: boolean) => {
+    const value = Number(text);
+    if (text.trim() === "" || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+      fields[path] = integer ? "must be a whole number" : "must be a number";
+    }
+    return value;
+  };
+  const targets = draft.targets.map((t, i) => {
+    const headers: Record<string, string> = {};
+    for (const line of t.headers.split("\n").filter((l) => l.trim() !== "")) {
+      const colon = line.indexOf(":");
+      if (colon < 1) fields[`targets.${i}.headers`] = `"${line}" is not "Name: value"`;
+      else headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+    }
+    return {
+      name: t.name,
+      targetUrl: t.targetUrl,
+      deliveryMode: t.deliveryMode,
+      timeoutSeconds: number(`targets.${i}.timeoutSeconds`, t.timeoutSeconds, true),
+      headers,
+    };
+  });
+  const { schema, problem } = parseSchema(draft.schema);
+  if (problem) fields.schema = problem;
+  const rateLimit = draft.customRateLimit
+    ? {
+        requestsPerSecond: number("rateLimit.requestsPerSecond", draft.requestsPerSecond, false),
+        burst: number("rateLimit.burst", draft.burst, true),
+      }
+    : undefined;
+  if (Object.keys(fields).length > 0) return { fields };
+  return {
+    spec: {
+      path: draft.path.trim(),
+      targets,
+      ipAllowlist: draft.ipAllowlist
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean),
+      ...(schema && { schema }),
+      ...(rateLimit && { rateLimit }),
+      ...(draft.circuitBreaker && { circuitBreaker: draft.circuitBreaker }),
+    },
+  };
+}
