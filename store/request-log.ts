@@ -7,13 +7,8 @@
  */
 
 import { type CircuitOutcome, type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
-import {
-  answeredStatus,
-  type DeliveryInput,
-  type DeliveryTarget,
-  type StreamRecord,
-} from "../core/delivery.ts";
-import type { RequestStatus } from "../core/model.ts";
+import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/delivery.ts";
+import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import { gateColumns, recordCircuitOutcome } from "./circuits.ts";
 import { type Charge, chargeDelivery, releaseHolds } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";

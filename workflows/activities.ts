@@ -10,7 +10,6 @@ import {
   attemptVerdict,
   type Backoff,
   type DeliveryInput,
-  type DeliveryTarget,
   decodeBody,
   MAX_SYNC_ANSWER_BYTES,
   type StreamRecord,
@@ -18,7 +17,7 @@ import {
   type SyncOutcome,
   syncStatus,
 } from "../core/delivery.ts";
-import type { KeyMode, RequestStatus } from "../core/model.ts";
+import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";

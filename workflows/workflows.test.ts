@@ -21,12 +21,11 @@ import {
   attemptVerdict,
   classifyStatus,
   type DeliveryInput,
-  type DeliveryTarget,
   type StreamRecord,
   type SyncInput,
   type SyncOutcome,
 } from "../core/delivery.ts";
-import type { RequestStatus } from "../core/model.ts";
+import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
