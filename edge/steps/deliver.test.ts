@@ -8,7 +8,7 @@ import {
 } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { DeliveryTarget } from "../../core/model.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 import type { WorkflowStarter } from "../temporal.ts";
 import { deliver } from "./deliver.ts";
 import { arrived, hookEndpoint, projectState, received, refusal } from "./testing.ts";
