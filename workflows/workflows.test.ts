@@ -33,14 +33,10 @@ import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { findTemporalCli } from "../dev/temporal.ts";
 import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
-import type {
-  Activities,
-  DeliverInput,
-  FirstAttempt,
-  RequestRow,
-  RetryPolicy,
-} from "./activities.ts";
+import type { Activities } from "./activities.ts";
+import type { RetryPolicy } from "./activity-deps.ts";
 import { firstAttemptsOfBatch } from "./batch-attempts.ts";
+import type { DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
 import type {
   deliverBatch,
   deliverRequest,
