@@ -7,15 +7,7 @@
  * enables it again. A pause by hand holds deliveries the same way.
  */
 import type { AttemptVerdict } from "./delivery.ts";
-
-export interface CircuitBreaker {
-  /** Failed attempts in a row that open the circuit. */
-  failureThreshold: number;
-  /** The run counts only while its first failure is at most this old. */
-  windowSeconds: number;
-  /** An open circuit past this disables the target. */
-  disableAfterSeconds: number;
-}
+import type { CircuitBreaker } from "./model.ts";
 
 /** Defaults (README, "Delivery control"): ten failures in a row within five minutes; a day open. */
 export const defaultCircuitBreaker: CircuitBreaker = {

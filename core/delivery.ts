@@ -2,17 +2,7 @@
  * What the edge hands the delivery workflow, and how a target's answer is classified. Plain JSON
  * only: it crosses Temporal's HTTP API and the workflow sandbox.
  */
-import type { DeliveryMode, KeyMode, RequestStatus } from "./model.ts";
-
-/** One of an endpoint's targets: where and how a request to it is delivered. */
-export interface DeliveryTarget {
-  id: string;
-  name: string;
-  targetUrl: string;
-  deliveryMode: DeliveryMode;
-  timeoutSeconds: number;
-  headers: Record<string, string>;
-}
+import type { DeliveryTarget, KeyMode, RequestStatus } from "./model.ts";
 
 export interface DeliveryInput {
   requestId: string;

@@ -1,6 +1,4 @@
 /** The domain's vocabulary, shared by the control plane, the edge and the workflows. */
-import type { CircuitBreaker } from "./circuit.ts";
-import type { DeliveryTarget } from "./delivery.ts";
 
 export type JsonValue =
   | string
@@ -41,6 +39,26 @@ export const requestStatuses = [
   "cancelled",
 ] as const;
 export type RequestStatus = (typeof requestStatuses)[number];
+
+/** One of an endpoint's targets: where and how a request to it is delivered. */
+export interface DeliveryTarget {
+  id: string;
+  name: string;
+  targetUrl: string;
+  deliveryMode: DeliveryMode;
+  timeoutSeconds: number;
+  headers: Record<string, string>;
+}
+
+/** When a target's circuit opens and disables it (its defaults and rules: core/circuit.ts). */
+export interface CircuitBreaker {
+  /** Failed attempts in a row that open the circuit. */
+  failureThreshold: number;
+  /** The run counts only while its first failure is at most this old. */
+  windowSeconds: number;
+  /** An open circuit past this disables the target. */
+  disableAfterSeconds: number;
+}
 
 export interface RateLimit {
   requestsPerSecond: number;

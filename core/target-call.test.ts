@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import type { DeliveryTarget } from "./delivery.ts";
+import type { DeliveryTarget } from "./model.ts";
 import { TOO_LARGE } from "./read-capped.ts";
 import { decodeSigningSecret, importSigningKey, newSigningSecret, verify } from "./signing.ts";
 import {

@@ -4,7 +4,7 @@
  * through the runtime's `CallTarget`, which checks (and pins) the address where it connects. A
  * call that gets no answer comes back as a typed failure, never as a throw.
  */
-import type { DeliveryTarget } from "./delivery.ts";
+import type { DeliveryTarget } from "./model.ts";
 import { readCapped, TOO_LARGE } from "./read-capped.ts";
 import { type Hmac, type SigningKey, webhookHeaders } from "./signing.ts";
 import {

@@ -2,9 +2,9 @@
  * One call to a target, as the worker (async, sync) and the edge (stream) both make it: the
  * same headers in the same precedence, the exact body bytes, and no redirect followed.
  */
-import type { DeliveryTarget } from "./delivery.ts";
 import { layeredHeaders } from "./headers.ts";
 import { CDN_LOOP } from "./loop.ts";
+import type { DeliveryTarget } from "./model.ts";
 
 export interface TargetCall {
   requestId: string;

@@ -1,6 +1,6 @@
 import { SpanStatusCode } from "@opentelemetry/api";
 import { afterEach, expect, test } from "vitest";
-import type { DeliveryTarget } from "./delivery.ts";
+import type { DeliveryTarget } from "./model.ts";
 import { recordSpans } from "./recorded-spans.ts";
 import { sendToTarget, type TargetCallInput } from "./target-call.ts";
 import { type CallTarget, type TargetInit, TargetRefused } from "./target-request.ts";

@@ -78,6 +78,60 @@ async function sources(dir: string): Promise<string[]> {
 
 const IMPORT = /(?:^|\n)\s*(import|export)\s+(type\s+)?[^;]*?from\s+"([^"]+)"|import\("([^"]+)"\)/g;
 
+/** Folders nobody writes by hand: generated code, installed packages, builds, the stack's data. */
+const NOT_HAND_WRITTEN =
+  /^(gen|dist|dist\..*|\.relay|\.git|bench\/results|panel\/dist|panel\/dist\..*)$|(^|\/)node_modules$/;
+
+/** Every hand-written TypeScript file, tests included, as paths from the root. */
+async function handWritten(dir = ""): Promise<string[]> {
+  const files: string[] = [];
+  for (const entry of await readdir(join(root, dir), { withFileTypes: true })) {
+    const path = dir === "" ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory() && !NOT_HAND_WRITTEN.test(path))
+      files.push(...(await handWritten(path)));
+    if (entry.isFile() && /\.(ts|tsx|mts)$/.test(entry.name)) files.push(path);
+  }
+  return files;
+}
+
+/**
+ * The circles in an import graph (Tarjan's strongly connected components): each group of files
+ * that reach one another, sorted, and a file that imports itself.
+ */
+function circles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file) ?? 0);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file) ?? 0, low.get(next) ?? 0));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file) ?? 0, index.get(next) ?? 0));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group: string[] = [];
+    let member: string | undefined;
+    do {
+      member = stack.pop();
+      if (member === undefined) break;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== file);
+    if (group.length > 1 || graph.get(file)?.includes(file)) found.push(group.sort());
+  };
+  for (const file of [...graph.keys()].sort()) if (!index.has(file)) visit(file);
+  return found;
+}
+
 /** Each relative import of `path`: the folder it reaches and whether it is type-only. */
 function importsOf(path: string, text: string) {
   return [...text.matchAll(IMPORT)].flatMap((m) => {
@@ -117,6 +171,45 @@ test.each(WORKFLOW_CODE)(
     expect(outside).toEqual([]);
   },
 );
+
+test("no import circle between hand-written files (type-only imports count)", async () => {
+  const files = await handWritten();
+  const known = new Set(files);
+  const graph = new Map<string, string[]>();
+  for (const path of files) {
+    const text = await readFile(join(root, path), "utf8");
+    graph.set(
+      path,
+      importsOf(path, text)
+        .map(({ target }) => target)
+        .filter((target) => known.has(target)),
+    );
+  }
+  expect(circles(graph).map((group) => group.join(" <-> "))).toEqual([]);
+});
+
+const MAX_LINES = 400;
+
+test(`no hand-written file is over ${MAX_LINES} lines`, async () => {
+  const long: string[] = [];
+  for (const path of await handWritten()) {
+    const text = await readFile(join(root, path), "utf8");
+    const lines = text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+    if (lines > MAX_LINES) long.push(`${path} (${lines})`);
+  }
+  expect(long).toEqual([]);
+});
+
+test("the circle check sees a circle, and a file importing itself", () => {
+  const graph = new Map([
+    ["a.ts", ["b.ts"]],
+    ["b.ts", ["c.ts"]],
+    ["c.ts", ["a.ts", "d.ts"]],
+    ["d.ts", ["d.ts"]],
+    ["e.ts", ["a.ts"]],
+  ]);
+  expect(circles(graph)).toEqual([["d.ts"], ["a.ts", "b.ts", "c.ts"]]);
+});
 
 test("the checks see imports (a crossing is caught)", () => {
   expect(

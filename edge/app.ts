@@ -6,19 +6,13 @@
  * line and endpoint 404, IP allowlist 403, Idempotency-Key 400, body size 413, payload 415/422,
  * rate limit 429, credits 402 (and the cap on waiting deliveries, 409), then delivery.
  */
-import type { StreamRecord } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
-import type { Cidr } from "../core/ip.ts";
 import { loopMark } from "../core/loop.ts";
 import { hashSecret } from "../core/secrets.ts";
-import type { Hmac } from "../core/signing.ts";
-import type { CallTarget } from "../core/target-request.ts";
 import { markRefused, untraced } from "../core/tracing.ts";
-import type { ControlPlane } from "./control.ts";
+import type { EdgeDeps } from "./deps.ts";
 import { EndpointRuntime } from "./endpoints.ts";
-import { type Envelope, json, Pipeline, type With } from "./pipeline.ts";
-import type { RateShares } from "./rate-shares.ts";
-import type { EdgeState } from "./state.ts";
+import { type ConnInfo, type Envelope, json, Pipeline, type With } from "./pipeline.ts";
 import { allowlist } from "./steps/allowlist.ts";
 import { auth } from "./steps/auth.ts";
 import { body } from "./steps/body.ts";
@@ -34,62 +28,8 @@ import { project } from "./steps/project.ts";
 import { rate, rateHeaders } from "./steps/rate.ts";
 import { schedule } from "./steps/schedule.ts";
 import { trace } from "./steps/trace.ts";
-import type { WorkflowStarter } from "./temporal.ts";
-
-export interface ConnInfo {
-  /** The peer's address as the socket reports it. */
-  remoteAddress: string;
-}
-
-export interface EdgeDeps {
-  state: Pick<EdgeState, "key" | "endpoint" | "now">;
-  /** `RELAY_EDGE_DOMAIN`: the only hosts served are `{project}.{domain}`; also the CDN-Loop mark. */
-  edgeDomain: string;
-  /** SHA-256 of the presented key. Adapters pass their runtime's fastest (Web Crypto's by default). */
-  hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
-  /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
-  hmac?: Hmac;
-  temporal: WorkflowStarter;
-  /** Takes a finished stream to be logged and billed (./stream-records.ts); never throws. */
-  recordStream: (record: StreamRecord) => void;
-  /** Keeps a body too large for Temporal's payloads; answers its reference. */
-  storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
-  /** Holds a call's credits and a delayed call's place before it is queued (control plane). */
-  reserveDeliveries: ControlPlane["reserveDeliveries"];
-  releaseDeliveries: ControlPlane["releaseDeliveries"];
-  /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
-  callTarget: CallTarget;
-  newRequestId: () => string;
-  maxBodyBytes: number;
-  /** A body still arriving after this long is refused (408). */
-  bodyTimeoutMs?: number;
-  /** Peers whose X-Forwarded-For is believed. */
-  trustedProxies?: Cidr[];
-  /** Told of every answer, for the log and the metrics. */
-  observe?: (answered: Answered) => void;
-  /** Where failures of Relay's own go (a structured logger's `error`). */
-  logError: (fields: Record<string, unknown>, message: string) => void;
-  /** This edge's shares of endpoints' rate limits; without, whole limits (an edge alone). */
-  rateShares?: RateShares;
-}
 
 export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
-
-/** The status logged and counted for a call whose caller hung up before its answer. */
-export const CALLER_LEFT = 499;
-
-/** One inbound call, answered. The endpoint is named only once it was found. */
-export interface Answered {
-  status: number;
-  requestId: string | null;
-  project: string | null;
-  /** `{line}/{endpoint}`. */
-  endpoint: string | null;
-  /** Until the answer's headers (a stream runs on after). */
-  seconds: number;
-  /** The call's trace, when the edge exports traces: the log line leads to it. */
-  traceId?: string | undefined;
-}
 
 /** A call whose Host named its project: what the checks before the key's see. */
 type Named = With<"project">;

@@ -10,8 +10,9 @@ import {
   literalAddress,
   type TargetRules,
 } from "../core/targets.ts";
-import { type ConnInfo, type EdgeHandler, errorAnswer, NOT_A_PATH } from "./app.ts";
+import { type EdgeHandler, errorAnswer, NOT_A_PATH } from "./app.ts";
 import { bootEdge } from "./boot.ts";
+import type { ConnInfo } from "./pipeline.ts";
 
 interface Conn {
   readable: ReadableStream<Uint8Array>;

@@ -6,7 +6,7 @@
 import pino from "pino";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { TaskQueueHealth } from "../core/task-queue.ts";
-import type { Answered } from "./app.ts";
+import type { Answered } from "./deps.ts";
 import type { StreamRecordOutcome } from "./stream-records.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -6,9 +6,13 @@
 import type { Endpoint, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { TraceContext } from "../core/tracing.ts";
-import type { ConnInfo } from "./app.ts";
 import type { ProjectState } from "./control.ts";
 import type { CompiledEndpoint } from "./endpoints.ts";
+
+export interface ConnInfo {
+  /** The peer's address as the socket reports it. */
+  remoteAddress: string;
+}
 
 /** One inbound call on its way: what it arrived with, then what each step added. */
 export interface Envelope {

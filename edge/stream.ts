@@ -10,7 +10,7 @@ import { loopMark } from "../core/loop.ts";
 import type { SigningKey } from "../core/signing.ts";
 import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
 import type { TraceContext } from "../core/tracing.ts";
-import type { EdgeDeps } from "./app.ts";
+import type { EdgeDeps } from "./deps.ts";
 
 export interface StreamCall {
   /** The caller's request: its headers to forward, its signal to follow. */

@@ -5,13 +5,13 @@
  * target that was let go a moment before.
  */
 import {
-  type CircuitBreaker,
   type CircuitOutcome,
   defaultCircuitBreaker,
   type Hold,
   holdOf,
   type TargetGateState,
 } from "../core/circuit.ts";
+import type { CircuitBreaker } from "../core/model.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { changeHeld, type PlanCaps } from "./waiting.ts";
 

@@ -5,7 +5,6 @@
 import type { Role } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
 import type { Queryable, Sql } from "./db.ts";
-import type { ProjectView } from "./projects.ts";
 
 export interface MemberView {
   id: string;
@@ -96,16 +95,4 @@ export async function memberByTokenHash(
   const [member] = await sql<MemberCredentials[]>`
     select id, project_id, role, token_hash, expires_at from members where token_hash = ${tokenHash}`;
   return member;
-}
-
-/** The member's project, with their role and name in it. */
-export function membershipsOf(
-  sql: Sql,
-  memberId: string,
-): Promise<(ProjectView & { role: Role; memberName: string; memberId: string })[]> {
-  return sql<(ProjectView & { role: Role; memberName: string; memberId: string })[]>`
-    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name,
-      m.id as member_id
-    from members m join projects p on p.id = m.project_id
-    where m.id = ${memberId}`;
 }

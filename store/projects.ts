@@ -2,7 +2,7 @@
  * Projects as stored: each one's slug, plan and key policy. A new project comes with its owner
  * and its starting credits in one transaction.
  */
-import { keyModes, type Plan, type Policy } from "../core/model.ts";
+import { keyModes, type Plan, type Policy, type Role } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
 import { grantCredits } from "./credits.ts";
 import type { Sql } from "./db.ts";
@@ -63,6 +63,18 @@ export async function projectById(sql: Sql, id: string): Promise<ProjectView | u
 
 export function allProjects(sql: Sql): Promise<ProjectView[]> {
   return sql<ProjectView[]>`select slug, name, plan, created_at from projects order by slug`;
+}
+
+/** The member's project, with their role and name in it. */
+export function membershipsOf(
+  sql: Sql,
+  memberId: string,
+): Promise<(ProjectView & { role: Role; memberName: string; memberId: string })[]> {
+  return sql<(ProjectView & { role: Role; memberName: string; memberId: string })[]>`
+    select p.slug, p.name, p.plan, p.created_at, m.role, m.name as member_name,
+      m.id as member_id
+    from members m join projects p on p.id = m.project_id
+    where m.id = ${memberId}`;
 }
 
 export async function projectPolicy(sql: Sql, projectId: string): Promise<Policy | undefined> {

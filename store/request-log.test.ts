@@ -7,7 +7,6 @@ import { stack } from "../test/helpers.ts";
 import { connect } from "./db.ts";
 import {
   cancelRequest,
-  deliveriesPerHour,
   endAttempt,
   failedTargets,
   type LoggedStream,
@@ -17,6 +16,7 @@ import {
   settleRequest,
   startAttempt,
 } from "./request-log.ts";
+import { deliveriesPerHour } from "./request-views.ts";
 
 const sql = connect(stack().databaseUrl, { max: 6 });
 const project = newId("prj");

@@ -4,9 +4,13 @@
  * refetch it alone; a line's deletion as the project's, so edges reload its whole state. Lines,
  * endpoints and their schemas' bytes are capped per project (store/limits.ts).
  */
-import type { CircuitBreaker } from "../core/circuit.ts";
-import type { DeliveryTarget } from "../core/delivery.ts";
-import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
+import type {
+  CircuitBreaker,
+  DeliveryTarget,
+  Endpoint,
+  JsonObject,
+  RateLimit,
+} from "../core/model.ts";
 import { schemaBytes } from "../core/schema.ts";
 import { newId } from "../core/secrets.ts";
 import { recordChange, recordEndpointChange } from "./changes.ts";

@@ -7,8 +7,15 @@
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots, Release } from "../core/project-slots.ts";
-import type { DeliverInput, FirstAttempt, RequestRow } from "./activities.ts";
-import { asyncDeliveries, type BatchedFirst, goesOn, targetIdsOf } from "./deliveries.ts";
+import {
+  asyncDeliveries,
+  type BatchedFirst,
+  type DeliverInput,
+  type FirstAttempt,
+  goesOn,
+  type RequestRow,
+  targetIdsOf,
+} from "./deliveries.ts";
 
 /** A slot of the project's share of the worker's attempts, or null when there is none. */
 export type TakeSlot = () => Promise<Release | null>;

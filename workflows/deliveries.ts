@@ -1,10 +1,48 @@
 /**
- * A request's deliveries as its workflow and a batch's first attempts both see them: pure, so
- * the workflow sandbox and the activities share it.
+ * A request's deliveries as its workflow and a batch's first attempts both see them, and what an
+ * attempt at one answers: pure, so the workflow sandbox and the activities share it.
  */
-import type { DeliveryInput } from "../core/delivery.ts";
-import type { RequestStatus } from "../core/model.ts";
-import type { DeliverInput, FirstAttempt } from "./activities.ts";
+import type { Hold } from "../core/circuit.ts";
+import type { AttemptVerdict, DeliveryInput } from "../core/delivery.ts";
+import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
+import type { RequestOpening } from "../store/request-log.ts";
+
+/** One delivery: a request to one of its async targets, as an attempt takes it. */
+export interface DeliverInput {
+  requestId: string;
+  /** Who pays: the project, from the pool its key's mode picks. */
+  project: string;
+  keyMode: KeyMode;
+  target: DeliveryTarget;
+  headers: Record<string, string>;
+  /** The body's bytes in base64; "" when it waits in Postgres under `bodyRef`. */
+  bodyBase64: string;
+  /** An input queued before bodies travelled in base64 carries its body as text. */
+  body?: string;
+  bodyRef?: string | undefined;
+  /** The one try an open circuit lets through (circuit.ts); any other hold still holds it. */
+  probe?: boolean;
+  /** The workflow waits itself when the project's share is full (a `Busy` answer). */
+  waitsWhenBusy?: boolean;
+}
+
+/** A request as its workflow opens it in the log. */
+export type RequestRow = RequestOpening;
+
+/** An attempt its project's share of the worker turned away: how long it waits, on a timer. */
+export interface Busy {
+  kind: "busy";
+  waitMs: number;
+}
+
+/**
+ * A first attempt's verdict, and the request's status when the attempt settled it; or, for a
+ * target whose deliveries wait, why it was not tried.
+ */
+export type FirstAttempt =
+  | (AttemptVerdict & { settled?: RequestStatus })
+  | { kind: "held"; hold: Hold }
+  | Busy;
 
 /** One delivery per async target of the request, in the targets' order. */
 export function asyncDeliveries(input: DeliveryInput): DeliverInput[] {

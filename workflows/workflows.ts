@@ -39,15 +39,17 @@ import {
 import type { RequestStatus } from "../core/model.ts";
 import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
-import type {
-  Activities,
-  Busy,
-  DeliverInput,
-  FirstAttempt,
-  RequestRow,
-  RetryPolicy,
-} from "./activities.ts";
-import { asyncDeliveries, goesOn, targetIdsOf } from "./deliveries.ts";
+import type { Activities } from "./activities.ts";
+import type { RetryPolicy } from "./activity-deps.ts";
+import {
+  asyncDeliveries,
+  type Busy,
+  type DeliverInput,
+  type FirstAttempt,
+  goesOn,
+  type RequestRow,
+  targetIdsOf,
+} from "./deliveries.ts";
 import { raise, requestFailed } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
 

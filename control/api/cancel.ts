@@ -13,7 +13,7 @@ import { defineSearchAttributeKey } from "@temporalio/common";
 import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
-import * as requestLog from "../../store/request-log.ts";
+import * as requestLog from "../../store/request-views.ts";
 import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import type { RequestView } from "./requests.ts";

@@ -1,6 +1,6 @@
 /** Deliveries per hour, counted from the attempt log, for the panel's usage chart. */
 import { z } from "zod";
-import { type DeliveryHour, deliveriesPerHour } from "../../store/request-log.ts";
+import { type DeliveryHour, deliveriesPerHour } from "../../store/request-views.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 

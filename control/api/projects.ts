@@ -117,7 +117,7 @@ export async function listProjects(
       callerIsAdmin: true,
     };
   }
-  const rows = await members.membershipsOf(ctx.sql, caller.memberId);
+  const rows = await projects.membershipsOf(ctx.sql, caller.memberId);
   return {
     projects: rows.map(({ role, memberName, memberId, ...project }) => ({
       project,

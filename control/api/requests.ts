@@ -6,12 +6,12 @@ import { RelayError } from "../../core/errors.ts";
 import { type RequestStatus, requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
-import * as requestLog from "../../store/request-log.ts";
+import * as requestLog from "../../store/request-views.ts";
 import { batchedInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { parseInput } from "./validation.ts";
 
-export type { AttemptView, RequestView } from "../../store/request-log.ts";
+export type { AttemptView, RequestView } from "../../store/request-views.ts";
 
 /** Which requests a list or a bulk replay covers. */
 export const requestFilter = {

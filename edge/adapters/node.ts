@@ -7,7 +7,8 @@
 import { createHash, createHmac, KeyObject } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { RelayError } from "../../core/errors.ts";
-import { type EdgeDeps, type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
+import { type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 
 /** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
 export function sha256(plaintext: string): Uint8Array {

@@ -3,7 +3,7 @@ import { type Cidr, clientAddress } from "../../core/ip.ts";
 import { type KeyState, keyState } from "../../core/keys.ts";
 import { isProjectSlug, type KeyRecord } from "../../core/model.ts";
 import { isWellFormedApiKey } from "../../core/secrets.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 import type { Authenticated, Step, With } from "../pipeline.ts";
 
 type KeyHash = NonNullable<EdgeDeps["hashKey"]>;

@@ -1,7 +1,7 @@
 import { deliveryHolds, isMetered } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import { waitingCapMessage } from "../../core/waiting.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 import type { Received, Step } from "../pipeline.ts";
 
 /**

@@ -3,12 +3,12 @@ import type { CallReservation, ReservationRefusal } from "../../core/billing.ts"
 import {
   acceptedStatus,
   type DeliveryInput,
-  type DeliveryTarget,
   type SyncInput,
   type SyncOutcome,
 } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { DeliveryTarget } from "../../core/model.ts";
+import type { EdgeDeps } from "../deps.ts";
 import type { WorkflowStarter } from "../temporal.ts";
 import { deliver } from "./deliver.ts";
 import { arrived, hookEndpoint, projectState, received, refusal } from "./testing.ts";

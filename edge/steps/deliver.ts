@@ -10,7 +10,7 @@ import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent } from "../../core/idempotency.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
 import { reserveCall } from "./credits.ts";

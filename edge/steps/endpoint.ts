@@ -1,5 +1,5 @@
 import { RelayError } from "../../core/errors.ts";
-import type { EdgeDeps } from "../app.ts";
+import type { EdgeDeps } from "../deps.ts";
 import type { EndpointRuntime } from "../endpoints.ts";
 import type { Authenticated, Routed, Step } from "../pipeline.ts";
 

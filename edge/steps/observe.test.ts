@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import type { Answered } from "../app.ts";
+import type { Answered } from "../deps.ts";
 import { observe } from "./observe.ts";
 import { arrived, hookEndpoint, received } from "./testing.ts";
 

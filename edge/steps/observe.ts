@@ -1,6 +1,6 @@
 /** The after-step that tells the log and the metrics of every answer. */
 import { traceIdOf } from "../../core/tracing.ts";
-import { type Answered, CALLER_LEFT, type EdgeDeps } from "../app.ts";
+import { type Answered, CALLER_LEFT, type EdgeDeps } from "../deps.ts";
 import { type Envelope, endpointName, type Step } from "../pipeline.ts";
 
 export function observe(onAnswer: EdgeDeps["observe"]): Step<Envelope> {

@@ -1,0 +1,79 @@
+/**
+ * What the activities are built from: what the worker gives them, and what an attempt at a
+ * target takes of it. Apart from ./activities.ts, which assembles them, so ./attempts.ts can
+ * take them.
+ */
+import type { Hold } from "../core/circuit.ts";
+import type { Backoff } from "../core/delivery.ts";
+import type { ProjectSlots } from "../core/project-slots.ts";
+import type { SigningKey } from "../core/signing.ts";
+import type { CallTarget } from "../core/target-request.ts";
+import type { Sql } from "../store/db.ts";
+import type { Begin } from "../store/group-commit.ts";
+import type { PlanCaps } from "../store/waiting.ts";
+import type { AttemptOutcome } from "./observability.ts";
+
+/** How deliveries are retried: configuration, so tests can shrink it. */
+export interface RetryPolicy extends Backoff {
+  /** How long a delivery is retried in all. */
+  windowMs: number;
+  /** How long one attempt may take before Temporal counts it lost (a worker died). */
+  attemptTimeoutMs: number;
+}
+
+export interface ActivityDeps {
+  sql: Sql;
+  retryPolicy: RetryPolicy;
+  /**
+   * Reaches targets, as the Node edge's streams do: connects only to addresses the target rules
+   * allow, checked (and pinned) where it connects; a refused one rejects with `TargetRefused`.
+   */
+  callTarget: CallTarget;
+  /** Real time plus the dev clock's offset, read from Postgres. */
+  now: () => Promise<Date>;
+  sealingKey: CryptoKey;
+  /** How long a finished request stays in the log. */
+  logRetentionMs: number;
+  /** Each plan's cap on a project's scheduled and held deliveries. */
+  waitingCaps: PlanCaps;
+  /** Told of every finished attempt (the log and the metrics). */
+  observeAttempt: (attempt: AttemptOutcome) => void;
+  /** Told of a circuit opened, recovered or disabled (the log and the metrics). */
+  observeCircuit: (targetId: string, transition: "opened" | "recovered" | "disabled") => void;
+  /**
+   * Starts the target's circuit workflow unless it runs: it probes an open circuit and lets the
+   * waiting deliveries go once the target may be tried again.
+   */
+  ensureCircuit: (targetId: string) => Promise<void>;
+  /** Each project's share of this worker, by pool (core/project-slots.ts). */
+  slots: WorkerSlots;
+}
+
+/** The worker's pools: each bounds what one project may have in flight on it. */
+export interface WorkerSlots {
+  /** Async attempts, first ones and retries. */
+  attempts: ProjectSlots;
+  sync: ProjectSlots;
+  notifications: ProjectSlots;
+}
+
+/** What an attempt at a target needs of the worker. */
+export interface AttemptDeps
+  extends Pick<
+    ActivityDeps,
+    | "sql"
+    | "now"
+    | "callTarget"
+    | "observeAttempt"
+    | "observeCircuit"
+    | "ensureCircuit"
+    | "retryPolicy"
+    | "slots"
+  > {
+  /** The keys that sign for a target's endpoint at a time (`signingKeys`). */
+  signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
+  /** Whether a target's deliveries wait (an open circuit, a pause), and why. */
+  holdOf: (targetId: string) => Promise<Hold | null>;
+  /** The transaction an attempt's end is written in (store/group-commit.ts). */
+  begin: Begin;
+}

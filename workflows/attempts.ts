@@ -1,0 +1,330 @@
+/**
+ * An attempt at a target, as each activity that makes one does: the target's hold and the
+ * project's share of the worker checked first, then the call, logged (and charged) as an attempt
+ * whatever comes of it, and its verdict.
+ */
+import { ApplicationFailure, Context } from "@temporalio/activity";
+import { type CircuitOutcome, circuitOutcome } from "../core/circuit.ts";
+import {
+  ATTEMPT_HEARTBEAT_MS,
+  type AttemptVerdict,
+  attemptVerdict,
+  decodeBody,
+  MAX_SYNC_ANSWER_BYTES,
+  type SyncInput,
+  type SyncOutcome,
+  syncStatus,
+} from "../core/delivery.ts";
+import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
+import type { ProjectSlots } from "../core/project-slots.ts";
+import { TOO_LARGE } from "../core/read-capped.ts";
+import {
+  discardAnswer,
+  readAnswer,
+  sendToTarget,
+  type TargetCallInput,
+  type TargetFailure,
+} from "../core/target-call.ts";
+import type { CallTarget } from "../core/target-request.ts";
+import { activeTrace } from "../core/tracing.ts";
+import { loadBody } from "../store/bodies.ts";
+import type { Sql } from "../store/db.ts";
+import * as requestLog from "../store/request-log.ts";
+import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
+import type { TakeSlot } from "./batch-attempts.ts";
+import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
+
+/** A busy answer: how long to wait, drawn from the project's share of the pool. */
+function busy(slots: ProjectSlots, project: string): Busy {
+  return { kind: "busy", waitMs: slots.waitMs(project, Math.random()) };
+}
+
+/**
+ * A request's first attempt at a target, run as a local activity in the workflow's first task:
+ * opens the request in the log, then tries once. Answers its verdict, never throws for the
+ * target's sake, so a request whose targets all answer costs Temporal no other task. A target
+ * whose deliveries wait (open circuit, paused) is not tried: the request is opened and the
+ * verdict says so; nor is one its project's share of the worker has no room for ("busy": the
+ * workflow waits on a timer, holding no slot, and tries again).
+ */
+export async function firstAttempt(
+  deps: AttemptDeps,
+  request: RequestRow,
+  delivery: DeliverInput,
+  only: boolean,
+  takeSlot: TakeSlot = async () => deps.slots.attempts.take(delivery.project),
+): Promise<FirstAttempt> {
+  const hold = await deps.holdOf(delivery.target.id);
+  if (hold) {
+    await requestLog.openRequest(deps.sql, request);
+    return { kind: "held", hold };
+  }
+  const release = await takeSlot();
+  if (!release) return busy(deps.slots.attempts, delivery.project);
+  const sent = await postToTarget(deps, {
+    ...delivery,
+    opening: request,
+    finishing: (sent) =>
+      only && verdictOn(sent, deps.retryPolicy).kind !== "retry" ? "settled" : undefined,
+  }).finally(release);
+  return { ...verdictOn(sent, deps.retryPolicy), ...(sent.status && { settled: sent.status }) };
+}
+
+/**
+ * A later attempt, an activity Temporal retries (or not) by the verdict it throws; "held" when
+ * the target's deliveries wait (an open circuit, a pause), busy (and how long to wait) when its
+ * project's share of the worker is full: then it is not tried.
+ */
+export async function deliver(
+  deps: AttemptDeps,
+  input: DeliverInput,
+): Promise<number | "held" | Busy> {
+  const hold = await deps.holdOf(input.target.id);
+  if (hold && !(input.probe && hold === "circuit_open")) return "held";
+  const release = deps.slots.attempts.take(input.project);
+  if (!release) {
+    const wait = busy(deps.slots.attempts, input.project);
+    if (input.waitsWhenBusy) return wait;
+    // A workflow of an older release, mid-upgrade, knows no busy answer: Temporal's retry waits.
+    throw ApplicationFailure.create({
+      message: "this project has its share of the worker in flight",
+      type: "ProjectBusy",
+      nextRetryDelay: wait.waitMs,
+    });
+  }
+  const context = Context.current();
+  const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
+  const verdict = verdictOn(
+    await postToTarget(deps, input).finally(() => {
+      clearInterval(beating);
+      release();
+    }),
+    deps.retryPolicy,
+  );
+  if (verdict.kind === "delivered") return verdict.status;
+  throw ApplicationFailure.create({
+    message: verdict.message,
+    type: verdict.type,
+    ...(verdict.kind === "failed" ? { nonRetryable: true } : { nextRetryDelay: verdict.delayMs }),
+  });
+}
+
+/**
+ * A sync call, whole: open the request, call the target once, log it, close the request. One
+ * local activity, so the caller waits for one workflow task and no more; two commits, one of them
+ * beside the call.
+ */
+export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncOutcome> {
+  const { target, headers, bodyBase64, ownsStatus, ...request } = input;
+  const sent = await postToTarget(deps, {
+    requestId: request.requestId,
+    project: request.project,
+    keyMode: request.keyMode,
+    target,
+    headers,
+    bodyBase64,
+    bodyRef: request.bodyRef,
+    opening: request,
+    sync: true,
+    finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
+  });
+  return syncOutcome(sent);
+}
+
+/** An attempt to make, as `postToTarget` takes it. */
+interface Attempt extends DeliverInput {
+  /** A request's first attempt opens the request in the log (startAttempt). */
+  opening?: RequestRow;
+  /**
+   * A sync call: read the answer; tried once, so it is attempt 1, logged beside the call rather
+   * than before it (a worker lost mid-call leaves it in the log with no outcome).
+   */
+  sync?: boolean;
+  /** The request's status after this attempt, when it ends the request. */
+  finishing?: (sent: Sent) => requestLog.Finishing | undefined;
+}
+
+/**
+ * One POST to a target, logged (and charged, by the body's bytes) as an attempt whatever comes
+ * of it. A target whose name now resolves to a refused address is logged as refused and never
+ * reached; a redirect is its answer, not followed.
+ */
+async function postToTarget(
+  deps: AttemptDeps,
+  call: Attempt,
+): Promise<Sent & { status: RequestStatus | undefined }> {
+  const { requestId, target } = call;
+  const body = await bodyOf(deps.sql, call);
+  // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
+  const signedAt = await deps.now();
+  const signingKeys = await deps.signingKeysOf(target.id, signedAt);
+  const starting = requestLog.startAttempt(deps.sql, {
+    opening: call.opening,
+    requestId,
+    target,
+    startedAt: new Date(),
+  });
+  starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
+  // An async attempt is in the log before the call, so one lost with its worker shows.
+  const attempt = call.sync ? 1 : (await starting).attempt;
+  const started = performance.now();
+  const called = await callAndRead(
+    deps.callTarget,
+    {
+      requestId,
+      target,
+      attempt,
+      callerHeaders: call.headers,
+      body,
+      signingKeys,
+      signedAt,
+      signal: Context.current().cancellationSignal,
+      timeoutBounds: "answer",
+      // The activity's span, when the worker traces (Temporal's interceptor started it).
+      trace: activeTrace(),
+    },
+    call.sync === true,
+  );
+  const sent: Sent = { attempt, ...called };
+  const ended = await endAttempt(
+    deps,
+    (await starting).id,
+    {
+      requestId,
+      project: call.project,
+      keyMode: call.keyMode,
+      target,
+      attempt,
+      statusCode: sent.answer?.status ?? null,
+      latencyMs: Math.round(performance.now() - started),
+      error: sent.failure?.message ?? null,
+      billedBytes: body.byteLength,
+      // A sync call answers its caller: its target's failures are the caller's to see.
+      circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
+      lastTry: call.sync === true,
+    },
+    call.finishing?.(sent),
+  );
+  if (ended.circuit) {
+    deps.observeCircuit(target.id, ended.circuit);
+    if (ended.circuit === "opened") await deps.ensureCircuit(target.id);
+  }
+  return { ...sent, status: ended.status };
+}
+
+/**
+ * The call, and its answer: a sync one read whole up to the cap (its body null past it), an async
+ * one's status and headers only, its body dropped unread.
+ */
+async function callAndRead(
+  callTarget: CallTarget,
+  input: TargetCallInput,
+  sync: boolean,
+): Promise<Pick<Sent, "answer" | "failure">> {
+  const sent = await sendToTarget(callTarget, input);
+  if ("failure" in sent) return { answer: null, failure: sent.failure };
+  const { status, headers } = sent.answer;
+  if (!sync) {
+    discardAnswer(sent);
+    return { answer: { status, headers, body: null }, failure: null };
+  }
+  const read = await readAnswer(sent, MAX_SYNC_ANSWER_BYTES);
+  if ("failure" in read) return { answer: null, failure: read.failure };
+  const body = read.body === TOO_LARGE ? null : read.body;
+  return { answer: { status, headers, body }, failure: null };
+}
+
+/** A request's body: from Postgres when it waits there, else from the input itself. */
+async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBuffer>> {
+  if (input.bodyRef) return loadBody(sql, input.bodyRef);
+  return input.body !== undefined
+    ? new TextEncoder().encode(input.body)
+    : decodeBody(input.bodyBase64);
+}
+
+/** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
+function endAttempt(
+  deps: Pick<AttemptDeps, "sql" | "observeAttempt" | "begin">,
+  attemptId: string,
+  a: {
+    requestId: string;
+    project: string;
+    keyMode: KeyMode;
+    target: DeliveryTarget;
+    attempt: number;
+    statusCode: number | null;
+    latencyMs: number;
+    error: string | null;
+    billedBytes: number;
+    circuit: CircuitOutcome;
+    lastTry: boolean;
+  },
+  finishing?: requestLog.Finishing,
+): Promise<requestLog.AttemptEnded> {
+  deps.observeAttempt({
+    requestId: a.requestId,
+    target: a.target.name,
+    mode: a.target.deliveryMode,
+    attempt: a.attempt,
+    statusCode: a.statusCode,
+    latencyMs: a.latencyMs,
+    error: a.error,
+  });
+  const charge = {
+    project: a.project,
+    pool: a.keyMode,
+    requestId: a.requestId,
+    targetId: a.target.id,
+    bytes: a.billedBytes,
+  };
+  const { statusCode, latencyMs, error, circuit, lastTry } = a;
+  return requestLog.endAttempt(
+    deps.sql,
+    attemptId,
+    { statusCode, latencyMs, error, charge, circuit, lastTry, endedAt: new Date() },
+    finishing,
+    deps.begin,
+  );
+}
+
+/** The verdict on an attempt at an async target. */
+function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): AttemptVerdict {
+  const seen = {
+    status: answer?.status ?? null,
+    retryAfter: answer?.headers.get("retry-after") ?? null,
+    error: failure?.message ?? null,
+    refused: failure?.kind === "refused",
+  };
+  return attemptVerdict(seen, attempt, policy, new Date());
+}
+
+/** A target's answer to an attempt. */
+interface Answer {
+  status: number;
+  headers: Headers;
+  /** Read only when asked for (sync); null when longer than the sync cap. */
+  body: Uint8Array | null;
+}
+
+/** What a call to a target came to. */
+interface Sent {
+  attempt: number;
+  answer: Answer | null;
+  /** Why there is no answer: refused, timed out or unreachable, as the log says it. */
+  failure: TargetFailure | null;
+}
+
+function syncOutcome({ answer, failure }: Sent): SyncOutcome {
+  if (!answer) {
+    return failure?.kind === "timeout"
+      ? { kind: "timeout" }
+      : { kind: "unreachable", error: failure?.message ?? "" };
+  }
+  if (answer.body === null) return { kind: "too_large" };
+  return {
+    kind: "answered",
+    status: answer.status,
+    headers: Object.fromEntries(answer.headers),
+    bodyBase64: Buffer.from(answer.body).toString("base64"),
+  };
+}
