@@ -9,13 +9,19 @@ const down = async () => {
   throw new Error("connection refused");
 };
 
-test("healthz answers while the process runs; other requests are not ops'", async () => {
+test("healthz answers while the process runs; other paths are not ops'", async () => {
   const ops = opsHandler({ checks: {}, metrics, metricsContentType: "text/plain" });
   const healthz = await ops(get("/healthz"), "10.0.0.1");
   expect(healthz?.status).toBe(200);
   expect(await healthz?.json()).toEqual({ status: "ok" });
   expect(await ops(get("/v1/orders"), "127.0.0.1")).toBeNull();
-  expect(await ops(new Request("http://relay/healthz", { method: "POST" }), "::1")).toBeNull();
+});
+
+test("an ops path asked with another method is 405, saying it takes GET", async () => {
+  const ops = opsHandler({ checks: {}, metrics, metricsContentType: "text/plain" });
+  const posted = await ops(new Request("http://relay/metrics", { method: "POST" }), "::1");
+  expect([posted?.status, posted?.headers.get("allow")]).toEqual([405, "GET"]);
+  expect(await posted?.json()).toMatchObject({ error: { code: "method_not_allowed" } });
 });
 
 test("readyz stays 200 but says degraded, naming the advisory check that fails", async () => {

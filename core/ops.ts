@@ -29,13 +29,29 @@ const CHECK_TIMEOUT_MS = 2000;
 
 export type OpsHandler = (request: Request, peer: string) => Promise<Response | null>;
 
+const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/** Whether `pathname` is one of the ops paths, which take GET only. */
+export const isOpsPath = (pathname: string) => OPS_PATHS.has(pathname);
+
+/** An ops path asked with another method than GET: 405, saying which it takes. */
+export function opsMethodNotAllowed(method: string): Response {
+  const answer = json(405, {
+    error: { code: "method_not_allowed", message: `${method} is not allowed here` },
+  });
+  answer.headers.set("allow", "GET");
+  return answer;
+}
+
 /** Answers the three ops paths; null for any other request, which is the process's own. */
 export function opsHandler(options: OpsOptions): OpsHandler {
   // Compared as hashes, so neither the token's bytes nor its length show in the timing.
   const tokenHash = options.metricsToken ? hashSecret(options.metricsToken) : null;
   return async (request, peer) => {
-    if (request.method !== "GET") return null;
-    switch (new URL(request.url).pathname) {
+    const { pathname } = new URL(request.url);
+    if (!isOpsPath(pathname)) return null;
+    if (request.method !== "GET") return opsMethodNotAllowed(request.method);
+    switch (pathname) {
       case "/healthz":
         return json(200, { status: "ok" });
       case "/readyz":

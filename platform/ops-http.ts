@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http";
 import pino from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
-import { type OpsHandler, PROXY_HEADERS } from "../core/ops.ts";
+import { isOpsPath, type OpsHandler, opsMethodNotAllowed, PROXY_HEADERS } from "../core/ops.ts";
 
 /** What this needs of node:http's and connect-node's (HTTP/1 or HTTP/2) request and response. */
 interface NodeRequest {
@@ -20,25 +20,34 @@ interface NodeResponse {
   end(body: string): unknown;
 }
 
-/** Answers a GET for an ops path; false when the request is not one (the caller's own). */
+/** Answers a request for an ops path; false when the request is not one (the caller's own). */
 export async function answerOps(
   ops: OpsHandler,
   req: NodeRequest,
   res: NodeResponse,
 ): Promise<boolean> {
-  if (req.method !== "GET") return false;
-  // The headers the ops handler reads: the token, and whether a proxy passed the request on.
+  const url = `http://relay${req.url ?? "/"}`;
+  if (!isOpsPath(URL.parse(url)?.pathname ?? "")) return false;
+  // A web Request cannot carry every method (TRACE, CONNECT): refused here, before one is made.
+  const method = req.method ?? "GET";
+  const answer =
+    method === "GET"
+      ? await ops(requestOf(url, req), req.socket.remoteAddress ?? "")
+      : opsMethodNotAllowed(method);
+  if (!answer) return false;
+  res.writeHead(answer.status, Object.fromEntries(answer.headers));
+  res.end(await answer.text());
+  return true;
+}
+
+/** The headers the ops handler reads: the token, and whether a proxy passed the request on. */
+function requestOf(url: string, req: NodeRequest): Request {
   const headers = new Headers();
   for (const name of ["authorization", ...PROXY_HEADERS]) {
     const value = req.headers[name];
     if (value !== undefined) headers.set(name, String(value));
   }
-  const request = new Request(`http://relay${req.url ?? "/"}`, { headers });
-  const answer = await ops(request, req.socket.remoteAddress ?? "");
-  if (!answer) return false;
-  res.writeHead(answer.status, Object.fromEntries(answer.headers));
-  res.end(await answer.text());
-  return true;
+  return new Request(url, { headers });
 }
 
 /** A listener that answers the ops paths and 404s everything else. */

@@ -149,3 +149,14 @@ test("a control plane and edge without RELAY_DEV_CLOCK judge keys on real time",
   const onDevClock = await relay(p.slug, "/v1/hook", { key: minted.body.plaintext, body: "{}" });
   expect(onDevClock.json().error.code).toBe("key_expired");
 });
+
+test("without RELAY_DEV_CLOCK the dev-clock routes do not exist, whatever the token", async () => {
+  const control = `http://127.0.0.1:${controlPort}`;
+  const statuses: number[] = [];
+  for (const path of ["/admin/clock", "/admin/rotation/run"]) {
+    for (const token of [stack().adminToken, "rmt_wrong", null]) {
+      statuses.push((await api(token, "POST", path, { advanceSeconds: 1 }, control)).status);
+    }
+  }
+  expect(statuses).toEqual([404, 404, 404, 404, 404, 404]);
+});

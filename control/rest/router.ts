@@ -15,6 +15,7 @@ import { toHttpError } from "../errors.ts";
 import { observeCall, registry } from "../observability.ts";
 import type { Req, Res } from "../panel.ts";
 import { readsBody } from "./contract.ts";
+import { devClockRoutes } from "./dev-clock.ts";
 import { readJson } from "./read-body.ts";
 import { routes } from "./routes.ts";
 
@@ -45,21 +46,26 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
     metricsContentType: registry.contentType,
     metricsToken: app.metricsToken,
   });
+  // Without RELAY_DEV_CLOCK the dev-clock routes do not exist, whatever the caller's token.
+  const served = app.devClock ? routes : routes.filter((r) => !devClockRoutes.includes(r));
   return async function handleRest(req: Req, res: Res): Promise<void> {
     const started = performance.now();
     let status = 200;
     let body: string | undefined;
+    /** On a 405: the methods the path takes (RFC 9110 asks for them). */
+    let allow: string | undefined;
     let routeName = "unmatched";
     try {
       const url = URL.parse(req.url ?? "/", "http://control");
       if (!url) throw new RelayError("bad_request", "malformed request target");
       if (await answerOps(ops, req, res)) return;
-      const matches = routes
+      const matches = served
         .map((r) => ({ r, match: r.pattern.exec(url.pathname) }))
         .filter((m) => m.match !== null);
       if (matches.length === 0) throw new RelayError("not_found", `no route ${url.pathname}`);
       const found = matches.find((m) => m.r.method === req.method);
       if (!found?.match) {
+        allow = [...new Set(matches.map((m) => m.r.method))].join(", ");
         throw new RelayError("method_not_allowed", `${req.method} is not allowed here`);
       }
       routeName = found.r.name;
@@ -88,7 +94,10 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
     } catch (cause) {
       ({ status, body } = toHttpError(cause));
     }
-    res.writeHead(status, body === undefined ? {} : { "content-type": "application/json" });
+    res.writeHead(status, {
+      ...(body !== undefined && { "content-type": "application/json" }),
+      ...(status === 405 && allow && { allow }),
+    });
     res.end(body ?? "");
     observeCall("rest", routeName, status, (performance.now() - started) / 1000);
   };
