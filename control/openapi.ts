@@ -9,7 +9,7 @@ import { STATUS_CODES } from "node:http";
 import { z } from "zod";
 import { components } from "./api/answers.ts";
 import { accepted, edgePath, health, opsPaths, readiness } from "./openapi/ops-and-edge.ts";
-import { json, Refusals, ref, SCHEMAS } from "./openapi/refusals.ts";
+import { json, Refusals, ref, SCHEMAS, segment } from "./openapi/refusals.ts";
 import { type Access, type Route, tags } from "./rest/contract.ts";
 
 /** Where the document is committed. */
@@ -45,7 +45,7 @@ const pathParameters = Object.fromEntries(
     requestId: "The request's id (`req_...`)",
   }).map(([name, description]) => [
     name,
-    { name, in: "path", required: true, description, schema: { type: "string" } },
+    { name, in: "path", required: true, description, schema: segment },
   ]),
 );
 
@@ -127,6 +127,33 @@ const securitySchemes = {
   },
 };
 
+/** The keywords whose value is a schema, a list of schemas, or a map of names to schemas. */
+const SUBSCHEMAS = new Set(["items", "prefixItems", "additionalProperties", "propertyNames"]);
+const SCHEMA_LISTS = new Set(["anyOf", "oneOf", "allOf"]);
+const SCHEMA_MAPS = new Set(["properties", "patternProperties"]);
+
+/**
+ * A body's schema with each `default` said in its description instead: a field with a default may
+ * be left out, but openapi-typescript, at its default settings, makes such a field required.
+ */
+function defaultsSaid(schema: object): object {
+  const { default: value, ...rest } = schema as Record<string, unknown>;
+  const walked = Object.fromEntries(
+    Object.entries(rest).map(([keyword, inner]) => {
+      if (typeof inner !== "object" || inner === null) return [keyword, inner];
+      if (SUBSCHEMAS.has(keyword)) return [keyword, defaultsSaid(inner)];
+      if (SCHEMA_LISTS.has(keyword)) return [keyword, (inner as object[]).map(defaultsSaid)];
+      if (!SCHEMA_MAPS.has(keyword)) return [keyword, inner];
+      const named = Object.entries(inner as Record<string, object>);
+      return [keyword, Object.fromEntries(named.map(([name, s]) => [name, defaultsSaid(s)]))];
+    }),
+  );
+  if (value === undefined) return walked;
+  const said = `Default: \`${JSON.stringify(value)}\`.`;
+  const { description } = walked;
+  return { ...walked, description: description ? `${description}. ${said}` : said };
+}
+
 /** The document, in the route table's order: the same routes make the same bytes. */
 export function openApiDocument(routes: readonly Route[]) {
   const registry = z.registry<{ id: string }>();
@@ -152,12 +179,13 @@ export function openApiDocument(routes: readonly Route[]) {
     io: "input",
     uri: (id) => `${SCHEMAS}${id}`,
   }).schemas;
+  const bodies = new Set(operations.map((o) => o.body));
   const schemas = Object.fromEntries(
     Object.keys(converted)
       .sort()
       .map((id) => {
         const { $schema: _, $id: __, ...schema } = converted[id] ?? {};
-        return [id, schema];
+        return [id, bodies.has(id) ? defaultsSaid(schema) : schema];
       }),
   );
   const refusals = new Refusals();

@@ -23,10 +23,10 @@ import { claimRoom } from "../../store/limits.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { capsOf } from "./limits.ts";
 import { readPolicy } from "./projects.ts";
-import { parseInput } from "./validation.ts";
+import { displayName, parseInput } from "./validation.ts";
 
 export const mintKeyBody = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: displayName,
   mode: z.enum(keyModes),
   ttlDays: z.number().int().min(1).max(3650).nullable().optional(),
 });

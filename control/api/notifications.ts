@@ -6,10 +6,9 @@
  */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { MAX_TARGET_URL_LENGTH } from "../../core/targets.ts";
 import * as store from "../../store/notifications.ts";
 import { type Ctx, projectAccess } from "./context.ts";
-import { allowedUrls, parseInput } from "./validation.ts";
+import { allowedUrls, parseInput, postedUrl } from "./validation.ts";
 
 export type NotificationsView = store.NotificationSettings;
 
@@ -19,7 +18,7 @@ export interface NotificationsWithSecret extends NotificationsView {
 }
 
 export const notificationsBody = z.strictObject({
-  url: z.string().max(MAX_TARGET_URL_LENGTH),
+  url: postedUrl,
 });
 
 export async function getNotifications(ctx: Ctx, slug: string): Promise<NotificationsView> {

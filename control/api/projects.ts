@@ -12,20 +12,20 @@ import * as projects from "../../store/projects.ts";
 import { requireAdmin } from "../auth.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { capsOf } from "./limits.ts";
-import { parseInput } from "./validation.ts";
+import { displayName, parseInput } from "./validation.ts";
 
 /** A DNS label: the project is the first label of its inbound host. */
 export const slugSchema = z.string().regex(PROJECT_SLUG, "must be a DNS label: a-z, 0-9 and '-'");
 
 export const createProjectBody = z.strictObject({
   slug: slugSchema,
-  name: z.string().trim().min(1).max(200),
+  name: displayName,
   plan: z.enum(plans).default("free"),
-  ownerName: z.string().trim().min(1).max(200).default("owner"),
+  ownerName: displayName.default("owner"),
 });
 
 export const addMemberBody = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: displayName,
   role: z.enum(roles),
   expiresAt: z.iso
     .datetime({ offset: true })

@@ -19,13 +19,18 @@ export const requestFilter = {
   /** "{line}/{endpoint}" */
   endpoint: z
     .string()
-    .regex(/^[^/]+\/[^/]+$/, "must be '{line}/{endpoint}'")
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are refused.
+    .regex(/^[^/\x00-\x1f\x7f-\x9f]+\/[^/\x00-\x1f\x7f-\x9f]+$/, "must be '{line}/{endpoint}'")
     .optional(),
 };
 
 export const listRequestsQuery = z.object({
   ...requestFilter,
-  cursor: z.string().optional(),
+  /** A `nextCursor` this API answered: base64url, never empty (the last page's is not sent). */
+  cursor: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, "not a cursor this API returned")
+    .optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 

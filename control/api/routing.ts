@@ -6,13 +6,13 @@ import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
-import { MAX_TARGET_URL_LENGTH, type SavedTargetRules } from "../../core/targets.ts";
+import type { SavedTargetRules } from "../../core/targets.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { capsOf } from "./limits.ts";
-import { allowedUrls, jsonObject, parseInput } from "./validation.ts";
+import { allowedUrls, displayName, jsonObject, parseInput, postedUrl } from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */
 const segment = z
@@ -24,8 +24,8 @@ const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*|webhook-(id|timestamp|signature))$/i;
 
 const targetSchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
-  targetUrl: z.string().max(MAX_TARGET_URL_LENGTH),
+  name: displayName,
+  targetUrl: postedUrl,
   deliveryMode: z.enum(deliveryModes).default("async"),
   timeoutSeconds: z.number().int().min(1).max(90).default(30),
   headers: z
@@ -38,6 +38,9 @@ const targetSchema = z.strictObject({
       message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
     }),
 });
+
+/** A CIDR by zod's pattern, which the document states as is (JSON Schema has no CIDR format). */
+const cidr = (pattern: RegExp) => z.string().regex(pattern);
 
 /** A circuit breaker setting: a whole number in its bounds, the default when absent. */
 const bounded = (name: keyof typeof circuitBreakerBounds) =>
@@ -52,7 +55,15 @@ const bounded = (name: keyof typeof circuitBreakerBounds) =>
 const endpointSettings = {
   targets: z.array(targetSchema).min(1).max(50),
   ipAllowlist: z
-    .array(z.string().refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 CIDR"))
+    .array(
+      // Stated as zod's address formats, so the document's patterns tell a client before it calls;
+      // parseCidr, which the edge matches with, has the last word.
+      z
+        .union([z.ipv4(), z.ipv6(), cidr(z.regexes.cidrv4), cidr(z.regexes.cidrv6)], {
+          error: "must be an IPv4 or IPv6 address or CIDR",
+        })
+        .refine((c) => parseCidr(c) !== null, "must be an IPv4 or IPv6 address or CIDR"),
+    )
     .max(500)
     .default([]),
   schema: jsonObject.nullable().default(null),

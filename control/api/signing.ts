@@ -34,7 +34,7 @@ export async function rotateSigningSecret(
   input: unknown,
 ): Promise<RotatedSecret> {
   const access = await projectAccess(ctx, slug);
-  const { overlapSeconds } = parseInput(rotateSigningSecretBody, input ?? {});
+  const { overlapSeconds } = parseInput(rotateSigningSecretBody, input === undefined ? {} : input);
   const now = ctx.now();
   const overlapEnd = new Date(now.getTime() + overlapSeconds * 1000);
   const rotated = await rotateSigningSecrets(

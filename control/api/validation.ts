@@ -1,7 +1,12 @@
 /** zod at the boundary: bad input becomes a 400 naming each offending field. */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
-import { type SavedTargetRules, targetUrlProblem } from "../../core/targets.ts";
+import type { JsonObject } from "../../core/model.ts";
+import {
+  MAX_TARGET_URL_LENGTH,
+  type SavedTargetRules,
+  targetUrlProblem,
+} from "../../core/targets.ts";
 
 export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
   const result = schema.safeParse(input);
@@ -15,11 +20,51 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.in
   throw new RelayError("bad_request", message, details);
 }
 
-/** Any JSON value; one instance, so the OpenAPI document names it once (`JsonValue`). */
-export const jsonValue = z.json();
+/**
+ * Any JSON value; one instance, so the OpenAPI document names it once (`JsonValue`). What reaches
+ * it was parsed from JSON, so it is open (`{}`): a recursive schema is one that generators drop
+ * (openapi-python-client) or emit as a type that refers to itself (openapi-typescript).
+ */
+export const jsonValue = z.unknown().describe("Any JSON value");
 
-/** A JSON object of the caller's own (an endpoint's payload schema), kept as sent. */
-export const jsonObject = z.record(z.string(), jsonValue);
+/**
+ * A JSON object of the caller's own (an endpoint's payload schema), kept as sent: an open object.
+ * Its values came from JSON.parse, so they are JSON values, as its type says.
+ */
+export const jsonObject = z.record(z.string(), z.unknown()) as unknown as z.ZodType<JsonObject>;
+
+/**
+ * C0 and C1 control characters: Postgres cannot store NUL in text, and none belongs in a name or
+ * an id. Spelled as ranges, not `\p{Cc}`, because the OpenAPI document carries the pattern to
+ * clients whose regex dialects lack Unicode properties (Python's).
+ */
+const CONTROL = "\\x00-\\x1f\\x7f-\\x9f";
+
+/** A path segment's or query value's rule, as the OpenAPI document states it (control/rest). */
+export const NO_CONTROL_CHARACTERS = `^[^${CONTROL}]+$`;
+
+/**
+ * A name people read: at most 200 characters as sent (the check comes before the trim), something
+ * besides spaces, no control character; kept trimmed.
+ */
+export const displayName = z
+  .string()
+  .max(200)
+  .regex(
+    new RegExp(`^[^${CONTROL}]*[^\\s${CONTROL}][^${CONTROL}]*$`),
+    "must have a character besides spaces, and no control character",
+  )
+  .trim();
+
+/**
+ * A URL Relay posts to (a target's, the notifications'). The document states it as an http(s)
+ * `uri`; what holds a request to it is `allowedUrls`, the deployment's rules (core/targets.ts),
+ * which refuse anything else with one issue at the field.
+ */
+export const postedUrl = z
+  .string()
+  .max(MAX_TARGET_URL_LENGTH)
+  .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://" });
 
 /**
  * A check that `urlsOf`'s URLs are ones this deployment lets Relay post to (core/targets.ts),

@@ -4,7 +4,7 @@
  * with the schemas of their answers.
  */
 import { z } from "zod";
-import { json, type Refusals, ref } from "./refusals.ts";
+import { json, type Refusals, ref, segment } from "./refusals.ts";
 
 /** The answers of the paths no route of the table answers. */
 export const health = z.strictObject({ status: z.literal("ok") });
@@ -83,8 +83,8 @@ export const edgePath = (refusals: Refusals) => ({
       tags: ["Edge (inbound)"],
       security: [{ apiKey: [] }],
       parameters: [
-        { name: "line", in: "path", required: true, schema: { type: "string" } },
-        { name: "endpoint", in: "path", required: true, schema: { type: "string" } },
+        { name: "line", in: "path", required: true, schema: segment },
+        { name: "endpoint", in: "path", required: true, schema: segment },
         {
           name: "Idempotency-Key",
           in: "header",
@@ -95,24 +95,28 @@ export const edgePath = (refusals: Refusals) => ({
         {
           name: "Relay-Delay",
           in: "header",
-          description: "Deliver this long from now (at most 7 days; async endpoints only)",
+          description:
+            "Deliver this long from now (at most 7 days; async endpoints only). Not with `Relay-Not-Before`: both is 400 `bad_request`",
           schema: { type: "string", pattern: "^[0-9]+[smhd]$" },
         },
         {
           name: "Relay-Not-Before",
           in: "header",
-          description: "Deliver at this time (at most 7 days ahead; async endpoints only)",
-          schema: { type: "string", format: "date-time" },
+          // A plain string: a date-time header is one openapi-python-client cannot generate.
+          description:
+            "Deliver at this time, an RFC 3339 date-time such as `2026-11-24T12:00:00Z` (at most 7 days ahead; async endpoints only). Not with `Relay-Delay`: both is 400 `bad_request`",
+          schema: {
+            type: "string",
+            pattern:
+              "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$",
+          },
         },
         {
           name: "traceparent",
           in: "header",
           description:
-            "W3C trace context: when Relay exports traces, its spans continue this trace (a new one without it) and each target gets the traceparent of its attempt's span; otherwise it is passed on as it came",
-          schema: {
-            type: "string",
-            pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
-          },
+            "W3C trace context (`00-{32 hex trace id}-{16 hex parent id}-{2 hex flags}`): when Relay exports traces, its spans continue this trace and each target gets the traceparent of its attempt's span; otherwise it is passed on as it came. A malformed one is ignored, never refused: the spans start a new trace",
+          schema: { type: "string" },
         },
       ],
       requestBody: {
@@ -120,7 +124,9 @@ export const edgePath = (refusals: Refusals) => ({
           "The payload, delivered as sent; with the endpoint's schema, JSON that satisfies it",
         content: {
           "application/json": { schema: ref("JsonValue"), example: { hello: "relay" } },
-          "*/*": { schema: {} },
+          // Any other type passes as it is when the endpoint has no schema; generators know this
+          // one by name, where `*/*` they drop.
+          "application/octet-stream": { schema: { type: "string", format: "binary" } },
         },
       },
       responses: {
@@ -156,8 +162,7 @@ export const edgePath = (refusals: Refusals) => ({
         ]),
         default: {
           description:
-            "A sync or stream endpoint: the target's own status, headers and body, as it answered",
-          content: { "*/*": { schema: {} } },
+            "A sync or stream endpoint: the target's own status, headers and body (of any content type), as it answered",
         },
       },
     },

@@ -4,10 +4,14 @@
  */
 import { STATUS_CODES } from "node:http";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
+import { NO_CONTROL_CHARACTERS } from "../api/validation.ts";
 
 export const SCHEMAS = "#/components/schemas/";
 export const ref = (id: string) => ({ $ref: `${SCHEMAS}${id}` });
 export const json = (schema: object) => ({ "application/json": { schema } });
+
+/** A path parameter's schema: a segment with no control character (400 before any lookup). */
+export const segment = { type: "string", minLength: 1, pattern: NO_CONTROL_CHARACTERS };
 
 /** Every error code, in core/errors.ts's order (which is by status). */
 const errorOrder = Object.keys(errorStatus) as ErrorCode[];
