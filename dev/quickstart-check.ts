@@ -10,30 +10,14 @@
  * (the stack, the receivers) is stopped, and its temporary folder removed, however it ends.
  * Each language's setup is in dev/quickstart-languages.ts, its round in dev/quickstart-round.ts.
  */
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts } from "./ports.ts";
 import { DOC, docProblems } from "./quickstart-doc.ts";
 import { type Language, languages } from "./quickstart-languages.ts";
 import { exercise, PROJECT } from "./quickstart-round.ts";
-import { freeStackPorts, type Stack, startStack } from "./stack.ts";
-
-async function api<T = Record<string, string>>(
-  stack: Stack,
-  token: string,
-  path: string,
-  body: unknown,
-): Promise<T> {
-  const response = await fetch(`${stack.controlUrl}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+import { couldNotRun, freeStackPorts, postToControl, type Stack, startStack } from "./stack.ts";
 
 const results: { name: string; outcome: "passed" | "skipped" | "FAILED"; detail: string }[] = [];
 const dir = await mkdtemp(join(tmpdir(), "relay-quickstart-"));
@@ -87,14 +71,14 @@ try {
   }
   const prepared = await preparing;
 
-  const { ownerToken = "" } = await api(stack, stack.secrets.adminToken, "/projects", {
+  const { ownerToken = "" } = await postToControl(stack, stack.secrets.adminToken, "/projects", {
     slug: PROJECT,
     name: "Quick start",
     plan: "paid",
   });
   const base = `/projects/${PROJECT}`;
-  await api(stack, ownerToken, `${base}/lines`, { key: "v1" });
-  const { plaintext: apiKey = "" } = await api(stack, ownerToken, `${base}/keys`, {
+  await postToControl(stack, ownerToken, `${base}/lines`, { key: "v1" });
+  const { plaintext: apiKey = "" } = await postToControl(stack, ownerToken, `${base}/keys`, {
     name: "quickstart",
     mode: "live",
   });
@@ -110,7 +94,7 @@ try {
     }
     const [port = 0] = await freePorts(1);
     const endpoint = `quickstart-${name}`;
-    const { signingSecret: secret = "" } = await api(
+    const { signingSecret: secret = "" } = await postToControl(
       stack,
       ownerToken,
       `${base}/lines/v1/endpoints`,
@@ -136,10 +120,7 @@ try {
   }
 } catch (error) {
   failed = true;
-  console.error(`the check could not run: ${(error as Error).message}`);
-  const log = await readFile(join(dir, "stack.log"), "utf8").catch(() => "");
-  if (log)
-    console.error(`--- the stack's last lines ---\n${log.split("\n").slice(-40).join("\n")}`);
+  await couldNotRun(error, join(dir, "stack.log"));
 } finally {
   await cleanUp();
 }

@@ -3,7 +3,7 @@
  * CLI dev server, or Temporal's own server on that Postgres, unless TEMPORAL_ADDRESS), control
  * plane, worker, edge and the demo receiver. `npm start` and the tests both run it.
  */
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
 import { freePorts } from "./ports.ts";
 import { embeddedPostgresDir, embeddedPostgresUrl, postmasterPid } from "./postgres.ts";
@@ -104,6 +104,31 @@ export interface Stack {
    */
   serverPids(): Promise<{ postgres: number | null; temporal: number | null }>;
   stop(): Promise<void>;
+}
+
+/** Says why a check could not run, with the last lines of its stack's log. */
+export async function couldNotRun(error: unknown, logFile: string): Promise<void> {
+  console.error(`the check could not run: ${(error as Error).message}`);
+  const log = await readFile(logFile, "utf8").catch(() => "");
+  if (log)
+    console.error(`--- the stack's last lines ---\n${log.split("\n").slice(-40).join("\n")}`);
+}
+
+/** A POST to the stack's control plane as `token` (the checks' setup); its JSON answer. */
+export async function postToControl<T = Record<string, string>>(
+  stack: Pick<Stack, "controlUrl">,
+  token: string,
+  path: string,
+  body: unknown,
+): Promise<T> {
+  const response = await fetch(`${stack.controlUrl}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
+  return JSON.parse(text) as T;
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
