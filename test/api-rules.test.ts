@@ -72,13 +72,8 @@ test("an empty or foreign cursor is refused, and the document states a cursor's 
 
 test("an IP allowlist entry is an address or CIDR, and a notification URL is http(s)", async () => {
   const entry = schemas.CreateEndpointBody?.properties?.ipAllowlist?.items;
-  // Standard formats for addresses; JSON Schema has none for a CIDR, so those are patterns.
-  expect(entry?.anyOf?.map((s) => s.format ?? typeof s.pattern)).toEqual([
-    "ipv4",
-    "ipv6",
-    "string",
-    "string",
-  ]);
+  // An address or a CIDR, v4 or v6, each a pattern (JSON Schema has no CIDR format).
+  expect(entry?.anyOf?.map((s) => typeof s.pattern)).toEqual(Array(4).fill("string"));
   const target = [{ name: "t", targetUrl: "http://127.0.0.1:9/hook" }];
   for (const ipAllowlist of [[""], ["0"], ["10.0.0.0/33"]]) {
     const created = await owner("POST", "/lines/v1/endpoints", {
