@@ -155,14 +155,15 @@ async function postToTarget(
 ): Promise<Sent & { status: RequestStatus | undefined }> {
   const { requestId, target } = call;
   const body = await bodyOf(deps.sql, call);
-  // Signed on the stack's clock (the dev clock's, under tests), as the edge signs streams.
+  // Signed and logged on the stack's clock (the dev clock's, under tests), as the edge signs
+  // streams and stamps requests: the usage chart counts an attempt in its hour by that clock.
   const signedAt = await deps.now();
   const signingKeys = await deps.signingKeysOf(target.id, signedAt);
   const starting = requestLog.startAttempt(deps.sql, {
     opening: call.opening,
     requestId,
     target,
-    startedAt: new Date(),
+    startedAt: signedAt,
   });
   starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
   // An async attempt is in the log before the call, so one lost with its worker shows.
