@@ -60,6 +60,15 @@ test("a name is at most 200 characters as sent, has more than spaces and no cont
   expect(trimmed.body.key).toMatchObject({ name: "spaced" });
 });
 
+test("a long name breaking the rule at its end is refused at once (the rule is linear)", async () => {
+  // Quadratic under a backtracking pattern: 400,000 characters took minutes, past the timeout.
+  const minted = await owner("POST", "/keys", {
+    name: `${"k".repeat(400_000)}\u0000`,
+    mode: "test",
+  });
+  expect(minted.status).toBe(400);
+});
+
 test("an empty or foreign cursor is refused, and the document states a cursor's characters", async () => {
   const cursor = (await api(project.ownerToken, "GET", "/openapi.json")).body as {
     paths: Record<string, { get: { parameters: { name: string; schema: Schema }[] } }>;
