@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import {
   circuitOutcome,
+  circuitOutcomes,
   defaultCircuitBreaker,
   disablesAt,
   holdOf,
@@ -32,4 +33,21 @@ test("a pause holds before the circuit does; a closed circuit holds nothing", ()
 test("an open circuit disables its target after its endpoint's limit", () => {
   expect(disablesAt(1000, defaultCircuitBreaker)).toBe(1000 + 86_400_000);
   expect(disablesAt(0, { ...defaultCircuitBreaker, disableAfterSeconds: 5 })).toBe(5000);
+});
+
+test("a set of outcomes: targets with only successes close together; a target with a failure moves end by end, in target order", () => {
+  const moves = circuitOutcomes([
+    { targetId: "b", outcome: "succeeded" },
+    { targetId: "c", outcome: "failed" },
+    { targetId: "a", outcome: "succeeded" },
+    { targetId: "c", outcome: "succeeded" },
+    { targetId: "b", outcome: "succeeded" },
+    { targetId: "d", outcome: "neutral" },
+    { targetId: "a", outcome: "failed" },
+  ]);
+  expect(moves).toEqual({
+    succeededOnly: ["b"],
+    moving: [2, 6, 1, 3],
+    targets: ["a", "b", "c"],
+  });
 });

@@ -49,6 +49,32 @@ export function circuitOutcome(verdict: Pick<AttemptVerdict, "kind">): CircuitOu
   return verdict.kind === "retry" ? "failed" : "neutral";
 }
 
+/** A set of attempts' circuit outcomes, as a set of ends writes them (store/attempt-log.ts). */
+export interface CircuitMoves {
+  /** Targets whose outcomes in the set are all successes (or neutral), sorted. */
+  succeededOnly: string[];
+  /** The ends at a target with a failure in the set, by index: in target order, then the set's. */
+  moving: number[];
+  /** Every target with an outcome that moves it, sorted: the lock order. */
+  targets: string[];
+}
+
+export function circuitOutcomes(
+  ends: readonly { targetId: string; outcome: CircuitOutcome }[],
+): CircuitMoves {
+  const failing = new Set(ends.filter((e) => e.outcome === "failed").map((e) => e.targetId));
+  const byTarget = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const moving = ends
+    .flatMap((e, i) => (failing.has(e.targetId) && e.outcome !== "neutral" ? [i] : []))
+    .sort((a, b) => byTarget(ends[a]?.targetId ?? "", ends[b]?.targetId ?? "") || a - b);
+  const succeeded = ends.filter((e) => e.outcome === "succeeded").map((e) => e.targetId);
+  return {
+    succeededOnly: [...new Set(succeeded.filter((t) => !failing.has(t)))].sort(byTarget),
+    moving,
+    targets: [...new Set([...succeeded, ...failing])].sort(byTarget),
+  };
+}
+
 /** Why a target's deliveries wait, or null when they may go. */
 export type Hold = "paused" | "circuit_open" | "disabled";
 

@@ -1,5 +1,5 @@
 /**
- * Adaptive batching of async starts (./grouped.ts: group commit, by project). A workflow per
+ * Adaptive batching of async starts (core/grouped.ts: group commit, by project). A workflow per
  * request costs Temporal and the worker about 24 ms of CPU here; a workflow carrying 32 requests
  * about 1.7 ms each (docs/benchmarks.md, Batch probe). So calls of a project that arrive while
  * one of its starts is in flight start together next, in one batch workflow (or their own, when
@@ -10,8 +10,8 @@
  * id, timer or stored body is theirs alone.
  */
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
+import { grouped } from "../core/grouped.ts";
 import type { TraceContext } from "../core/tracing.ts";
-import { grouped } from "./grouped.ts";
 import type { BatchStarter, WorkflowStarter } from "./temporal.ts";
 
 export interface BatchOptions {

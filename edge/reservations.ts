@@ -12,8 +12,8 @@
  * transaction), and so does a call that holds nothing.
  */
 import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
+import { grouped } from "../core/grouped.ts";
 import type { ControlPlane } from "./control.ts";
-import { grouped } from "./grouped.ts";
 
 type Reserve = ControlPlane["reserveDeliveries"];
 

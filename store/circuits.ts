@@ -184,16 +184,7 @@ export async function recordCircuitOutcome(
 ): Promise<"opened" | "recovered" | null> {
   if (outcome === "neutral") return null;
   if (outcome === "succeeded") {
-    const [closed] = await tx<{ wasOpen: boolean }[]>`
-      update target_circuits c set failures = 0, failing_since = null,
-        state = case when c.state = 'open' then 'closed' else c.state end,
-        opened_at = case when c.state = 'open' then null else c.opened_at end
-      from (select state from target_circuits where target_id = ${targetId} for update) before
-      where c.target_id = ${targetId} and (c.failures > 0 or c.state = 'open')
-      returning before.state = 'open' as was_open`;
-    if (!closed?.wasOpen) return null;
-    await recordEvent(tx, targetId, "recovered");
-    return "recovered";
+    return (await recordSuccesses(tx, [targetId])).length > 0 ? "recovered" : null;
   }
   const [endpoint] = await tx<{ breaker: CircuitBreaker | null }[]>`
     select e.circuit_breaker as breaker from targets t join endpoints e on e.id = t.endpoint_id
@@ -213,6 +204,37 @@ export async function recordCircuitOutcome(
     update target_circuits set state = 'open', opened_at = ${now} where target_id = ${targetId}`;
   await recordEvent(tx, targetId, "opened");
   return "opened";
+}
+
+/** Locks the circuit rows of `targetIds` (sorted), so the moves that follow take no other order. */
+export async function lockCircuits(tx: Queryable, targetIds: readonly string[]): Promise<void> {
+  await tx`
+    select 1 from target_circuits where target_id = any(${targetIds}::text[])
+    order by target_id for update`;
+}
+
+/**
+ * Delivered attempts at `targetIds` (sorted): each one's failure run ends and an open circuit
+ * closes, in one statement. Answers the targets whose circuit was open, each with its event.
+ */
+export async function recordSuccesses(
+  tx: Queryable,
+  targetIds: readonly string[],
+): Promise<string[]> {
+  if (targetIds.length === 0) return [];
+  const closed = await tx<{ targetId: string; wasOpen: boolean }[]>`
+    update target_circuits c set failures = 0, failing_since = null,
+      state = case when c.state = 'open' then 'closed' else c.state end,
+      opened_at = case when c.state = 'open' then null else c.opened_at end
+    from (
+      select target_id, state from target_circuits where target_id = any(${targetIds}::text[])
+      order by target_id for update
+    ) before
+    where c.target_id = before.target_id and (c.failures > 0 or c.state = 'open')
+    returning c.target_id, before.state = 'open' as was_open`;
+  const recovered = closed.filter((row) => row.wasOpen);
+  for (const { targetId } of recovered) await recordEvent(tx, targetId, "recovered");
+  return recovered.map((row) => row.targetId);
 }
 
 /** A failed probe, for the circuit's history. */

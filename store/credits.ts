@@ -166,29 +166,68 @@ export async function releaseHolds(
 }
 
 /**
- * Charges a delivery once (a retry finds its charge there already), in place of its hold; nothing
- * for free-tier live traffic. The charge that empties a pool tells the edges. Runs in the caller's
- * transaction, so an attempt's outcome and its charge commit together.
+ * Gives back the holds of deliveries that ended unanswered or were settled: each (request,
+ * target) pair's, in one statement.
  */
-export async function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
-  const credits = deliveryCredits(charge.bytes);
-  const [charged] = await tx<{ projectId: string }[]>`
+export async function releaseDeliveryHolds(
+  q: Queryable,
+  deliveries: readonly Pick<Charge, "requestId" | "targetId">[],
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  await q`
+    delete from credit_holds h
+    using unnest(${deliveries.map((d) => d.requestId)}::text[],
+      ${deliveries.map((d) => d.targetId)}::text[]) as d (request_id, target_id)
+    where h.request_id = d.request_id and h.target_id = d.target_id`;
+}
+
+/** Charges a delivery once, as `chargeDeliveries` charges many. */
+export function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
+  return chargeDeliveries(tx, [charge]);
+}
+
+/**
+ * Charges deliveries once each (a retry finds its charge there already), in place of their
+ * holds; nothing for free-tier live traffic. The charge that empties a pool tells the edges.
+ * Runs in the caller's transaction, so attempts' outcomes and their charges commit together;
+ * pools are locked in (project, pool) order, so two sets of charges never wait in a circle.
+ */
+export async function chargeDeliveries(tx: Transaction, charges: readonly Charge[]): Promise<void> {
+  if (charges.length === 0) return;
+  const charged = await tx<{ projectId: string; pool: KeyMode; credits: string }[]>`
     with released as (
-      delete from credit_holds
-      where request_id = ${charge.requestId} and target_id = ${charge.targetId}
+      delete from credit_holds h
+      using unnest(${charges.map((c) => c.requestId)}::text[],
+        ${charges.map((c) => c.targetId)}::text[]) as c (request_id, target_id)
+      where h.request_id = c.request_id and h.target_id = c.target_id
+    ), ledgered as (
+      insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
+      select p.id, c.pool, -c.credits, 'delivery', c.request_id, c.target_id
+      from unnest(${charges.map((c) => c.project)}::text[], ${charges.map((c) => c.pool)}::text[],
+        ${charges.map((c) => c.requestId)}::text[], ${charges.map((c) => c.targetId)}::text[],
+        ${charges.map((c) => deliveryCredits(c.bytes))}::bigint[])
+        as c (project, pool, request_id, target_id, credits)
+      join projects p on p.slug = c.project
+      where not (p.plan = 'free' and c.pool = 'live')
+      order by p.id, c.pool
+      on conflict (request_id, target_id) do nothing
+      returning project_id, pool, -amount as credits
     )
-    insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
-    select p.id, ${charge.pool}, ${-credits}, 'delivery', ${charge.requestId}, ${charge.targetId}
-    from projects p where p.slug = ${charge.project}
-      and not (p.plan = 'free' and ${charge.pool} = 'live')
-    on conflict (request_id, target_id) do nothing
-    returning project_id`;
-  if (!charged) return;
-  // The insert's trigger (migration 007) moved the pool's balance and holds its row until
-  // commit, so this is the balance after every charge before this one.
-  const [pool] = await tx<{ balance: string }[]>`
-    select balance from credit_pools
-    where project_id = ${charged.projectId} and pool = ${charge.pool}`;
-  const left = Number(pool?.balance ?? 0);
-  if (left <= 0 && left + credits > 0) await recordChange(tx, charged.projectId, "routing");
+    select project_id, pool, sum(credits) as credits from ledgered group by project_id, pool`;
+  if (charged.length === 0) return;
+  // The inserts' trigger (migration 007) moved each pool's balance and holds its row until
+  // commit, so this is the balance after every charge before these.
+  const pools = await tx<{ projectId: string; pool: KeyMode; balance: string }[]>`
+    select project_id, pool, balance from credit_pools
+    where (project_id, pool) in (
+      select * from unnest(${charged.map((c) => c.projectId)}::text[],
+        ${charged.map((c) => c.pool)}::text[]))
+    order by project_id, pool`;
+  for (const pool of pools) {
+    const credits = Number(
+      charged.find((c) => c.projectId === pool.projectId && c.pool === pool.pool)?.credits ?? 0,
+    );
+    const left = Number(pool.balance);
+    if (left <= 0 && left + credits > 0) await recordChange(tx, pool.projectId, "routing");
+  }
 }

@@ -4,17 +4,16 @@ import { classifyStatus } from "../core/delivery.ts";
 import { newId } from "../core/secrets.ts";
 import { defaultWaitingCaps as caps } from "../core/waiting.ts";
 import { stack } from "../test/helpers.ts";
+import { type AttemptEnd, type AttemptStart, endAttempts, startAttempts } from "./attempt-log.ts";
 import { connect } from "./db.ts";
 import {
   cancelRequest,
-  endAttempt,
   failedTargets,
   type LoggedStream,
   openRequest,
   type RequestOpening,
   recordStream,
   settleRequest,
-  startAttempt,
 } from "./request-log.ts";
 import { deliveriesPerHour } from "./request-views.ts";
 
@@ -27,6 +26,13 @@ afterAll(async () => {
 });
 
 const startedAt = new Date();
+
+/** One attempt started, as the worker's group commit starts a set of one. */
+const startAttempt = async (start: AttemptStart) => {
+  const [started] = await startAttempts(sql, [start]);
+  return started ?? { id: "", attempt: 0 };
+};
+const endAttempt = (end: AttemptEnd) => sql.begin((tx) => endAttempts(tx, [end]));
 
 /** A new request of this file's project, as the log opens it. */
 const openingOf = (requestId = newId("req")): RequestOpening => ({
@@ -44,13 +50,14 @@ async function requestWith(targets: Record<string, number | null>): Promise<stri
   const opening = openingOf();
   const { requestId } = opening;
   for (const [target, statusCode] of Object.entries(targets)) {
-    const { id } = await startAttempt(sql, {
+    const { id } = await startAttempt({
       opening,
       requestId,
       target: { id: target, name: target },
       startedAt,
     });
-    await endAttempt(sql, id, {
+    await endAttempt({
+      attemptId: id,
       statusCode,
       latencyMs: 1,
       error: statusCode === null ? "refused" : null,
@@ -107,9 +114,10 @@ test("a 2xx attempt that ends after its request was cancelled still wins", async
   const opening = openingOf();
   const { requestId } = opening;
   const target = { id: "late", name: "late" };
-  const { id } = await startAttempt(sql, { opening, requestId, target, startedAt });
+  const { id } = await startAttempt({ opening, requestId, target, startedAt });
   expect(await cancelRequest(sql, opening, caps)).toBe("cancelled");
-  await endAttempt(sql, id, {
+  await endAttempt({
+    attemptId: id,
     statusCode: 200,
     latencyMs: 1,
     error: null,
@@ -175,4 +183,50 @@ test("beside async targets, a stream logs its attempt and leaves the request's s
     charged: [-2],
     status: "delivering",
   });
+});
+
+test("attempts started and ended as one set: a request of two targets opens once, each delivery is charged once and each request settles from its own attempts", async () => {
+  const [a, b] = [openingOf(), openingOf()];
+  const deliveries = [
+    { opening: a, target: "t1", statusCode: 200 },
+    { opening: a, target: "t2", statusCode: 500 },
+    { opening: b, target: "t1", statusCode: 204 },
+  ];
+  const started = await startAttempts(
+    sql,
+    deliveries.map(({ opening, target }) => ({
+      opening,
+      requestId: opening.requestId,
+      target: { id: target, name: target },
+      startedAt,
+    })),
+  );
+  expect(started.map((s) => s.attempt)).toEqual([1, 1, 1]);
+  const ends = deliveries.map(
+    ({ opening, target, statusCode }, i): AttemptEnd => ({
+      attemptId: started[i]?.id ?? "",
+      statusCode,
+      latencyMs: 1,
+      error: null,
+      charge: { project, pool: "test", requestId: opening.requestId, targetId: target, bytes: 1 },
+      circuit: "neutral",
+      lastTry: false,
+      endedAt: startedAt,
+      finishing: "settled",
+    }),
+  );
+  const ended = await sql.begin((tx) => endAttempts(tx, ends));
+  expect(ended.map((e) => e.status)).toEqual(["partially_failed", "partially_failed", "delivered"]);
+  // The same set again (its commit's answer lost): nothing is charged twice.
+  await sql.begin((tx) => endAttempts(tx, ends));
+  const charges = await sql<{ requestId: string; targetId: string }[]>`
+    select request_id, target_id from credit_ledger
+    where request_id in ${sql([a.requestId, b.requestId])} order by request_id, target_id`;
+  expect(
+    charges.map((c) => `${c.requestId === a.requestId ? "a" : "b"}/${c.targetId}`).sort(),
+  ).toEqual(["a/t1", "a/t2", "b/t1"]);
+  expect([await statusOf(a.requestId), await statusOf(b.requestId)]).toEqual([
+    "partially_failed",
+    "delivered",
+  ]);
 });

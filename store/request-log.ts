@@ -1,17 +1,14 @@
 /**
  * The request log: a row per request and one per attempt at each of its targets. The worker
- * writes it (opens a request, starts and ends attempts, settles the request), the control plane
+ * writes it (opens a request, settles it; its attempts are ./attempt-log.ts's), the control plane
  * writes the streams edges report (`recordStream`) and resets a request it replays; the
  * management API reads it through ./request-views.ts. What "delivered" means in SQL is written
  * once here (`delivered`); store/retention.ts prunes the log.
  */
-import type { CircuitOutcome } from "../core/circuit.ts";
 import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/delivery.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
-import { recordCircuitOutcome } from "./circuits.ts";
-import { type Charge, chargeDelivery, releaseHolds } from "./credits.ts";
+import { chargeDelivery, releaseHolds } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
-import type { Begin } from "./group-commit.ts";
 import { forgetWaiting, type PlanCaps } from "./waiting.ts";
 
 /**
@@ -28,19 +25,34 @@ export type RequestOpening = Omit<DeliveryInput, "targets" | "headers" | "bodyBa
 type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled">;
 
 /**
- * Opens a request in the log. Idempotent: a retried or replayed open leaves the row as it is,
+ * Opens requests in the log. Idempotent: a retried or replayed open leaves the row as it is,
  * except that a scheduled request starts delivering when its time comes, and a cancel ends any.
+ * A statement may not touch a row twice: the openings name distinct requests.
  */
-const insertRequest = (q: Queryable, input: RequestOpening, status: Opening = "delivering") => q`
+export const insertRequests = (
+  q: Queryable,
+  openings: readonly RequestOpening[],
+  status: Opening = "delivering",
+) => q`
   insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
     body_bytes, received_at, not_before, trace_id)
-  select ${input.requestId}, p.id, ${input.line}, ${input.endpoint}, ${input.keyMode},
-    ${status}, ${input.bodyBytes}, ${input.receivedAt}, ${input.notBefore ?? null},
-    ${input.traceId ?? null}
-  from projects p where p.slug = ${input.project}
+  select o.id, p.id, o.line_key, o.endpoint_path, o.key_mode, ${status}, o.body_bytes,
+    o.received_at, o.not_before, o.trace_id
+  from unnest(${openings.map((o) => o.requestId)}::text[], ${openings.map((o) => o.project)}::text[],
+    ${openings.map((o) => o.line)}::text[], ${openings.map((o) => o.endpoint)}::text[],
+    ${openings.map((o) => o.keyMode)}::text[], ${openings.map((o) => o.bodyBytes)}::int[],
+    ${openings.map((o) => o.receivedAt)}::timestamptz[],
+    ${openings.map((o) => o.notBefore ?? null)}::timestamptz[],
+    ${openings.map((o) => o.traceId ?? null)}::text[])
+    as o (id, project, line_key, endpoint_path, key_mode, body_bytes, received_at, not_before,
+      trace_id)
+  join projects p on p.slug = o.project
   on conflict (id) do update set status = excluded.status, updated_at = now()
   where excluded.status = 'cancelled'
     or (requests.status = 'scheduled' and excluded.status = 'delivering')`;
+
+const insertRequest = (q: Queryable, input: RequestOpening, status?: Opening) =>
+  insertRequests(q, [input], status);
 
 /** Opens a request: delivering, or (a delayed one) scheduled until its time. */
 export async function openRequest(
@@ -85,132 +97,36 @@ export async function settleRequest(
   targetIds: readonly string[],
 ): Promise<RequestStatus> {
   await releaseHolds(q, requestId, targetIds);
-  return (await settle(q, requestId, q``)) ?? "failed";
+  return (await settleStatuses(q, [requestId])).get(requestId) ?? "failed";
 }
 
-/** `settleRequest`'s status update, narrowed by `only` (a condition on the request `r`, or none). */
-async function settle(
+/**
+ * `settleRequest`'s status update for many requests, narrowed by `only` (a condition on the
+ * request `r`, or none); answers the statuses set, by request id.
+ */
+export async function settleStatuses(
   q: Queryable,
-  requestId: string,
-  only: ReturnType<Sql>,
-): Promise<RequestStatus | undefined> {
-  const [row] = await q<{ status: RequestStatus }[]>`
+  requestIds: readonly string[],
+  only: ReturnType<Sql> = q``,
+): Promise<Map<string, RequestStatus>> {
+  if (requestIds.length === 0) return new Map();
+  const rows = await q<{ id: string; status: RequestStatus }[]>`
     update requests r set status = s.status, updated_at = now()
     from (
-      select case
+      select request_id, case
         when bool_and(delivered) then 'delivered'
         when bool_or(delivered) then 'partially_failed'
         else 'failed' end as status
       from (
-        select target_id, bool_or(${delivered(q)}) as delivered
-        from attempts where request_id = ${requestId} group by target_id
+        select request_id, target_id, bool_or(${delivered(q)}) as delivered
+        from attempts where request_id = any(${[...new Set(requestIds)]}::text[])
+        group by request_id, target_id
       ) per_target
+      group by request_id
     ) s
-    where r.id = ${requestId} ${only}
-    returning r.status`;
-  return row?.status;
-}
-
-/**
- * Logs an attempt as it starts, so one lost with its worker still shows; an earlier attempt
- * at the same target that never ended is marked lost now. Attempts are numbered by the log,
- * so a lost one, a replay's or a reset's counts on from the ones before it. A request's first
- * attempt opens the request in the same statement (one commit, not two).
- */
-export async function startAttempt(
-  sql: Sql,
-  a: {
-    opening?: RequestOpening | undefined;
-    requestId: string;
-    target: Pick<DeliveryTarget, "id" | "name">;
-    startedAt: Date;
-  },
-): Promise<{ id: string; attempt: number }> {
-  const opened = a.opening ? sql`opened as (${insertRequest(sql, a.opening)}),` : sql``;
-  const [row] = await sql<{ id: string; attempt: number }[]>`
-    with ${opened} lost as (
-      update attempts
-      set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
-      where request_id = ${a.requestId} and target_id = ${a.target.id} and latency_ms is null
-    )
-    insert into attempts (request_id, target_id, target_name, attempt, started_at)
-    select ${a.requestId}, ${a.target.id}, ${a.target.name}, coalesce(max(attempt), 0) + 1,
-      ${a.startedAt}
-    from attempts where request_id = ${a.requestId} and target_id = ${a.target.id}
-    returning id, attempt`;
-  return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
-}
-
-/** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
-export type Finishing = RequestStatus | "settled";
-
-export interface AttemptEnd {
-  statusCode: number | null;
-  latencyMs: number;
-  error: string | null;
-  /**
-   * Charged when the target answered (once per delivery: a retry finds its charge there), in
-   * place of the delivery's credit hold; the hold goes back when the delivery ends unanswered.
-   */
-  charge: Charge;
-  /** No attempt follows this one (a sync call's): its delivery ends with it. */
-  lastTry: boolean;
-  /** How the attempt moves its target's circuit (async deliveries only). */
-  circuit: CircuitOutcome;
-  endedAt: Date;
-}
-
-/** What an attempt's end changed beyond itself. */
-export interface AttemptEnded {
-  /** The request's status, when this attempt set it. */
-  status: RequestStatus | undefined;
-  /** The target's circuit, when this attempt opened or closed it. */
-  circuit: "opened" | "recovered" | null;
-}
-
-/**
- * An attempt's outcome, charged when the target answered, its target's circuit moved, and the
- * request's final status when the caller knows it (`finishing`; "settled": from its attempts,
- * this one included): one transaction, one commit.
- */
-export async function endAttempt(
-  sql: Sql,
-  attemptId: string,
-  end: AttemptEnd,
-  finishing?: Finishing,
-  /** Its transaction: its own, or one it shares with others (./group-commit.ts). */
-  begin: Begin = (work) => sql.begin(work) as Promise<never>,
-): Promise<AttemptEnded> {
-  const record = (q: Queryable) => q`
-    update attempts set status_code = ${end.statusCode}, latency_ms = ${end.latencyMs},
-      error = ${end.error}
-    where id = ${attemptId}`;
-  if (end.statusCode === null && !finishing && !end.lastTry && end.circuit === "neutral") {
-    await record(sql);
-    return { status: undefined, circuit: null };
-  }
-  const { requestId, targetId } = end.charge;
-  return begin(async (tx) => {
-    await record(tx);
-    // The circuit before the charge: a charge that empties its pool records a change, which
-    // must be the transaction's last lock taken (store/changes.ts).
-    const circuit = await recordCircuitOutcome(tx, targetId, end.circuit, end.endedAt);
-    if (end.statusCode !== null) await chargeDelivery(tx, end.charge);
-    else if (end.lastTry) await releaseHolds(tx, requestId, [targetId]);
-    if (finishing === "settled") {
-      return { status: await settleRequest(tx, requestId, [targetId]), circuit };
-    }
-    // A 2xx landing after its request was cancelled (a stray attempt) still wins.
-    if (!finishing && answeredStatus(end.statusCode) === "delivered") {
-      await settle(tx, requestId, tx`and r.status = 'cancelled'`);
-    }
-    if (finishing) {
-      await tx`
-        update requests set status = ${finishing}, updated_at = now()
-        where id = ${requestId}`;
-    }
-    return { status: finishing, circuit };
-  });
+    where r.id = s.request_id ${only}
+    returning r.id, r.status`;
+  return new Map(rows.map((row) => [row.id, row.status]));
 }
 
 /** A finished stream as the log keeps it: of its target, only which one it was. */

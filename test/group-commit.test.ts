@@ -1,8 +1,9 @@
 /**
- * Group commit (store/group-commit.ts): works that arrive while one commits share the next
- * commit; one that fails is rolled back alone; each caller is answered after its commit.
+ * Group commit (store/group-commit.ts): items that arrive while one set commits are written as
+ * the next set; one that fails is rolled back alone; each caller is answered after its commit.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
+import type { Transaction } from "../store/db.ts";
 import { connect } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import { stack } from "./helpers.ts";
@@ -18,24 +19,40 @@ afterAll(async () => {
   await sql.end();
 });
 
-test("works arriving together share commits, a failing one alone is rolled back, each is answered", async () => {
-  const begin = groupCommit(sql);
-  const outcomes = await Promise.allSettled(
-    Array.from({ length: 20 }, (_, n) =>
-      begin(async (tx) => {
-        // Work 7 fails after writing: its row must not be there.
-        await tx`insert into ${sql(table)} values (${n}, txid_current())`;
-        if (n === 7) throw new Error("work 7 fails");
-        return n;
-      }),
-    ),
-  );
-  expect(outcomes.filter((o) => o.status === "rejected")).toHaveLength(1);
-  expect(outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []))).toHaveLength(19);
-  const rows = await sql<{ n: number; txid: string }[]>`select n, txid from ${sql(table)}`;
-  expect(rows.map((r) => r.n).sort((a, b) => a - b)).toEqual(
-    Array.from({ length: 20 }, (_, n) => n).filter((n) => n !== 7),
-  );
-  // The first went alone; the rest, arrived while it committed, shared the next commit.
-  expect(new Set(rows.map((r) => r.txid)).size).toBe(2);
+/** Writes items as one set, each row stamped with its transaction; 7 and up to 1,000 never write. */
+const writeSet = (calls: number[][]) => async (tx: Transaction, items: number[]) => {
+  calls.push(items);
+  if (items.includes(7)) throw new Error("item 7 fails");
+  await tx`insert into ${sql(table)} select n, txid_current() from unnest(${items}::int[]) as n`;
+  return items.map((n) => n * 10);
+};
+
+const rowsFrom = async (from: number) =>
+  sql<{ n: number; txid: string }[]>`
+    select n, txid from ${sql(table)} where n >= ${from} and n < ${from + 100} order by n`;
+
+test("items arriving together are written as one set in one commit, each answered", async () => {
+  const calls: number[][] = [];
+  const write = groupCommit(sql, writeSet(calls));
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => write(100 + i)));
+  expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => (100 + i) * 10));
+  // The first went alone; the rest, arrived while it committed, were the next set.
+  expect(calls.map((items) => items.length)).toEqual([1, 19]);
+  expect(new Set((await rowsFrom(100)).map((r) => r.txid)).size).toBe(2);
+});
+
+test("a set that fails is written again item by item: the bad item fails alone, the others commit", async () => {
+  const calls: number[][] = [];
+  const write = groupCommit(sql, writeSet(calls));
+  const items = [200, 201, 7, 202, 203];
+  const outcomes = await Promise.allSettled(items.map((n) => write(n)));
+  expect(outcomes.map((o) => o.status)).toEqual([
+    "fulfilled",
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+    "fulfilled",
+  ]);
+  expect((await rowsFrom(200)).map((r) => r.n)).toEqual([200, 201, 202, 203]);
+  expect(calls).toEqual([[200], [201, 7, 202, 203], [201], [7], [202], [203]]);
 });

@@ -10,6 +10,7 @@ import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
+import { endAttempts, startAttempts } from "../store/attempt-log.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
@@ -32,8 +33,9 @@ export function createActivities(deps: ActivityDeps) {
     ...deps,
     signingKeysOf: signingKeys(sql, sealingKey),
     holdOf: (targetId) => circuits.targetHold(sql, targetId),
-    // Attempts ending together (a batch's, a busy worker's) share one commit.
-    begin: groupCommit(sql),
+    // Attempts starting or ending together (a batch's, a busy worker's) share one commit.
+    startAttempt: groupCommit(sql, startAttempts),
+    endAttempt: groupCommit(sql, endAttempts),
   };
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>

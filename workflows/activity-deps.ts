@@ -8,8 +8,13 @@ import type { Backoff } from "../core/delivery.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import type {
+  AttemptEnd,
+  AttemptEnded,
+  AttemptStart,
+  StartedAttempt,
+} from "../store/attempt-log.ts";
 import type { Sql } from "../store/db.ts";
-import type { Begin } from "../store/group-commit.ts";
 import type { PlanCaps } from "../store/waiting.ts";
 import type { AttemptOutcome } from "./observability.ts";
 
@@ -74,6 +79,10 @@ export interface AttemptDeps
   signingKeysOf: (targetId: string, at: Date) => Promise<SigningKey[]>;
   /** Whether a target's deliveries wait (an open circuit, a pause), and why. */
   holdOf: (targetId: string) => Promise<Hold | null>;
-  /** The transaction an attempt's end is written in (store/group-commit.ts). */
-  begin: Begin;
+  /**
+   * Logs an attempt's start, and its end: each with the others made at once, as one set in one
+   * commit (store/group-commit.ts).
+   */
+  startAttempt: (start: AttemptStart) => Promise<StartedAttempt>;
+  endAttempt: (end: AttemptEnd) => Promise<AttemptEnded>;
 }

@@ -27,6 +27,7 @@ import {
 } from "../core/target-call.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { activeTrace } from "../core/tracing.ts";
+import type { AttemptEnded, Finishing } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
@@ -141,7 +142,7 @@ interface Attempt extends DeliverInput {
    */
   sync?: boolean;
   /** The request's status after this attempt, when it ends the request. */
-  finishing?: (sent: Sent) => requestLog.Finishing | undefined;
+  finishing?: (sent: Sent) => Finishing | undefined;
 }
 
 /**
@@ -159,7 +160,7 @@ async function postToTarget(
   // streams and stamps requests: the usage chart counts an attempt in its hour by that clock.
   const signedAt = await deps.now();
   const signingKeys = await deps.signingKeysOf(target.id, signedAt);
-  const starting = requestLog.startAttempt(deps.sql, {
+  const starting = deps.startAttempt({
     opening: call.opening,
     requestId,
     target,
@@ -187,25 +188,21 @@ async function postToTarget(
     call.sync === true,
   );
   const sent: Sent = { attempt, ...called };
-  const ended = await endAttempt(
-    deps,
-    (await starting).id,
-    {
-      requestId,
-      project: call.project,
-      keyMode: call.keyMode,
-      target,
-      attempt,
-      statusCode: sent.answer?.status ?? null,
-      latencyMs: Math.round(performance.now() - started),
-      error: sent.failure?.message ?? null,
-      billedBytes: body.byteLength,
-      // A sync call answers its caller: its target's failures are the caller's to see.
-      circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
-      lastTry: call.sync === true,
-    },
-    call.finishing?.(sent),
-  );
+  const ended = await endAttempt(deps, (await starting).id, {
+    requestId,
+    project: call.project,
+    keyMode: call.keyMode,
+    target,
+    attempt,
+    statusCode: sent.answer?.status ?? null,
+    latencyMs: Math.round(performance.now() - started),
+    error: sent.failure?.message ?? null,
+    billedBytes: body.byteLength,
+    // A sync call answers its caller: its target's failures are the caller's to see.
+    circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
+    lastTry: call.sync === true,
+    finishing: call.finishing?.(sent),
+  });
   if (ended.circuit) {
     deps.observeCircuit(target.id, ended.circuit);
     if (ended.circuit === "opened") await deps.ensureCircuit(target.id);
@@ -245,7 +242,7 @@ async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBu
 
 /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
 function endAttempt(
-  deps: Pick<AttemptDeps, "sql" | "observeAttempt" | "begin">,
+  deps: Pick<AttemptDeps, "observeAttempt" | "endAttempt">,
   attemptId: string,
   a: {
     requestId: string;
@@ -259,9 +256,9 @@ function endAttempt(
     billedBytes: number;
     circuit: CircuitOutcome;
     lastTry: boolean;
+    finishing: Finishing | undefined;
   },
-  finishing?: requestLog.Finishing,
-): Promise<requestLog.AttemptEnded> {
+): Promise<AttemptEnded> {
   deps.observeAttempt({
     requestId: a.requestId,
     target: a.target.name,
@@ -278,14 +275,18 @@ function endAttempt(
     targetId: a.target.id,
     bytes: a.billedBytes,
   };
-  const { statusCode, latencyMs, error, circuit, lastTry } = a;
-  return requestLog.endAttempt(
-    deps.sql,
+  const { statusCode, latencyMs, error, circuit, lastTry, finishing } = a;
+  return deps.endAttempt({
     attemptId,
-    { statusCode, latencyMs, error, charge, circuit, lastTry, endedAt: new Date() },
+    statusCode,
+    latencyMs,
+    error,
+    charge,
+    circuit,
+    lastTry,
     finishing,
-    deps.begin,
-  );
+    endedAt: new Date(),
+  });
 }
 
 /** The verdict on an attempt at an async target. */

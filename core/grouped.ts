@@ -1,6 +1,7 @@
 /**
  * Group commit, by key: what the edge does for a busy project's calls, so that many share one
- * trip (a workflow start, a credit reservation). A call that finds a run of its key in flight
+ * trip (a workflow start, a credit reservation), and the worker for attempts starting and ending
+ * together, so that many share one statement. A call that finds a run of its key in flight
  * waits for that run to be answered, gathering with the calls that arrive meanwhile, and they
  * run together next; a group that is full runs at once. A call that finds nothing in flight runs
  * at once, alone: at low load nothing waits, and under load a group's size follows the load.

@@ -1,0 +1,182 @@
+/**
+ * Attempts as the log keeps them: started before the call (so one lost with its worker shows),
+ * ended with its outcome, its charge, its target's circuit and, when it ends its request, the
+ * request's status. Written as sets: the attempts a worker starts or ends together (a batch's,
+ * a busy worker's) are one statement per kind of write, not one per attempt, since on this kind
+ * of machine a round trip costs more than the work it carries (docs/benchmarks.md).
+ */
+import { type CircuitOutcome, circuitOutcomes } from "../core/circuit.ts";
+import { answeredStatus } from "../core/delivery.ts";
+import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
+import { lockCircuits, recordCircuitOutcome, recordSuccesses } from "./circuits.ts";
+import { type Charge, chargeDeliveries, releaseDeliveryHolds } from "./credits.ts";
+import type { Queryable, Transaction } from "./db.ts";
+import { insertRequests, type RequestOpening, settleStatuses } from "./request-log.ts";
+
+export interface AttemptStart {
+  /** A request's first attempt opens the request in the same statement (one commit, not two). */
+  opening?: RequestOpening | undefined;
+  requestId: string;
+  target: Pick<DeliveryTarget, "id" | "name">;
+  startedAt: Date;
+}
+
+export interface StartedAttempt {
+  id: string;
+  attempt: number;
+}
+
+/**
+ * Logs attempts as they start; an earlier attempt at the same target that never ended is marked
+ * lost now. Attempts are numbered by the log, so a lost one, a replay's or a reset's counts on
+ * from the ones before it. Answers each start's row, in order.
+ */
+export async function startAttempts(
+  q: Queryable,
+  starts: readonly AttemptStart[],
+): Promise<StartedAttempt[]> {
+  // A request of two targets opens once: a statement may not touch one row twice.
+  const openings = [
+    ...new Map(starts.flatMap((s) => (s.opening ? [[s.requestId, s.opening]] : []))).values(),
+  ];
+  const opened = openings.length > 0 ? q`opened as (${insertRequests(q, openings)}),` : q``;
+  const rows = await q<{ id: string; requestId: string; targetId: string; attempt: number }[]>`
+    with ${opened} started as (
+      select * from unnest(${starts.map((s) => s.requestId)}::text[],
+        ${starts.map((s) => s.target.id)}::text[], ${starts.map((s) => s.target.name)}::text[],
+        ${starts.map((s) => s.startedAt.toISOString())}::timestamptz[])
+        as s (request_id, target_id, target_name, started_at)
+    ), lost as (
+      update attempts a
+      set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
+      from started s
+      where a.request_id = s.request_id and a.target_id = s.target_id and a.latency_ms is null
+    )
+    insert into attempts (request_id, target_id, target_name, attempt, started_at)
+    select s.request_id, s.target_id, s.target_name,
+      coalesce((select max(a.attempt) from attempts a
+        where a.request_id = s.request_id and a.target_id = s.target_id), 0) + 1,
+      s.started_at
+    from started s
+    returning id, request_id, target_id, attempt`;
+  const byDelivery = new Map(rows.map((row) => [`${row.requestId}/${row.targetId}`, row]));
+  return starts.map((s) => {
+    const row = byDelivery.get(`${s.requestId}/${s.target.id}`);
+    return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
+  });
+}
+
+/** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
+export type Finishing = RequestStatus | "settled";
+
+export interface AttemptEnd {
+  attemptId: string;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  /**
+   * Charged when the target answered (once per delivery: a retry finds its charge there), in
+   * place of the delivery's credit hold; the hold goes back when the delivery ends unanswered.
+   */
+  charge: Charge;
+  /** No attempt follows this one (a sync call's): its delivery ends with it. */
+  lastTry: boolean;
+  /** How the attempt moves its target's circuit (async deliveries only). */
+  circuit: CircuitOutcome;
+  endedAt: Date;
+  /** The request's final status, when the caller knows it ("settled": from its attempts). */
+  finishing?: Finishing | undefined;
+}
+
+/** What an attempt's end changed beyond itself. */
+export interface AttemptEnded {
+  /** The request's status, when this attempt set it. */
+  status: RequestStatus | undefined;
+  /** The target's circuit, when this attempt opened or closed it. */
+  circuit: "opened" | "recovered" | null;
+}
+
+/**
+ * Attempts' outcomes, in the caller's transaction: recorded, charged when the target answered,
+ * their targets' circuits moved, and their requests' statuses set when the caller knows them.
+ * Targets' circuits and then credit pools are locked in sorted order, so two workers ending
+ * attempts of the same projects at once do not wait on each other in a circle there.
+ */
+export async function endAttempts(
+  tx: Transaction,
+  ends: readonly AttemptEnd[],
+): Promise<AttemptEnded[]> {
+  await tx`
+    update attempts a set status_code = e.status_code, latency_ms = e.latency_ms, error = e.error
+    from unnest(${ends.map((e) => e.attemptId)}::bigint[],
+      ${ends.map((e) => e.statusCode)}::int[], ${ends.map((e) => e.latencyMs)}::int[],
+      ${ends.map((e) => e.error)}::text[]) as e (id, status_code, latency_ms, error)
+    where a.id = e.id`;
+  // The circuits before the charges: a charge that empties its pool records a change, which
+  // must be the transaction's last lock taken (store/changes.ts).
+  const circuits = await moveCircuits(tx, ends);
+  await chargeDeliveries(
+    tx,
+    ends.filter((e) => e.statusCode !== null).map((e) => e.charge),
+  );
+  const settled = ends.filter((e) => e.finishing === "settled");
+  await releaseDeliveryHolds(
+    tx,
+    ends
+      .filter((e) => e.finishing === "settled" || (e.statusCode === null && e.lastTry))
+      .map((e) => e.charge),
+  );
+  const statuses = await settleStatuses(
+    tx,
+    settled.map((e) => e.charge.requestId),
+  );
+  // A 2xx landing after its request was cancelled (a stray attempt) still wins.
+  const stray = ends.filter((e) => !e.finishing && answeredStatus(e.statusCode) === "delivered");
+  await settleStatuses(
+    tx,
+    stray.map((e) => e.charge.requestId),
+    tx`and r.status = 'cancelled'`,
+  );
+  const told = ends.filter((e) => e.finishing && e.finishing !== "settled");
+  if (told.length > 0) {
+    await tx`
+      update requests r set status = t.status, updated_at = now()
+      from unnest(${told.map((e) => e.charge.requestId)}::text[],
+        ${told.map((e) => e.finishing as string)}::text[]) as t (id, status)
+      where r.id = t.id`;
+  }
+  return ends.map((e, i) => ({
+    status:
+      e.finishing === "settled"
+        ? (statuses.get(e.charge.requestId) ?? "failed")
+        : (e.finishing as RequestStatus | undefined),
+    circuit: circuits[i] ?? null,
+  }));
+}
+
+/**
+ * Each end's move of its target's circuit: the targets with only successes in the set are closed
+ * in one statement, a target with a failure moves end by end (the rare case: its rows are locked
+ * first, all in target order).
+ */
+async function moveCircuits(
+  tx: Transaction,
+  ends: readonly AttemptEnd[],
+): Promise<("opened" | "recovered" | null)[]> {
+  const { succeededOnly, moving, targets } = circuitOutcomes(
+    ends.map((e) => ({ targetId: e.charge.targetId, outcome: e.circuit })),
+  );
+  if (moving.length > 0) await lockCircuits(tx, targets);
+  const recovered = await recordSuccesses(tx, succeededOnly);
+  const moved: ("opened" | "recovered" | null)[] = ends.map(() => null);
+  for (const i of moving) {
+    const end = ends[i] as AttemptEnd;
+    moved[i] = await recordCircuitOutcome(tx, end.charge.targetId, end.circuit, end.endedAt);
+  }
+  // A recovery is told once, by the first of its target's ends.
+  for (const targetId of recovered) {
+    const i = ends.findIndex((e) => e.charge.targetId === targetId);
+    if (i >= 0) moved[i] = "recovered";
+  }
+  return moved;
+}
