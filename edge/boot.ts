@@ -11,7 +11,7 @@ import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
 import { startTracing } from "../core/telemetry.ts";
 import { createEdge, type EdgeHandler } from "./app.ts";
-import { withBatching } from "./batcher.ts";
+import { batcher } from "./batcher.ts";
 import { type EdgeConfig, loadEdgeConfig } from "./config.ts";
 import { connectControlPlane, watchdog } from "./control.ts";
 import type { EdgeDeps } from "./deps.ts";
@@ -20,7 +20,7 @@ import { RateShares } from "./rate-shares.ts";
 import { groupedReservations } from "./reservations.ts";
 import { EdgeState } from "./state.ts";
 import { streamRecorder } from "./stream-records.ts";
-import { temporalHttpStarter } from "./temporal.ts";
+import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
 import { taskQueueHealth } from "./workers.ts";
 
 export interface Runtime {
@@ -91,10 +91,23 @@ export async function bootEdge(
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
   });
-  const temporal = withBatching(temporalStarts, {
-    maxItems: config.RELAY_BATCH_MAX_ITEMS,
-    onStarted: telemetry.asyncStarted,
-  });
+  const batch =
+    config.RELAY_BATCH_MAX_ITEMS > 1
+      ? batcher(temporalStarts, control, {
+          maxItems: config.RELAY_BATCH_MAX_ITEMS,
+          onStarted: telemetry.asyncStarted,
+          logError: telemetry.logError,
+        })
+      : undefined;
+  // A call of its own is a workflow of one request (the metric batches are counted against).
+  const temporal: WorkflowStarter = {
+    ...temporalStarts,
+    startDelivery: (input, trace, bodyTag) =>
+      temporalStarts.startDelivery(input, trace, bodyTag).then((status) => {
+        telemetry.asyncStarted(1);
+        return status;
+      }),
+  };
   const relay = createEdge({
     state,
     edgeDomain: config.RELAY_EDGE_DOMAIN,
@@ -115,6 +128,7 @@ export async function bootEdge(
     releaseDeliveries: (project, requestId, targetIds) =>
       control.releaseDeliveries(project, requestId, targetIds),
     temporal,
+    ...(batch && { batch }),
     recordStream: streamRecorder({
       send: (record) => control.recordStream(record),
       logError: telemetry.logError,

@@ -7,6 +7,7 @@ import type { StreamRecord } from "../core/delivery.ts";
 import type { Cidr } from "../core/ip.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import type { Batch } from "./batcher.ts";
 import type { ControlPlane } from "./control.ts";
 import type { RateShares } from "./rate-shares.ts";
 import type { EdgeState } from "./state.ts";
@@ -21,6 +22,11 @@ export interface EdgeDeps {
   /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hmac?: Hmac;
   temporal: WorkflowStarter;
+  /**
+   * Reserves and starts an immediate async call with its project's others of the moment
+   * (./batcher.ts); absent when batching is off (RELAY_BATCH_MAX_ITEMS=1): each goes alone.
+   */
+  batch?: Batch;
   /** Takes a finished stream to be logged and billed (./stream-records.ts); never throws. */
   recordStream: (record: StreamRecord) => void;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */

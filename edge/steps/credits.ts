@@ -1,5 +1,11 @@
-import { deliveryHolds, isMetered } from "../../core/billing.ts";
+import {
+  type CallReservation,
+  deliveryHolds,
+  isMetered,
+  type ReservationRefusal,
+} from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
+import type { KeyMode } from "../../core/model.ts";
 import { waitingCapMessage } from "../../core/waiting.ts";
 import type { EdgeDeps } from "../deps.ts";
 import type { Received, Step } from "../pipeline.ts";
@@ -40,31 +46,18 @@ export async function reserveCall(
   call: Received,
   requestId: string,
 ): Promise<Reserved> {
-  const pool = call.key.mode;
-  const holds = isMetered(call.projectState.plan, pool)
-    ? deliveryHolds(call.endpoint.targets, call.body.byteLength)
-    : [];
-  if (holds.length === 0 && !call.notBefore) return nothingReserved;
-  const { project, notBefore } = call;
-  const refusal = await deps
-    .reserveDeliveries({ project, pool, requestId, holds, notBefore })
-    .catch((err: unknown) => {
-      // An edge cut off from the control plane serves from its cache for its lease (its pools'
-      // and held deliveries' flags, checked above): the call goes on without a reservation, so
-      // a pool may overdraw by what such edges accept meanwhile (docs/api.md "Credits").
-      deps.logError({ err, requestId }, "no reservation: the control plane did not answer");
-      return "unreserved" as const;
-    });
+  const reservation = reservationOf(call, requestId);
+  if (reservation.holds.length === 0 && !call.notBefore) return nothingReserved;
+  const { project, pool } = reservation;
+  const refusal = await deps.reserveDeliveries(reservation).catch((err: unknown) => {
+    // An edge cut off from the control plane serves from its cache for its lease (its pools'
+    // and held deliveries' flags, checked above): the call goes on without a reservation, so
+    // a pool may overdraw by what such edges accept meanwhile (docs/api.md "Credits").
+    deps.logError({ err, requestId }, "no reservation: the control plane did not answer");
+    return "unreserved" as const;
+  });
   if (refusal === "unreserved") return nothingReserved;
-  if (refusal?.code === "insufficient_credits") {
-    throw new RelayError(
-      "insufficient_credits",
-      `the ${pool} credit pool has too few credits left for this call's deliveries`,
-    );
-  }
-  if (refusal?.code === "limit_exceeded") {
-    throw new RelayError("limit_exceeded", waitingCapMessage(refusal.cap));
-  }
+  if (refusal) throw refusalError(pool, refusal);
   return {
     release(targetIds) {
       if (targetIds.length === 0) return;
@@ -74,4 +67,24 @@ export async function reserveCall(
       });
     },
   };
+}
+
+/** What a call holds: its deliveries' credits from a metered pool, a delayed call's place. */
+export function reservationOf(call: Received, requestId: string): CallReservation {
+  const pool = call.key.mode;
+  const holds = isMetered(call.projectState.plan, pool)
+    ? deliveryHolds(call.endpoint.targets, call.body.byteLength)
+    : [];
+  return { project: call.project, pool, requestId, holds, notBefore: call.notBefore };
+}
+
+/** A reservation's refusal, as the caller is told it (402, or 409 past the waiting cap). */
+export function refusalError(pool: KeyMode, refusal: ReservationRefusal): RelayError {
+  if (refusal.code === "insufficient_credits") {
+    return new RelayError(
+      "insufficient_credits",
+      `the ${pool} credit pool has too few credits left for this call's deliveries`,
+    );
+  }
+  return new RelayError("limit_exceeded", waitingCapMessage(refusal.cap));
 }

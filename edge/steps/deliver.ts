@@ -10,10 +10,11 @@ import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent } from "../../core/idempotency.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
+import { type Batch, joinsBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
-import { reserveCall } from "./credits.ts";
+import { refusalError, reservationOf, reserveCall } from "./credits.ts";
 
 /**
  * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
@@ -24,6 +25,8 @@ import { reserveCall } from "./credits.ts";
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
     const requestId = await requestIdOf(deps, call);
+    const batched = deps.batch && batchedInput(deps, call, requestId.id);
+    if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
     const reserved = await reserveCall(deps, call, requestId.id);
     // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
     const pending = new Set(call.endpoint.targets.map((t) => t.id));
@@ -37,6 +40,28 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       throw error;
     }
   };
+}
+
+/** The call's input when it may share a batch (../batcher.ts): immediate, to async targets only. */
+function batchedInput(deps: EdgeDeps, call: Received, requestId: string): DeliveryInput | null {
+  const { targets } = call.endpoint;
+  const queuedOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
+  if (!queuedOnly || !bodyTravelsInline(call.body.byteLength, targets.length)) return null;
+  const input = deliveryInput(deps, call, requestId, undefined);
+  return joinsBatch(input, call.idempotencyKey !== null) ? { ...input, targets } : null;
+}
+
+/** Reserved and started with the project's calls of the moment; 202 once its start is durable. */
+async function queueInBatch(batch: Batch, call: Received, input: DeliveryInput): Promise<Response> {
+  const { requestId } = input;
+  call.responseHeaders.set("x-relay-request-id", requestId);
+  const answer = await batch({
+    input,
+    trace: call.trace,
+    reservation: reservationOf(call, requestId),
+  });
+  if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
+  return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
 }
 
 /** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
