@@ -31,6 +31,8 @@ export interface DeliveryInput {
   notBefore?: string;
   /** The W3C trace the call's spans belong to, when the edge traces (the request log keeps it). */
   traceId?: string;
+  /** The caller's Idempotency-Key, when it sent one (the request log keeps it, to find by). */
+  idempotencyKey?: string;
   targets: DeliveryTarget[];
 }
 
@@ -232,6 +234,9 @@ export type SyncOutcome =
   | { kind: "too_large" }
   /** Not called: the project had its share of the worker's sync calls in flight. */
   | { kind: "busy" };
+
+/** How much of a target's answer body the request log keeps per attempt. */
+export const LOGGED_ANSWER_BYTES = 64 * 1024;
 
 /** A sync answer travels through Temporal's history, which refuses payloads past 2 MB. */
 export const MAX_SYNC_ANSWER_BYTES = 1024 * 1024;

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { readCapped, TOO_LARGE } from "./read-capped.ts";
+import { readCapped, readFirst, TOO_LARGE } from "./read-capped.ts";
 
 /** A stream of `chunks`, then closed (or left open: a sender that stalls); records a cancel. */
 function streamed(chunks: string[], thenStall = false) {
@@ -105,4 +105,14 @@ test("an async iterable that fails rejects with its error", async () => {
     throw new Error("reset");
   }
   await expect(readCapped(failing(), 8)).rejects.toThrow("reset");
+});
+
+test("the first bytes of a body: all of a short one; of a long one, the limit's worth, marked truncated and the rest unread", async () => {
+  const short = await readFirst(streamed(["12", "345"]).stream, 8);
+  expect([text(short.bytes), short.truncated]).toEqual(["12345", false]);
+  const { stream, seen } = streamed(["12345", "6789", "never read"]);
+  const long = await readFirst(stream, 8);
+  expect([text(long.bytes), long.truncated]).toEqual(["12345678", true]);
+  expect(seen.cancelled).toBe(true);
+  expect(seen.pulled).toBe(2);
 });

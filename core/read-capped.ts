@@ -21,7 +21,20 @@ export async function readCapped(
   limit: number,
   signal?: AbortSignal,
 ): Promise<Uint8Array<ArrayBuffer> | typeof TOO_LARGE> {
-  if (!body) return new Uint8Array();
+  const read = await readFirst(body, limit, signal);
+  return read.truncated ? TOO_LARGE : read.bytes;
+}
+
+/**
+ * The body's first `limit` bytes, and whether there was more (then the rest is left unread and
+ * the body cancelled); an abort of `signal` or a failing body rejects, as `readCapped`.
+ */
+export async function readFirst(
+  body: Chunks | null,
+  limit: number,
+  signal?: AbortSignal,
+): Promise<{ bytes: Uint8Array<ArrayBuffer>; truncated: boolean }> {
+  if (!body) return { bytes: new Uint8Array(), truncated: false };
   const reader = chunkReader(body);
   let onAbort = () => {};
   const aborted = new Promise<never>((_, reject) => {
@@ -35,11 +48,12 @@ export async function readCapped(
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), aborted]);
       if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
+      if (size + value.byteLength > limit) {
+        chunks.push(value.subarray(0, limit - size));
         await reader.cancel();
-        return TOO_LARGE;
+        return { bytes: joined(chunks, limit), truncated: true };
       }
+      size += value.byteLength;
       chunks.push(value);
     }
   } catch (error) {
@@ -48,7 +62,7 @@ export async function readCapped(
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
-  return joined(chunks, size);
+  return { bytes: joined(chunks, size), truncated: false };
 }
 
 interface ChunkReader {

@@ -5,7 +5,7 @@
  * call that gets no answer comes back as a typed failure, never as a throw.
  */
 import type { DeliveryTarget } from "./model.ts";
-import { readCapped, TOO_LARGE } from "./read-capped.ts";
+import { readCapped, readFirst, TOO_LARGE } from "./read-capped.ts";
 import { type Hmac, type SigningKey, webhookHeaders } from "./signing.ts";
 import {
   type CallTarget,
@@ -142,6 +142,23 @@ export async function readAnswer(
     return { body };
   } catch (error) {
     return { failure: targetFailure(error, answered.timeout.aborted) };
+  }
+}
+
+/**
+ * An async answer's first `limit` bytes, for the request log: what the target said beside its
+ * status. Never fails: a body that fails or outlasts the timeout keeps what was read, marked
+ * truncated (the status already decided the attempt).
+ */
+export async function readAnswerStart(
+  answered: Answered,
+  limit: number,
+): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  try {
+    return await readFirst(answered.answer.body, limit, answered.signal);
+  } catch {
+    discardAnswer(answered);
+    return { bytes: new Uint8Array(), truncated: true };
   }
 }
 

@@ -11,11 +11,16 @@ import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import { lockCircuits, recordCircuitOutcome, recordSuccesses } from "./circuits.ts";
 import { type Charge, chargeDeliveries, releaseDeliveryHolds } from "./credits.ts";
 import type { Queryable, Transaction } from "./db.ts";
-import { insertRequests, type RequestOpening, settleStatuses } from "./request-log.ts";
+import {
+  insertRequests,
+  type Received,
+  type RequestOpening,
+  settleStatuses,
+} from "./request-log.ts";
 
 export interface AttemptStart {
   /** A request's first attempt opens the request in the same statement (one commit, not two). */
-  opening?: RequestOpening | undefined;
+  opening?: (RequestOpening & { received: Received }) | undefined;
   requestId: string;
   target: Pick<DeliveryTarget, "id" | "name">;
   startedAt: Date;
@@ -69,9 +74,20 @@ export async function startAttempts(
 /** How an attempt's end sets its request's status: to this, or "settled" from its attempts. */
 export type Finishing = RequestStatus | "settled";
 
+/** What the log keeps of a target's answer (core/delivery.ts LOGGED_ANSWER_BYTES). */
+export interface LoggedAnswer {
+  headers: Record<string, string>;
+  /** The body's first bytes, in base64. */
+  bodyBase64: string;
+  /** The body was longer than what is kept (or could not be read whole). */
+  truncated: boolean;
+}
+
 export interface AttemptEnd {
   attemptId: string;
   statusCode: number | null;
+  /** Null when the target did not answer. */
+  answer: LoggedAnswer | null;
   latencyMs: number;
   error: string | null;
   /**
@@ -107,10 +123,16 @@ export async function endAttempts(
   ends: readonly AttemptEnd[],
 ): Promise<AttemptEnded[]> {
   await tx`
-    update attempts a set status_code = e.status_code, latency_ms = e.latency_ms, error = e.error
+    update attempts a set status_code = e.status_code, latency_ms = e.latency_ms, error = e.error,
+      response_headers = e.headers::jsonb, response_body = decode(e.body, 'base64'),
+      response_truncated = coalesce(e.truncated::boolean, false)
     from unnest(${ends.map((e) => e.attemptId)}::bigint[],
       ${ends.map((e) => e.statusCode)}::int[], ${ends.map((e) => e.latencyMs)}::int[],
-      ${ends.map((e) => e.error)}::text[]) as e (id, status_code, latency_ms, error)
+      ${ends.map((e) => e.error)}::text[],
+      ${ends.map((e) => (e.answer ? JSON.stringify(e.answer.headers) : null))}::text[],
+      ${ends.map((e) => e.answer?.bodyBase64 ?? null)}::text[],
+      ${ends.map((e) => (e.answer ? String(e.answer.truncated) : null))}::text[])
+      as e (id, status_code, latency_ms, error, headers, body, truncated)
     where a.id = e.id`;
   // The circuits before the charges: a charge that empties its pool records a change, which
   // must be the transaction's last lock taken (store/changes.ts).

@@ -11,6 +11,7 @@ import {
   failedTargets,
   type LoggedStream,
   openRequest,
+  type Received,
   type RequestOpening,
   recordStream,
   settleRequest,
@@ -35,14 +36,15 @@ const startAttempt = async (start: AttemptStart) => {
 const endAttempt = (end: AttemptEnd) => sql.begin((tx) => endAttempts(tx, [end]));
 
 /** A new request of this file's project, as the log opens it. */
-const openingOf = (requestId = newId("req")): RequestOpening => ({
+const openingOf = (requestId = newId("req")): RequestOpening & { received: Received } => ({
   requestId,
   project,
   line: "l",
   endpoint: "e",
   keyMode: "test",
   receivedAt: startedAt.toISOString(),
-  bodyBytes: 1,
+  bodyBytes: 2,
+  received: { headers: { "content-type": "application/json" }, bodyBase64: "e30=" },
 });
 
 /** A request with one ended attempt per target; answers its id. */
@@ -59,6 +61,7 @@ async function requestWith(targets: Record<string, number | null>): Promise<stri
     await endAttempt({
       attemptId: id,
       statusCode,
+      answer: null,
       latencyMs: 1,
       error: statusCode === null ? "refused" : null,
       charge: { project, pool: "live", requestId, targetId: target, bytes: 1 },
@@ -119,6 +122,7 @@ test("a 2xx attempt that ends after its request was cancelled still wins", async
   await endAttempt({
     attemptId: id,
     statusCode: 200,
+    answer: null,
     latencyMs: 1,
     error: null,
     charge: { project, pool: "live", requestId, targetId: target.id, bytes: 1 },
@@ -206,6 +210,11 @@ test("attempts started and ended as one set: a request of two targets opens once
     ({ opening, target, statusCode }, i): AttemptEnd => ({
       attemptId: started[i]?.id ?? "",
       statusCode,
+      answer: {
+        headers: { "x-seen": target },
+        bodyBase64: btoa(`ok ${target}`),
+        truncated: i === 1,
+      },
       latencyMs: 1,
       error: null,
       charge: { project, pool: "test", requestId: opening.requestId, targetId: target, bytes: 1 },
@@ -229,4 +238,36 @@ test("attempts started and ended as one set: a request of two targets opens once
     "partially_failed",
     "delivered",
   ]);
+  // Kept for inspection: the request as received, each target's answer.
+  const [request] = await sql<{ headers: unknown; body: Buffer }[]>`
+    select headers, body from requests where id = ${a.requestId}`;
+  expect([request?.headers, request?.body.toString()]).toEqual([
+    { "content-type": "application/json" },
+    "{}",
+  ]);
+  const answers = await sql<
+    { responseHeaders: unknown; responseBody: Buffer; responseTruncated: boolean }[]
+  >`
+    select response_headers, response_body, response_truncated from attempts
+    where request_id = ${a.requestId} order by target_id`;
+  expect(
+    answers.map((r) => [r.responseHeaders, r.responseBody.toString(), r.responseTruncated]),
+  ).toEqual([
+    [{ "x-seen": "t1" }, "ok t1", false],
+    [{ "x-seen": "t2" }, "ok t2", true],
+  ]);
+});
+
+test("a delayed request opened before its time keeps what was received once its first attempt opens it again", async () => {
+  const { received, ...opening } = openingOf();
+  await openRequest(sql, opening, "scheduled");
+  await startAttempt({
+    opening: { ...opening, received },
+    requestId: opening.requestId,
+    target: { id: "t", name: "t" },
+    startedAt,
+  });
+  const [row] = await sql<{ status: string; headers: unknown }[]>`
+    select status, headers from requests where id = ${opening.requestId}`;
+  expect(row).toEqual({ status: "delivering", headers: received.headers });
 });

@@ -25,39 +25,64 @@ export type RequestOpening = Omit<DeliveryInput, "targets" | "headers" | "bodyBa
 type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled">;
 
 /**
+ * What the log keeps of a request as received, for whoever inspects it: its headers as
+ * forwarded, and its body when it travelled inline (one stored by reference stays in `bodies`).
+ */
+export interface Received {
+  headers: Record<string, string>;
+  /** Null when the body waits in Postgres by reference. */
+  bodyBase64: string | null;
+}
+
+/**
  * Opens requests in the log. Idempotent: a retried or replayed open leaves the row as it is,
- * except that a scheduled request starts delivering when its time comes, and a cancel ends any.
+ * except that a scheduled request starts delivering when its time comes, a cancel ends any, and
+ * what was received is kept by the first open that knows it (a delayed request's first attempt).
  * A statement may not touch a row twice: the openings name distinct requests.
  */
 export const insertRequests = (
   q: Queryable,
-  openings: readonly RequestOpening[],
+  openings: readonly (RequestOpening & { received?: Received | undefined })[],
   status: Opening = "delivering",
-) => q`
+) => {
+  const advances = q`(excluded.status = 'cancelled'
+    or (requests.status = 'scheduled' and excluded.status = 'delivering'))`;
+  return q`
   insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-    body_bytes, received_at, not_before, trace_id)
+    body_bytes, received_at, not_before, trace_id, idempotency_key, headers, body)
   select o.id, p.id, o.line_key, o.endpoint_path, o.key_mode, ${status}, o.body_bytes,
-    o.received_at, o.not_before, o.trace_id
+    o.received_at, o.not_before, o.trace_id, o.idempotency_key, o.headers::jsonb,
+    decode(o.body, 'base64')
   from unnest(${openings.map((o) => o.requestId)}::text[], ${openings.map((o) => o.project)}::text[],
     ${openings.map((o) => o.line)}::text[], ${openings.map((o) => o.endpoint)}::text[],
     ${openings.map((o) => o.keyMode)}::text[], ${openings.map((o) => o.bodyBytes)}::int[],
     ${openings.map((o) => o.receivedAt)}::timestamptz[],
     ${openings.map((o) => o.notBefore ?? null)}::timestamptz[],
-    ${openings.map((o) => o.traceId ?? null)}::text[])
+    ${openings.map((o) => o.traceId ?? null)}::text[],
+    ${openings.map((o) => o.idempotencyKey ?? null)}::text[],
+    ${openings.map((o) => (o.received ? JSON.stringify(o.received.headers) : null))}::text[],
+    ${openings.map((o) => o.received?.bodyBase64 ?? null)}::text[])
     as o (id, project, line_key, endpoint_path, key_mode, body_bytes, received_at, not_before,
-      trace_id)
+      trace_id, idempotency_key, headers, body)
   join projects p on p.slug = o.project
-  on conflict (id) do update set status = excluded.status, updated_at = now()
-  where excluded.status = 'cancelled'
-    or (requests.status = 'scheduled' and excluded.status = 'delivering')`;
+  on conflict (id) do update set
+    status = case when ${advances} then excluded.status else requests.status end,
+    updated_at = case when ${advances} then now() else requests.updated_at end,
+    headers = coalesce(requests.headers, excluded.headers),
+    body = coalesce(requests.body, excluded.body)
+  where ${advances} or (requests.headers is null and excluded.headers is not null)`;
+};
 
-const insertRequest = (q: Queryable, input: RequestOpening, status?: Opening) =>
-  insertRequests(q, [input], status);
+const insertRequest = (
+  q: Queryable,
+  input: RequestOpening & { received?: Received | undefined },
+  status?: Opening,
+) => insertRequests(q, [input], status);
 
 /** Opens a request: delivering, or (a delayed one) scheduled until its time. */
 export async function openRequest(
   sql: Sql,
-  input: RequestOpening,
+  input: RequestOpening & { received?: Received },
   status: Extract<Opening, "scheduled" | "delivering"> = "delivering",
 ): Promise<void> {
   await insertRequest(sql, input, status);

@@ -10,6 +10,8 @@ import {
   type AttemptVerdict,
   attemptVerdict,
   decodeBody,
+  encodeBody,
+  LOGGED_ANSWER_BYTES,
   MAX_SYNC_ANSWER_BYTES,
   type SyncInput,
   type SyncOutcome,
@@ -19,15 +21,15 @@ import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
 import {
-  discardAnswer,
   readAnswer,
+  readAnswerStart,
   sendToTarget,
   type TargetCallInput,
   type TargetFailure,
 } from "../core/target-call.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { activeTrace } from "../core/tracing.ts";
-import type { AttemptEnded, Finishing } from "../store/attempt-log.ts";
+import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
@@ -57,7 +59,7 @@ export async function firstAttempt(
 ): Promise<FirstAttempt> {
   const hold = await deps.holdOf(delivery.target.id);
   if (hold) {
-    await requestLog.openRequest(deps.sql, request);
+    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery) });
     return { kind: "held", hold };
   }
   const release = await takeSlot();
@@ -161,7 +163,7 @@ async function postToTarget(
   const signedAt = await deps.now();
   const signingKeys = await deps.signingKeysOf(target.id, signedAt);
   const starting = deps.startAttempt({
-    opening: call.opening,
+    opening: call.opening && { ...call.opening, received: receivedOf(call) },
     requestId,
     target,
     startedAt: signedAt,
@@ -195,6 +197,7 @@ async function postToTarget(
     target,
     attempt,
     statusCode: sent.answer?.status ?? null,
+    answer: sent.answer && loggedAnswer(sent.answer),
     latencyMs: Math.round(performance.now() - started),
     error: sent.failure?.message ?? null,
     billedBytes: body.byteLength,
@@ -212,7 +215,7 @@ async function postToTarget(
 
 /**
  * The call, and its answer: a sync one read whole up to the cap (its body null past it), an async
- * one's status and headers only, its body dropped unread.
+ * one's first bytes only, for the log (the rest left unread).
  */
 async function callAndRead(
   callTarget: CallTarget,
@@ -223,13 +226,30 @@ async function callAndRead(
   if ("failure" in sent) return { answer: null, failure: sent.failure };
   const { status, headers } = sent.answer;
   if (!sync) {
-    discardAnswer(sent);
-    return { answer: { status, headers, body: null }, failure: null };
+    const { bytes, truncated } = await readAnswerStart(sent, LOGGED_ANSWER_BYTES);
+    return { answer: { status, headers, body: bytes, truncated }, failure: null };
   }
   const read = await readAnswer(sent, MAX_SYNC_ANSWER_BYTES);
   if ("failure" in read) return { answer: null, failure: read.failure };
   const body = read.body === TOO_LARGE ? null : read.body;
-  return { answer: { status, headers, body }, failure: null };
+  return { answer: { status, headers, body, truncated: body === null }, failure: null };
+}
+
+/** What the log keeps of the request as received: its headers, its body when inline. */
+function receivedOf(call: DeliverInput): requestLog.Received {
+  const inline =
+    call.body !== undefined ? encodeBody(new TextEncoder().encode(call.body)) : call.bodyBase64;
+  return { headers: call.headers, bodyBase64: call.bodyRef ? null : inline };
+}
+
+/** What the log keeps of an answer: its headers and the first LOGGED_ANSWER_BYTES of its body. */
+function loggedAnswer(answer: Answer): LoggedAnswer {
+  const body = answer.body ?? new Uint8Array();
+  return {
+    headers: Object.fromEntries(answer.headers),
+    bodyBase64: encodeBody(body.subarray(0, LOGGED_ANSWER_BYTES)),
+    truncated: answer.truncated || body.byteLength > LOGGED_ANSWER_BYTES,
+  };
 }
 
 /** A request's body: from Postgres when it waits there, else from the input itself. */
@@ -251,6 +271,7 @@ function endAttempt(
     target: DeliveryTarget;
     attempt: number;
     statusCode: number | null;
+    answer: LoggedAnswer | null;
     latencyMs: number;
     error: string | null;
     billedBytes: number;
@@ -275,10 +296,11 @@ function endAttempt(
     targetId: a.target.id,
     bytes: a.billedBytes,
   };
-  const { statusCode, latencyMs, error, circuit, lastTry, finishing } = a;
+  const { statusCode, answer, latencyMs, error, circuit, lastTry, finishing } = a;
   return deps.endAttempt({
     attemptId,
     statusCode,
+    answer,
     latencyMs,
     error,
     charge,
@@ -304,8 +326,10 @@ function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): Att
 interface Answer {
   status: number;
   headers: Headers;
-  /** Read only when asked for (sync); null when longer than the sync cap. */
+  /** A sync answer's whole body (null when longer than the sync cap), an async one's start. */
   body: Uint8Array | null;
+  /** The body goes on past what was read. */
+  truncated: boolean;
 }
 
 /** What a call to a target came to. */

@@ -206,6 +206,7 @@ function deliveryInput(
     ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
     ...(traceId && { traceId }),
+    ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
     targets: [],
   };
