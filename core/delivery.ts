@@ -31,6 +31,8 @@ export interface DeliveryInput {
   notBefore?: string;
   /** The W3C trace the call's spans belong to, when the edge traces (the request log keeps it). */
   traceId?: string;
+  /** Sent again from the request log: the request this one was sent again from. */
+  resentFrom?: string;
   targets: DeliveryTarget[];
 }
 

@@ -8,7 +8,6 @@ import { connect } from "./db.ts";
 import {
   cancelRequest,
   endAttempt,
-  failedTargets,
   type LoggedStream,
   openRequest,
   type RequestOpening,
@@ -16,7 +15,7 @@ import {
   settleRequest,
   startAttempt,
 } from "./request-log.ts";
-import { deliveriesPerHour } from "./request-views.ts";
+import { deliveredTargets, deliveriesPerHour } from "./request-views.ts";
 
 const sql = connect(stack().databaseUrl, { max: 6 });
 const project = newId("prj");
@@ -71,7 +70,7 @@ test("an attempt delivered exactly when classifyStatus says its status delivered
       status,
       delivered ? "delivered" : "failed",
     ]);
-    expect(await failedTargets(sql, requestId)).toEqual(delivered ? [] : ["t"]);
+    expect(await deliveredTargets(sql, requestId)).toEqual(delivered ? ["t"] : []);
   }
 });
 
@@ -81,7 +80,7 @@ test("a target that never answered is not delivered: beside a delivered one, the
   const requestId = await requestWith({ answered: 200, refused: null });
 
   expect(await settleRequest(sql, requestId, [])).toBe("partially_failed");
-  expect(await failedTargets(sql, requestId)).toEqual(["refused"]);
+  expect(await deliveredTargets(sql, requestId)).toEqual(["answered"]);
   expect(await thisHour()).toEqual({
     hour: before?.hour,
     delivered: (before?.delivered ?? 0) + 1,

@@ -258,14 +258,6 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
   });
 }
 
-/** The targets of a request none of whose attempts delivered: what a replay tries again. */
-export async function failedTargets(sql: Sql, requestId: string): Promise<string[]> {
-  const rows = await sql<{ targetId: string }[]>`
-    select target_id from attempts where request_id = ${requestId}
-    group by target_id having not bool_or(${delivered(sql)})`;
-  return rows.map((row) => row.targetId);
-}
-
 /** A replayed request is delivering again until its new attempts settle it. */
 export async function markDelivering(sql: Sql, requestId: string): Promise<void> {
   await sql`update requests set status = 'delivering', updated_at = now() where id = ${requestId}`;
