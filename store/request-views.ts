@@ -6,7 +6,7 @@
  */
 import { type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
 import { type LoggedBody, loggedBody } from "../core/inspect.ts";
-import type { RequestStatus } from "../core/model.ts";
+import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { gateColumns } from "./circuits.ts";
 import type { Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
@@ -187,6 +187,17 @@ function withAnswer({
       }
     : null;
   return { ...attempt, response };
+}
+
+/** The credit pool a logged request was billed to: its key's mode. */
+export async function keyModeOf(
+  sql: Sql,
+  projectId: string,
+  requestId: string,
+): Promise<KeyMode | undefined> {
+  const [row] = await sql<{ keyMode: KeyMode }[]>`
+    select key_mode from requests where project_id = ${projectId} and id = ${requestId}`;
+  return row?.keyMode;
 }
 
 /** The targets of a request with an attempt that delivered: what a replay leaves out. */
