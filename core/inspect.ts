@@ -33,3 +33,18 @@ export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 export function bodyBytes({ encoding, text }: Pick<LoggedBody, "encoding" | "text">): Uint8Array {
   return encoding === "utf8" ? new TextEncoder().encode(text) : decodeBody(text);
 }
+
+/**
+ * The first `max` bytes as a hex dump, 16 a line: offset, bytes in hex, and the printable ASCII
+ * among them (a dot for the rest), as `xxd` shows them.
+ */
+export function hexPreview(bytes: Uint8Array, max = 256): string {
+  const lines: string[] = [];
+  for (let at = 0; at < Math.min(bytes.length, max); at += 16) {
+    const row = [...bytes.subarray(at, Math.min(at + 16, max))];
+    const hex = row.map((b) => b.toString(16).padStart(2, "0")).join(" ");
+    const text = row.map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
+    lines.push(`${at.toString(16).padStart(8, "0")}  ${hex.padEnd(47)}  ${text}`);
+  }
+  return lines.join("\n");
+}
