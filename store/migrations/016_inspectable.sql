@@ -9,11 +9,10 @@ alter table attempts add column response_headers jsonb; -- the target's answer h
 alter table attempts add column response_body bytea;    -- the first 64 KiB of the target's answer body
 alter table attempts add column response_truncated boolean not null default false; -- the answer was longer than 64 KiB
 
--- Finding a project's requests by the caller's Idempotency-Key, and the requests sent again
--- from one. Partial: only the rows that have one, so requests without pay nothing for them.
+-- Finding a project's requests by the caller's Idempotency-Key. Partial: only the rows that
+-- have one, so requests without pay nothing for it.
 -- (Status, endpoint, time range and a target's status code are found along
 -- requests_project_received, newest first, and attempts_request: no index on a column the
 -- worker updates, which would cost every attempt its HOT update.)
 create index requests_idempotency_key on requests (project_id, idempotency_key)
   where idempotency_key is not null;
-create index requests_resent_from on requests (resent_from) where resent_from is not null;
