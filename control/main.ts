@@ -46,6 +46,7 @@ const server = createControlServer(
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
       payloadKeys,
+      maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
       initialCredits: config.RELAY_INITIAL_CREDITS,
       projectLimits: projectLimitsOf(config),
       waitingCaps: waitingCapsFrom(config),

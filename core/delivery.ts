@@ -33,6 +33,8 @@ export interface DeliveryInput {
   traceId?: string;
   /** The caller's Idempotency-Key, when it sent one (the request log keeps it, to find by). */
   idempotencyKey?: string;
+  /** Sent again from the request log: the request this one was sent again from. */
+  resentFrom?: string;
   targets: DeliveryTarget[];
 }
 

@@ -40,6 +40,14 @@ export const requestStatuses = [
 ] as const;
 export type RequestStatus = (typeof requestStatuses)[number];
 
+/** Statuses after which a request changes only by a replay (and leaves the log by retention). */
+export const finishedStatuses: readonly RequestStatus[] = [
+  "delivered",
+  "partially_failed",
+  "failed",
+  "cancelled",
+];
+
 /** One of an endpoint's targets: where and how a request to it is delivered. */
 export interface DeliveryTarget {
   id: string;

@@ -8,7 +8,6 @@ import { type AttemptEnd, type AttemptStart, endAttempts, startAttempts } from "
 import { connect } from "./db.ts";
 import {
   cancelRequest,
-  failedTargets,
   type LoggedStream,
   openRequest,
   type Received,
@@ -16,7 +15,7 @@ import {
   recordStream,
   settleRequest,
 } from "./request-log.ts";
-import { deliveriesPerHour } from "./request-views.ts";
+import { deliveredTargets, deliveriesPerHour } from "./request-views.ts";
 
 const sql = connect(stack().databaseUrl, { max: 6 });
 const project = newId("prj");
@@ -44,7 +43,7 @@ const openingOf = (requestId = newId("req")): RequestOpening & { received: Recei
   keyMode: "test",
   receivedAt: startedAt.toISOString(),
   bodyBytes: 2,
-  received: { headers: { "content-type": "application/json" }, bodyBase64: "e30=" },
+  received: { headers: { "content-type": "application/json" }, bodyBase64: "e30=", bodyRef: null },
 });
 
 /** A request with one ended attempt per target; answers its id. */
@@ -81,7 +80,7 @@ test("an attempt delivered exactly when classifyStatus says its status delivered
       status,
       delivered ? "delivered" : "failed",
     ]);
-    expect(await failedTargets(sql, requestId)).toEqual(delivered ? [] : ["t"]);
+    expect(await deliveredTargets(sql, requestId)).toEqual(delivered ? ["t"] : []);
   }
 });
 
@@ -91,7 +90,7 @@ test("a target that never answered is not delivered: beside a delivered one, the
   const requestId = await requestWith({ answered: 200, refused: null });
 
   expect(await settleRequest(sql, requestId, [])).toBe("partially_failed");
-  expect(await failedTargets(sql, requestId)).toEqual(["refused"]);
+  expect(await deliveredTargets(sql, requestId)).toEqual(["answered"]);
   expect(await thisHour()).toEqual({
     hour: before?.hour,
     delivered: (before?.delivered ?? 0) + 1,

@@ -32,6 +32,8 @@ export interface Received {
   headers: Record<string, string>;
   /** Null when the body waits in Postgres by reference. */
   bodyBase64: string | null;
+  /** The body's key in `bodies`, when it waits there (./bodies.ts). */
+  bodyRef: string | null;
 }
 
 /**
@@ -49,10 +51,11 @@ export const insertRequests = (
     or (requests.status = 'scheduled' and excluded.status = 'delivering'))`;
   return q`
   insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
-    body_bytes, received_at, not_before, trace_id, idempotency_key, headers, body)
+    body_bytes, received_at, not_before, trace_id, idempotency_key, resent_from, headers, body,
+    body_ref)
   select o.id, p.id, o.line_key, o.endpoint_path, o.key_mode, ${status}, o.body_bytes,
-    o.received_at, o.not_before, o.trace_id, o.idempotency_key, o.headers::jsonb,
-    decode(o.body, 'base64')
+    o.received_at, o.not_before, o.trace_id, o.idempotency_key, o.resent_from, o.headers::jsonb,
+    decode(o.body, 'base64'), o.body_ref
   from unnest(${openings.map((o) => o.requestId)}::text[], ${openings.map((o) => o.project)}::text[],
     ${openings.map((o) => o.line)}::text[], ${openings.map((o) => o.endpoint)}::text[],
     ${openings.map((o) => o.keyMode)}::text[], ${openings.map((o) => o.bodyBytes)}::int[],
@@ -60,16 +63,19 @@ export const insertRequests = (
     ${openings.map((o) => o.notBefore ?? null)}::timestamptz[],
     ${openings.map((o) => o.traceId ?? null)}::text[],
     ${openings.map((o) => o.idempotencyKey ?? null)}::text[],
+    ${openings.map((o) => o.resentFrom ?? null)}::text[],
     ${openings.map((o) => (o.received ? JSON.stringify(o.received.headers) : null))}::text[],
-    ${openings.map((o) => o.received?.bodyBase64 ?? null)}::text[])
+    ${openings.map((o) => o.received?.bodyBase64 ?? null)}::text[],
+    ${openings.map((o) => o.received?.bodyRef ?? null)}::text[])
     as o (id, project, line_key, endpoint_path, key_mode, body_bytes, received_at, not_before,
-      trace_id, idempotency_key, headers, body)
+      trace_id, idempotency_key, resent_from, headers, body, body_ref)
   join projects p on p.slug = o.project
   on conflict (id) do update set
     status = case when ${advances} then excluded.status else requests.status end,
     updated_at = case when ${advances} then now() else requests.updated_at end,
     headers = coalesce(requests.headers, excluded.headers),
-    body = coalesce(requests.body, excluded.body)
+    body = coalesce(requests.body, excluded.body),
+    body_ref = coalesce(requests.body_ref, excluded.body_ref)
   where ${advances} or (requests.headers is null and excluded.headers is not null)`;
 };
 
@@ -197,14 +203,6 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
         where id = ${request.requestId}`;
     }
   });
-}
-
-/** The targets of a request none of whose attempts delivered: what a replay tries again. */
-export async function failedTargets(sql: Sql, requestId: string): Promise<string[]> {
-  const rows = await sql<{ targetId: string }[]>`
-    select target_id from attempts where request_id = ${requestId}
-    group by target_id having not bool_or(${delivered(sql)})`;
-  return rows.map((row) => row.targetId);
 }
 
 /** A replayed request is delivering again until its new attempts settle it. */

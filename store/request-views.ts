@@ -1,10 +1,12 @@
 /**
  * The request log as the management API reads it: a project's requests with their attempts and
- * the targets they wait for, page by page, and its attempts counted per hour. The log's writes
- * are in ./request-log.ts.
+ * the targets they wait for, page by page, and its attempts counted per hour. A single request's
+ * read also has what the log keeps of it (issue 28): its headers and body as received, and each
+ * attempt's answer. The log's writes are in ./request-log.ts.
  */
 import { type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
-import type { RequestStatus } from "../core/model.ts";
+import { type LoggedBody, loggedBody } from "../core/inspect.ts";
+import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { gateColumns } from "./circuits.ts";
 import type { Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
@@ -18,6 +20,16 @@ export interface AttemptView {
   /** Null while the attempt is in flight (or was lost with its worker). */
   latencyMs: number | null;
   error: string | null;
+  /** A single request's read only: the target's answer; null when it did not answer. */
+  response?: AttemptResponse | null;
+}
+
+export interface AttemptResponse {
+  headers: Record<string, string>;
+  /** Its first 64 KiB. */
+  body: LoggedBody;
+  /** The answer was longer than 64 KiB. */
+  truncated: boolean;
 }
 
 export interface RequestView {
@@ -32,6 +44,14 @@ export interface RequestView {
   traceId: string | null;
   updatedAt: Date;
   bodyBytes: number;
+  /** The caller's Idempotency-Key, when it sent one. */
+  idempotencyKey: string | null;
+  /** The request this one was sent again from. */
+  resentFrom: string | null;
+  /** A single request's read only: the headers forwarded to targets; null when not kept. */
+  headers?: Record<string, string> | null;
+  /** A single request's read only: the body as received; null when not kept. */
+  body?: LoggedBody | null;
   attempts: AttemptView[];
   /** Targets this request waits for, and why (an open circuit, disabled, paused). */
   waiting: { targetId: string; targetName: string; reason: Hold }[];
@@ -40,60 +60,109 @@ export interface RequestView {
 export interface RequestFilter {
   statuses: RequestStatus[];
   endpoint?: { line: string; path: string } | undefined;
+  requestId?: string | undefined;
+  idempotencyKey?: string | undefined;
+  /** Requests with an attempt its target answered with this status code. */
+  targetStatus?: number | undefined;
+  /** Received at or after this. */
+  receivedFrom?: Date | undefined;
+  /** Received before this. */
+  receivedTo?: Date | undefined;
   /** Only requests before this (receivedAt, id), newest first: the page after a cursor. */
   before?: [string, string] | undefined;
   limit: number;
 }
 
-/** A project's requests, newest first. */
+/**
+ * A project's requests, newest first: along its (project, received) index whatever the filter,
+ * and for a target's status code each request's attempts by their (request) index; an
+ * Idempotency-Key has an index of its own.
+ */
 export function listRequests(
   sql: Sql,
   projectId: string,
-  { statuses, endpoint, before, limit }: RequestFilter,
+  filter: RequestFilter,
 ): Promise<RequestView[]> {
+  const { statuses, endpoint, requestId, idempotencyKey, targetStatus } = filter;
+  const { receivedFrom, receivedTo, before, limit } = filter;
+  const when = (value: unknown, fragment: () => ReturnType<Sql>) =>
+    value === undefined ? sql`` : fragment();
   return selectRequests(
     sql,
     projectId,
     sql`
       and status in ${sql(statuses.length > 0 ? statuses : ["none"])}
-      ${endpoint === undefined ? sql`` : sql`and line_key = ${endpoint.line} and endpoint_path = ${endpoint.path}`}
-      ${before === undefined ? sql`` : sql`and (received_at, id) < (${before[0]}::timestamptz, ${before[1]})`}
+      ${when(endpoint, () => sql`and line_key = ${endpoint?.line ?? ""} and endpoint_path = ${endpoint?.path ?? ""}`)}
+      ${when(requestId, () => sql`and id = ${requestId ?? ""}`)}
+      ${when(idempotencyKey, () => sql`and idempotency_key = ${idempotencyKey ?? ""}`)}
+      ${when(
+        targetStatus,
+        () => sql`and exists (select 1 from attempts a
+          where a.request_id = requests.id and a.status_code = ${targetStatus ?? 0})`,
+      )}
+      ${when(receivedFrom, () => sql`and received_at >= ${receivedFrom ?? null}`)}
+      ${when(receivedTo, () => sql`and received_at < ${receivedTo ?? null}`)}
+      ${when(before, () => sql`and (received_at, id) < (${before?.[0] ?? ""}::timestamptz, ${before?.[1] ?? ""})`)}
       order by received_at desc, id desc
       limit ${limit}`,
   );
 }
 
+/** One request, with what the log keeps of it: its headers, its body and its attempts' answers. */
 export async function findRequest(
   sql: Sql,
   projectId: string,
   requestId: string,
 ): Promise<RequestView | undefined> {
-  const [request] = await selectRequests(sql, projectId, sql`and id = ${requestId}`);
+  const [request] = await selectRequests(sql, projectId, sql`and id = ${requestId}`, true);
   return request;
 }
 
-/** A project's requests matching `filter` (a fragment after the project condition). */
+interface ContentRow {
+  headers?: Record<string, string> | null;
+  body?: Buffer | null;
+}
+
+interface AnswerRow {
+  responseHeaders?: Record<string, string> | null;
+  responseBody?: Buffer | null;
+  responseTruncated?: boolean;
+}
+
+/**
+ * A project's requests matching `filter` (a fragment after the project condition); `content`:
+ * with their headers, body (inline, or stored by reference in `bodies`) and answers.
+ */
 async function selectRequests(
   sql: Sql,
   projectId: string,
   filter: ReturnType<Sql>,
+  content = false,
 ): Promise<RequestView[]> {
-  const requests = await sql<Omit<RequestView, "attempts" | "waiting">[]>`
+  const requests = await sql<(Omit<RequestView, "attempts" | "waiting" | "body"> & ContentRow)[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
-      not_before, trace_id, updated_at, body_bytes
+      not_before, trace_id, updated_at, body_bytes, idempotency_key, resent_from
+      ${
+        content
+          ? sql`, headers, coalesce(body,
+              (select b.body from bodies b where b.request_id = coalesce(requests.body_ref, requests.id))) as body`
+          : sql``
+      }
     from requests where project_id = ${projectId} ${filter}`;
   if (requests.length === 0) return [];
   const ids = requests.map((r) => r.requestId);
-  const attempts = await sql<(AttemptView & { requestId: string })[]>`
+  const attempts = await sql<(Omit<AttemptView, "response"> & AnswerRow & { requestId: string })[]>`
     select request_id, target_id, target_name, attempt, started_at, status_code, latency_ms, error
+      ${content ? sql`, response_headers, response_body, response_truncated` : sql``}
     from attempts where request_id in ${sql(ids)}
     order by id`;
   const held = await heldFor(sql, ids);
-  return requests.map((request) => ({
+  return requests.map(({ body, ...request }) => ({
     ...request,
+    ...(content && { body: body ? loggedBody(body) : null }),
     attempts: attempts
       .filter((a) => a.requestId === request.requestId)
-      .map(({ requestId: _, ...attempt }) => attempt),
+      .map(({ requestId: _, ...attempt }) => (content ? withAnswer(attempt) : attempt)),
     waiting: held
       .filter((h) => h.requestId === request.requestId)
       .flatMap(({ requestId: _, targetId, targetName, ...gate }) => {
@@ -101,6 +170,41 @@ async function selectRequests(
         return reason ? [{ targetId, targetName, reason }] : [];
       }),
   }));
+}
+
+/** An attempt's answer as the API shows it, from its row's columns. */
+function withAnswer({
+  responseHeaders,
+  responseBody,
+  responseTruncated,
+  ...attempt
+}: Omit<AttemptView, "response"> & AnswerRow): AttemptView {
+  const response = responseHeaders
+    ? {
+        headers: responseHeaders,
+        body: loggedBody(responseBody ?? new Uint8Array()),
+        truncated: responseTruncated ?? false,
+      }
+    : null;
+  return { ...attempt, response };
+}
+
+/** The credit pool a logged request was billed to: its key's mode. */
+export async function keyModeOf(
+  sql: Sql,
+  projectId: string,
+  requestId: string,
+): Promise<KeyMode | undefined> {
+  const [row] = await sql<{ keyMode: KeyMode }[]>`
+    select key_mode from requests where project_id = ${projectId} and id = ${requestId}`;
+  return row?.keyMode;
+}
+
+/** The targets of a request with an attempt that delivered: what a replay leaves out. */
+export async function deliveredTargets(sql: Sql, requestId: string): Promise<string[]> {
+  const rows = await sql<{ targetId: string }[]>`
+    select distinct target_id from attempts where request_id = ${requestId} and ${delivered(sql)}`;
+  return rows.map((row) => row.targetId);
 }
 
 export interface DeliveryHour {

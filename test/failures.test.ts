@@ -65,9 +65,6 @@ test("a replay retries only the failed targets and settles the request from all 
   expect(
     (await api<{ requests: Log[] }>(p.ownerToken, "GET", `${p.base}/failures`)).body.requests,
   ).toEqual([]);
-
-  const again = await api(p.ownerToken, "POST", `${p.base}/requests/${requestId}/replay`);
-  expect(again.status).toBe(409);
 });
 
 test("bulk replay takes every failure matching the filter", async () => {

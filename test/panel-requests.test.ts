@@ -24,7 +24,7 @@ test("a delivery the target refuses shows in the failure queue, and a replay del
   await page.locator('[data-outcome="failed"]').getByText("HTTP 400").waitFor();
 
   state.healed = true;
-  await page.getByRole("button", { name: "Replay failed targets" }).click();
+  await page.getByRole("button", { name: "Replay", exact: true }).click();
   await page.getByTestId("request-status").getByText("delivered").waitFor({ timeout: 30_000 });
   const steps = await page
     .locator("[data-outcome]")

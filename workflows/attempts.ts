@@ -239,7 +239,8 @@ async function callAndRead(
 function receivedOf(call: DeliverInput): requestLog.Received {
   const inline =
     call.body !== undefined ? encodeBody(new TextEncoder().encode(call.body)) : call.bodyBase64;
-  return { headers: call.headers, bodyBase64: call.bodyRef ? null : inline };
+  const bodyRef = call.bodyRef ?? null;
+  return { headers: call.headers, bodyBase64: bodyRef ? null : inline, bodyRef };
 }
 
 /** What the log keeps of an answer: its headers and the first LOGGED_ANSWER_BYTES of its body. */

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
+import { bodyEncodings } from "../../core/inspect.ts";
 import { type ProjectCap, projectCaps } from "../../core/limits.ts";
 import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
@@ -235,6 +236,17 @@ export const deliveryHistory = z.strictObject({
   ),
 });
 
+/** A body as the log keeps it: text when it is valid UTF-8, else base64 (core/inspect.ts). */
+export const body = z
+  .strictObject({
+    encoding: z.enum(bodyEncodings),
+    text: z.string().describe('The body itself ("utf8"), or its bytes in base64 ("base64")'),
+    bytes: z.number().int().describe("Its size in bytes"),
+  })
+  .describe("A body: as text when it is valid UTF-8, else in base64");
+
+const headers = z.record(z.string(), z.string()).describe("Header values by lowercase name");
+
 const attempt = z.strictObject({
   targetId: z.string(),
   targetName: z.string(),
@@ -243,6 +255,17 @@ const attempt = z.strictObject({
   statusCode: z.number().int().nullable(),
   latencyMs: z.number().nullable().describe("Null while the attempt is in flight"),
   error: z.string().nullable(),
+  response: z
+    .strictObject({
+      headers,
+      body: body.describe("The answer's first 64 KiB"),
+      truncated: z.boolean().describe("The answer was longer than 64 KiB"),
+    })
+    .nullable()
+    .optional()
+    .describe(
+      "What the target answered; null when it did not answer, or the attempt was logged before the log kept answers. Only in a single request's read",
+    ),
 });
 
 export const request = z.strictObject({
@@ -261,6 +284,23 @@ export const request = z.strictObject({
     ),
   updatedAt: timestamp,
   bodyBytes: z.number().int(),
+  idempotencyKey: z.string().nullable().describe("The caller's Idempotency-Key, when it sent one"),
+  resentFrom: z
+    .string()
+    .nullable()
+    .describe("The request this one was sent again from (`POST .../send-again`)"),
+  headers: headers
+    .nullable()
+    .optional()
+    .describe(
+      "The inbound headers as forwarded to the targets (never Authorization, nor a header a target marks secret); null when the request was logged before the log kept them. Only in a single request's read",
+    ),
+  body: body
+    .nullable()
+    .optional()
+    .describe(
+      "The body as received; null when the request was logged before the log kept bodies. Only in a single request's read",
+    ),
   attempts: z.array(attempt),
   waiting: z.array(
     z.strictObject({
@@ -304,6 +344,7 @@ export const components: Record<string, z.ZodType> = {
   IssuedKey: issuedKey,
   Usage: usage,
   ProjectLimits: projectLimits,
+  Body: body,
   Attempt: attempt,
   Request: request,
   RequestPage: requestPage,

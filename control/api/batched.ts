@@ -35,13 +35,18 @@ export const isRequestId = (id: string) => REQUEST_ID.test(id);
 
 export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The running batch that lists `requestId`, by one visibility query; undefined when none does. */
+/**
+ * The running batch that lists `requestId`, by one visibility query; undefined when none does.
+ * `running: false`: any batch that lists it, running or closed (within the namespace's retention).
+ */
 export async function runningBatchOf(
   client: Client,
   requestId: string,
+  running = true,
 ): Promise<RunningBatch | undefined> {
   if (!isRequestId(requestId)) return undefined;
-  const query = `WorkflowType = "${BATCH_WORKFLOW}" AND ExecutionStatus = "Running" AND ${searchAttributes.requestIds} = "${requestId}"`;
+  const status = running ? ` AND ExecutionStatus = "Running"` : "";
+  const query = `WorkflowType = "${BATCH_WORKFLOW}"${status} AND ${searchAttributes.requestIds} = "${requestId}"`;
   for await (const batch of client.workflow.list({ query, pageSize: 1 })) {
     return {
       workflowId: batch.workflowId,
@@ -71,6 +76,18 @@ export async function batchedInput(
     if (await inLog()) return undefined;
   }
   return undefined;
+}
+
+/**
+ * The input a batch that lists `requestId`, running or closed (within the namespace's retention),
+ * holds for it: how a request delivered by its batch's first attempts replays.
+ */
+export async function anyBatchInput(
+  client: Client,
+  requestId: string,
+): Promise<DeliveryInput | undefined> {
+  const batch = await runningBatchOf(client, requestId, false);
+  return batch && inputOf(client, batch, requestId);
 }
 
 async function inputOf(

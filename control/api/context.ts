@@ -19,6 +19,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** The payload codec's keys, newest first, for the edges (core/payload-codec.ts). */
   payloadKeys: PayloadKey[];
+  /** The edges' cap on an inbound body (RELAY_MAX_BODY_BYTES): a body sent again keeps to it. */
+  maxBodyBytes: number;
   /** Credits a new project starts with in each metered pool. */
   initialCredits: number;
   /** The deployment's per-project caps; a project's overrides win (store/limits.ts). */

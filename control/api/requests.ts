@@ -1,15 +1,17 @@
 /** The request log: every request and each target's attempts. */
 import { type Client, isGrpcServiceError } from "@temporalio/client";
 import { z } from "zod";
-import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
+import { acceptedStatus, type DeliveryInput, decodeBody } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
+import { loggedBody } from "../../core/inspect.ts";
 import { type RequestStatus, requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
+import { loadBody } from "../../store/bodies.ts";
 import * as requestLog from "../../store/request-views.ts";
 import { batchedInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
-import { parseInput } from "./validation.ts";
+import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
 export type { AttemptView, RequestView } from "../../store/request-views.ts";
 
@@ -22,6 +24,33 @@ export const requestFilter = {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are refused.
     .regex(/^[^/\x00-\x1f\x7f-\x9f]+\/[^/\x00-\x1f\x7f-\x9f]+$/, "must be '{line}/{endpoint}'")
     .optional(),
+  requestId: z
+    .string()
+    .max(200)
+    .regex(new RegExp(NO_CONTROL_CHARACTERS), "must be a request id")
+    .optional()
+    .describe("This request only"),
+  idempotencyKey: z
+    .string()
+    .max(255)
+    .regex(new RegExp(NO_CONTROL_CHARACTERS), "must be an Idempotency-Key: no control character")
+    .optional()
+    .describe("Requests whose caller sent this Idempotency-Key"),
+  targetStatus: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(599)
+    .optional()
+    .describe("Requests with an attempt a target answered with this HTTP status code"),
+  receivedFrom: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe("Requests received at or after this time (RFC 3339)"),
+  receivedTo: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe("Requests received before this time (RFC 3339)"),
 };
 
 export const listRequestsQuery = z.object({
@@ -62,12 +91,18 @@ export async function listRequests(
   within: RequestStatus[] = [...requestStatuses],
 ) {
   const access = await projectAccess(ctx, slug);
-  const { status, endpoint, cursor, limit } = parseInput(listRequestsQuery, query);
+  const { status, endpoint, cursor, limit, receivedFrom, receivedTo, ...exactly } = parseInput(
+    listRequestsQuery,
+    query,
+  );
   const [line, path] = endpoint?.split("/") ?? [];
   const statuses = status === undefined ? within : within.filter((s) => s === status);
   const rows = await requestLog.listRequests(ctx.sql, access.projectId, {
+    ...exactly,
     statuses,
     endpoint: line === undefined ? undefined : { line, path: path ?? "" },
+    receivedFrom: receivedFrom === undefined ? undefined : new Date(receivedFrom),
+    receivedTo: receivedTo === undefined ? undefined : new Date(receivedTo),
     before: cursor === undefined ? undefined : decodeCursor(cursor),
     limit: limit + 1,
   });
@@ -139,9 +174,21 @@ async function acceptedRequest(
     traceId: input.traceId ?? null,
     updatedAt: receivedAt,
     bodyBytes: input.bodyBytes,
+    idempotencyKey: input.headers["idempotency-key"] ?? null,
+    resentFrom: input.resentFrom ?? null,
+    headers: input.headers,
+    body: loggedBody(await inputBody(ctx, input)),
     attempts: [],
     waiting: [],
   };
+}
+
+/** The body a delivery input carries: inline (base64, or text before that) or by reference. */
+function inputBody(ctx: Ctx, input: DeliveryInput): Promise<Uint8Array> | Uint8Array {
+  if (input.bodyRef) return loadBody(ctx.sql, input.bodyRef);
+  return input.body === undefined
+    ? decodeBody(input.bodyBase64)
+    : new TextEncoder().encode(input.body);
 }
 
 /**

@@ -2,7 +2,8 @@
  * Protobuf messages <-> the plain values the operations take and answer: enums, timestamps,
  * int64s and nulls. Pure, no routing.
  */
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { bodyEncodings, type LoggedBody } from "../../core/inspect.ts";
 import type { KeyState } from "../../core/keys.ts";
 import type { KeyMode } from "../../core/model.ts";
 import {
@@ -16,7 +17,7 @@ import {
 } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
 import type { RecordStreamRequest } from "../../gen/relay/v1/edge_pb.ts";
-import type { RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
+import type { BodyInput, RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
 import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
 import type { PoolUsage, Usage } from "../../store/credits.ts";
 import type { KeyView } from "../../store/keys.ts";
@@ -94,6 +95,11 @@ export const usageOut = (u: Usage) => ({
   live: poolOut(u.pools.live),
   test: poolOut(u.pools.test),
 });
+const bodyOut = (b: LoggedBody) => ({
+  encoding: toEnum(bodyEncodings, b.encoding),
+  text: b.text,
+  bytes: BigInt(b.bytes),
+});
 export const requestOut = (r: RequestView) => ({
   ...r,
   status: toEnum(requestStatuses, r.status),
@@ -102,19 +108,36 @@ export const requestOut = (r: RequestView) => ({
   traceId: r.traceId ?? undefined,
   updatedAt: ts(r.updatedAt),
   bodyBytes: BigInt(r.bodyBytes),
+  idempotencyKey: r.idempotencyKey ?? undefined,
+  resentFrom: r.resentFrom ?? undefined,
+  headers: r.headers ? { values: r.headers } : undefined,
+  body: r.body ? bodyOut(r.body) : undefined,
   attempts: r.attempts.map((a) => ({
     ...a,
     startedAt: ts(a.startedAt),
     statusCode: a.statusCode ?? undefined,
     latencyMs: a.latencyMs ?? undefined,
     error: a.error ?? undefined,
+    response: a.response ? { ...a.response, body: bodyOut(a.response.body) } : undefined,
   })),
 });
+
+/** Timestamps as the REST query has them (RFC 3339), for the one schema that checks both. */
+const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : undefined);
 
 export const filterIn = (filter: RequestFilter | undefined) => ({
   status: filter?.status ? fromEnum(requestStatuses, filter.status) : undefined,
   endpoint: filter?.endpoint,
+  requestId: filter?.requestId,
+  idempotencyKey: filter?.idempotencyKey,
+  targetStatus: filter?.targetStatus,
+  receivedFrom: isoOf(filter?.receivedFrom),
+  receivedTo: isoOf(filter?.receivedTo),
 });
+
+/** A body to send, as the REST body has it; an unspecified encoding is left for zod to refuse. */
+export const bodyIn = (body: BodyInput | undefined) =>
+  body && { encoding: fromEnum(bodyEncodings, body.encoding), text: body.text };
 export const pageQuery = (req: { filter?: RequestFilter; cursor: string; limit: number }) => ({
   ...filterIn(req.filter),
   cursor: req.cursor || undefined,

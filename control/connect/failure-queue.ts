@@ -1,6 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { FailureQueueService } from "../../gen/relay/v1/requests_pb.ts";
 import * as failures from "../api/failures.ts";
+import * as replay from "../api/replay.ts";
 import type { ContextOf } from "./caller.ts";
 import { filterIn, pageOut, pageQuery, requestOut } from "./convert.ts";
 
@@ -11,7 +12,7 @@ export function failureQueueService(router: ConnectRouter, ctxOf: ContextOf): vo
     },
     async replayRequest(req, h) {
       return {
-        request: requestOut(await failures.replayRequest(ctxOf(h), req.project, req.requestId)),
+        request: requestOut(await replay.replayRequest(ctxOf(h), req.project, req.requestId)),
       };
     },
     async replayFailures(req, h) {

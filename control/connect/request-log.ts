@@ -2,8 +2,9 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import * as cancel from "../api/cancel.ts";
 import * as requests from "../api/requests.ts";
+import * as sendAgain from "../api/send-again.ts";
 import type { ContextOf } from "./caller.ts";
-import { pageOut, pageQuery, requestOut } from "./convert.ts";
+import { bodyIn, pageOut, pageQuery, requestOut } from "./convert.ts";
 
 export function requestLogService(router: ConnectRouter, ctxOf: ContextOf): void {
   router.service(RequestLogService, {
@@ -13,6 +14,12 @@ export function requestLogService(router: ConnectRouter, ctxOf: ContextOf): void
     async getRequest(req, h) {
       return {
         request: requestOut(await requests.getRequest(ctxOf(h), req.project, req.requestId)),
+      };
+    },
+    async sendAgain(req, h) {
+      const body = { body: bodyIn(req.body) };
+      return {
+        request: requestOut(await sendAgain.sendAgain(ctxOf(h), req.project, req.requestId, body)),
       };
     },
     async cancelRequest(req, h) {

@@ -4,6 +4,7 @@
  */
 import * as answers from "../api/answers.ts";
 import * as failures from "../api/failures.ts";
+import * as replay from "../api/replay.ts";
 import * as requests from "../api/requests.ts";
 import { base, p, type Route, route, tagged } from "./contract.ts";
 
@@ -39,12 +40,13 @@ export const failureQueueRoutes: Route[] = tagged("Failure queue", [
     `${base}/requests/:requestId/replay`,
     {
       operationId: "replayRequest",
-      summary: "A new attempt series for the targets that failed",
+      summary:
+        "A new attempt series for a finished request: to the targets that did not get it, or to all of them when every target got it",
       access: "editor",
       answer: answers.request,
       status: 202,
       errors: ["conflict"],
     },
-    ({ ctx, params }) => failures.replayRequest(ctx, p(params).project, p(params).requestId),
+    ({ ctx, params }) => replay.replayRequest(ctx, p(params).project, p(params).requestId),
   ),
 ]);

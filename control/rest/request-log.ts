@@ -5,6 +5,7 @@
 import * as answers from "../api/answers.ts";
 import * as cancel from "../api/cancel.ts";
 import * as requests from "../api/requests.ts";
+import * as sendAgain from "../api/send-again.ts";
 import { base, p, type Route, route, tagged } from "./contract.ts";
 
 export const requestLogRoutes: Route[] = tagged("Request log", [
@@ -32,6 +33,31 @@ export const requestLogRoutes: Route[] = tagged("Request log", [
       errors: ["unavailable"],
     },
     ({ ctx, params }) => requests.getRequest(ctx, p(params).project, p(params).requestId),
+  ),
+  route(
+    "POST",
+    `${base}/requests/:requestId/send-again`,
+    {
+      operationId: "sendAgain",
+      summary:
+        "A new request (a new id, `resentFrom` this one) to this request's endpoint, with its headers and its body or the one given, checked, billed and logged like any call; its endpoint's targets must all be async",
+      access: "editor",
+      body: sendAgain.sendAgainBody,
+      example: { body: { encoding: "utf8", text: '{"order":42}' } },
+      answer: answers.request,
+      status: 202,
+      errors: [
+        "conflict",
+        "insufficient_credits",
+        "limit_exceeded",
+        "payload_too_large",
+        "unsupported_media_type",
+        "validation_failed",
+        "unavailable",
+      ],
+    },
+    ({ ctx, params, body }) =>
+      sendAgain.sendAgain(ctx, p(params).project, p(params).requestId, body),
   ),
   route(
     "DELETE",

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEi4gEKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCDQoLX2xhdGVuY3lfbXNCCAoGX2Vycm9yIowDCgdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSJwoGc3RhdHVzGAIgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1cxIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEi8KC3JlY2VpdmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiMKCGF0dGVtcHRzGAggAygLMhEucmVsYXkudjEuQXR0ZW1wdBIzCgpub3RfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEiIKB3dhaXRpbmcYCiADKAsyES5yZWxheS52MS5XYWl0aW5nEhUKCHRyYWNlX2lkGAsgASgJSAGIAQFCDQoLX25vdF9iZWZvcmVCCwoJX3RyYWNlX2lkIkEKB1dhaXRpbmcSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg4KBnJlYXNvbhgDIAEoCSJsCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBQgkKB19zdGF0dXNCCwoJX2VuZHBvaW50Im4KE0xpc3RSZXF1ZXN0c1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0UmVxdWVzdHNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOAoRR2V0UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjgKEkdldFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCI7ChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0Im4KE0xpc3RGYWlsdXJlc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0RmFpbHVyZXNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOwoUUmVwbGF5UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjsKFVJlcGxheVJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJRChVSZXBsYXlGYWlsdXJlc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyIioKFlJlcGxheUZhaWx1cmVzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUqgwIKDVJlcXVlc3RTdGF0dXMSHgoaUkVRVUVTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVSRVFVRVNUX1NUQVRVU19RVUVVRUQQARIdChlSRVFVRVNUX1NUQVRVU19ERUxJVkVSSU5HEAISHAoYUkVRVUVTVF9TVEFUVVNfREVMSVZFUkVEEAMSIwofUkVRVUVTVF9TVEFUVVNfUEFSVElBTExZX0ZBSUxFRBAEEhkKFVJFUVVFU1RfU1RBVFVTX0ZBSUxFRBAFEhwKGFJFUVVFU1RfU1RBVFVTX1NDSEVEVUxFRBAGEhwKGFJFUVVFU1RfU1RBVFVTX0NBTkNFTExFRBAHMv0BChFSZXF1ZXN0TG9nU2VydmljZRJNCgxMaXN0UmVxdWVzdHMSHS5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVzcG9uc2USRwoKR2V0UmVxdWVzdBIbLnJlbGF5LnYxLkdldFJlcXVlc3RSZXF1ZXN0GhwucmVsYXkudjEuR2V0UmVxdWVzdFJlc3BvbnNlElAKDUNhbmNlbFJlcXVlc3QSHi5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVxdWVzdBofLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZTKLAgoTRmFpbHVyZVF1ZXVlU2VydmljZRJNCgxMaXN0RmFpbHVyZXMSHS5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVzcG9uc2USUAoNUmVwbGF5UmVxdWVzdBIeLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlc3BvbnNlElMKDlJlcGxheUZhaWx1cmVzEh8ucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXF1ZXN0GiAucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLJBAoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keSJBCgdXYWl0aW5nEhEKCXRhcmdldF9pZBgBIAEoCRITCgt0YXJnZXRfbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkihAMKDVJlcXVlc3RGaWx0ZXISLAoGc3RhdHVzGAEgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1c0gAiAEBEhUKCGVuZHBvaW50GAIgASgJSAGIAQESFwoKcmVxdWVzdF9pZBgDIAEoCUgCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgEIAEoCUgDiAEBEhoKDXRhcmdldF9zdGF0dXMYBSABKAVIBIgBARI2Cg1yZWNlaXZlZF9mcm9tGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgFiAEBEjQKC3JlY2VpdmVkX3RvGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgGiAEBQgkKB19zdGF0dXNCCwoJX2VuZHBvaW50Qg0KC19yZXF1ZXN0X2lkQhIKEF9pZGVtcG90ZW5jeV9rZXlCEAoOX3RhcmdldF9zdGF0dXNCEAoOX3JlY2VpdmVkX2Zyb21CDgoMX3JlY2VpdmVkX3RvIm4KE0xpc3RSZXF1ZXN0c1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0UmVxdWVzdHNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOAoRR2V0UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjgKEkdldFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCI7ChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0ImgKEFNlbmRBZ2FpblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEiYKBGJvZHkYAyABKAsyEy5yZWxheS52MS5Cb2R5SW5wdXRIAIgBAUIHCgVfYm9keSJDCglCb2R5SW5wdXQSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCSI3ChFTZW5kQWdhaW5SZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJuChNMaXN0RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdEZhaWx1cmVzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjsKFFJlcGxheVJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVSZXBsYXlSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiUQoVUmVwbGF5RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlciIqChZSZXBsYXlGYWlsdXJlc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFKoMCCg1SZXF1ZXN0U3RhdHVzEh4KGlJFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUkVRVUVTVF9TVEFUVVNfUVVFVUVEEAESHQoZUkVRVUVTVF9TVEFUVVNfREVMSVZFUklORxACEhwKGFJFUVVFU1RfU1RBVFVTX0RFTElWRVJFRBADEiMKH1JFUVVFU1RfU1RBVFVTX1BBUlRJQUxMWV9GQUlMRUQQBBIZChVSRVFVRVNUX1NUQVRVU19GQUlMRUQQBRIcChhSRVFVRVNUX1NUQVRVU19TQ0hFRFVMRUQQBhIcChhSRVFVRVNUX1NUQVRVU19DQU5DRUxMRUQQBypfCgxCb2R5RW5jb2RpbmcSHQoZQk9EWV9FTkNPRElOR19VTlNQRUNJRklFRBAAEhYKEkJPRFlfRU5DT0RJTkdfVVRGOBABEhgKFEJPRFlfRU5DT0RJTkdfQkFTRTY0EAIywwIKEVJlcXVlc3RMb2dTZXJ2aWNlEk0KDExpc3RSZXF1ZXN0cxIdLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHi5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJHCgpHZXRSZXF1ZXN0EhsucmVsYXkudjEuR2V0UmVxdWVzdFJlcXVlc3QaHC5yZWxheS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USUAoNQ2FuY2VsUmVxdWVzdBIeLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEkQKCVNlbmRBZ2FpbhIaLnJlbGF5LnYxLlNlbmRBZ2FpblJlcXVlc3QaGy5yZWxheS52MS5TZW5kQWdhaW5SZXNwb25zZTKLAgoTRmFpbHVyZVF1ZXVlU2VydmljZRJNCgxMaXN0RmFpbHVyZXMSHS5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVzcG9uc2USUAoNUmVwbGF5UmVxdWVzdBIeLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlc3BvbnNlElMKDlJlcGxheUZhaWx1cmVzEh8ucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXF1ZXN0GiAucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -56,6 +56,14 @@ export type Attempt = Message<"relay.v1.Attempt"> & {
    * @generated from field: optional string error = 7;
    */
   error?: string | undefined;
+
+  /**
+   * What the target answered; only a single request's read carries it, and only when the
+   * target answered (logged since the log kept answers).
+   *
+   * @generated from field: optional relay.v1.Response response = 8;
+   */
+  response?: Response | undefined;
 };
 
 /**
@@ -64,6 +72,89 @@ export type Attempt = Message<"relay.v1.Attempt"> & {
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
   messageDesc(file_relay_v1_requests, 0);
+
+/**
+ * A target's answer as the log keeps it.
+ *
+ * @generated from message relay.v1.Response
+ */
+export type Response = Message<"relay.v1.Response"> & {
+  /**
+   * @generated from field: map<string, string> headers = 1;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * The first 64 KiB of the answer's body.
+   *
+   * @generated from field: relay.v1.Body body = 2;
+   */
+  body?: Body | undefined;
+
+  /**
+   * The answer was longer than 64 KiB: `body` is its first 64 KiB.
+   *
+   * @generated from field: bool truncated = 3;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message relay.v1.Response.
+ * Use `create(ResponseSchema)` to create a new message.
+ */
+export const ResponseSchema: GenMessage<Response> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 1);
+
+/**
+ * A body: as text when it is valid UTF-8, else as base64.
+ *
+ * @generated from message relay.v1.Body
+ */
+export type Body = Message<"relay.v1.Body"> & {
+  /**
+   * @generated from field: relay.v1.BodyEncoding encoding = 1;
+   */
+  encoding: BodyEncoding;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * Its size in bytes.
+   *
+   * @generated from field: int64 bytes = 3;
+   */
+  bytes: bigint;
+};
+
+/**
+ * Describes the message relay.v1.Body.
+ * Use `create(BodySchema)` to create a new message.
+ */
+export const BodySchema: GenMessage<Body> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 2);
+
+/**
+ * Headers as the log keeps them: lowercase names.
+ *
+ * @generated from message relay.v1.Headers
+ */
+export type Headers = Message<"relay.v1.Headers"> & {
+  /**
+   * @generated from field: map<string, string> values = 1;
+   */
+  values: { [key: string]: string };
+};
+
+/**
+ * Describes the message relay.v1.Headers.
+ * Use `create(HeadersSchema)` to create a new message.
+ */
+export const HeadersSchema: GenMessage<Headers> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 3);
 
 /**
  * @generated from message relay.v1.Request
@@ -129,6 +220,37 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: optional string trace_id = 11;
    */
   traceId?: string | undefined;
+
+  /**
+   * The caller's Idempotency-Key, when it sent one.
+   *
+   * @generated from field: optional string idempotency_key = 12;
+   */
+  idempotencyKey?: string | undefined;
+
+  /**
+   * Sent again (SendAgain) from this request.
+   *
+   * @generated from field: optional string resent_from = 13;
+   */
+  resentFrom?: string | undefined;
+
+  /**
+   * Only a single request's read (GetRequest and the calls that answer one request) carries
+   * these, and only for requests logged since the log kept them.
+   * The inbound headers as forwarded to the targets (never Authorization, nor a header a target
+   * marks secret).
+   *
+   * @generated from field: optional relay.v1.Headers headers = 14;
+   */
+  headers?: Headers | undefined;
+
+  /**
+   * The body as received.
+   *
+   * @generated from field: optional relay.v1.Body body = 15;
+   */
+  body?: Body | undefined;
 };
 
 /**
@@ -136,7 +258,7 @@ export type Request = Message<"relay.v1.Request"> & {
  * Use `create(RequestSchema)` to create a new message.
  */
 export const RequestSchema: GenMessage<Request> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 1);
+  messageDesc(file_relay_v1_requests, 4);
 
 /**
  * A delivery waiting for its target: "circuit_open", "disabled" or "paused".
@@ -165,7 +287,7 @@ export type Waiting = Message<"relay.v1.Waiting"> & {
  * Use `create(WaitingSchema)` to create a new message.
  */
 export const WaitingSchema: GenMessage<Waiting> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 2);
+  messageDesc(file_relay_v1_requests, 5);
 
 /**
  * @generated from message relay.v1.RequestFilter
@@ -182,6 +304,39 @@ export type RequestFilter = Message<"relay.v1.RequestFilter"> & {
    * @generated from field: optional string endpoint = 2;
    */
   endpoint?: string | undefined;
+
+  /**
+   * @generated from field: optional string request_id = 3;
+   */
+  requestId?: string | undefined;
+
+  /**
+   * The caller's Idempotency-Key, exactly.
+   *
+   * @generated from field: optional string idempotency_key = 4;
+   */
+  idempotencyKey?: string | undefined;
+
+  /**
+   * Requests with an attempt a target answered with this status code (100 to 599).
+   *
+   * @generated from field: optional int32 target_status = 5;
+   */
+  targetStatus?: number | undefined;
+
+  /**
+   * Received at or after this time.
+   *
+   * @generated from field: optional google.protobuf.Timestamp received_from = 6;
+   */
+  receivedFrom?: Timestamp | undefined;
+
+  /**
+   * Received before this time.
+   *
+   * @generated from field: optional google.protobuf.Timestamp received_to = 7;
+   */
+  receivedTo?: Timestamp | undefined;
 };
 
 /**
@@ -189,7 +344,7 @@ export type RequestFilter = Message<"relay.v1.RequestFilter"> & {
  * Use `create(RequestFilterSchema)` to create a new message.
  */
 export const RequestFilterSchema: GenMessage<RequestFilter> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 3);
+  messageDesc(file_relay_v1_requests, 6);
 
 /**
  * @generated from message relay.v1.ListRequestsRequest
@@ -221,7 +376,7 @@ export type ListRequestsRequest = Message<"relay.v1.ListRequestsRequest"> & {
  * Use `create(ListRequestsRequestSchema)` to create a new message.
  */
 export const ListRequestsRequestSchema: GenMessage<ListRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 4);
+  messageDesc(file_relay_v1_requests, 7);
 
 /**
  * @generated from message relay.v1.ListRequestsResponse
@@ -245,7 +400,7 @@ export type ListRequestsResponse = Message<"relay.v1.ListRequestsResponse"> & {
  * Use `create(ListRequestsResponseSchema)` to create a new message.
  */
 export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 5);
+  messageDesc(file_relay_v1_requests, 8);
 
 /**
  * @generated from message relay.v1.GetRequestRequest
@@ -267,7 +422,7 @@ export type GetRequestRequest = Message<"relay.v1.GetRequestRequest"> & {
  * Use `create(GetRequestRequestSchema)` to create a new message.
  */
 export const GetRequestRequestSchema: GenMessage<GetRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 6);
+  messageDesc(file_relay_v1_requests, 9);
 
 /**
  * @generated from message relay.v1.GetRequestResponse
@@ -284,7 +439,7 @@ export type GetRequestResponse = Message<"relay.v1.GetRequestResponse"> & {
  * Use `create(GetRequestResponseSchema)` to create a new message.
  */
 export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 7);
+  messageDesc(file_relay_v1_requests, 10);
 
 /**
  * @generated from message relay.v1.CancelRequestRequest
@@ -306,7 +461,7 @@ export type CancelRequestRequest = Message<"relay.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 8);
+  messageDesc(file_relay_v1_requests, 11);
 
 /**
  * @generated from message relay.v1.CancelRequestResponse
@@ -323,7 +478,81 @@ export type CancelRequestResponse = Message<"relay.v1.CancelRequestResponse"> & 
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 9);
+  messageDesc(file_relay_v1_requests, 12);
+
+/**
+ * @generated from message relay.v1.SendAgainRequest
+ */
+export type SendAgainRequest = Message<"relay.v1.SendAgainRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * The request sent again.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * The body to send; absent: the original's.
+   *
+   * @generated from field: optional relay.v1.BodyInput body = 3;
+   */
+  body?: BodyInput | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SendAgainRequest.
+ * Use `create(SendAgainRequestSchema)` to create a new message.
+ */
+export const SendAgainRequestSchema: GenMessage<SendAgainRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 13);
+
+/**
+ * A body to send: text as it is, or bytes in base64.
+ *
+ * @generated from message relay.v1.BodyInput
+ */
+export type BodyInput = Message<"relay.v1.BodyInput"> & {
+  /**
+   * @generated from field: relay.v1.BodyEncoding encoding = 1;
+   */
+  encoding: BodyEncoding;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message relay.v1.BodyInput.
+ * Use `create(BodyInputSchema)` to create a new message.
+ */
+export const BodyInputSchema: GenMessage<BodyInput> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 14);
+
+/**
+ * @generated from message relay.v1.SendAgainResponse
+ */
+export type SendAgainResponse = Message<"relay.v1.SendAgainResponse"> & {
+  /**
+   * The new request.
+   *
+   * @generated from field: relay.v1.Request request = 1;
+   */
+  request?: Request | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SendAgainResponse.
+ * Use `create(SendAgainResponseSchema)` to create a new message.
+ */
+export const SendAgainResponseSchema: GenMessage<SendAgainResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 15);
 
 /**
  * @generated from message relay.v1.ListFailuresRequest
@@ -355,7 +584,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 10);
+  messageDesc(file_relay_v1_requests, 16);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -377,7 +606,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 11);
+  messageDesc(file_relay_v1_requests, 17);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -399,7 +628,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 12);
+  messageDesc(file_relay_v1_requests, 18);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -416,7 +645,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 13);
+  messageDesc(file_relay_v1_requests, 19);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -438,7 +667,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 14);
+  messageDesc(file_relay_v1_requests, 20);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -455,7 +684,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 15);
+  messageDesc(file_relay_v1_requests, 21);
 
 /**
  * @generated from enum relay.v1.RequestStatus
@@ -513,6 +742,36 @@ export const RequestStatusSchema: GenEnum<RequestStatus> = /*@__PURE__*/
   enumDesc(file_relay_v1_requests, 0);
 
 /**
+ * @generated from enum relay.v1.BodyEncoding
+ */
+export enum BodyEncoding {
+  /**
+   * @generated from enum value: BODY_ENCODING_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * `text` is the body itself (it is valid UTF-8).
+   *
+   * @generated from enum value: BODY_ENCODING_UTF8 = 1;
+   */
+  UTF8 = 1,
+
+  /**
+   * `text` is the body's bytes in base64 (standard alphabet, padded).
+   *
+   * @generated from enum value: BODY_ENCODING_BASE64 = 2;
+   */
+  BASE64 = 2,
+}
+
+/**
+ * Describes the enum relay.v1.BodyEncoding.
+ */
+export const BodyEncodingSchema: GenEnum<BodyEncoding> = /*@__PURE__*/
+  enumDesc(file_relay_v1_requests, 1);
+
+/**
  * The request log and the failure queue.
  *
  * @generated from service relay.v1.RequestLogService
@@ -544,6 +803,17 @@ export const RequestLogService: GenService<{
     input: typeof CancelRequestRequestSchema;
     output: typeof CancelRequestResponseSchema;
   },
+  /**
+   * A new request (a new id, resent_from the original) to the original's endpoint, with its
+   * headers and its body or an edited one, billed and logged like any call.
+   *
+   * @generated from rpc relay.v1.RequestLogService.SendAgain
+   */
+  sendAgain: {
+    methodKind: "unary";
+    input: typeof SendAgainRequestSchema;
+    output: typeof SendAgainResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_requests, 0);
 
@@ -560,7 +830,8 @@ export const FailureQueueService: GenService<{
     output: typeof ListFailuresResponseSchema;
   },
   /**
-   * A new, logged attempt series for the failed targets of one request.
+   * A new, logged attempt series for a finished request: for the targets that did not get it,
+   * or for all of them when every target got it (delivered).
    *
    * @generated from rpc relay.v1.FailureQueueService.ReplayRequest
    */

@@ -9,11 +9,18 @@ import {
 import { problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
 import { ConfirmButton, FormError, Loaded } from "../ui.tsx";
-import { type Filter, filterInit, RequestFilters, RequestTable, refreshMs } from "./requests.tsx";
+import {
+  type Filter,
+  filterInit,
+  noFilter,
+  RequestFilters,
+  RequestTable,
+  refreshMs,
+} from "./requests.tsx";
 
 export function FailuresPage() {
   const { project, token } = useProject();
-  const [filter, setFilter] = useState<Filter>({ status: undefined, endpoint: "" });
+  const [filter, setFilter] = useState<Filter>(noFilter);
   const failures = useQuery(
     FailureQueueService.method.listFailures,
     { project, filter: filterInit(filter), limit: 50 },

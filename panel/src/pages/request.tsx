@@ -1,8 +1,9 @@
 /**
- * One request: its status and, per target, every attempt on a timeline (when it started, what
- * the target answered, how long it took, the error), a link to its workflow in the Temporal UI, its trace id,
- * a replay when it failed, a cancel while it waits (scheduled, or between attempts), and the
- * targets it waits for (an open circuit, a disabled target, a pause) with why.
+ * One request: its status, its headers and body as received and, per target, every attempt on a
+ * timeline (when it started, what the target answered, how long it took, the error) with the
+ * answer beside it, a link to its workflow in the Temporal UI, its trace id, a replay once it
+ * finished, "send again" as a new request, a cancel while it waits (scheduled, or between
+ * attempts), and the targets it waits for (an open circuit, a disabled target, a pause) with why.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -20,7 +21,9 @@ import { projectPath, useInvalidate, useProject } from "../project.ts";
 import { Link } from "../router.tsx";
 import { requestWorkflowsUrl } from "../temporal-ui.ts";
 import { FormError, Loaded, StatusBadge } from "../ui.tsx";
+import { AnswerContent, ReceivedContent } from "./request-content.tsx";
 import { refreshMs } from "./requests.tsx";
+import { SendAgain } from "./send-again.tsx";
 
 export function RequestPage({ requestId }: { requestId: string }) {
   const { project, token } = useProject();
@@ -46,7 +49,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
       {({ request }) => {
         if (!request) return null;
         const byTarget = Map.groupBy(request.attempts, (a) => a.targetName);
-        const canReplay =
+        const failedSome =
           request.status === RequestStatus.FAILED ||
           request.status === RequestStatus.PARTIALLY_FAILED;
         const canCancel =
@@ -87,6 +90,24 @@ export function RequestPage({ requestId }: { requestId: string }) {
               <dd>
                 {request.line}/{request.endpoint}
               </dd>
+              {request.idempotencyKey !== undefined && (
+                <>
+                  <dt>Idempotency-Key</dt>
+                  <dd>
+                    <code>{request.idempotencyKey}</code>
+                  </dd>
+                </>
+              )}
+              {request.resentFrom !== undefined && (
+                <>
+                  <dt>Sent again from</dt>
+                  <dd data-testid="request-resent-from">
+                    <Link to={projectPath(project, "requests", request.resentFrom)}>
+                      <code>{request.resentFrom}</code>
+                    </Link>
+                  </dd>
+                </>
+              )}
               <dt>Received</dt>
               <dd>{formatTime(request.receivedAt)}</dd>
               {request.notBefore && (
@@ -122,20 +143,27 @@ export function RequestPage({ requestId }: { requestId: string }) {
                 </>
               )}
             </dl>
-            {canReplay && (
+            {finished(request.status) && (
               <p>
                 <button
                   type="button"
                   disabled={replay.isPending}
                   onClick={() => replay.mutate({ project, requestId })}
                 >
-                  Replay failed targets
-                </button>
+                  Replay
+                </button>{" "}
+                <span className="hint">
+                  {request.status === RequestStatus.DELIVERED
+                    ? "Delivers it to every target again, under the same request id."
+                    : failedSome
+                      ? "Delivers it again to the targets that did not get it."
+                      : "Delivers it to its targets after all."}
+                </span>
               </p>
             )}
             {replay.isSuccess && (
               <p role="status" className="saved">
-                Replay started: the failed targets get new attempts below.
+                Replay started: its new attempts show below.
               </p>
             )}
             <FormError problem={replay.error ? problemOf(replay.error) : null} />
@@ -151,6 +179,8 @@ export function RequestPage({ requestId }: { requestId: string }) {
               </p>
             )}
             <FormError problem={cancel.error ? problemOf(cancel.error) : null} />
+            <ReceivedContent request={request} />
+            <SendAgain key={request.requestId} request={request} />
             <h2>Attempts</h2>
             {byTarget.size === 0 && <p>No attempt yet.</p>}
             {[...byTarget].map(([target, attempts]) => (
@@ -199,22 +229,25 @@ function Timeline({ attempts }: { attempts: Attempt[] }) {
             className={`step step-${state.replace(" ", "-")}`}
             data-outcome={state}
           >
-            <span className="step-title">
-              {replayed ? "Replay, attempt" : "Attempt"} {a.attempt} · {formatTime(a.startedAt)}
-              {i > 0 && <span className="muted"> (+{offset.toFixed(1)} s)</span>}
-            </span>
-            <span className="step-answer">
-              {a.statusCode !== undefined ? `HTTP ${a.statusCode}` : "no answer"} · {state}
-              {a.latencyMs !== undefined && ` · ${a.latencyMs} ms`}
-            </span>
-            {a.latencyMs !== undefined && (
-              <span
-                className="latency"
-                aria-hidden="true"
-                style={{ width: `${Math.max(4, (a.latencyMs / slowest) * 320)}px` }}
-              />
-            )}
-            {a.error && <span className="step-error">{a.error}</span>}
+            <div className="step-summary">
+              <span className="step-title">
+                {replayed ? "Replay, attempt" : "Attempt"} {a.attempt} · {formatTime(a.startedAt)}
+                {i > 0 && <span className="muted"> (+{offset.toFixed(1)} s)</span>}
+              </span>
+              <span className="step-answer">
+                {a.statusCode !== undefined ? `HTTP ${a.statusCode}` : "no answer"} · {state}
+                {a.latencyMs !== undefined && ` · ${a.latencyMs} ms`}
+              </span>
+              {a.latencyMs !== undefined && (
+                <span
+                  className="latency"
+                  aria-hidden="true"
+                  style={{ width: `${Math.max(4, (a.latencyMs / slowest) * 320)}px` }}
+                />
+              )}
+              {a.error && <span className="step-error">{a.error}</span>}
+            </div>
+            {a.response && <AnswerContent response={a.response} />}
           </li>
         );
       })}

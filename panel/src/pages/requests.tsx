@@ -1,4 +1,8 @@
-/** The request log, newest first, refreshed every few seconds, filtered by status and endpoint. */
+/**
+ * The request log, newest first, refreshed every few seconds, found by status, endpoint, request
+ * id, Idempotency-Key, a target's status code and when it was received.
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useQuery } from "@connectrpc/connect-query";
 import { type FormEvent, type ReactNode, useState } from "react";
 import {
@@ -18,7 +22,7 @@ export const refreshMs = 2000;
 
 export function RequestsPage() {
   const { project, token } = useProject();
-  const [filter, setFilter] = useState<Filter>({ status: undefined, endpoint: "" });
+  const [filter, setFilter] = useState<Filter>(noFilter);
   const [cursors, setCursors] = useState<string[]>([]);
   const log = useQuery(
     RequestLogService.method.listRequests,
@@ -61,16 +65,59 @@ export function RequestsPage() {
   );
 }
 
+/** A filter as its form holds it: each text as typed, empty for "any". */
 export interface Filter {
   status: RequestStatus | undefined;
-  /** "{line}/{endpoint}", or empty for every endpoint. */
+  /** "{line}/{endpoint}". */
   endpoint: string;
+  requestId: string;
+  idempotencyKey: string;
+  /** An HTTP status code a target answered. */
+  targetStatus: string;
+  /** Local date and time (a datetime-local input's value). */
+  receivedFrom: string;
+  receivedTo: string;
 }
 
+export const noFilter: Filter = {
+  status: undefined,
+  endpoint: "",
+  requestId: "",
+  idempotencyKey: "",
+  targetStatus: "",
+  receivedFrom: "",
+  receivedTo: "",
+};
+
+const localTime = (value: string) => timestampFromDate(new Date(value));
+
+/** The API's filter; a malformed status code goes as 0, so the API's message names the field. */
 export const filterInit = (filter: Filter): Partial<RequestFilter> => ({
   ...(filter.status !== undefined && { status: filter.status }),
   ...(filter.endpoint.trim() && { endpoint: filter.endpoint.trim() }),
+  ...(filter.requestId.trim() && { requestId: filter.requestId.trim() }),
+  ...(filter.idempotencyKey && { idempotencyKey: filter.idempotencyKey }),
+  ...(filter.targetStatus.trim() && {
+    targetStatus: Number.parseInt(filter.targetStatus, 10) || 0,
+  }),
+  ...(filter.receivedFrom && { receivedFrom: localTime(filter.receivedFrom) }),
+  ...(filter.receivedTo && { receivedTo: localTime(filter.receivedTo) }),
 });
+
+/** The filter's typed fields: its name in the API, its label, its input's type and a hint. */
+const textFilters = [
+  { name: "endpoint", label: "Endpoint", type: "text", hint: "line/endpoint, such as v1/orders" },
+  { name: "requestId", label: "Request id", type: "text" },
+  { name: "idempotencyKey", label: "Idempotency-Key", type: "text" },
+  {
+    name: "targetStatus",
+    label: "Target status",
+    type: "number",
+    hint: "a status code a target answered, such as 503",
+  },
+  { name: "receivedFrom", label: "Received from", type: "datetime-local" },
+  { name: "receivedTo", label: "Received before", type: "datetime-local" },
+] as const satisfies { name: keyof Filter; label: string; type: string; hint?: string }[];
 
 /** Filters apply on submit, so a half-typed endpoint is not sent on every key. */
 export function RequestFilters({
@@ -83,10 +130,10 @@ export function RequestFilters({
   onApply: (filter: Filter) => void;
 }) {
   const [status, setStatus] = useState("");
-  const [endpoint, setEndpoint] = useState("");
+  const [texts, setTexts] = useState<Omit<Filter, "status">>(noFilter);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    onApply({ status: status === "" ? undefined : (Number(status) as RequestStatus), endpoint });
+    onApply({ ...texts, status: status === "" ? undefined : (Number(status) as RequestStatus) });
   };
   return (
     <form className="filters row" onSubmit={submit} aria-label="Filter requests" noValidate>
@@ -107,20 +154,25 @@ export function RequestFilters({
           </select>
         )}
       </Field>
-      <Field
-        label="Endpoint"
-        hint="line/endpoint, such as v1/orders"
-        error={fieldError(problem, "endpoint")}
-      >
-        {(control) => (
-          <input
-            {...control}
-            name="endpoint"
-            value={endpoint}
-            onChange={(e) => setEndpoint(e.target.value)}
-          />
-        )}
-      </Field>
+      {textFilters.map((f) => (
+        <Field
+          key={f.name}
+          label={f.label}
+          hint={"hint" in f ? f.hint : undefined}
+          error={fieldError(problem, f.name)}
+        >
+          {(control) => (
+            <input
+              {...control}
+              name={f.name}
+              type={f.type}
+              {...(f.type === "datetime-local" && { step: 1 })}
+              value={texts[f.name]}
+              onChange={(e) => setTexts({ ...texts, [f.name]: e.target.value })}
+            />
+          )}
+        </Field>
+      ))}
       <button type="submit">Apply filters</button>
     </form>
   );

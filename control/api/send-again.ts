@@ -1,0 +1,146 @@
+/**
+ * "Send again": a new request (a new id, `resentFrom` the original) to the original's endpoint,
+ * with the original's headers and its body or an edited one. It goes the way a call the edge
+ * queues goes: checked against the endpoint as it is now (its size cap, its schema), its
+ * credits held, a large body stored by reference, one delivery workflow for its targets, which
+ * logs and bills it like any other.
+ */
+import { z } from "zod";
+import { type CreditHold, deliveryHolds, isMetered } from "../../core/billing.ts";
+import { bodyTravelsInline, type DeliveryInput, encodeBody } from "../../core/delivery.ts";
+import { RelayError } from "../../core/errors.ts";
+import { BASE64, bodyBytes, bodyEncodings } from "../../core/inspect.ts";
+import type { KeyMode } from "../../core/model.ts";
+import { checkPayload } from "../../core/payload-check.ts";
+import { compileSchema } from "../../core/schema.ts";
+import { newId } from "../../core/secrets.ts";
+import { waitingCapMessage } from "../../core/waiting.ts";
+import { insertBody } from "../../store/bodies.ts";
+import { releaseHolds, reserveCredits } from "../../store/credits.ts";
+import { findRequest, keyModeOf } from "../../store/request-views.ts";
+import { loadEndpoints } from "../../store/routing.ts";
+import { capOf, heldCount } from "../../store/waiting.ts";
+import { type Ctx, projectAccess } from "./context.ts";
+import { startDelivery } from "./replay.ts";
+import { getRequest, type RequestView } from "./requests.ts";
+import { parseInput } from "./validation.ts";
+
+export const sendAgainBody = z.strictObject({
+  body: z
+    .strictObject({
+      encoding: z.enum(bodyEncodings),
+      text: z.string(),
+    })
+    .refine((b) => b.encoding === "utf8" || BASE64.test(b.text), {
+      message: "not base64 (the standard alphabet, padded)",
+      path: ["text"],
+    })
+    .optional()
+    .describe("The body to send: text as it is, or bytes in base64; absent, the original's"),
+});
+
+/** A new request's caller headers: the original's, less what made the original one of a kind. */
+const NOT_SENT_AGAIN = ["idempotency-key"];
+
+export async function sendAgain(
+  ctx: Ctx,
+  slug: string,
+  requestId: string,
+  input: unknown,
+): Promise<RequestView> {
+  const access = await projectAccess(ctx, slug);
+  const { body: edited } = parseInput(sendAgainBody, input ?? {});
+  const [original, keyMode] = await Promise.all([
+    findRequest(ctx.sql, access.projectId, requestId),
+    keyModeOf(ctx.sql, access.projectId, requestId),
+  ]);
+  if (!original || !keyMode)
+    throw new RelayError("not_found", `no request '${requestId}' in the log`);
+  const kept = original.headers && (edited ?? original.body);
+  if (!original.headers || !kept) {
+    throw new RelayError(
+      "conflict",
+      `request '${requestId}' was logged before the log kept headers and bodies: it cannot be sent again`,
+    );
+  }
+  const body = bodyBytes(kept);
+  if (body.byteLength > ctx.maxBodyBytes) {
+    throw new RelayError("payload_too_large", `the body exceeds ${ctx.maxBodyBytes} bytes`);
+  }
+  const [endpoint] = await loadEndpoints(ctx.sql, access.projectId, {
+    line: original.line,
+    path: original.endpoint,
+  });
+  if (!endpoint) {
+    throw new RelayError(
+      "not_found",
+      `endpoint '${original.line}/${original.endpoint}' no longer exists`,
+    );
+  }
+  if (endpoint.targets.some((t) => t.deliveryMode !== "async")) {
+    throw new RelayError(
+      "conflict",
+      "only an endpoint whose targets are all async sends again: a sync or stream target answers a caller",
+    );
+  }
+  const headers = Object.fromEntries(
+    Object.entries(original.headers).filter(([name]) => !NOT_SENT_AGAIN.includes(name)),
+  );
+  checkPayload(
+    body,
+    headers["content-type"] ?? null,
+    endpoint.schema ? compileSchema(endpoint.schema) : null,
+  );
+  const resent = newId("req");
+  await reserve(ctx, access, {
+    requestId: resent,
+    pool: keyMode,
+    holds: isMetered(access.plan, keyMode) ? deliveryHolds(endpoint.targets, body.byteLength) : [],
+  });
+  try {
+    const inline = bodyTravelsInline(body.byteLength, endpoint.targets.length);
+    const bodyRef = inline ? null : await insertBody(ctx.sql, slug, resent, body);
+    const delivery: DeliveryInput = {
+      requestId: resent,
+      project: slug,
+      line: original.line,
+      endpoint: original.endpoint,
+      keyMode,
+      receivedAt: ctx.now().toISOString(),
+      headers,
+      bodyBase64: bodyRef ? "" : encodeBody(body),
+      ...(bodyRef && { bodyRef }),
+      bodyBytes: body.byteLength,
+      resentFrom: requestId,
+      targets: endpoint.targets,
+    };
+    await startDelivery(await ctx.temporal(), delivery, resent, "queued");
+  } catch (error) {
+    await releaseHolds(ctx.sql, resent);
+    throw error;
+  }
+  return getRequest(ctx, slug, resent);
+}
+
+/**
+ * What the edge reserves for a call it queues (control/api/edge.ts): refused while the project's
+ * held deliveries fill its cap (409), and its credits held (402 when they do not fit).
+ */
+async function reserve(
+  ctx: Ctx,
+  access: { projectId: string; slug: string },
+  call: { requestId: string; pool: KeyMode; holds: CreditHold[] },
+): Promise<void> {
+  const cap = await capOf(ctx.sql, access.projectId, ctx.waitingCaps);
+  if ((await heldCount(ctx.sql, access.projectId)) >= cap) {
+    throw new RelayError("limit_exceeded", waitingCapMessage(cap));
+  }
+  const fits =
+    call.holds.length === 0 || (await reserveCredits(ctx.sql, { project: access.slug, ...call }));
+  if (!fits) {
+    throw new RelayError(
+      "insufficient_credits",
+      `the ${call.pool} credit pool has too few credits left`,
+    );
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The panel's inspectable requests, in Debian's Chromium against the real stack: a request's
+ * headers and body as received with each attempt's answer beside it, Replay of a delivered
+ * request, Send again with an edited body (refused by the endpoint's schema first), and the
+ * request log's search fields. What the worker keeps of a request is written here by hand
+ * (test/inspect-logged.test.ts has the worker write it).
+ */
+import { afterAll, expect, test } from "vitest";
+import { connect } from "../store/db.ts";
+import { finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { openSection, panelBrowser, screenshot, signIn } from "./panel-browser.ts";
+
+const { newPage, closeAfter } = panelBrowser();
+const sql = connect(stack().databaseUrl, { max: 1 });
+afterAll(() => sql.end());
+
+/** As the worker keeps them: the request's headers and body, and each attempt's answer. */
+async function keptAsReceived(requestId: string, body: string) {
+  await sql`update requests set headers = ${sql.json({
+    "content-type": "application/json",
+    "x-order": "1",
+    "user-agent": "shop/2.1",
+  })}, body = ${Buffer.from(body)} where id = ${requestId}`;
+  await sql`update attempts set response_headers = ${sql.json({
+    "content-type": "application/octet-stream",
+    "x-answer": "yes",
+  })}, response_body = ${Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00])},
+    response_truncated = true
+    where request_id = ${requestId}`;
+}
+
+test("a request's page shows it as received with each answer beside its attempt, replays it, and sends it again edited", async () => {
+  const target = await targetServer();
+  closeAfter(target.close);
+  const p = await projectWithEndpoint([{ name: "shop", targetUrl: target.url }], {
+    schema: { type: "object", required: ["order"], properties: { order: { type: "integer" } } },
+  });
+  const { requestId } = (
+    await relay(p.slug, "/v1/hook", { key: p.key, body: '{"order":1,"items":["tea"]}' })
+  ).json();
+  await finishedLog(p, requestId);
+  await keptAsReceived(requestId, '{"order":1,"items":["tea"]}');
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+  await page.goto(`/panel/${p.slug}/requests/${requestId}`);
+
+  const received = page.getByRole("region", { name: "Request as received" });
+  await received.getByRole("row", { name: "x-order 1" }).waitFor();
+  const body = received.locator('[data-body-kind="json"] pre');
+  expect(await body.textContent()).toBe('{\n  "order": 1,\n  "items": [\n    "tea"\n  ]\n}');
+  const answer = page.getByTestId("attempt-answer");
+  await answer.getByRole("row", { name: "x-answer yes" }).waitFor();
+  expect(await answer.locator('[data-body-kind="binary"] figcaption').textContent()).toContain(
+    "9 bytes, binary",
+  );
+  expect(await answer.locator('[data-body-kind="binary"] pre').textContent()).toContain(
+    "00000000  89 50 4e 47 0d 0a 1a 0a 00",
+  );
+  await answer.getByText("Truncated at 64 KiB").waitFor();
+  await screenshot(page, "panel-request-inspect");
+
+  // Replay: a delivered request goes to its target again.
+  await page.getByRole("button", { name: "Replay", exact: true }).click();
+  await page.getByText("Replay started").waitFor();
+  await page.locator('[data-outcome="delivered"]').nth(1).waitFor({ timeout: 30_000 });
+  expect(target.received.map((r) => r.body)).toEqual([
+    '{"order":1,"items":["tea"]}',
+    '{"order":1,"items":["tea"]}',
+  ]);
+
+  // Send again: refused by the endpoint's schema, next to the body; then sent, edited.
+  const form = page.getByRole("form", { name: "Send again" });
+  const edited = form.getByLabel("Body to send");
+  await edited.fill('{"order":"two"}');
+  await form.getByRole("button", { name: "Send again" }).click();
+  await form.getByText("/order: must be integer").waitFor();
+  await edited.fill('{"order":2}');
+  await form.getByRole("button", { name: "Send again" }).click();
+  await page.waitForURL((url) => !url.pathname.endsWith(requestId));
+  await page.getByTestId("request-status").getByText("delivered").waitFor({ timeout: 30_000 });
+  expect(target.received.at(-1)?.body).toBe('{"order":2}');
+  // The new request links the original (the log keeps the link: its write path).
+  const link = page.getByTestId("request-resent-from").getByRole("link", { name: requestId });
+  await link.click();
+  await page.waitForURL(`**/requests/${requestId}`);
+}, 120_000);
+
+test("the request log is searched by target status code and request id, a bad code refused next to its field", async () => {
+  const target = await targetServer((r) => ({ status: r.body.includes("refuse") ? 400 : 200 }));
+  closeAfter(target.close);
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: target.url }]);
+  const sent = async (body: string) => {
+    const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body })).json();
+    await finishedLog(p, requestId);
+    return requestId as string;
+  };
+  const [delivered, refused] = [await sent('{"n":1}'), await sent('{"refuse":1}')];
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+  await openSection(page, "Request log");
+  await page.locator(`[data-request-id="${delivered}"]`).waitFor();
+
+  const filters = page.getByRole("form", { name: "Filter requests" });
+  const rows = () =>
+    page
+      .locator("[data-request-id]")
+      .evaluateAll((items) => items.map((item) => item.getAttribute("data-request-id")));
+  await filters.getByLabel("Target status").fill("400");
+  await filters.getByRole("button", { name: "Apply filters" }).click();
+  await page.locator(`[data-request-id="${delivered}"]`).waitFor({ state: "detached" });
+  expect(await rows()).toEqual([refused]);
+  await screenshot(page, "panel-requests-search");
+
+  await filters.getByLabel("Target status").fill("");
+  await filters.getByLabel("Request id").fill(delivered);
+  await filters.getByRole("button", { name: "Apply filters" }).click();
+  await page.locator(`[data-request-id="${refused}"]`).waitFor({ state: "detached" });
+  expect(await rows()).toEqual([delivered]);
+
+  await filters.getByLabel("Target status").fill("99");
+  await filters.getByRole("button", { name: "Apply filters" }).click();
+  await filters.getByText(/expected number to be >=100/).waitFor();
+}, 120_000);
