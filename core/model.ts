@@ -56,6 +56,11 @@ export interface DeliveryTarget {
   deliveryMode: DeliveryMode;
   timeoutSeconds: number;
   headers: Record<string, string>;
+  /** Flow control (async deliveries): starts per second and attempts in flight at most. */
+  maxDeliveriesPerSecond?: number | undefined;
+  maxConcurrent?: number | undefined;
+  /** Lowercase names of inbound headers never kept in the request log (still forwarded). */
+  secretHeaders?: string[] | undefined;
 }
 
 /** When a target's circuit opens and disables it (its defaults and rules: core/circuit.ts). */
