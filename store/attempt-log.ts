@@ -11,6 +11,7 @@ import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import { lockCircuits, recordCircuitOutcome, recordSuccesses } from "./circuits.ts";
 import { type Charge, chargeDeliveries, releaseDeliveryHolds } from "./credits.ts";
 import type { Queryable, Transaction } from "./db.ts";
+import { freeFlowSlots } from "./flow.ts";
 import {
   insertRequests,
   type Received,
@@ -99,6 +100,8 @@ export interface AttemptEnd {
   lastTry: boolean;
   /** How the attempt moves its target's circuit (async deliveries only). */
   circuit: CircuitOutcome;
+  /** It held a place among its limited target's attempts in flight (./flow.ts). */
+  freesFlowSlot?: boolean;
   endedAt: Date;
   /** The request's final status, when the caller knows it ("settled": from its attempts). */
   finishing?: Finishing | undefined;
@@ -137,6 +140,10 @@ export async function endAttempts(
   // The circuits before the charges: a charge that empties its pool records a change, which
   // must be the transaction's last lock taken (store/changes.ts).
   const circuits = await moveCircuits(tx, ends);
+  await freeFlowSlots(
+    tx,
+    ends.filter((e) => e.freesFlowSlot).map((e) => e.charge),
+  );
   await chargeDeliveries(
     tx,
     ends.filter((e) => e.statusCode !== null).map((e) => e.charge),

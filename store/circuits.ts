@@ -11,8 +11,10 @@ import {
   holdOf,
   type TargetGateState,
 } from "../core/circuit.ts";
+import { type FlowLimits, flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import type { CircuitBreaker } from "../core/model.ts";
 import type { Queryable, Sql } from "./db.ts";
+import { flowInFlight } from "./flow.ts";
 import { changeHeld, type PlanCaps } from "./waiting.ts";
 
 /** A target's circuit history is kept this long, newest first. */
@@ -35,8 +37,11 @@ export const gateColumns = (q: Queryable) => q`
   coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
   e.paused_at is not null as endpoint_paused`;
 
-const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<TargetGateState[]>`
-  select ${gateColumns(q)}
+const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<
+  (TargetGateState & { limited: boolean })[]
+>`
+  select ${gateColumns(q)},
+    t.max_deliveries_per_second is not null or t.max_concurrent is not null as limited
   from targets t join endpoints e on e.id = t.endpoint_id
     ${lock ? q`join` : q`left join`} target_circuits c on c.target_id = t.id
   where t.id = ${targetId}
@@ -49,7 +54,10 @@ export async function targetHold(sql: Sql, targetId: string): Promise<Hold | nul
 }
 
 /** Takes the target's lock row (made when missing), in the caller's transaction. */
-async function lockTarget(tx: Queryable, targetId: string): Promise<TargetGateState | undefined> {
+async function lockTarget(
+  tx: Queryable,
+  targetId: string,
+): Promise<(TargetGateState & { limited: boolean }) | undefined> {
   await tx`
     insert into target_circuits (target_id) select id from targets where id = ${targetId}
     on conflict do nothing`;
@@ -75,16 +83,19 @@ export function holdDelivery(
   targetId: string,
   workflowId: string,
   caps: PlanCaps,
-): Promise<Hold | null> {
+  /** When Relay accepted the delivery's request: held deliveries go in this order. */
+  acceptedAt?: Date,
+): Promise<Hold | typeof THROTTLED | null> {
   return sql.begin(async (tx) => {
     const gate = await lockTarget(tx, targetId);
-    const hold = gate ? holdOf(gate) : null;
+    // A limited target's waiting deliveries go when its drain lets them (core/flow.ts).
+    const hold = gate ? (holdOf(gate) ?? (gate.limited ? THROTTLED : null)) : null;
     await changeHeld(tx, { targetId }, caps, async (q) =>
       hold
         ? (
             await q`
-              insert into held_deliveries (target_id, workflow_id)
-              values (${targetId}, ${workflowId})
+              insert into held_deliveries (target_id, workflow_id, accepted_at)
+              values (${targetId}, ${workflowId}, ${acceptedAt ?? new Date()})
               on conflict do nothing`
           ).count
         : // Let go without a release (it looked again itself): it waits no more.
@@ -118,7 +129,7 @@ export function releaseHeld(
       const rows = await q<{ workflowId: string }[]>`
         delete from held_deliveries where (target_id, workflow_id) in (
           select target_id, workflow_id from held_deliveries where target_id = ${targetId}
-          order by held_at limit ${limit})
+          order by accepted_at, held_at limit ${limit})
         returning workflow_id`;
       released = rows.map((r) => r.workflowId);
       return -released.length;
@@ -134,6 +145,8 @@ export interface CircuitState {
   openedAtMs: number | null;
   breaker: CircuitBreaker;
   waiting: number;
+  /** The target's flow limits, and its attempts in flight, when it has any (core/flow.ts). */
+  flow: { limits: FlowLimits; inFlight: number } | null;
   /** False once the target's endpoint (or the target) is deleted. */
   exists: boolean;
   /** Where the target is, for the events its circuit raises. */
@@ -150,18 +163,23 @@ export async function circuitState(sql: Sql, targetId: string): Promise<CircuitS
       line: string;
       endpoint: string;
       name: string;
+      maxDeliveriesPerSecond: number | null;
+      maxConcurrent: number | null;
     })[]
   >`
     select ${gateColumns(sql)}, c.opened_at, e.circuit_breaker as breaker,
+      t.max_deliveries_per_second, t.max_concurrent,
       (select count(*)::int from held_deliveries h where h.target_id = t.id) as waiting,
       p.slug as project, e.line_key as line, e.path as endpoint, t.name
     from targets t join endpoints e on e.id = t.endpoint_id
       join projects p on p.id = e.project_id
       left join target_circuits c on c.target_id = t.id
     where t.id = ${targetId}`;
+  const limits = row ? flowLimitsOf(row) : null;
   return {
     hold: row ? holdOf(row) : null,
     openedAtMs: row?.openedAt?.getTime() ?? null,
+    flow: limits && { limits, inFlight: await flowInFlight(sql, targetId) },
     breaker: row?.breaker ?? defaultCircuitBreaker,
     waiting: row?.waiting ?? 0,
     exists: row !== undefined,

@@ -146,6 +146,7 @@ export const activities: Activities = {
       openedAtMs: null,
       breaker: defaultCircuitBreaker,
       waiting: 0,
+      flow: null,
       exists: false,
       target: null,
     };

@@ -5,6 +5,7 @@
 import { ApplicationFailure } from "@temporalio/activity";
 import type { Hold } from "../core/circuit.ts";
 import type { DeliveryInput, StreamRecord, SyncInput, SyncOutcome } from "../core/delivery.ts";
+import { THROTTLED } from "../core/flow.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
@@ -73,8 +74,16 @@ export function createActivities(deps: ActivityDeps) {
       );
     },
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
-    holdDelivery: async (targetId: string, workflowId: string): Promise<Hold | null> => {
-      const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps);
+    holdDelivery: async (
+      targetId: string,
+      workflowId: string,
+      /** When its request was accepted (RFC 3339): held deliveries go in this order. */
+      acceptedAt?: string,
+    ): Promise<Hold | typeof THROTTLED | null> => {
+      const accepted = acceptedAt === undefined ? undefined : new Date(acceptedAt);
+      const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps, accepted);
+      // The target's drain lets it go as the target's limits allow (core/flow.ts).
+      if (hold === THROTTLED) await deps.ensureDrain(targetId);
       // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
       if (hold === "circuit_open") await deps.ensureCircuit(targetId);
       return hold;

@@ -50,6 +50,11 @@ export interface ActivityDeps {
    * waiting deliveries go once the target may be tried again.
    */
   ensureCircuit: (targetId: string) => Promise<void>;
+  /**
+   * Starts the target's drain (its circuit workflow) unless it runs, and tells a running one that
+   * a delivery waits for the target's limits (core/flow.ts), so it does not end meanwhile.
+   */
+  ensureDrain: (targetId: string) => Promise<void>;
   /** Each project's share of this worker, by pool (core/project-slots.ts). */
   slots: WorkerSlots;
 }

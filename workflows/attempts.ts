@@ -17,6 +17,7 @@ import {
   type SyncOutcome,
   syncStatus,
 } from "../core/delivery.ts";
+import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
@@ -32,6 +33,7 @@ import { activeTrace } from "../core/tracing.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
 import type { Sql } from "../store/db.ts";
+import { takeFlowSlot } from "../store/flow.ts";
 import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
@@ -64,6 +66,11 @@ export async function firstAttempt(
   }
   const release = await takeSlot();
   if (!release) return busy(deps.slots.attempts, delivery.project);
+  if (!(await roomAtTarget(deps, delivery))) {
+    release();
+    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery) });
+    return { kind: "held", hold: THROTTLED };
+  }
   const sent = await postToTarget(deps, {
     ...delivery,
     opening: request,
@@ -95,6 +102,10 @@ export async function deliver(
       nextRetryDelay: wait.waitMs,
     });
   }
+  if (!(await roomAtTarget(deps, input))) {
+    release();
+    return "held";
+  }
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);
   const verdict = verdictOn(
@@ -110,6 +121,26 @@ export async function deliver(
     type: verdict.type,
     ...(verdict.kind === "failed" ? { nonRetryable: true } : { nextRetryDelay: verdict.delayMs }),
   });
+}
+
+/**
+ * Whether a limited target has room for this delivery now (core/flow.ts): its start booked, and
+ * waited for (at most the horizon, so a few hundred ms). A target without limits always has.
+ */
+async function roomAtTarget(deps: AttemptDeps, delivery: DeliverInput): Promise<boolean> {
+  const limits = flowLimitsOf(delivery.target);
+  if (!limits) return true;
+  const { target, requestId } = delivery;
+  const waitMs = await takeFlowSlot(
+    deps.sql,
+    target,
+    limits,
+    requestId,
+    delivery.fromQueue === true,
+  );
+  if (waitMs === null) return false;
+  if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return true;
 }
 
 /**
@@ -203,6 +234,7 @@ async function postToTarget(
     billedBytes: body.byteLength,
     // A sync call answers its caller: its target's failures are the caller's to see.
     circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
+    freesFlowSlot: !call.sync && flowLimitsOf(target)?.maxConcurrent != null,
     lastTry: call.sync === true,
     finishing: call.finishing?.(sent),
   });
@@ -277,6 +309,7 @@ function endAttempt(
     error: string | null;
     billedBytes: number;
     circuit: CircuitOutcome;
+    freesFlowSlot: boolean;
     lastTry: boolean;
     finishing: Finishing | undefined;
   },
@@ -297,11 +330,12 @@ function endAttempt(
     targetId: a.target.id,
     bytes: a.billedBytes,
   };
-  const { statusCode, answer, latencyMs, error, circuit, lastTry, finishing } = a;
+  const { statusCode, answer, latencyMs, error, circuit, freesFlowSlot, lastTry, finishing } = a;
   return deps.endAttempt({
     attemptId,
     statusCode,
     answer,
+    freesFlowSlot,
     latencyMs,
     error,
     charge,

@@ -3,7 +3,8 @@
  * started by the attempt that opened its circuit, or by the control plane when a member resumes
  * or enables the target. Each round it reads the circuit: open, it waits a growing interval and
  * lets one waiting delivery go as the probe; disabled or paused, it waits for a member; free, it
- * lets the waiting deliveries go, DRAIN_PER_SECOND at most, and ends when none is left.
+ * lets the waiting deliveries go, DRAIN_PER_SECOND at most (a limited target's at its own pace
+ * and concurrency, core/flow.ts), and ends when none is left.
  */
 import {
   condition,
@@ -22,6 +23,7 @@ import {
   type Hold,
   probeDelayMs,
 } from "../core/circuit.ts";
+import { drainRound } from "../core/flow.ts";
 import type { NotificationEvent, NotificationType } from "../core/notifications.ts";
 import { CIRCUIT_CHANGED_SIGNAL } from "../core/temporal.ts";
 import type { CircuitState } from "../store/circuits.ts";
@@ -103,10 +105,16 @@ export async function targetCircuit({
       await waitOrChange(MEMBER_WAIT); // paused or disabled: a member lets them go
       continue;
     }
-    const waiting = await releaseHeld(targetId, DRAIN_BATCH, false);
-    if (waiting.length === 0) return;
+    // A limited target drains at its own pace (core/flow.ts); any other at DRAIN_PER_SECOND.
+    const drain = state.flow
+      ? drainRound(state.flow.limits, state.flow.inFlight, DRAIN_BATCH)
+      : { release: DRAIN_BATCH, waitMs: (DRAIN_BATCH * 1000) / DRAIN_PER_SECOND };
+    changed = false;
+    const waiting = drain.release > 0 ? await releaseHeld(targetId, drain.release, false) : [];
+    // Done when nothing waits; a delivery held since (it signals) is let go next round.
+    if (waiting.length === 0 && drain.release > 0 && !changed) return;
     await Promise.all(waiting.map((id) => release(id, targetId, false)));
-    await sleep((DRAIN_BATCH * 1000) / DRAIN_PER_SECOND);
+    await sleep(drain.waitMs);
   }
   await continueAsNew<typeof targetCircuit>({ targetId, failedProbes: probes, lastHold: held });
 }

@@ -4,6 +4,7 @@
  */
 import type { Hold } from "../core/circuit.ts";
 import type { AttemptVerdict, DeliveryInput } from "../core/delivery.ts";
+import type { THROTTLED } from "../core/flow.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { RequestOpening } from "../store/request-log.ts";
 
@@ -24,6 +25,8 @@ export interface DeliverInput {
   probe?: boolean;
   /** The workflow waits itself when the project's share is full (a `Busy` answer). */
   waitsWhenBusy?: boolean;
+  /** Let go by its target's drain: it takes the room it was let go for (core/flow.ts). */
+  fromQueue?: boolean;
 }
 
 /** A request as its workflow opens it in the log. */
@@ -41,7 +44,7 @@ export interface Busy {
  */
 export type FirstAttempt =
   | (AttemptVerdict & { settled?: RequestStatus })
-  | { kind: "held"; hold: Hold }
+  | { kind: "held"; hold: Hold | typeof THROTTLED }
   | Busy;
 
 /** One delivery per async target of the request, in the targets' order. */

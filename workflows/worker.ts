@@ -23,6 +23,7 @@ import {
   relayDataConverter,
   temporalAnswers,
   temporalConnectionOptions,
+  wakeCircuit,
 } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
@@ -61,6 +62,7 @@ const activities = createActivities({
   observeAttempt,
   observeCircuit,
   ensureCircuit: (targetId) => ensureCircuit(client, targetId),
+  ensureDrain: (targetId) => wakeCircuit(client, targetId),
   retryPolicy: {
     initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
     backoffCoefficient: config.RELAY_RETRY_BACKOFF,

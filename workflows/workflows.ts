@@ -214,7 +214,7 @@ async function deliverAll(
   await Promise.allSettled(
     retrying.map(async ({ delivery, delayMs, waiting }) => {
       if (delayMs > 0) await sleep(delayMs);
-      await deliverToTarget(delivery, policy, waiting, released);
+      await deliverToTarget(delivery, policy, waiting, released, input.receivedAt);
     }),
   );
   return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));
@@ -235,7 +235,8 @@ interface Retrying {
 
 /**
  * Tries one target until the attempt series ends. While the target's deliveries wait (its
- * circuit open, a pause) this one waits too, durably and without attempts, until released;
+ * circuit open, a pause, its flow limits full) this one waits too, durably and without
+ * attempts, until released;
  * while its project's share of the worker is full, it waits on a timer as long as the worker
  * said and tries again. Neither wait counts against the retry window.
  */
@@ -244,38 +245,54 @@ async function deliverToTarget(
   policy: RetryPolicy,
   waitingFirst: Waiting,
   released: Map<string, boolean>,
+  /** When its request was accepted: its place among the target's held deliveries. */
+  acceptedAt: string,
 ) {
   const targetId = delivery.target.id;
   let waiting = waitingFirst;
   let heldMs = 0;
   for (;;) {
-    let probe = false;
+    let letGo: LetGo = { probe: false, fromQueue: false };
     const since = Date.now();
-    if (waiting === "held") probe = await waitForTarget(targetId, released);
+    if (waiting === "held") letGo = await waitForTarget(targetId, acceptedAt, released);
     else if (waiting) await sleep(waiting.waitMs);
     heldMs += Date.now() - since;
+    const { probe, fromQueue } = letGo;
     const { deliver } = deliveryActivities(policy, heldMs, probe);
     const outcome = probe
       ? await deliver({ ...delivery, probe })
           .catch((error: unknown) => heldUnlessRejected(error))
           .finally(() => tellProbed(targetId))
-      : await deliver(delivery);
+      : await deliver(fromQueue ? { ...delivery, fromQueue } : delivery);
     if (typeof outcome === "number") return;
     waiting = outcome;
   }
 }
 
-/** Holds this delivery for its target until released; answers whether it goes as the probe. */
-async function waitForTarget(targetId: string, released: Map<string, boolean>): Promise<boolean> {
+/** How a held delivery was let go: as its open circuit's probe, or from its limited target's queue. */
+interface LetGo {
+  probe: boolean;
+  fromQueue: boolean;
+}
+
+/**
+ * Holds this delivery for its target until released (or nothing holds it any more when it
+ * looks again); held deliveries go in the order their requests were accepted.
+ */
+async function waitForTarget(
+  targetId: string,
+  acceptedAt: string,
+  released: Map<string, boolean>,
+): Promise<LetGo> {
   released.delete(targetId);
-  while (await holdDelivery(targetId, workflowInfo().workflowId)) {
+  while (await holdDelivery(targetId, workflowInfo().workflowId, acceptedAt)) {
     if (await condition(() => released.has(targetId), HOLD_RECHECK)) {
       const probe = released.get(targetId) ?? false;
       released.delete(targetId);
-      return probe;
+      return { probe, fromQueue: !probe };
     }
   }
-  return false;
+  return { probe: false, fromQueue: false };
 }
 
 /** A probe that failed waits again; one the target rejected for good (most 4xx) ends. */

@@ -9,7 +9,7 @@ alter table targets add column secret_headers jsonb not null default '[]';
 -- 1/max_deliveries_per_second apart, so any one-second window holds at most the limit and one).
 create table target_flow (
   target_id text primary key,
-  next_start_at timestamptz not null default '-infinity'
+  next_start_at timestamptz not null default 'epoch'
 );
 
 -- A limited target's attempts in flight; one lost with its worker frees its place at expires_at.
