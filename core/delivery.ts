@@ -33,6 +33,11 @@ export interface DeliveryInput {
   traceId?: string;
   /** The caller's Idempotency-Key, when it sent one (the request log keeps it, to find by). */
   idempotencyKey?: string;
+  /**
+   * Header names any of the endpoint's targets marks secret: forwarded, never kept in the
+   * request log. Absent when none is.
+   */
+  secretHeaders?: string[];
   /** Sent again from the request log: the request this one was sent again from. */
   resentFrom?: string;
   targets: DeliveryTarget[];

@@ -61,14 +61,14 @@ export async function firstAttempt(
 ): Promise<FirstAttempt> {
   const hold = await deps.holdOf(delivery.target.id);
   if (hold) {
-    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery) });
+    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
     return { kind: "held", hold };
   }
   const release = await takeSlot();
   if (!release) return busy(deps.slots.attempts, delivery.project);
   if (!(await roomAtTarget(deps, delivery))) {
     release();
-    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery) });
+    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
     return { kind: "held", hold: THROTTLED };
   }
   const sent = await postToTarget(deps, {
@@ -194,7 +194,7 @@ async function postToTarget(
   const signedAt = await deps.now();
   const signingKeys = await deps.signingKeysOf(target.id, signedAt);
   const starting = deps.startAttempt({
-    opening: call.opening && { ...call.opening, received: receivedOf(call) },
+    opening: call.opening && { ...call.opening, received: receivedOf(call, call.opening) },
     requestId,
     target,
     startedAt: signedAt,
@@ -267,12 +267,19 @@ async function callAndRead(
   return { answer: { status, headers, body, truncated: body === null }, failure: null };
 }
 
-/** What the log keeps of the request as received: its headers, its body when inline. */
-function receivedOf(call: DeliverInput): requestLog.Received {
+/**
+ * What the log keeps of the request as received: its headers, less those a target marks secret,
+ * and its body when inline.
+ */
+function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Received {
+  const secret = new Set(request.secretHeaders ?? []);
+  const headers = Object.fromEntries(
+    Object.entries(call.headers).filter(([name]) => !secret.has(name.toLowerCase())),
+  );
   const inline =
     call.body !== undefined ? encodeBody(new TextEncoder().encode(call.body)) : call.bodyBase64;
   const bodyRef = call.bodyRef ?? null;
-  return { headers: call.headers, bodyBase64: bodyRef ? null : inline, bodyRef };
+  return { headers, bodyBase64: bodyRef ? null : inline, bodyRef };
 }
 
 /** What the log keeps of an answer: its headers and the first LOGGED_ANSWER_BYTES of its body. */

@@ -194,6 +194,7 @@ function deliveryInput(
   bodyRef: string | undefined,
 ): DeliveryInput {
   const traceId = traceIdOf(call.trace);
+  const secretHeaders = [...new Set(call.endpoint.targets.flatMap((t) => t.secretHeaders ?? []))];
   return {
     requestId,
     project: call.project,
@@ -207,6 +208,7 @@ function deliveryInput(
     bodyBytes: call.body.byteLength,
     ...(traceId && { traceId }),
     ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
+    ...(secretHeaders.length > 0 && { secretHeaders }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
     targets: [],
   };
