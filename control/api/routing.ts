@@ -44,7 +44,6 @@ const targetSchema = z.strictObject({
   timeoutSeconds: z.number().int().min(1).max(90).default(30),
   maxDeliveriesPerSecond: flowLimit("Deliveries started per second"),
   maxConcurrent: flowLimit("Attempts in flight at once"),
-  // Kept lowercase and once each; Authorization is never kept in the log, so never listed.
   secretHeaders: z
     .array(headerName.max(100))
     .max(32)
@@ -52,7 +51,9 @@ const targetSchema = z.strictObject({
     .transform((names) =>
       [...new Set(names.map((n) => n.toLowerCase()))].filter((n) => n !== "authorization"),
     )
-    .describe("Inbound headers forwarded to this target but never kept in the request log"),
+    .describe(
+      "Inbound headers forwarded to this target but never kept in the request log: kept lowercase and once each, `authorization` left out (never kept anyway)",
+    ),
   headers: z
     .record(headerName, z.string().max(8192))
     .default({})
