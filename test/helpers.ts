@@ -77,9 +77,6 @@ export interface TargetSpec {
   deliveryMode?: "async" | "sync" | "stream";
   timeoutSeconds?: number;
   headers?: Record<string, string>;
-  maxDeliveriesPerSecond?: number;
-  maxConcurrent?: number;
-  secretHeaders?: string[];
 }
 
 /** A project with line `v1`, one endpoint with these targets, and a live key. */
