@@ -333,6 +333,12 @@ function endpointFrom(e: EndpointMessage): Endpoint {
       deliveryMode: deliveryModes[t.deliveryMode - 1] ?? "async",
       timeoutSeconds: t.timeoutSeconds ?? 30,
       headers: t.headers,
+      // Absent when none, as the control plane's own read has them (store/routing.ts).
+      ...(t.maxDeliveriesPerSecond !== undefined && {
+        maxDeliveriesPerSecond: t.maxDeliveriesPerSecond,
+      }),
+      ...(t.maxConcurrent !== undefined && { maxConcurrent: t.maxConcurrent }),
+      ...(t.secretHeaders.length > 0 && { secretHeaders: t.secretHeaders }),
     })),
   };
 }

@@ -77,7 +77,10 @@ export function deleteLine(sql: Sql, projectId: string, key: string): Promise<bo
   });
 }
 
-/** Endpoints with their targets in one query: for the API's reads and the edge's project state. */
+/**
+ * Endpoints with their targets in one query: for the API's reads and the edge's project state.
+ * A target's flow limits and secret headers are absent when it has none (nulls stripped).
+ */
 export async function loadEndpoints(
   sql: Sql,
   projectId: string,
@@ -86,9 +89,11 @@ export async function loadEndpoints(
   const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
     select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit,
       e.circuit_breaker, e.version, e.updated_at,
-      coalesce((select json_agg(json_build_object(
+      coalesce((select json_strip_nulls(json_agg(json_build_object(
           'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
-          'timeoutSeconds', t.timeout_seconds, 'headers', t.headers) order by t.position)
+          'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
+          'maxDeliveriesPerSecond', t.max_deliveries_per_second, 'maxConcurrent', t.max_concurrent,
+          'secretHeaders', nullif(t.secret_headers, '[]')) order by t.position))
         from targets t where t.endpoint_id = e.id), '[]') as targets
     from endpoints e
     where e.project_id = ${projectId}
@@ -231,9 +236,11 @@ async function insertTargets(
   for (const [position, t] of targets.entries()) {
     await sql`
       insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
-        timeout_seconds, headers)
+        timeout_seconds, headers, max_deliveries_per_second, max_concurrent, secret_headers)
       values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
-        ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)})`;
+        ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)},
+        ${t.maxDeliveriesPerSecond ?? null}, ${t.maxConcurrent ?? null},
+        ${sql.json(t.secretHeaders ?? [])})`;
   }
 }
 

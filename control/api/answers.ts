@@ -112,6 +112,12 @@ const target = z.strictObject({
   deliveryMode: z.enum(deliveryModes),
   timeoutSeconds: z.number().int(),
   headers: z.record(z.string(), z.string()),
+  maxDeliveriesPerSecond: z.number().int().optional().describe("Absent: no limit"),
+  maxConcurrent: z.number().int().optional().describe("Absent: no limit"),
+  secretHeaders: z
+    .array(z.string())
+    .optional()
+    .describe("Lowercase; forwarded, never kept in the request log. Absent: none"),
 });
 
 const circuitBreaker = z.strictObject({

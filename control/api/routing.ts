@@ -23,16 +23,39 @@ const segment = z
 const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*|webhook-(id|timestamp|signature))$/i;
 
+/** An HTTP header name (RFC 9110's token). */
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name");
+
+/** A flow control limit: a whole number 1 to 1000; absent or null, no limit. */
+const flowLimit = (what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .nullish()
+    .transform((limit) => limit ?? undefined)
+    .describe(`${what}, 1 to 1000 (async targets only); absent or null: no limit`);
+
 const targetSchema = z.strictObject({
   name: displayName,
   targetUrl: postedUrl,
   deliveryMode: z.enum(deliveryModes).default("async"),
   timeoutSeconds: z.number().int().min(1).max(90).default(30),
-  headers: z
-    .record(
-      z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name"),
-      z.string().max(8192),
+  maxDeliveriesPerSecond: flowLimit("Deliveries started per second"),
+  maxConcurrent: flowLimit("Attempts in flight at once"),
+  secretHeaders: z
+    .array(headerName.max(100))
+    .max(32)
+    .default([])
+    .transform((names) =>
+      [...new Set(names.map((n) => n.toLowerCase()))].filter((n) => n !== "authorization"),
     )
+    .describe(
+      "Inbound headers forwarded to this target but never kept in the request log: kept lowercase and once each, `authorization` left out (never kept anyway)",
+    ),
+  headers: z
+    .record(headerName, z.string().max(8192))
     .default({})
     .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
       message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
@@ -87,9 +110,20 @@ const endpointSettings = {
 
 /** The rules across an endpoint's fields. */
 function endpointRules(
-  spec: { targets: { name: string; deliveryMode: string }[]; schema: JsonObject | null },
+  spec: { targets: z.output<typeof targetSchema>[]; schema: JsonObject | null },
   issues: z.RefinementCtx,
 ): void {
+  for (const [i, target] of spec.targets.entries()) {
+    if (target.deliveryMode === "async") continue;
+    for (const limit of ["maxDeliveriesPerSecond", "maxConcurrent"] as const) {
+      if (target[limit] === undefined) continue;
+      issues.addIssue({
+        code: "custom",
+        path: ["targets", i, limit],
+        message: `only an async target takes flow control; a ${target.deliveryMode} target answers its caller at once`,
+      });
+    }
+  }
   const answering = spec.targets.filter((t) => t.deliveryMode !== "async");
   if (answering.length > 1) {
     issues.addIssue({

@@ -1,7 +1,8 @@
 /**
  * An endpoint's delivery control: each target's circuit (closed, open or disabled), its pause,
- * its run of failures, the deliveries waiting for it and its last events; a pause and a resume
- * for one target or the whole endpoint, and an enable for a target its circuit holds.
+ * its run of failures, its flow limits, the deliveries waiting for it (whatever holds them) and
+ * its last events; a pause and a resume for one target or the whole endpoint, and an enable for a
+ * target its circuit holds.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -11,6 +12,7 @@ import {
   DeliveryControlService,
   type TargetCircuit,
 } from "../../../gen/relay/v1/circuits_pb.ts";
+import type { Target } from "../../../gen/relay/v1/routing_pb.ts";
 import { problemOf } from "../errors.ts";
 import { circuitStateNames, formatTime } from "../model.ts";
 import { useInvalidate, useProject } from "../project.ts";
@@ -28,7 +30,25 @@ const watched = (t: TargetCircuit) =>
   t.waiting > 0 ||
   t.failures > 0;
 
-export function DeliveryControl({ line, path }: { line: string; path: string }) {
+/** A target's flow limits as read: "20/s, 5 at once", or "none". */
+function limitsOf(target: Target | undefined): string {
+  const limits = [
+    target?.maxDeliveriesPerSecond && `${target.maxDeliveriesPerSecond}/s`,
+    target?.maxConcurrent && `${target.maxConcurrent} at once`,
+  ].filter(Boolean);
+  return limits.length > 0 ? limits.join(", ") : "none";
+}
+
+export function DeliveryControl({
+  line,
+  path,
+  targets: settings,
+}: {
+  line: string;
+  path: string;
+  /** The endpoint's targets as saved, for their flow limits. */
+  targets: Target[];
+}) {
   const { project, token } = useProject();
   const endpoint = { project, line, path };
   const circuits = useQuery(DeliveryControlService.method.getCircuits, endpoint, {
@@ -53,7 +73,8 @@ export function DeliveryControl({ line, path }: { line: string; path: string }) 
         A target that keeps failing has its circuit opened: its deliveries wait while one probe at a
         time tries it, and go once it answers. Open too long, it is disabled until enabled here
         (enabling an open one closes it at once). A pause holds deliveries until resumed; the
-        endpoint's pause and a target's own are separate, each lifted by its own resume.
+        endpoint's pause and a target's own are separate, each lifted by its own resume. Deliveries
+        over a target's flow limits wait as well, and go in the order they came in as it frees.
       </p>
       <p>
         <button type="button" disabled={busy} onClick={() => pauseEndpoint.mutate(endpoint)}>
@@ -75,6 +96,7 @@ export function DeliveryControl({ line, path }: { line: string; path: string }) 
                 <th scope="col">Paused</th>
                 <th scope="col">Failures in a row</th>
                 <th scope="col">Opened</th>
+                <th scope="col">Flow limits</th>
                 <th scope="col">Waiting</th>
                 <th scope="col">Last events</th>
                 <th scope="col">Actions</th>
@@ -96,6 +118,9 @@ export function DeliveryControl({ line, path }: { line: string; path: string }) 
                     </td>
                     <td>{t.failures}</td>
                     <td>{formatTime(t.openedAt)}</td>
+                    <td data-testid="flow-limits">
+                      {limitsOf(settings.find((s) => s.id === t.targetId))}
+                    </td>
                     <td data-testid="circuit-waiting">{t.waiting}</td>
                     <td>
                       <Events events={t.events} />

@@ -20,8 +20,13 @@ export interface TargetDraft {
   targetUrl: string;
   deliveryMode: DeliveryMode;
   timeoutSeconds: string;
+  /** Flow control (async only); empty for no limit. */
+  maxDeliveriesPerSecond: string;
+  maxConcurrent: string;
   /** One `Name: value` a line. */
   headers: string;
+  /** One header name a line. */
+  secretHeaders: string;
 }
 
 export interface Draft {
@@ -45,7 +50,10 @@ export const newTarget = (): TargetDraft => ({
   targetUrl: "",
   deliveryMode: DeliveryMode.ASYNC,
   timeoutSeconds: "30",
+  maxDeliveriesPerSecond: "",
+  maxConcurrent: "",
   headers: "",
+  secretHeaders: "",
 });
 
 export function draftOf(endpoint: Endpoint | undefined): Draft {
@@ -68,9 +76,12 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
       targetUrl: t.targetUrl,
       deliveryMode: t.deliveryMode,
       timeoutSeconds: String(t.timeoutSeconds ?? 30),
+      maxDeliveriesPerSecond: String(t.maxDeliveriesPerSecond ?? ""),
+      maxConcurrent: String(t.maxConcurrent ?? ""),
       headers: Object.entries(t.headers)
         .map(([name, value]) => `${name}: ${value}`)
         .join("\n"),
+      secretHeaders: t.secretHeaders.join("\n"),
     })),
     ipAllowlist: endpoint.ipAllowlist.join("\n"),
     schema: endpoint.schema ? JSON.stringify(endpoint.schema, null, 2) : "",
@@ -105,6 +116,11 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
     }
     return value;
   };
+  /** A flow limit: none when empty; sent only for an async target, the only kind it holds. */
+  const limit = (t: TargetDraft, name: "maxDeliveriesPerSecond" | "maxConcurrent", i: number) =>
+    t.deliveryMode === DeliveryMode.ASYNC && t[name].trim() !== ""
+      ? { [name]: number(`targets.${i}.${name}`, t[name], true) }
+      : {};
   const targets = draft.targets.map((t, i) => {
     const headers: Record<string, string> = {};
     for (const line of t.headers.split("\n").filter((l) => l.trim() !== "")) {
@@ -117,7 +133,10 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       targetUrl: t.targetUrl,
       deliveryMode: t.deliveryMode,
       timeoutSeconds: number(`targets.${i}.timeoutSeconds`, t.timeoutSeconds, true),
+      ...limit(t, "maxDeliveriesPerSecond", i),
+      ...limit(t, "maxConcurrent", i),
       headers,
+      secretHeaders: lines(t.secretHeaders),
     };
   });
   const { schema, problem } = parseSchema(draft.schema);
@@ -133,13 +152,17 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
     spec: {
       path: draft.path.trim(),
       targets,
-      ipAllowlist: draft.ipAllowlist
-        .split("\n")
-        .map((l) => l.trim())
-        .filter(Boolean),
+      ipAllowlist: lines(draft.ipAllowlist),
       ...(schema && { schema }),
       ...(rateLimit && { rateLimit }),
       ...(draft.circuitBreaker && { circuitBreaker: draft.circuitBreaker }),
     },
   };
 }
+
+/** A list typed one item a line: its lines trimmed, empty ones left out. */
+const lines = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);

@@ -85,7 +85,7 @@ export function EndpointPage({ line, path }: { line: string; path: string }) {
               Version {endpoint.version}, changed {formatTime(endpoint.updatedAt)}.
             </p>
             <ExampleRequest endpoint={endpoint} />
-            <DeliveryControl line={line} path={path} />
+            <DeliveryControl line={line} path={path} targets={endpoint.targets} />
             <section className="card" aria-labelledby="settings">
               <h2 id="settings">Settings</h2>
               {update.isSuccess && (

@@ -1,6 +1,7 @@
 /**
- * The endpoint editor's targets: a row of fields for each (name, URL, mode, timeout, headers),
- * with the API's errors about each field beside it and about the list as a whole above it.
+ * The endpoint editor's targets: a row of fields for each (name, URL, mode, timeout, an async
+ * target's flow limits, headers, secret headers), with the API's errors about each field beside
+ * it and about the list as a whole above it.
  */
 import { DeliveryMode } from "../../../gen/relay/v1/routing_pb.ts";
 import { fieldError, type Problem } from "../errors.ts";
@@ -91,6 +92,9 @@ export function TargetFields({
               />
             )}
           </Field>
+          {target.deliveryMode === DeliveryMode.ASYNC && (
+            <FlowLimits target={target} i={i} problem={problem} onChange={setTarget} />
+          )}
           <Field
             label="Extra headers"
             hint="One “Name: value” a line, sent with every delivery to this target."
@@ -103,6 +107,22 @@ export function TargetFields({
                 rows={2}
                 value={target.headers}
                 onChange={(e) => setTarget(target.row, { headers: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field
+            label="Secret headers"
+            hint="One header name a line (up to 32): forwarded to the target, never kept in the request log."
+            error={fieldError(problem, `targets.${i}.secretHeaders`)}
+          >
+            {(control) => (
+              <textarea
+                {...control}
+                name={`targets.${i}.secretHeaders`}
+                rows={2}
+                placeholder="X-Api-Token"
+                value={target.secretHeaders}
+                onChange={(e) => setTarget(target.row, { secretHeaders: e.target.value })}
               />
             )}
           </Field>
@@ -121,4 +141,42 @@ export function TargetFields({
       </button>
     </fieldset>
   );
+}
+
+/** An async target's flow control: starts per second and attempts at once, empty for no limit. */
+function FlowLimits({
+  target,
+  i,
+  problem,
+  onChange,
+}: {
+  target: TargetDraft;
+  i: number;
+  problem: Problem | null;
+  onChange: (row: number, change: Partial<TargetDraft>) => void;
+}) {
+  const fields = [
+    ["maxDeliveriesPerSecond", "Deliveries per second at most"],
+    ["maxConcurrent", "Deliveries at once at most"],
+  ] as const;
+  return fields.map(([name, label]) => (
+    <Field
+      key={name}
+      label={label}
+      hint="1 to 1000, empty for no limit. Deliveries over it wait, in the order they came in."
+      error={fieldError(problem, `targets.${i}.${name}`)}
+    >
+      {(control) => (
+        <input
+          {...control}
+          name={`targets.${i}.${name}`}
+          type="number"
+          min={1}
+          max={1000}
+          value={target[name]}
+          onChange={(e) => onChange(target.row, { [name]: e.target.value })}
+        />
+      )}
+    </Field>
+  ));
 }
