@@ -17,7 +17,7 @@ const REQUESTS = Number(process.env.BENCH_LOG_REQUESTS ?? 2000);
 const CONCURRENCY = 8;
 const BODY = JSON.stringify({ event: "order.paid", padding: "x".repeat(1024 - 39) });
 
-runBench(async (cleanup) => {
+await runBench(async (cleanup) => {
   const dir = await mkdtemp(join(tmpdir(), "relay-log-growth-"));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
   const { stack, slug, key } = await benchStack(cleanup, dir);

@@ -1,8 +1,16 @@
 import { expect, test } from "vitest";
-import { drainRound, FLOW_HORIZON_MS, flowLimitsOf, flowStart } from "./flow.ts";
+import {
+  drainRound,
+  FLOW_DRAIN_MAX,
+  FLOW_HORIZON_MS,
+  flowLimitsOf,
+  flowStart,
+  hasPlace,
+  roomToRelease,
+} from "./flow.ts";
 
 const limits = { perSecond: 20, maxConcurrent: 5 };
-const free = { nextStartAtMs: 0, inFlight: 0, othersWaiting: false };
+const free = { nextStartAtMs: 0, othersWaiting: false };
 
 test("a target with neither limit has no flow control", () => {
   expect(flowLimitsOf({})).toBeNull();
@@ -13,17 +21,18 @@ test("starts are spaced 1/rate apart, booked up to the horizon ahead and no furt
   let state = free;
   const starts: number[] = [];
   for (;;) {
-    const start = flowStart({ ...state, inFlight: 0 }, limits, 1000, false);
+    const start = flowStart(state, limits, 1000, false);
     if (!start) break;
     starts.push(start.startAtMs);
     state = { ...state, nextStartAtMs: start.nextStartAtMs };
   }
-  expect(starts).toEqual([1000, 1050, 1100, 1150, 1200, 1250]);
+  expect(starts).toHaveLength(21);
+  expect(starts.slice(0, 3)).toEqual([1000, 1050, 1100]);
   expect(starts.at(-1)).toBe(1000 + FLOW_HORIZON_MS);
 });
 
-test("a full concurrency has no room; a newcomer goes behind deliveries already waiting, one let go from the queue does not", () => {
-  expect(flowStart({ ...free, inFlight: 5 }, limits, 0, true)).toBeNull();
+test("a full concurrency has no place; a newcomer goes behind deliveries already waiting, one let go from the queue does not", () => {
+  expect([hasPlace(limits, 4), hasPlace(limits, 5)]).toEqual([true, false]);
   expect(flowStart({ ...free, othersWaiting: true }, limits, 0, false)).toBeNull();
   expect(flowStart({ ...free, othersWaiting: true }, limits, 0, true)).toEqual({
     startAtMs: 0,
@@ -31,16 +40,20 @@ test("a full concurrency has no room; a newcomer goes behind deliveries already 
   });
 });
 
-test("a drain round lets go what the pace books within the horizon and the free concurrency allow", () => {
-  expect(drainRound(limits, 0, 10)).toEqual({ release: 5, waitMs: 250 });
-  expect(drainRound(limits, 3, 10)).toEqual({ release: 2, waitMs: 250 });
-  expect(drainRound(limits, 5, 10)).toEqual({ release: 0, waitMs: 250 });
-  expect(drainRound({ perSecond: 1, maxConcurrent: null }, 0, 10)).toEqual({
-    release: 1,
-    waitMs: 1000,
-  });
-  expect(drainRound({ perSecond: null, maxConcurrent: 2 }, 0, 10)).toEqual({
-    release: 2,
+test("a drain round lets go a horizon's worth at the pace, and comes round before those have started", () => {
+  expect(drainRound(limits)).toEqual({ release: 20, waitMs: 750 });
+  expect(drainRound({ perSecond: 1, maxConcurrent: null })).toEqual({ release: 1, waitMs: 750 });
+  expect(drainRound({ perSecond: 1000, maxConcurrent: null })).toEqual({
+    release: FLOW_DRAIN_MAX,
     waitMs: 250,
   });
+  expect(drainRound({ perSecond: null, maxConcurrent: 2 }).release).toBe(FLOW_DRAIN_MAX);
+});
+
+test("a round lets go no more than a second wave beyond what is on its way and in flight", () => {
+  expect(roomToRelease(limits, 20, { started: 0, onTheirWay: 0 })).toBe(10);
+  expect(roomToRelease(limits, 20, { started: 5, onTheirWay: 3 })).toBe(2);
+  const paceOnly = { perSecond: 20, maxConcurrent: null };
+  expect(roomToRelease(paceOnly, 20, { started: 9, onTheirWay: 25 })).toBe(15);
+  expect(roomToRelease(paceOnly, 20, { started: 0, onTheirWay: 40 })).toBe(0);
 });

@@ -26,23 +26,28 @@ export function flowLimitsOf(target: {
 
 /**
  * How far ahead a start may be booked: a delivery let go (or arriving) finds its start at most
- * this long after now and waits for it in its attempt; past it, it waits held.
+ * this long after now and waits for it in its attempt; past it, it waits held. A second: a
+ * delivery let go takes a few Temporal tasks to reach its attempt, so the drain lets go a
+ * second's worth at a time and each waits for its own turn.
  */
-export const FLOW_HORIZON_MS = 250;
+export const FLOW_HORIZON_MS = 1000;
 
-/** A limited target's flow now, as Postgres has it. */
+/** A limited target's drain lets go at most this many in a round. */
+export const FLOW_DRAIN_MAX = 200;
+
+/** A limited target's pace now, as Postgres has it. */
 export interface FlowState {
   /** The earliest time the next start may be, in ms since the epoch. */
   nextStartAtMs: number;
-  inFlight: number;
   /** Deliveries of the target wait held: a newcomer goes behind them. */
   othersWaiting: boolean;
 }
 
 /**
- * A start at a limited target: when it may be and the pace after it, or null when there is no
- * room (its concurrency is full, its next start is past the horizon, or, for a delivery not let
- * go from the queue, others wait before it).
+ * A start at a limited target's pace: when it may be and the pace after it, or null when there
+ * is none for it (its next start is past the horizon, or, for a delivery not let go from the
+ * queue, others wait before it). Its place among those in flight is taken at that time
+ * (`hasPlace`), so a delivery waiting for its start holds none.
  */
 export function flowStart(
   state: FlowState,
@@ -51,28 +56,46 @@ export function flowStart(
   fromQueue: boolean,
 ): { startAtMs: number; nextStartAtMs: number } | null {
   if (state.othersWaiting && !fromQueue) return null;
-  if (limits.maxConcurrent !== null && state.inFlight >= limits.maxConcurrent) return null;
   if (limits.perSecond === null) return { startAtMs: nowMs, nextStartAtMs: state.nextStartAtMs };
   const startAtMs = Math.max(state.nextStartAtMs, nowMs);
   if (startAtMs - nowMs > FLOW_HORIZON_MS) return null;
   return { startAtMs, nextStartAtMs: startAtMs + 1000 / limits.perSecond };
 }
 
+/** Whether a limited target has a place among its attempts in flight for one more. */
+export function hasPlace(limits: FlowLimits, inFlight: number): boolean {
+  return limits.maxConcurrent === null || inFlight < limits.maxConcurrent;
+}
+
 /**
  * One round of a limited target's drain: how many waiting deliveries to let go (what its pace
- * books within the horizon and its free concurrency allow), and how long until the next round.
+ * books within the horizon; its concurrency is counted where they are let go, store/flow.ts),
+ * and how long until the next round: a little less than those take at the pace, so the next
+ * ones are on their way when these have started.
  */
-export function drainRound(
+export function drainRound(limits: FlowLimits): { release: number; waitMs: number } {
+  if (limits.perSecond === null) return { release: FLOW_DRAIN_MAX, waitMs: MIN_ROUND_MS };
+  const byPace = Math.floor((limits.perSecond * FLOW_HORIZON_MS) / 1000);
+  const release = Math.min(FLOW_DRAIN_MAX, Math.max(1, byPace));
+  return { release, waitMs: Math.max(MIN_ROUND_MS, (0.75 * release * 1000) / limits.perSecond) };
+}
+
+const MIN_ROUND_MS = 250;
+
+/**
+ * Of `wanted` deliveries a drain round would let go, how many may go: those already on their way
+ * (let go, not started) and, under a concurrency limit, those in flight leave room for a second
+ * wave at most, so a round never lets go far more than the target can take.
+ */
+export function roomToRelease(
   limits: FlowLimits,
-  inFlight: number,
-  maxBatch: number,
-): { release: number; waitMs: number } {
-  const byPace =
-    limits.perSecond === null
-      ? maxBatch
-      : Math.max(1, Math.floor((limits.perSecond * FLOW_HORIZON_MS) / 1000));
-  const free = limits.maxConcurrent === null ? maxBatch : limits.maxConcurrent - inFlight;
-  const release = Math.max(0, Math.min(byPace, free, maxBatch));
-  const paced = limits.perSecond === null ? 0 : (release * 1000) / limits.perSecond;
-  return { release, waitMs: Math.max(FLOW_HORIZON_MS, paced) };
+  wanted: number,
+  counts: { started: number; onTheirWay: number },
+): number {
+  const byWay = 2 * wanted - counts.onTheirWay;
+  const byConcurrency =
+    limits.maxConcurrent === null
+      ? byWay
+      : 2 * limits.maxConcurrent - counts.started - counts.onTheirWay;
+  return Math.max(0, Math.min(wanted, byWay, byConcurrency));
 }

@@ -14,7 +14,7 @@ import {
 import { type FlowLimits, flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import type { CircuitBreaker } from "../core/model.ts";
 import type { Queryable, Sql } from "./db.ts";
-import { flowInFlight } from "./flow.ts";
+import { bookReleased, roomToRelease } from "./flow.ts";
 import { changeHeld, type PlanCaps } from "./waiting.ts";
 
 /** A target's circuit history is kept this long, newest first. */
@@ -37,10 +37,15 @@ export const gateColumns = (q: Queryable) => q`
   coalesce(c.state, 'closed') as state, c.paused_at is not null as target_paused,
   e.paused_at is not null as endpoint_paused`;
 
-const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<
-  (TargetGateState & { limited: boolean })[]
->`
-  select ${gateColumns(q)},
+/** A target's gate, and its flow limits (core/flow.ts). */
+type Gate = TargetGateState & {
+  limited: boolean;
+  maxDeliveriesPerSecond: number | null;
+  maxConcurrent: number | null;
+};
+
+const gateOf = (q: Queryable, targetId: string, lock: boolean) => q<Gate[]>`
+  select ${gateColumns(q)}, t.max_deliveries_per_second, t.max_concurrent,
     t.max_deliveries_per_second is not null or t.max_concurrent is not null as limited
   from targets t join endpoints e on e.id = t.endpoint_id
     ${lock ? q`join` : q`left join`} target_circuits c on c.target_id = t.id
@@ -54,10 +59,7 @@ export async function targetHold(sql: Sql, targetId: string): Promise<Hold | nul
 }
 
 /** Takes the target's lock row (made when missing), in the caller's transaction. */
-async function lockTarget(
-  tx: Queryable,
-  targetId: string,
-): Promise<(TargetGateState & { limited: boolean }) | undefined> {
+async function lockTarget(tx: Queryable, targetId: string): Promise<Gate | undefined> {
   await tx`
     insert into target_circuits (target_id) select id from targets where id = ${targetId}
     on conflict do nothing`;
@@ -124,16 +126,20 @@ export function releaseHeld(
     const gate = await lockTarget(tx, targetId);
     const hold = gate ? holdOf(gate) : null;
     if (hold !== null && !(probe && hold === "circuit_open")) return [];
+    // A limited target's: as many as it has room for, each booked its place (core/flow.ts).
+    const limits = gate ? flowLimitsOf(gate) : null;
+    const room = limits && !probe ? await roomToRelease(tx, targetId, limits, limit) : limit;
     let released: string[] = [];
     await changeHeld(tx, { targetId }, caps, async (q) => {
       const rows = await q<{ workflowId: string }[]>`
         delete from held_deliveries where (target_id, workflow_id) in (
           select target_id, workflow_id from held_deliveries where target_id = ${targetId}
-          order by accepted_at, held_at limit ${limit})
+          order by accepted_at, held_at limit ${room})
         returning workflow_id`;
       released = rows.map((r) => r.workflowId);
       return -released.length;
     });
+    if (limits && !probe) await bookReleased(tx, targetId, released);
     return released;
   });
 }
@@ -145,8 +151,8 @@ export interface CircuitState {
   openedAtMs: number | null;
   breaker: CircuitBreaker;
   waiting: number;
-  /** The target's flow limits, and its attempts in flight, when it has any (core/flow.ts). */
-  flow: { limits: FlowLimits; inFlight: number } | null;
+  /** The target's flow limits, when it has any (core/flow.ts). */
+  flow: FlowLimits | null;
   /** False once the target's endpoint (or the target) is deleted. */
   exists: boolean;
   /** Where the target is, for the events its circuit raises. */
@@ -175,11 +181,10 @@ export async function circuitState(sql: Sql, targetId: string): Promise<CircuitS
       join projects p on p.id = e.project_id
       left join target_circuits c on c.target_id = t.id
     where t.id = ${targetId}`;
-  const limits = row ? flowLimitsOf(row) : null;
   return {
     hold: row ? holdOf(row) : null,
     openedAtMs: row?.openedAt?.getTime() ?? null,
-    flow: limits && { limits, inFlight: await flowInFlight(sql, targetId) },
+    flow: row ? flowLimitsOf(row) : null,
     breaker: row?.breaker ?? defaultCircuitBreaker,
     waiting: row?.waiting ?? 0,
     exists: row !== undefined,

@@ -14,6 +14,7 @@ import { Webhook } from "standardwebhooks";
 import { request } from "undici";
 import { inject, vi } from "vitest";
 import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
+import type { DeliveryTarget } from "../core/model.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { connectTemporal } from "../platform/temporal.ts";
 import { chargeDelivery } from "../store/credits.ts";
@@ -71,16 +72,9 @@ export async function newProject(plan: "free" | "paid" = "paid", on: ControlPlan
   return { slug, ownerToken: created.body.ownerToken as string, controlUrl: on.controlUrl };
 }
 
-export interface TargetSpec {
-  name: string;
-  targetUrl: string;
-  deliveryMode?: "async" | "sync" | "stream";
-  timeoutSeconds?: number;
-  headers?: Record<string, string>;
-  maxDeliveriesPerSecond?: number;
-  maxConcurrent?: number;
-  secretHeaders?: string[];
-}
+/** A target as an endpoint's create body names it: a name and a URL, the rest as defaults. */
+export type TargetSpec = Pick<DeliveryTarget, "name" | "targetUrl"> &
+  Partial<Omit<DeliveryTarget, "id" | "name" | "targetUrl">>;
 
 /** A project with line `v1`, one endpoint with these targets, and a live key. */
 export async function projectWithEndpoint(

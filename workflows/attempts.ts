@@ -33,11 +33,11 @@ import { activeTrace } from "../core/tracing.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
 import type { Sql } from "../store/db.ts";
-import { takeFlowSlot } from "../store/flow.ts";
 import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
 import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
+import { roomAtTarget } from "./target-room.ts";
 
 /** A busy answer: how long to wait, drawn from the project's share of the pool. */
 function busy(slots: ProjectSlots, project: string): Busy {
@@ -121,26 +121,6 @@ export async function deliver(
     type: verdict.type,
     ...(verdict.kind === "failed" ? { nonRetryable: true } : { nextRetryDelay: verdict.delayMs }),
   });
-}
-
-/**
- * Whether a limited target has room for this delivery now (core/flow.ts): its start booked, and
- * waited for (at most the horizon, so a few hundred ms). A target without limits always has.
- */
-async function roomAtTarget(deps: AttemptDeps, delivery: DeliverInput): Promise<boolean> {
-  const limits = flowLimitsOf(delivery.target);
-  if (!limits) return true;
-  const { target, requestId } = delivery;
-  const waitMs = await takeFlowSlot(
-    deps.sql,
-    target,
-    limits,
-    requestId,
-    delivery.fromQueue === true,
-  );
-  if (waitMs === null) return false;
-  if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
-  return true;
 }
 
 /**

@@ -11,7 +11,9 @@ import {
   continueAsNew,
   defineSignal,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   workflowInfo,
@@ -31,12 +33,21 @@ import type { Activities } from "./activities.ts";
 import { raise } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
 
-const { circuitState, releaseHeld, recordProbeFailed, disableTarget } = proxyActivities<Activities>(
-  {
-    startToCloseTimeout: "10 seconds",
-    retry: { maximumInterval: "1 minute" },
-  },
-);
+const bookkeeping = { startToCloseTimeout: "10 seconds", retry: { maximumInterval: "1 minute" } };
+const { recordProbeFailed, disableTarget } = proxyActivities<Activities>(bookkeeping);
+
+/**
+ * Each round's read and release run as local activities: a limited target's drain comes round
+ * every few hundred ms, and an activity's trip through the task queue was most of a round.
+ * Circuits that began before replay them as activities (Temporal's patching).
+ */
+const DRAIN_LOCALLY = "drain-locally";
+const local = proxyLocalActivities<Activities>(bookkeeping);
+const remote = proxyActivities<Activities>(bookkeeping);
+const rounds = () => (patched(DRAIN_LOCALLY) ? local : remote);
+const circuitState = (targetId: string) => rounds().circuitState(targetId);
+const releaseHeld = (targetId: string, limit: number, probe: boolean) =>
+  rounds().releaseHeld(targetId, limit, probe);
 
 export const changedSignal = defineSignal(CIRCUIT_CHANGED_SIGNAL);
 
@@ -107,7 +118,7 @@ export async function targetCircuit({
     }
     // A limited target drains at its own pace (core/flow.ts); any other at DRAIN_PER_SECOND.
     const drain = state.flow
-      ? drainRound(state.flow.limits, state.flow.inFlight, DRAIN_BATCH)
+      ? drainRound(state.flow)
       : { release: DRAIN_BATCH, waitMs: (DRAIN_BATCH * 1000) / DRAIN_PER_SECOND };
     changed = false;
     const waiting = drain.release > 0 ? await releaseHeld(targetId, drain.release, false) : [];

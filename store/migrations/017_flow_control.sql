@@ -12,10 +12,12 @@ create table target_flow (
   next_start_at timestamptz not null default 'epoch'
 );
 
--- A limited target's attempts in flight; one lost with its worker frees its place at expires_at.
+-- A limited target's attempts in flight (started), and the deliveries its drain let go on their
+-- way to their attempt (not started); one lost with its worker frees its place at expires_at.
 create table flow_slots (
   target_id text not null,
   request_id text not null,
+  started boolean not null default true,
   expires_at timestamptz not null,
   primary key (target_id, request_id)
 );

@@ -1,0 +1,133 @@
+/**
+ * Flow control per target (issue 28), on the real stack with a second worker beside the stack's:
+ * requests sent at a steady rate to an endpoint whose first target allows 20 a second and 5 at
+ * once (it answers after 150 ms, so both limits bind); its second target has no limits. The
+ * limited target never sees more than 21 in any one-second window nor more than 5 at once, and
+ * gets every request; the other gets them as fast as the stack delivers. In `npm test`, 120 at 40
+ * a second; issue 28's figures (1,000 at 200 a second) with `FLOW_REQUESTS=1000 FLOW_RATE=200`
+ * (docs/benchmarks.md, Flow control; `FLOW_FIGURES=file` writes what it measured).
+ */
+import { writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { freePorts } from "../dev/ports.ts";
+import { ManagedProcess } from "../dev/processes.ts";
+import {
+  eventually,
+  grantCredits,
+  projectWithEndpoint,
+  relay,
+  stackEnv,
+  stackLog,
+} from "./helpers.ts";
+
+const REQUESTS = Number(process.env.FLOW_REQUESTS ?? 120);
+const SENT_PER_SECOND = Number(process.env.FLOW_RATE ?? 40);
+const [workerPort = 0] = await freePorts(1);
+const secondWorker = new ManagedProcess(
+  {
+    name: "worker-2",
+    entry: "workflows/worker.ts",
+    readyLine: "worker polling",
+    env: { ...stackEnv(), RELAY_WORKER_PORT: String(workerPort) },
+  },
+  stackLog(),
+);
+
+/** A customer's endpoint that records when each request arrived and how many were in at once. */
+async function recordingTarget(answerAfterMs: number) {
+  const arrivals: number[] = [];
+  const requestIds = new Set<string>();
+  let inFlight = 0;
+  let mostInFlight = 0;
+  const server = createServer((req, res) => {
+    arrivals.push(performance.now());
+    requestIds.add(req.headers["x-relay-request-id"] as string);
+    inFlight++;
+    mostInFlight = Math.max(mostInFlight, inFlight);
+    req.resume();
+    setTimeout(() => {
+      inFlight--;
+      res.end("{}");
+    }, answerAfterMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/in`,
+    arrivals,
+    requestIds,
+    mostInFlight: () => mostInFlight,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The most arrivals in any one-second window. */
+function busiestSecond(arrivals: readonly number[]): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  let most = 0;
+  let first = 0;
+  for (let last = 0; last < sorted.length; last++) {
+    while ((sorted[last] ?? 0) - (sorted[first] ?? 0) >= 1000) first++;
+    most = Math.max(most, last - first + 1);
+  }
+  return most;
+}
+
+const limited = await recordingTarget(150);
+const free = await recordingTarget(0);
+beforeAll(() => secondWorker.start());
+/** What the run measured, written for docs/benchmarks.md (FLOW_FIGURES names the file). */
+const figures: string[] = [];
+afterAll(async () => {
+  if (process.env.FLOW_FIGURES)
+    await writeFile(process.env.FLOW_FIGURES, `${figures.join("\n")}\n`);
+  await secondWorker.stop();
+  await Promise.all([limited.close(), free.close()]);
+});
+
+test(
+  "a target's limits hold across two workers: never over 21 in a second nor 5 at once, all delivered; its unlimited sibling gets its requests at full speed",
+  async () => {
+    const project = await projectWithEndpoint([
+      { name: "origin", targetUrl: limited.url, maxDeliveriesPerSecond: 20, maxConcurrent: 5 },
+      { name: "mirror", targetUrl: free.url },
+    ]);
+    await grantCredits(project.slug, 4 * REQUESTS);
+    const started = performance.now();
+    const answers: (number | string)[] = [];
+    for (let sent = 0; sent < REQUESTS; sent += 10) {
+      const batch = Array.from({ length: 10 }, (_, i) =>
+        relay(project.slug, "/v1/hook", { key: project.key, body: `{"n":${sent + i}}` }),
+      );
+      answers.push(
+        ...(await Promise.all(batch)).map((r) =>
+          r.status === 202 ? 202 : `${r.status} ${r.text}`,
+        ),
+      );
+      const due = started + ((sent + 10) * 1000) / SENT_PER_SECOND;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+    }
+    expect(answers.filter((status) => status !== 202).slice(0, 3)).toEqual([]);
+    const sentIn = performance.now() - started;
+
+    await eventually(async () => free.requestIds.size >= REQUESTS, 30_000 + 100 * REQUESTS);
+    const freeDoneIn = Math.max(...free.arrivals) - started;
+    await eventually(async () => limited.requestIds.size >= REQUESTS, 60_000 + 200 * REQUESTS);
+    const limitedDoneIn = Math.max(...limited.arrivals) - started;
+    figures.push(
+      `${REQUESTS} sent in ${(sentIn / 1000).toFixed(1)} s; the unlimited target had them all at ` +
+        `${(freeDoneIn / 1000).toFixed(1)} s, the limited one at ${(limitedDoneIn / 1000).toFixed(1)} s; ` +
+        `its busiest second ${busiestSecond(limited.arrivals)}, most at once ${limited.mostInFlight()}`,
+    );
+
+    expect(limited.requestIds.size).toBe(REQUESTS);
+    expect(busiestSecond(limited.arrivals)).toBeLessThanOrEqual(21);
+    expect(limited.mostInFlight()).toBeLessThanOrEqual(5);
+    // The limited target took its time: at 20 a second, REQUESTS / 20 seconds at least.
+    expect(limitedDoneIn).toBeGreaterThan((REQUESTS / 20 - 1) * 1000);
+    // The unlimited one did not wait for its sibling's limits.
+    expect(freeDoneIn).toBeLessThan(limitedDoneIn);
+  },
+  120_000 + 400 * REQUESTS,
+);
