@@ -5,6 +5,7 @@
  * attempt's answer. The log's writes are in ./request-log.ts.
  */
 import { type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
+import { THROTTLED } from "../core/flow.ts";
 import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { gateColumns } from "./circuits.ts";
@@ -54,7 +55,7 @@ export interface RequestView {
   body?: LoggedBody | null;
   attempts: AttemptView[];
   /** Targets this request waits for, and why (an open circuit, disabled, paused). */
-  waiting: { targetId: string; targetName: string; reason: Hold }[];
+  waiting: { targetId: string; targetName: string; reason: Hold | typeof THROTTLED }[];
 }
 
 export interface RequestFilter {
@@ -165,8 +166,9 @@ async function selectRequests(
       .map(({ requestId: _, ...attempt }) => (content ? withAnswer(attempt) : attempt)),
     waiting: held
       .filter((h) => h.requestId === request.requestId)
-      .flatMap(({ requestId: _, targetId, targetName, ...gate }) => {
-        const reason = holdOf(gate);
+      .flatMap(({ requestId: _, targetId, targetName, limited, ...gate }) => {
+        // Nothing holds the target: its flow limits do (core/flow.ts).
+        const reason = holdOf(gate) ?? (limited ? THROTTLED : null);
         return reason ? [{ targetId, targetName, reason }] : [];
       }),
   }));
@@ -253,8 +255,16 @@ export async function deliveriesPerHour(
 
 /** The deliveries of these requests that wait for their target, with the target's state. */
 function heldFor(sql: Sql, requestIds: string[]) {
-  return sql<(TargetGateState & { requestId: string; targetId: string; targetName: string })[]>`
-    select h.workflow_id as request_id, h.target_id, t.name as target_name, ${gateColumns(sql)}
+  return sql<
+    (TargetGateState & {
+      requestId: string;
+      targetId: string;
+      targetName: string;
+      limited: boolean;
+    })[]
+  >`
+    select h.workflow_id as request_id, h.target_id, t.name as target_name, ${gateColumns(sql)},
+      t.max_deliveries_per_second is not null or t.max_concurrent is not null as limited
     from held_deliveries h join targets t on t.id = h.target_id
       join endpoints e on e.id = t.endpoint_id
       left join target_circuits c on c.target_id = h.target_id

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { ManagedProcess } from "../dev/processes.ts";
 import {
+  api,
   eventually,
   grantCredits,
   projectWithEndpoint,
@@ -96,20 +97,27 @@ test(
     await grantCredits(project.slug, 4 * REQUESTS);
     const started = performance.now();
     const answers: (number | string)[] = [];
+    let lastId = "";
     for (let sent = 0; sent < REQUESTS; sent += 10) {
-      const batch = Array.from({ length: 10 }, (_, i) =>
-        relay(project.slug, "/v1/hook", { key: project.key, body: `{"n":${sent + i}}` }),
-      );
-      answers.push(
-        ...(await Promise.all(batch)).map((r) =>
-          r.status === 202 ? 202 : `${r.status} ${r.text}`,
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          relay(project.slug, "/v1/hook", { key: project.key, body: `{"n":${sent + i}}` }),
         ),
       );
+      answers.push(...batch.map((r) => (r.status === 202 ? 202 : `${r.status} ${r.text}`)));
+      lastId = batch.at(-1)?.json().requestId ?? lastId;
       const due = started + ((sent + 10) * 1000) / SENT_PER_SECOND;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
     }
     expect(answers.filter((status) => status !== 202).slice(0, 3)).toEqual([]);
     const sentIn = performance.now() - started;
+    // The last one waits its turn, and its log says why.
+    const waiting = await eventually(async () => {
+      const read = await api(project.ownerToken, "GET", `${project.base}/requests/${lastId}`);
+      const reasons = (read.body.waiting as { reason: string }[] | undefined) ?? [];
+      return reasons.length > 0 && reasons;
+    });
+    expect(waiting.map((w) => w.reason)).toEqual(["throttled"]);
 
     await eventually(async () => free.requestIds.size >= REQUESTS, 30_000 + 100 * REQUESTS);
     const freeDoneIn = Math.max(...free.arrivals) - started;

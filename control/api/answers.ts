@@ -312,7 +312,11 @@ export const request = z.strictObject({
     z.strictObject({
       targetId: z.string(),
       targetName: z.string(),
-      reason: z.enum(["paused", "circuit_open", "disabled"]),
+      reason: z
+        .enum(["paused", "circuit_open", "disabled", "throttled"])
+        .describe(
+          "Why it waits: its target paused, its circuit open or disabled, or its flow limits full",
+        ),
     }),
   ),
 });

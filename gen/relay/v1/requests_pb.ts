@@ -261,7 +261,8 @@ export const RequestSchema: GenMessage<Request> = /*@__PURE__*/
   messageDesc(file_relay_v1_requests, 4);
 
 /**
- * A delivery waiting for its target: "circuit_open", "disabled" or "paused".
+ * A delivery waiting for its target: "circuit_open", "disabled", "paused" or "throttled" (its
+ * flow limits are full).
  *
  * @generated from message relay.v1.Waiting
  */

@@ -201,6 +201,7 @@ const waitingReasons: Record<string, string> = {
   circuit_open: "its circuit is open; a probe tries it, and the delivery goes once it answers",
   disabled: "it is disabled (its circuit stayed open too long) until a member enables it",
   paused: "it is paused until a member resumes it",
+  throttled: "its flow limits are full; it goes in its turn as the target has room",
 };
 
 function outcome(a: Attempt): "delivered" | "failed" | "in flight" {
