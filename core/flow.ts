@@ -35,6 +35,13 @@ export const FLOW_HORIZON_MS = 1000;
 /** A limited target's drain lets go at most this many in a round. */
 export const FLOW_DRAIN_MAX = 200;
 
+/**
+ * Starts are spaced a quarter more than 1/limit apart: between its booked start and its call an
+ * attempt may be delayed (a busy worker, a slow write), and two delayed unequally must not put
+ * more than the limit and one into one second at the target.
+ */
+export const PACE_MARGIN = 1.25;
+
 /** A limited target's pace now, as Postgres has it. */
 export interface FlowState {
   /** The earliest time the next start may be, in ms since the epoch. */
@@ -59,7 +66,7 @@ export function flowStart(
   if (limits.perSecond === null) return { startAtMs: nowMs, nextStartAtMs: state.nextStartAtMs };
   const startAtMs = Math.max(state.nextStartAtMs, nowMs);
   if (startAtMs - nowMs > FLOW_HORIZON_MS) return null;
-  return { startAtMs, nextStartAtMs: startAtMs + 1000 / limits.perSecond };
+  return { startAtMs, nextStartAtMs: startAtMs + (PACE_MARGIN * 1000) / limits.perSecond };
 }
 
 /** Whether a limited target has a place among its attempts in flight for one more. */
