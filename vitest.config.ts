@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["{core,store,platform,control,edge,workflows,dev,test}/**/*.test.ts"],
     globalSetup: ["test/setup/stack.ts"],
+    // The default summary, then the plain closing line CI reads (dev/closing-line.ts).
+    reporters: ["default", "./dev/closing-line.ts"],
     // One real stack serves every file; files run one at a time on these 2-core machines.
     fileParallelism: false,
     testTimeout: 60_000,
