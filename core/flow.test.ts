@@ -6,6 +6,7 @@ import {
   flowLimitsOf,
   flowStart,
   hasPlace,
+  nextRoundMs,
   roomToRelease,
 } from "./flow.ts";
 
@@ -38,18 +39,28 @@ test("a full concurrency has no place; a newcomer goes behind deliveries already
 });
 
 test("a drain round lets go a horizon's worth at the pace, and comes round before those have started", () => {
-  expect(drainRound(limits)).toEqual({ release: 20, waitMs: 750 });
-  expect(drainRound({ perSecond: 1, maxConcurrent: null })).toEqual({ release: 1, waitMs: 750 });
-  expect(drainRound({ perSecond: 1000, maxConcurrent: null })).toEqual({
-    release: FLOW_DRAIN_MAX,
-    waitMs: 250,
-  });
-  expect(drainRound({ perSecond: null, maxConcurrent: 2 }).release).toBe(FLOW_DRAIN_MAX);
+  expect(drainRound(limits)).toBe(20);
+  expect(drainRound({ perSecond: 1, maxConcurrent: null })).toBe(1);
+  expect(drainRound({ perSecond: 1000, maxConcurrent: null })).toBe(FLOW_DRAIN_MAX);
+  expect(drainRound({ perSecond: null, maxConcurrent: 2 })).toBe(FLOW_DRAIN_MAX);
+  expect(nextRoundMs(limits, 20)).toBe(750);
+  expect(nextRoundMs({ perSecond: 1, maxConcurrent: null }, 1)).toBe(750);
+  expect(nextRoundMs({ perSecond: 1000, maxConcurrent: null }, FLOW_DRAIN_MAX)).toBe(250);
+});
+
+test("a round its concurrency held short comes round sooner: by what it let go, not what it wanted", () => {
+  expect(nextRoundMs(limits, 10)).toBe(375);
+  expect(nextRoundMs(limits, 0)).toBe(250);
+  expect(nextRoundMs({ perSecond: null, maxConcurrent: 5 }, 3)).toBe(250);
 });
 
 test("a round lets go no more than a second wave beyond what is on its way and in flight", () => {
-  expect(roomToRelease(limits, 20, { started: 0, onTheirWay: 0 })).toBe(10);
-  expect(roomToRelease(limits, 20, { started: 5, onTheirWay: 3 })).toBe(2);
+  // Paced at 20 a second, 5 at once: the places and a second's worth of starts.
+  expect(roomToRelease(limits, 20, { started: 0, onTheirWay: 0 })).toBe(20);
+  expect(roomToRelease(limits, 20, { started: 5, onTheirWay: 18 })).toBe(2);
+  const concurrencyOnly = { perSecond: null, maxConcurrent: 5 };
+  expect(roomToRelease(concurrencyOnly, 200, { started: 0, onTheirWay: 0 })).toBe(10);
+  expect(roomToRelease(concurrencyOnly, 200, { started: 5, onTheirWay: 3 })).toBe(2);
   const paceOnly = { perSecond: 20, maxConcurrent: null };
   expect(roomToRelease(paceOnly, 20, { started: 9, onTheirWay: 25 })).toBe(15);
   expect(roomToRelease(paceOnly, 20, { started: 0, onTheirWay: 40 })).toBe(0);

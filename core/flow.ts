@@ -75,24 +75,33 @@ export function hasPlace(limits: FlowLimits, inFlight: number): boolean {
 }
 
 /**
- * One round of a limited target's drain: how many waiting deliveries to let go (what its pace
- * books within the horizon; its concurrency is counted where they are let go, store/flow.ts),
- * and how long until the next round: a little less than those take at the pace, so the next
- * ones are on their way when these have started.
+ * How many waiting deliveries one round of a limited target's drain lets go: what its pace books
+ * within the horizon (its concurrency is counted where they are let go, store/flow.ts).
  */
-export function drainRound(limits: FlowLimits): { release: number; waitMs: number } {
-  if (limits.perSecond === null) return { release: FLOW_DRAIN_MAX, waitMs: MIN_ROUND_MS };
+export function drainRound(limits: FlowLimits): number {
+  if (limits.perSecond === null) return FLOW_DRAIN_MAX;
   const byPace = Math.floor((limits.perSecond * FLOW_HORIZON_MS) / 1000);
-  const release = Math.min(FLOW_DRAIN_MAX, Math.max(1, byPace));
-  return { release, waitMs: Math.max(MIN_ROUND_MS, (0.75 * release * 1000) / limits.perSecond) };
+  return Math.min(FLOW_DRAIN_MAX, Math.max(1, byPace));
+}
+
+/**
+ * How long until a limited target's next drain round, after one that let `released` go: a little
+ * less than those take at the pace, so the next ones are on their way when these have started.
+ * By what it let go, not what it wanted: a round its concurrency held short comes back sooner.
+ */
+export function nextRoundMs(limits: FlowLimits, released: number): number {
+  if (limits.perSecond === null) return MIN_ROUND_MS;
+  return Math.max(MIN_ROUND_MS, (0.75 * released * 1000) / limits.perSecond);
 }
 
 const MIN_ROUND_MS = 250;
 
 /**
  * Of `wanted` deliveries a drain round would let go, how many may go: those already on their way
- * (let go, not started) and, under a concurrency limit, those in flight leave room for a second
- * wave at most, so a round never lets go far more than the target can take.
+ * (let go, not started) leave room for a second round at most, and under a concurrency limit the
+ * places in flight and one wave more may be taken. A paced target's wave is what its pace books
+ * within the horizon: those wait for their starts without a place, so a limit of 5 at once does
+ * not hold a target paced at 20 a second to 10 a round trip.
  */
 export function roomToRelease(
   limits: FlowLimits,
@@ -100,9 +109,9 @@ export function roomToRelease(
   counts: { started: number; onTheirWay: number },
 ): number {
   const byWay = 2 * wanted - counts.onTheirWay;
-  const byConcurrency =
-    limits.maxConcurrent === null
-      ? byWay
-      : 2 * limits.maxConcurrent - counts.started - counts.onTheirWay;
+  if (limits.maxConcurrent === null) return Math.max(0, Math.min(wanted, byWay));
+  const wave =
+    limits.perSecond === null ? limits.maxConcurrent : Math.max(limits.maxConcurrent, wanted);
+  const byConcurrency = limits.maxConcurrent + wave - counts.started - counts.onTheirWay;
   return Math.max(0, Math.min(wanted, byWay, byConcurrency));
 }

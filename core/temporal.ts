@@ -34,6 +34,8 @@ export const CIRCUIT_WORKFLOW = "targetCircuit";
 export const circuitWorkflowId = (targetId: string) => `circuit-${targetId}`;
 /** Tells a target's circuit workflow that a member changed it (resumed, enabled). */
 export const CIRCUIT_CHANGED_SIGNAL = "changed";
+/** Tells a batch that one of the requests it holds is to go on as its own workflow (a cancel). */
+export const HAND_ON_SIGNAL = "handOn";
 
 /**
  * The workflow header a trace rides in: Temporal's OpenTelemetry interceptors' name for it

@@ -59,6 +59,7 @@ const exceptions: Record<string, string[]> = {
 const WORKFLOW_CODE = [
   "workflows/workflows.ts",
   "workflows/batch.ts",
+  "workflows/batch-holds.ts",
   "workflows/deliveries.ts",
   "workflows/circuit.ts",
   "workflows/notifications.ts",

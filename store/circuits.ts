@@ -1,8 +1,8 @@
 /**
- * Each target's circuit, pause and waiting deliveries (migration 010; the rules are in
- * core/circuit.ts). A target's `target_circuits` row is its lock: whoever holds a delivery,
- * lets deliveries go, or moves the circuit takes it first, so a delivery never waits on a
- * target that was let go a moment before.
+ * Each target's circuit and pause (migration 010; the rules are in core/circuit.ts; its waiting
+ * deliveries are store/held.ts). A target's `target_circuits` row is its lock: whoever holds a
+ * delivery, lets deliveries go, or moves the circuit takes it first, so a delivery never waits
+ * on a target that was let go a moment before.
  */
 import {
   type CircuitOutcome,
@@ -11,11 +11,9 @@ import {
   holdOf,
   type TargetGateState,
 } from "../core/circuit.ts";
-import { type FlowLimits, flowLimitsOf, THROTTLED } from "../core/flow.ts";
+import { type FlowLimits, flowLimitsOf } from "../core/flow.ts";
 import type { CircuitBreaker } from "../core/model.ts";
 import type { Queryable, Sql } from "./db.ts";
-import { bookReleased, roomToRelease } from "./flow.ts";
-import { changeHeld, type PlanCaps } from "./waiting.ts";
 
 /** A target's circuit history is kept this long, newest first. */
 const EVENTS_KEPT = 50;
@@ -59,7 +57,7 @@ export async function targetHold(sql: Sql, targetId: string): Promise<Hold | nul
 }
 
 /** Takes the target's lock row (made when missing), in the caller's transaction. */
-async function lockTarget(tx: Queryable, targetId: string): Promise<Gate | undefined> {
+export async function lockTarget(tx: Queryable, targetId: string): Promise<Gate | undefined> {
   await tx`
     insert into target_circuits (target_id) select id from targets where id = ${targetId}
     on conflict do nothing`;
@@ -73,75 +71,6 @@ async function recordEvent(tx: Queryable, targetId: string, event: CircuitEvent)
     delete from circuit_events where target_id = ${targetId} and id < (
       select id from circuit_events where target_id = ${targetId}
       order by id desc offset ${EVENTS_KEPT - 1} limit 1)`;
-}
-
-/**
- * Holds a delivery for its target when something still holds it: answers why, or null when the
- * target may be tried now (the delivery goes on instead of waiting). Counted against its
- * project's cap on waiting deliveries (store/waiting.ts).
- */
-export function holdDelivery(
-  sql: Sql,
-  targetId: string,
-  workflowId: string,
-  caps: PlanCaps,
-  /** When Relay accepted the delivery's request: held deliveries go in this order. */
-  acceptedAt?: Date,
-): Promise<Hold | typeof THROTTLED | null> {
-  return sql.begin(async (tx) => {
-    const gate = await lockTarget(tx, targetId);
-    // A limited target's waiting deliveries go when its drain lets them (core/flow.ts).
-    const hold = gate ? (holdOf(gate) ?? (gate.limited ? THROTTLED : null)) : null;
-    await changeHeld(tx, { targetId }, caps, async (q) =>
-      hold
-        ? (
-            await q`
-              insert into held_deliveries (target_id, workflow_id, accepted_at)
-              values (${targetId}, ${workflowId}, ${acceptedAt ?? new Date()})
-              on conflict do nothing`
-          ).count
-        : // Let go without a release (it looked again itself): it waits no more.
-          -(
-            await q`
-              delete from held_deliveries
-              where target_id = ${targetId} and workflow_id = ${workflowId}`
-          ).count,
-    );
-    return hold;
-  });
-}
-
-/**
- * Lets go of up to `limit` waiting deliveries, oldest first, when nothing holds the target (or,
- * for a probe, when only its open circuit does): answers their workflow ids.
- */
-export function releaseHeld(
-  sql: Sql,
-  targetId: string,
-  limit: number,
-  caps: PlanCaps,
-  probe = false,
-): Promise<string[]> {
-  return sql.begin(async (tx) => {
-    const gate = await lockTarget(tx, targetId);
-    const hold = gate ? holdOf(gate) : null;
-    if (hold !== null && !(probe && hold === "circuit_open")) return [];
-    // A limited target's: as many as it has room for, each booked its place (core/flow.ts).
-    const limits = gate ? flowLimitsOf(gate) : null;
-    const room = limits && !probe ? await roomToRelease(tx, targetId, limits, limit) : limit;
-    let released: string[] = [];
-    await changeHeld(tx, { targetId }, caps, async (q) => {
-      const rows = await q<{ workflowId: string }[]>`
-        delete from held_deliveries where (target_id, workflow_id) in (
-          select target_id, workflow_id from held_deliveries where target_id = ${targetId}
-          order by accepted_at, held_at limit ${room})
-        returning workflow_id`;
-      released = rows.map((r) => r.workflowId);
-      return -released.length;
-    });
-    if (limits && !probe) await bookReleased(tx, targetId, released);
-    return released;
-  });
 }
 
 /** An open circuit's state, as its workflow reads it each round. */

@@ -263,10 +263,10 @@ function heldFor(sql: Sql, requestIds: string[]) {
       limited: boolean;
     })[]
   >`
-    select h.workflow_id as request_id, h.target_id, t.name as target_name, ${gateColumns(sql)},
+    select h.request_id, h.target_id, t.name as target_name, ${gateColumns(sql)},
       t.max_deliveries_per_second is not null or t.max_concurrent is not null as limited
     from held_deliveries h join targets t on t.id = h.target_id
       join endpoints e on e.id = t.endpoint_id
       left join target_circuits c on c.target_id = h.target_id
-    where h.workflow_id in ${sql(requestIds)}`;
+    where h.request_id in ${sql(requestIds)}`;
 }

@@ -70,19 +70,19 @@ export async function forgetScheduled(q: Queryable, requestId: string): Promise<
 /** A cancelled request waits no more: neither for its time nor for any target. */
 export async function forgetWaiting(tx: Queryable, requestId: string, caps: PlanCaps) {
   await forgetScheduled(tx, requestId);
-  await changeHeld(tx, { workflowId: requestId }, caps, (q) =>
-    q`delete from held_deliveries where workflow_id = ${requestId}`.then((r) => -r.count),
+  await changeHeld(tx, { requestId }, caps, (q) =>
+    q`delete from held_deliveries where request_id = ${requestId}`.then((r) => -r.count),
   );
 }
 
 /**
  * Adds or removes held deliveries of one project (`change` answers by how many: +n, -n), under
  * its waiting lock; when the count reached or left the cap, tells the edges. The project is the
- * target's, or the held workflow's.
+ * target's, or the held request's.
  */
 export async function changeHeld(
   tx: Queryable,
-  of: { targetId: string } | { workflowId: string },
+  of: { targetId: string } | { requestId: string },
   caps: PlanCaps,
   change: (tx: Queryable) => Promise<number>,
 ): Promise<void> {
@@ -94,7 +94,7 @@ export async function changeHeld(
       : await tx<{ id: string }[]>`
           select e.project_id as id from held_deliveries h join targets t on t.id = h.target_id
             join endpoints e on e.id = t.endpoint_id
-          where h.workflow_id = ${of.workflowId} limit 1`;
+          where h.request_id = ${of.requestId} limit 1`;
   if (!project) {
     await change(tx); // its target is gone: counted nowhere
     return;

@@ -146,6 +146,39 @@ describe("calls of one project that arrive together", () => {
     }
   });
 
+  test("batched requests waiting for their limited target's room wait in their batch, each cancellable by its id", async () => {
+    const slow = await target();
+    const project = await projectWithEndpoint([
+      { name: "slow", targetUrl: slow.url, maxDeliveriesPerSecond: 1, maxConcurrent: 1 },
+    ]);
+    const ids = await together(project, 8);
+    const batch = await eventually(async () => {
+      const [listed] = await workflowsOf(project.slug, "deliverBatch");
+      return listed && requestIdsOf(listed).length > 2 && listed;
+    });
+    const waitingId = requestIdsOf(batch).at(-1) ?? "";
+    const reasons = await eventually(async () => {
+      const read = await api(project.ownerToken, "GET", `${project.base}/requests/${waitingId}`);
+      const waiting = (read.body.waiting as { reason: string }[] | undefined) ?? [];
+      return waiting.length > 0 && waiting.map((w) => w.reason);
+    });
+    expect(reasons).toEqual(["throttled"]);
+    // No workflow of its own while it waits: its batch holds it.
+    await expect(temporal.workflow.getHandle(waitingId).describe()).rejects.toThrow(/not found/i);
+
+    const cancelled = await api<RequestLog>(
+      project.ownerToken,
+      "DELETE",
+      `${project.base}/requests/${waitingId}`,
+    );
+    expect(cancelled.body.status).toBe("cancelled");
+    // The others still arrive one a second; the cancelled one never does.
+    await eventually(async () => slow.received.length >= ids.length - 1, 30_000);
+    const arrived = slow.received.map((r) => r.headers["x-relay-request-id"]);
+    expect(arrived).not.toContain(waitingId);
+    expect(new Set(arrived)).toEqual(new Set(ids.filter((id) => id !== waitingId)));
+  });
+
   test("calls with an Idempotency-Key keep a workflow of their own", async () => {
     const sink = await target();
     const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);

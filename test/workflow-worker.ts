@@ -154,6 +154,12 @@ export const activities: Activities = {
   async releaseHeld() {
     return [];
   },
+  // No target is limited here, so no batch holds a delivery: test/flow-control.test.ts does.
+  async holdInBatch() {},
+  async releasedAttemptsOfBatch() {
+    return [];
+  },
+  async forgetHeldInBatch() {},
   async recordProbeFailed() {},
   async disableTarget() {
     return false;

@@ -15,13 +15,19 @@ import { endAttempts, startAttempts } from "../store/attempt-log.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
+import * as waitingDeliveries from "../store/held.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import { deliver, firstAttempt, relaySyncCall } from "./attempts.ts";
-import { firstAttemptsOfBatch } from "./batch-attempts.ts";
+import {
+  type BatchAttemptDeps,
+  firstAttemptsOfBatch,
+  type ReleasedInBatch,
+  releasedAttemptsOfBatch,
+} from "./batch-attempts.ts";
 import type { BatchedFirst, Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
 
@@ -37,6 +43,28 @@ export function createActivities(deps: ActivityDeps) {
     // Attempts starting or ending together (a batch's, a busy worker's) share one commit.
     startAttempt: groupCommit(sql, startAttempts),
     endAttempt: groupCommit(sql, endAttempts),
+  };
+  /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
+  const batchDeps = (): BatchAttemptDeps => {
+    const batch = {
+      ...attempts,
+      holdOf: readOnce(attempts.holdOf),
+      signingKeysOf: readOnce(attempts.signingKeysOf),
+    };
+    return {
+      attempt: (request, delivery, only, takeSlot) =>
+        firstAttempt(batch, request, delivery, only, takeSlot),
+      settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
+      slots: deps.slots.attempts,
+    };
+  };
+  /** Holds a batch's deliveries for their limited targets, each target's drain told. */
+  const holdInBatch = async (
+    workflowId: string,
+    held: waitingDeliveries.HeldInBatch[],
+  ): Promise<void> => {
+    await waitingDeliveries.holdInBatch(sql, workflowId, held, waitingCaps);
+    for (const targetId of new Set(held.map((h) => h.targetId))) await deps.ensureDrain(targetId);
   };
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
@@ -55,24 +83,35 @@ export function createActivities(deps: ActivityDeps) {
       only: boolean,
     ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
     /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
-    firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> => {
-      // A batch's requests mostly go to the same targets: each one's hold and keys read once.
-      const batch = {
-        ...attempts,
-        holdOf: readOnce(attempts.holdOf),
-        signingKeysOf: readOnce(attempts.signingKeysOf),
-      };
-      return firstAttemptsOfBatch(
+    firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>
+      firstAttemptsOfBatch(batchDeps(), project, requests),
+    /** Deliveries a batch holds for limited targets (./batch-holds.ts). */
+    holdInBatch,
+    /** The attempts of a batch's deliveries their drains let go (./batch-attempts.ts). */
+    releasedAttemptsOfBatch: (
+      project: string,
+      workflowId: string,
+      released: ReleasedInBatch[],
+    ): Promise<(FirstAttempt | null)[][]> =>
+      releasedAttemptsOfBatch(
         {
-          attempt: (request, delivery, only, takeSlot) =>
-            firstAttempt(batch, request, delivery, only, takeSlot),
-          settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
-          slots: deps.slots.attempts,
+          ...batchDeps(),
+          holdAgain: (held) =>
+            holdInBatch(
+              workflowId,
+              held.map(({ request, targetId }) => ({
+                targetId,
+                requestId: request.requestId,
+                acceptedAt: request.receivedAt,
+              })),
+            ),
         },
         project,
-        requests,
-      );
-    },
+        released,
+      ),
+    /** A batch's held deliveries of these requests, which go on as workflows of their own. */
+    forgetHeldInBatch: (workflowId: string, requestIds: string[]): Promise<void> =>
+      waitingDeliveries.forgetHeldInBatch(sql, workflowId, requestIds, waitingCaps),
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (
       targetId: string,
@@ -81,7 +120,13 @@ export function createActivities(deps: ActivityDeps) {
       acceptedAt?: string,
     ): Promise<Hold | typeof THROTTLED | null> => {
       const accepted = acceptedAt === undefined ? undefined : new Date(acceptedAt);
-      const hold = await circuits.holdDelivery(sql, targetId, workflowId, waitingCaps, accepted);
+      const hold = await waitingDeliveries.holdDelivery(
+        sql,
+        targetId,
+        workflowId,
+        waitingCaps,
+        accepted,
+      );
       // The target's drain lets it go as the target's limits allow (core/flow.ts).
       if (hold === THROTTLED) await deps.ensureDrain(targetId);
       // Whatever befell the start when it opened, a delivery waiting on it sees it probed.
@@ -90,8 +135,12 @@ export function createActivities(deps: ActivityDeps) {
     },
     circuitState: (targetId: string): Promise<circuits.CircuitState> =>
       circuits.circuitState(sql, targetId),
-    releaseHeld: (targetId: string, limit: number, probe: boolean): Promise<string[]> =>
-      circuits.releaseHeld(sql, targetId, limit, waitingCaps, probe),
+    releaseHeld: (
+      targetId: string,
+      limit: number,
+      probe: boolean,
+    ): Promise<waitingDeliveries.Released[]> =>
+      waitingDeliveries.releaseHeld(sql, targetId, limit, waitingCaps, probe),
     recordProbeFailed: (targetId: string): Promise<void> =>
       circuits.recordProbeFailed(sql, targetId),
     disableTarget: async (targetId: string): Promise<boolean> => {

@@ -37,7 +37,7 @@ import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
 import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
-import { roomAtTarget } from "./target-room.ts";
+import { roomForAttempt } from "./target-room.ts";
 
 /** A busy answer: how long to wait, drawn from the project's share of the pool. */
 function busy(slots: ProjectSlots, project: string): Busy {
@@ -64,10 +64,9 @@ export async function firstAttempt(
     await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
     return { kind: "held", hold };
   }
-  const release = await takeSlot();
-  if (!release) return busy(deps.slots.attempts, delivery.project);
-  if (!(await roomAtTarget(deps, delivery))) {
-    release();
+  const release = await roomForAttempt(deps, delivery, takeSlot);
+  if (release === "busy") return busy(deps.slots.attempts, delivery.project);
+  if (release === "no room") {
     await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
     return { kind: "held", hold: THROTTLED };
   }
@@ -91,8 +90,11 @@ export async function deliver(
 ): Promise<number | "held" | Busy> {
   const hold = await deps.holdOf(input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
-  const release = deps.slots.attempts.take(input.project);
-  if (!release) {
+  const release = await roomForAttempt(deps, input, async () =>
+    deps.slots.attempts.take(input.project),
+  );
+  if (release === "no room") return "held";
+  if (release === "busy") {
     const wait = busy(deps.slots.attempts, input.project);
     if (input.waitsWhenBusy) return wait;
     // A workflow of an older release, mid-upgrade, knows no busy answer: Temporal's retry waits.
@@ -101,10 +103,6 @@ export async function deliver(
       type: "ProjectBusy",
       nextRetryDelay: wait.waitMs,
     });
-  }
-  if (!(await roomAtTarget(deps, input))) {
-    release();
-    return "held";
   }
   const context = Context.current();
   const beating = setInterval(() => context.heartbeat(), ATTEMPT_HEARTBEAT_MS);

@@ -13,6 +13,7 @@ import {
   type DeliverInput,
   type FirstAttempt,
   goesOn,
+  isThrottled,
   type RequestRow,
   targetIdsOf,
 } from "./deliveries.ts";
@@ -68,6 +69,47 @@ async function firstAttemptsOf(
   return deps.settle(input.requestId, targetIdsOf(deliveries)).then(
     (settled) => ({ settled }),
     () => ({ verdicts }),
+  );
+}
+
+/** A request of a batch let go for some of its targets (./batch-holds.ts). */
+export interface ReleasedInBatch {
+  request: DeliveryInput;
+  targetIds: string[];
+}
+
+/**
+ * The attempts of a batch's requests let go by their limited targets' drains, as their first
+ * attempts were made: by target id in the order asked; one that finds no room again is held
+ * again (`holdAgain`), keeping its place.
+ */
+export function releasedAttemptsOfBatch(
+  deps: BatchAttemptDeps & {
+    holdAgain(held: { request: DeliveryInput; targetId: string }[]): Promise<void>;
+  },
+  project: string,
+  released: ReleasedInBatch[],
+): Promise<(FirstAttempt | null)[][]> {
+  const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
+  return Promise.all(
+    released.map(async ({ request, targetIds }) => {
+      const { targets, headers, bodyBase64, body, ...row } = request;
+      const deliveries = asyncDeliveries(request);
+      const only = deliveries.length === 1;
+      const verdicts = await Promise.all(
+        targetIds.map(async (targetId) => {
+          const delivery = deliveries.find((d) => d.target.id === targetId);
+          if (!delivery) return null;
+          const fromQueue = { ...delivery, fromQueue: true };
+          return deps
+            .attempt(row, fromQueue, only, takeSlot)
+            .catch((): FirstAttempt | null => null);
+        }),
+      );
+      const again = targetIds.filter((_, i) => isThrottled(verdicts[i]));
+      if (again.length > 0) await deps.holdAgain(again.map((targetId) => ({ request, targetId })));
+      return verdicts;
+    }),
   );
 }
 

@@ -4,13 +4,16 @@
  * workflow task, as a lone request's workflow does; each request that needs more (a retry, a
  * target that waits, a full share of the worker) continues as its own deliverRequest workflow,
  * id = request id, from the verdicts the batch got: retried, held, cancellable and replayable as
- * any other. The batch's RelayRequestIds search attribute finds it from any of its requests.
+ * any other. One waiting only for limited targets' room waits in the batch (./batch-holds.ts).
+ * The batch's RelayRequestIds search attribute finds it from any of its requests.
  */
-import { ParentClosePolicy, proxyLocalActivities, startChild } from "@temporalio/workflow";
-import type { DeliveryBatch } from "../core/delivery.ts";
+import { ParentClosePolicy, patched, proxyLocalActivities, startChild } from "@temporalio/workflow";
+import type { DeliveryBatch, DeliveryInput } from "../core/delivery.ts";
+import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
-import type { BatchedFirst } from "./deliveries.ts";
+import { type InBatch, waitInBatch, waitsOnlyForRoom } from "./batch-holds.ts";
+import { asyncDeliveries, type BatchedFirst, type FirstAttempt, goesOn } from "./deliveries.ts";
 import { raise, requestFailed } from "./notifications.ts";
 
 /** Room beyond the slowest target's timeout, and a slot's wait, for the log's writes. */
@@ -31,23 +34,64 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
     (): (BatchedFirst | null)[] => [],
   );
   const outcomes = batch.requests.map((request, i) => ({ request, first: firsts[i] ?? null }));
+  const holding = patched(HOLD_IN_BATCH);
+  let alone = 0;
+  const goOn = async (request: DeliveryInput, verdicts?: (FirstAttempt | null)[]) => {
+    alone++;
+    await continueAlone(batch.project, request, verdicts);
+  };
+  const held: InBatch[] = [];
   await Promise.all(
     outcomes.map(async ({ request, first }) => {
-      if (first && "settled" in first) {
-        if (first.settled !== "delivered") {
-          await raise(requestFailed(request, first.settled, request.requestId));
-        }
+      if (first && "settled" in first) return settled(request, first.settled);
+      if (holding && first && waitsOnlyForRoom(first.verdicts)) {
+        held.push({ request, verdicts: first.verdicts });
         return;
       }
-      await startChild(DELIVERY_WORKFLOW, {
-        workflowId: request.requestId,
-        args: [{ ...request, ...(first && { firstAttempts: first.verdicts }) }],
-        // It outlives the batch: the batch ends once every request is settled or handed on.
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        searchAttributes: requestSearchAttributeLists(request, "delivering"),
-        priority: fairnessOf(batch.project),
-      });
+      await goOn(request, first?.verdicts);
     }),
   );
-  return outcomes.filter(({ first }) => !(first && "settled" in first)).length;
+  if (held.length > 0) {
+    await waitInBatch(batch.project, held, async ({ request, verdicts }) => {
+      if (verdicts.some(goesOn)) return goOn(request, verdicts);
+      const [only] = verdicts;
+      const status = only && "settled" in only && only.settled;
+      await settled(
+        request,
+        status || (await settleRequest(request.requestId, targetIdsOf(request))),
+      );
+    });
+  }
+  return alone;
 }
+
+/** Batches begun before they held their throttled requests hand them all on (Temporal's patching). */
+const HOLD_IN_BATCH = "hold-in-batch";
+
+const { settleRequest } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "10 seconds",
+  retry: { maximumInterval: "1 minute" },
+});
+
+/** A request the batch ended: failed ones raise their notification, once. */
+async function settled(request: DeliveryInput, status: RequestStatus): Promise<void> {
+  if (status !== "delivered") await raise(requestFailed(request, status, request.requestId));
+}
+
+/** Goes on as the request's own workflow, id = request id, from the verdicts the batch got. */
+async function continueAlone(
+  project: string,
+  request: DeliveryInput,
+  verdicts?: (FirstAttempt | null)[],
+): Promise<void> {
+  await startChild(DELIVERY_WORKFLOW, {
+    workflowId: request.requestId,
+    args: [{ ...request, ...(verdicts && { firstAttempts: verdicts }) }],
+    // It outlives the batch: the batch ends once every request is settled or handed on.
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    searchAttributes: requestSearchAttributeLists(request, "delivering"),
+    priority: fairnessOf(project),
+  });
+}
+
+const targetIdsOf = (request: DeliveryInput) => asyncDeliveries(request).map((d) => d.target.id);

@@ -25,10 +25,11 @@ import {
   type Hold,
   probeDelayMs,
 } from "../core/circuit.ts";
-import { drainRound } from "../core/flow.ts";
+import { drainRound, nextRoundMs } from "../core/flow.ts";
 import type { NotificationEvent, NotificationType } from "../core/notifications.ts";
 import { CIRCUIT_CHANGED_SIGNAL } from "../core/temporal.ts";
 import type { CircuitState } from "../store/circuits.ts";
+import type { Released } from "../store/held.ts";
 import type { Activities } from "./activities.ts";
 import { raise } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
@@ -46,8 +47,12 @@ const local = proxyLocalActivities<Activities>(bookkeeping);
 const remote = proxyActivities<Activities>(bookkeeping);
 const rounds = () => (patched(DRAIN_LOCALLY) ? local : remote);
 const circuitState = (targetId: string) => rounds().circuitState(targetId);
-const releaseHeld = (targetId: string, limit: number, probe: boolean) =>
-  rounds().releaseHeld(targetId, limit, probe);
+const releaseHeld = async (targetId: string, limit: number, probe: boolean) =>
+  (await rounds().releaseHeld(targetId, limit, probe)).map(releasedOf);
+
+/** Rounds recorded before a batch could hold deliveries answered workflow ids alone. */
+const releasedOf = (r: Released | string): Released =>
+  typeof r === "string" ? { workflowId: r, requestId: r } : r;
 
 export const changedSignal = defineSignal(CIRCUIT_CHANGED_SIGNAL);
 
@@ -117,15 +122,13 @@ export async function targetCircuit({
       continue;
     }
     // A limited target drains at its own pace (core/flow.ts); any other at DRAIN_PER_SECOND.
-    const drain = state.flow
-      ? drainRound(state.flow)
-      : { release: DRAIN_BATCH, waitMs: (DRAIN_BATCH * 1000) / DRAIN_PER_SECOND };
+    const { flow } = state;
     changed = false;
-    const waiting = drain.release > 0 ? await releaseHeld(targetId, drain.release, false) : [];
+    const waiting = await releaseHeld(targetId, flow ? drainRound(flow) : DRAIN_BATCH, false);
     // Done when nothing waits; a delivery held since (it signals) is let go next round.
-    if (waiting.length === 0 && drain.release > 0 && !changed) return;
-    await Promise.all(waiting.map((id) => release(id, targetId, false)));
-    await sleep(drain.waitMs);
+    if (waiting.length === 0 && !changed && !(flow && state.waiting > 0)) return;
+    await Promise.all(waiting.map((held) => release(held, targetId, false)));
+    await sleep(flow ? nextRoundMs(flow, waiting.length) : (DRAIN_BATCH * 1000) / DRAIN_PER_SECOND);
   }
   await continueAsNew<typeof targetCircuit>({ targetId, failedProbes: probes, lastHold: held });
 }
@@ -158,9 +161,10 @@ function circuitNotification(
 }
 
 /** Tells a waiting delivery its target may be tried; false when its workflow has ended. */
-async function release(workflowId: string, targetId: string, probe: boolean): Promise<boolean> {
+async function release(held: Released, targetId: string, probe: boolean): Promise<boolean> {
+  const { workflowId, requestId } = held;
   return getExternalWorkflowHandle(workflowId)
-    .signal(releaseSignal, { targetId, probe })
+    .signal(releaseSignal, { targetId, probe, ...(requestId !== workflowId && { requestId }) })
     .then(
       () => true,
       () => false,

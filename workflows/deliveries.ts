@@ -4,7 +4,7 @@
  */
 import type { Hold } from "../core/circuit.ts";
 import type { AttemptVerdict, DeliveryInput } from "../core/delivery.ts";
-import type { THROTTLED } from "../core/flow.ts";
+import { THROTTLED } from "../core/flow.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { RequestOpening } from "../store/request-log.ts";
 
@@ -71,6 +71,11 @@ export function asyncDeliveries(input: DeliveryInput): DeliverInput[] {
  */
 export function goesOn(verdict: FirstAttempt | null | undefined): boolean {
   return !verdict || verdict.kind === "retry" || verdict.kind === "held" || verdict.kind === "busy";
+}
+
+/** A verdict that the delivery waits only for its limited target's room (core/flow.ts). */
+export function isThrottled(verdict: FirstAttempt | null | undefined): boolean {
+  return verdict?.kind === "held" && verdict.hold === THROTTLED;
 }
 
 /** The targets a settle gives the credit holds back for (those not charged). */

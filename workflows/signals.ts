@@ -1,11 +1,19 @@
-/** Signals between a target's deliveries and its circuit workflow (circuit.ts). */
+/** Signals between a target's deliveries and its circuit workflow (circuit.ts), and to a batch. */
 import { defineSignal } from "@temporalio/workflow";
+import { HAND_ON_SIGNAL } from "../core/temporal.ts";
 
 /**
  * A waiting delivery may try its target: as the one probe of an open circuit, or because the
- * target takes deliveries again.
+ * target takes deliveries again (or has room). A batch holding many names which (`requestId`).
  */
-export const releaseSignal = defineSignal<[{ targetId: string; probe: boolean }]>("release");
+export const releaseSignal =
+  defineSignal<[{ targetId: string; probe: boolean; requestId?: string }]>("release");
 
 /** The probe has been tried; the circuit workflow reads from the circuit how it went. */
 export const probedSignal = defineSignal("probed");
+
+/**
+ * A request held in a batch (./batch-holds.ts) is to go on as its own workflow, where it can be
+ * cancelled: the control plane's cancel sends it.
+ */
+export const handOnSignal = defineSignal<[string]>(HAND_ON_SIGNAL);

@@ -12,7 +12,7 @@ import {
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
-import { DELIVERY_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
+import { DELIVERY_WORKFLOW, HAND_ON_SIGNAL, searchAttributes } from "../../core/temporal.ts";
 import * as requestLog from "../../store/request-views.ts";
 import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
@@ -92,10 +92,10 @@ function refuseFinished(request: RequestView): void {
 
 /**
  * A batched request (edge/batcher.ts) has no workflow of its own while its batch makes its first
- * attempt, and nothing of it can be stopped there. So while a running batch of the project lists
- * it, this waits (STOP_WAIT_MS at most) for that attempt's end: the request then continues as its
- * own workflow, answered here to be cancelled as any, or the log says it ended, answered as
- * today. Null when no batch of the project lists it (by VISIBILITY_LOOKS_MS): not batched.
+ * attempt (or holds it for a limited target's room), and nothing of it can be stopped there. So
+ * while a running batch of the project lists it, this asks the batch to hand it on and waits
+ * (STOP_WAIT_MS at most) for that: the request then continues as its own workflow, answered here
+ * to be cancelled as any, or the log says it ended, answered as today. Null when no batch of the project lists it (by VISIBILITY_LOOKS_MS): not batched.
  */
 async function afterBatchedFirstAttempt(
   client: Client,
@@ -112,8 +112,16 @@ async function afterBatchedFirstAttempt(
     const at = looks[0];
     if (!listed && at !== undefined && Date.now() - started >= at) {
       looks.shift();
-      listed = (await runningBatchOf(client, requestId))?.project === slug;
+      const batch = await runningBatchOf(client, requestId);
+      listed = batch?.project === slug;
       if (!listed && looks.length === 0) return null;
+      // One it holds for a limited target's room goes on as its own workflow, to be cancelled.
+      if (batch && listed) {
+        await client.workflow
+          .getHandle(batch.workflowId, batch.runId)
+          .signal(HAND_ON_SIGNAL, requestId)
+          .catch(() => {}); // it ended meanwhile: the log or the request's own workflow says
+      }
     }
     if (Date.now() - started >= STOP_WAIT_MS) {
       throw new RelayError(
