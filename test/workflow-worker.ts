@@ -154,6 +154,11 @@ export const activities: Activities = {
   async releaseHeld() {
     return [];
   },
+  // Ordered delivery runs on the real stack (test/ordered-delivery.test.ts).
+  async joinOrderingLane() {},
+  async runningWorkflows() {
+    return [];
+  },
   async recordProbeFailed() {},
   async disableTarget() {
     return false;
