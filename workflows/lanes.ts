@@ -17,6 +17,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
@@ -31,6 +32,7 @@ import {
   type LaneInput,
   type LaneJoin,
   type LaneRef,
+  type LaneState,
   laneSize,
   leaveLane,
   nextToGo,
@@ -49,14 +51,13 @@ const { runningWorkflows } = proxyActivities<Activities>(bookkeeping);
 /** An empty lane idle this long ends; a join after that starts a new run. */
 const IDLE_END = "1 minute";
 /** How often a lane checks that the requests it let go still run (one terminated by hand). */
-const HEAD_CHECK_MS = 10 * 60_000;
+const HEAD_CHECK = "10 minutes";
 /** Events per run before the lane starts afresh, when Temporal has not suggested it sooner. */
 const EVENTS_PER_RUN = 10_000;
 
 export async function orderedLane({ project, carried }: LaneInput): Promise<void> {
   let state = carried ?? emptyLane();
   let changes = 0;
-  let lastCheck = Date.now();
   setHandler(joinSignal, ({ requestId, targetIds }) => {
     state = joinLane(state, requestId, targetIds);
     changes++;
@@ -65,6 +66,13 @@ export async function orderedLane({ project, carried }: LaneInput): Promise<void
     state = leaveLane(state, requestId, targetId);
     changes++;
   });
+  void checkHeads(
+    () => state,
+    (requestId, targetId) => {
+      state = leaveLane(state, requestId, targetId);
+      changes++;
+    },
+  );
   for (;;) {
     const seen = changes;
     const next = nextToGo(state);
@@ -87,14 +95,22 @@ export async function orderedLane({ project, carried }: LaneInput): Promise<void
       if (!(await condition(() => changes !== seen, IDLE_END))) return;
       continue;
     }
-    const checkInMs = lastCheck + HEAD_CHECK_MS - Date.now();
-    if (checkInMs > 0 && (await condition(() => changes !== seen, checkInMs))) continue;
-    lastCheck = Date.now();
-    const heads = headsGoing(state);
+    // No timer per wait (a timer started and cancelled per signal): the check has its own loop.
+    await condition(() => changes !== seen);
+  }
+}
+
+/** Every HEAD_CHECK, drops the heads let go whose workflows no longer run. */
+async function checkHeads(
+  lane: () => LaneState,
+  drop: (requestId: string, targetId: string) => void,
+) {
+  for (;;) {
+    await sleep(HEAD_CHECK);
+    const heads = headsGoing(lane());
+    if (heads.length === 0) continue;
     const running = new Set(await runningWorkflows(heads.map((h) => h.requestId)));
-    for (const head of heads) {
-      if (!running.has(head.requestId)) state = leaveLane(state, head.requestId, head.targetId);
-    }
+    for (const head of heads) if (!running.has(head.requestId)) drop(head.requestId, head.targetId);
   }
 }
 

@@ -194,7 +194,7 @@ async function deliverAll(
     const policy = await retryPolicy();
     let opened: Promise<void> | undefined;
     await lane.inTurn(deliveries, async (delivery, waitedMs) => {
-      if (!opened) opened = openRequest(request).then(() => setStatus("delivering"));
+      if (!opened) opened = openLocally.openRequest(request).then(() => setStatus("delivering"));
       await opened;
       await deliverToTarget(delivery, policy, null, released, input.receivedAt, waitedMs);
     });
