@@ -40,8 +40,8 @@ const variants = [
 ] as const;
 
 /** The stack's processes whose CPU counts, Postgres and Temporal with all they started. */
-const STACK_PROCESSES = ["edge", "control", "worker", "temporal", "postgres"] as const;
-type StackProcess = (typeof STACK_PROCESSES)[number];
+export const STACK_PROCESSES = ["edge", "control", "worker", "temporal", "postgres"] as const;
+export type StackProcess = (typeof STACK_PROCESSES)[number];
 
 interface Target {
   url: string;
@@ -163,7 +163,7 @@ async function onStack(
 }
 
 /** Reads every stack process's CPU so far (ms), each with all it started. */
-function stackCpu(stack: Stack) {
+export function stackCpu(stack: Stack) {
   return async (): Promise<Record<StackProcess, number>> => {
     const { postgres, temporal } = await stack.serverPids();
     const pid = (name: "edge" | "control" | "worker") => stack.processes[name].child?.pid ?? null;

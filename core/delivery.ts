@@ -2,6 +2,7 @@
  * What the edge hands the delivery workflow, and how a target's answer is classified. Plain JSON
  * only: it crosses Temporal's HTTP API and the workflow sandbox.
  */
+import type { LaneRef } from "./lanes.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "./model.ts";
 
 export interface DeliveryInput {
@@ -40,6 +41,11 @@ export interface DeliveryInput {
   secretHeaders?: string[];
   /** Sent again from the request log: the request this one was sent again from. */
   resentFrom?: string;
+  /**
+   * An ordered endpoint's call (core/lanes.ts): the lane it queues in, per async target, behind
+   * the calls of the same key accepted before it. Absent on an unordered endpoint.
+   */
+  ordering?: LaneRef;
   targets: DeliveryTarget[];
 }
 

@@ -20,9 +20,11 @@ const DROPPED_TO_TARGET = new Set([
   "webhook-id",
   "webhook-timestamp",
   "webhook-signature",
-  // Told to Relay, done by Relay (core/schedule.ts); the delivery itself is not delayed again.
+  // Told to Relay, done by Relay (core/schedule.ts, core/lanes.ts): the delivery itself is not
+  // delayed again, and arrives in its key's order.
   "relay-delay",
   "relay-not-before",
+  "relay-ordering-key",
 ]);
 
 /** Never passed back from a target: hop-by-hop headers, cookies, and encodings undone on the way. */

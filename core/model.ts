@@ -1,4 +1,5 @@
 /** The domain's vocabulary, shared by the control plane, the edge and the workflows. */
+import type { Ordering } from "./lanes.ts";
 
 export type JsonValue =
   | string
@@ -87,6 +88,8 @@ export interface Endpoint {
   rateLimit: RateLimit | null;
   /** When its targets' circuits open and disable (core/circuit.ts); absent or null: defaults. */
   circuitBreaker?: CircuitBreaker | null;
+  /** "fifo": async deliveries reach each target in accept order per key (core/lanes.ts). */
+  ordering: Ordering;
   version: number;
   updatedAt: Date;
 }

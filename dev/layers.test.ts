@@ -62,6 +62,7 @@ const WORKFLOW_CODE = [
   "workflows/batch-holds.ts",
   "workflows/deliveries.ts",
   "workflows/circuit.ts",
+  "workflows/lanes.ts",
   "workflows/notifications.ts",
   "workflows/signals.ts",
   "workflows/trace-interceptors.ts",

@@ -10,8 +10,9 @@
  * once its start is durable, as with its own workflow.
  *
  * A caller sending one call at a time always takes today's path: nothing of its project is in
- * flight. Calls with an Idempotency-Key, a delay, a large body or a sync or stream target never
- * come here (`joinsBatch`): their workflow id, timer, stored body or answer is theirs alone.
+ * flight. Calls with an Idempotency-Key, a delay, a large body, an ordering lane or a sync or
+ * stream target never come here (`joinsBatch`): their workflow id, timer, stored body, place in
+ * their lane or answer is theirs alone.
  */
 import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
@@ -48,10 +49,14 @@ export type BatchAnswer = { accepted: Accepted } | { refused: ReservationRefusal
 /** Reserves and starts a call with its project's others of the moment. */
 export type Batch = (call: BatchedCall) => Promise<BatchAnswer>;
 
-/** Whether a call of `input` (to async targets only) may share a batch: immediate, small body. */
+/**
+ * Whether a call of `input` (to async targets only) may share a batch: immediate, small body,
+ * unordered (an ordered call joins its lane once its own workflow runs, before its 202).
+ */
 export function joinsBatch(input: DeliveryInput, idempotent: boolean): boolean {
   return (
     !idempotent &&
+    input.ordering === undefined &&
     input.notBefore === undefined &&
     input.bodyRef === undefined &&
     input.bodyBase64.length <= BATCHABLE_BODY_CHARS

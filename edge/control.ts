@@ -13,6 +13,7 @@ import type {
   ReservationRefusal,
 } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
+import { orderings } from "../core/lanes.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
@@ -324,6 +325,7 @@ function endpointFrom(e: EndpointMessage): Endpoint {
     rateLimit: e.rateLimit
       ? { requestsPerSecond: e.rateLimit.requestsPerSecond, burst: e.rateLimit.burst }
       : null,
+    ordering: orderings[e.ordering - 1] ?? "none",
     version: e.version,
     updatedAt: e.updatedAt ? timestampDate(e.updatedAt) : new Date(0),
     targets: e.targets.map((t) => ({

@@ -9,6 +9,7 @@ const endpoint = (path: string, ipAllowlist: string[] = []): Endpoint => ({
   ipAllowlist,
   schema: null,
   rateLimit: null,
+  ordering: "none",
   version: 1,
   updatedAt: new Date(0),
 });

@@ -212,6 +212,7 @@ function routedPlane() {
     ipAllowlist: [],
     schema: { type: "object" },
     rateLimit: null,
+    ordering: "none",
     version: v,
     updatedAt: new Date(0),
   });

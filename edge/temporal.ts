@@ -47,6 +47,7 @@ import {
   traceHeaders,
 } from "../core/tracing.ts";
 import { StartAdmission } from "./admission.ts";
+import { laneJoiner } from "./lane-join.ts";
 
 /**
  * `bodyTag` marks a call with an Idempotency-Key: its workflow id repeats with the key, and a
@@ -262,6 +263,8 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     return acceptedStatus(first ?? {});
   }
 
+  const joinLane = laneJoiner({ fetch: options.fetch, workflows, headers, cipher, unavailable });
+
   /** `start` once the edge's admission gives it a slot; refused when none came in time. */
   async function admitted(project: string, run: () => Promise<void>): Promise<void> {
     const release = await admission.acquire(project);
@@ -293,9 +296,10 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       };
     },
     async startDelivery(input, trace, bodyTag) {
-      await admitted(input.project, () =>
-        start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag),
-      );
+      await admitted(input.project, async () => {
+        await start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag);
+        if (input.ordering) await joinLane(input, input.ordering);
+      });
       return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
     },
 

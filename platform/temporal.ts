@@ -6,14 +6,17 @@ import {
   type DataConverter,
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,
+  WorkflowNotFoundError,
 } from "@temporalio/client";
 import type { Payload } from "@temporalio/common";
 import { payloadSecretsFrom } from "../core/env.ts";
+import { LANE_JOIN_SIGNAL, LANE_WORKFLOW, type LaneInput, type LaneJoin } from "../core/lanes.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
 import {
   CIRCUIT_CHANGED_SIGNAL,
   CIRCUIT_WORKFLOW,
   circuitWorkflowId,
+  fairnessOf,
   RETENTION_SCHEDULE_ID,
   RETENTION_WORKFLOW,
   ROTATION_SCHEDULE_ID,
@@ -154,4 +157,41 @@ export async function ensureCircuit(client: Client, targetId: string): Promise<v
     args: [{ targetId }],
     workflowIdConflictPolicy: "USE_EXISTING",
   });
+}
+
+/**
+ * A request takes its place in its ordering lane (core/lanes.ts): signal-with-start of the lane's
+ * workflow, on the request's task queue and fairness key; the lane ignores a second join.
+ */
+export async function joinOrderingLane(
+  client: Client,
+  laneId: string,
+  project: string,
+  join: LaneJoin,
+): Promise<void> {
+  await client.workflow.signalWithStart(LANE_WORKFLOW, {
+    workflowId: laneId,
+    taskQueue: TASK_QUEUE,
+    priority: fairnessOf(project),
+    args: [{ project } satisfies LaneInput],
+    signal: LANE_JOIN_SIGNAL,
+    signalArgs: [join],
+  });
+}
+
+/** Which of these workflows still run (an ordering lane's heads it let go). */
+export async function runningWorkflows(client: Client, workflowIds: string[]): Promise<string[]> {
+  const described = await Promise.all(
+    workflowIds.map((id) =>
+      client.workflow
+        .getHandle(id)
+        .describe()
+        .then((d) => (d.status.name === "RUNNING" ? id : null))
+        .catch((error: unknown) => {
+          if (error instanceof WorkflowNotFoundError) return null;
+          throw error;
+        }),
+    ),
+  );
+  return described.filter((id) => id !== null);
 }

@@ -4,6 +4,8 @@
  * refetch it alone; a line's deletion as the project's, so edges reload its whole state. Lines,
  * endpoints and their schemas' bytes are capped per project (store/limits.ts).
  */
+
+import type { Ordering } from "../core/lanes.ts";
 import type {
   CircuitBreaker,
   DeliveryTarget,
@@ -32,6 +34,7 @@ export interface EndpointSpec {
   schema: JsonObject | null;
   rateLimit: RateLimit | null;
   circuitBreaker: CircuitBreaker | null;
+  ordering: Ordering;
 }
 
 export function listLines(sql: Sql, projectId: string): Promise<LineView[]> {
@@ -88,7 +91,7 @@ export async function loadEndpoints(
 ): Promise<Endpoint[]> {
   const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
     select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit,
-      e.circuit_breaker, e.version, e.updated_at,
+      e.circuit_breaker, e.ordering, e.version, e.updated_at,
       coalesce((select json_strip_nulls(json_agg(json_build_object(
           'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
           'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
@@ -141,10 +144,10 @@ export function insertEndpoint(
     const endpointId = newId("ep");
     await tx`
       insert into endpoints (id, project_id, line_key, path, ip_allowlist, schema, schema_bytes,
-        rate_limit, circuit_breaker)
+        rate_limit, circuit_breaker, ordering)
       values (${endpointId}, ${projectId}, ${line}, ${spec.path}, ${spec.ipAllowlist},
         ${jsonOrNull(tx, spec.schema)}, ${bytes}, ${jsonOrNull(tx, spec.rateLimit)},
-        ${jsonOrNull(tx, spec.circuitBreaker)})`;
+        ${jsonOrNull(tx, spec.circuitBreaker)}, ${spec.ordering})`;
     await insertTargets(tx, endpointId, spec.targets, new Map());
     const secret = await addSigningSecret(tx, sealingKey, endpointId, caps.now);
     await recordEndpointChange(tx, projectId, line, spec.path);
@@ -175,7 +178,7 @@ export function replaceEndpoint(
       update endpoints set path = ${spec.path}, ip_allowlist = ${spec.ipAllowlist},
         schema = ${jsonOrNull(tx, spec.schema)}, schema_bytes = ${bytes},
         rate_limit = ${jsonOrNull(tx, spec.rateLimit)},
-        circuit_breaker = ${jsonOrNull(tx, spec.circuitBreaker)},
+        circuit_breaker = ${jsonOrNull(tx, spec.circuitBreaker)}, ordering = ${spec.ordering},
         version = version + 1, updated_at = now()
       where project_id = ${projectId} and line_key = ${line} and path = ${path}
       returning id`;

@@ -160,6 +160,11 @@ export const activities: Activities = {
     return [];
   },
   async forgetHeldInBatch() {},
+  // Ordered delivery runs on the real stack (test/ordered-delivery.test.ts).
+  async joinOrderingLane() {},
+  async runningWorkflows() {
+    return [];
+  },
   async recordProbeFailed() {},
   async disableTarget() {
     return false;

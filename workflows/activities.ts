@@ -6,6 +6,7 @@ import { ApplicationFailure } from "@temporalio/activity";
 import type { Hold } from "../core/circuit.ts";
 import type { DeliveryInput, StreamRecord, SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
+import type { LaneJoin } from "../core/lanes.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
@@ -133,6 +134,9 @@ export function createActivities(deps: ActivityDeps) {
       if (hold === "circuit_open") await deps.ensureCircuit(targetId);
       return hold;
     },
+    joinOrderingLane: (laneId: string, project: string, join: LaneJoin): Promise<void> =>
+      deps.lanes.join(laneId, project, join),
+    runningWorkflows: (workflowIds: string[]): Promise<string[]> => deps.lanes.running(workflowIds),
     circuitState: (targetId: string): Promise<circuits.CircuitState> =>
       circuits.circuitState(sql, targetId),
     releaseHeld: (

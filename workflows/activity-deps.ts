@@ -5,6 +5,7 @@
  */
 import type { Hold } from "../core/circuit.ts";
 import type { Backoff } from "../core/delivery.ts";
+import type { LaneJoin } from "../core/lanes.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
@@ -57,6 +58,11 @@ export interface ActivityDeps {
   ensureDrain: (targetId: string) => Promise<void>;
   /** Each project's share of this worker, by pool (core/project-slots.ts). */
   slots: WorkerSlots;
+  /** Ordering lanes (./lanes.ts): a request joins one; a lane checks its heads still run. */
+  lanes: {
+    join: (laneId: string, project: string, join: LaneJoin) => Promise<void>;
+    running: (workflowIds: string[]) => Promise<string[]>;
+  };
 }
 
 /** The worker's pools: each bounds what one project may have in flight on it. */

@@ -19,8 +19,10 @@ import {
   connectTemporal,
   ensureCircuit,
   ensureSchedules,
+  joinOrderingLane,
   payloadCipherOf,
   relayDataConverter,
+  runningWorkflows,
   temporalAnswers,
   temporalConnectionOptions,
   wakeCircuit,
@@ -63,6 +65,10 @@ const activities = createActivities({
   observeCircuit,
   ensureCircuit: (targetId) => ensureCircuit(client, targetId),
   ensureDrain: (targetId) => wakeCircuit(client, targetId),
+  lanes: {
+    join: (laneId, project, join) => joinOrderingLane(client, laneId, project, join),
+    running: (workflowIds) => runningWorkflows(client, workflowIds),
+  },
   retryPolicy: {
     initialIntervalMs: config.RELAY_RETRY_INITIAL_MS,
     backoffCoefficient: config.RELAY_RETRY_BACKOFF,

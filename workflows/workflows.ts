@@ -5,6 +5,7 @@
  *   as activities; a cancel (Temporal's) stops it wherever it is.
  * - relaySync: one per sync call; the edge waits for its result.
  * - targetCircuit (circuit.ts): one per target while its deliveries wait for it.
+ * - orderedLane (lanes.ts): one per ordering key of an ordered endpoint while deliveries wait in it.
  * - sendNotification (notifications.ts): one per operational event.
  * - recordStream: logs and bills a stream an edge of an older release proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
@@ -50,11 +51,13 @@ import {
   type RequestRow,
   targetIdsOf,
 } from "./deliveries.ts";
+import { RequestLane } from "./lanes.ts";
 import { raise, requestFailed } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
 
 export { deliverBatch } from "./batch.ts";
 export { targetCircuit } from "./circuit.ts";
+export { orderedLane } from "./lanes.ts";
 export { sendNotification } from "./notifications.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
@@ -134,13 +137,14 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
   setHandler(releaseSignal, ({ targetId, probe }) => {
     released.set(targetId, probe);
   });
+  const lane = RequestLane.of(input);
   try {
     const waitMs = timeToWait(input);
     if (waitMs > 0) {
       await openLocally.openRequest(request, "scheduled");
       await sleep(waitMs);
     }
-    const status = await deliverAll(input, released);
+    const status = await deliverAll(input, released, lane);
     if (status !== "delivered" && patched(NOTIFY_FAILED)) {
       // Once per request, once per replay (its workflow id is its own).
       await raise(requestFailed(input, status, workflowInfo().workflowId));
@@ -149,9 +153,10 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // A 2xx that landed first wins: the log answers delivered (histories before that: nothing).
-    return CancellationScope.nonCancellable(async () =>
-      settle((await cancelRequest(request)) ?? "cancelled"),
-    );
+    return CancellationScope.nonCancellable(async () => {
+      await lane?.leaveAll(targetIdsOf(asyncDeliveries(input)));
+      return settle((await cancelRequest(request)) ?? "cancelled");
+    });
   }
 }
 
@@ -179,9 +184,22 @@ function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
 async function deliverAll(
   input: ContinuedInput,
   released: Map<string, boolean>,
+  lane: RequestLane | null,
 ): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, firstAttempts: madeInBatch, ...request } = input;
   const deliveries = asyncDeliveries(input);
+  if (lane) {
+    // Each target's series in its turn (./lanes.ts), from its first attempt; the wait for the
+    // turn counts as held, not against the retry window.
+    const policy = await retryPolicy();
+    let opened: Promise<void> | undefined;
+    await lane.inTurn(deliveries, async (delivery, waitedMs) => {
+      if (!opened) opened = openLocally.openRequest(request).then(() => setStatus("delivering"));
+      await opened;
+      await deliverToTarget(delivery, policy, null, released, input.receivedAt, waitedMs);
+    });
+    return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));
+  }
   if (!madeInBatch && !patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) {
     return deliverAsBefore(request, deliveries);
   }
@@ -247,10 +265,12 @@ async function deliverToTarget(
   released: Map<string, boolean>,
   /** When its request was accepted: its place among the target's held deliveries. */
   acceptedAt: string,
+  /** Waited already, not counted against the retry window (an ordered delivery's turn). */
+  heldBeforeMs = 0,
 ) {
   const targetId = delivery.target.id;
   let waiting = waitingFirst;
-  let heldMs = 0;
+  let heldMs = heldBeforeMs;
   for (;;) {
     let letGo: LetGo = { probe: false, fromQueue: false };
     const since = Date.now();

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
 import { bodyEncodings } from "../../core/inspect.ts";
+import { orderings } from "../../core/lanes.ts";
 import { type ProjectCap, projectCaps } from "../../core/limits.ts";
 import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
@@ -134,6 +135,9 @@ export const endpoint = z.strictObject({
   schema: jsonObject.nullable(),
   rateLimit: z.strictObject({ requestsPerSecond: z.number(), burst: z.number().int() }).nullable(),
   circuitBreaker: circuitBreaker.nullable().optional().describe("Null: the defaults"),
+  ordering: z
+    .enum(orderings)
+    .describe('"fifo": ordered per Relay-Ordering-Key and target (async deliveries)'),
   version: z.number().int(),
   updatedAt: timestamp,
 });

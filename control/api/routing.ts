@@ -4,6 +4,7 @@ import { z } from "zod";
 import { circuitBreakerBounds, defaultCircuitBreaker } from "../../core/circuit.ts";
 import { RelayError } from "../../core/errors.ts";
 import { parseCidr } from "../../core/ip.ts";
+import { orderings } from "../../core/lanes.ts";
 import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
@@ -106,6 +107,12 @@ const endpointSettings = {
     })
     .nullable()
     .default(null),
+  ordering: z
+    .enum(orderings)
+    .default("none")
+    .describe(
+      '"fifo": async deliveries with the same Relay-Ordering-Key (or all without one) reach each target in accept order, one at a time',
+    ),
 };
 
 /** The rules across an endpoint's fields. */

@@ -5,6 +5,7 @@
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { bodyEncodings, type LoggedBody } from "../../core/inspect.ts";
 import type { KeyState } from "../../core/keys.ts";
+import { orderings } from "../../core/lanes.ts";
 import type { KeyMode } from "../../core/model.ts";
 import {
   deliveryModes,
@@ -69,6 +70,7 @@ export const endpointOut = (e: Endpoint) => ({
   schema: e.schema ?? undefined,
   rateLimit: e.rateLimit ?? undefined,
   circuitBreaker: e.circuitBreaker ?? undefined,
+  ordering: toEnum(orderings, e.ordering),
   updatedAt: ts(e.updatedAt),
 });
 export const endpointIn = (spec: EndpointSpec | undefined) => ({
@@ -87,6 +89,7 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
   schema: spec?.schema ?? null,
   rateLimit: spec?.rateLimit ?? null,
   circuitBreaker: spec?.circuitBreaker ?? null,
+  ordering: fromEnum(orderings, spec?.ordering ?? 0),
 });
 const poolOut = (pool: PoolUsage) => ({
   used: BigInt(pool.used),

@@ -4,6 +4,7 @@
  * with the schemas of their answers.
  */
 import { z } from "zod";
+import { MAX_ORDERING_KEY_LENGTH } from "../../core/lanes.ts";
 import { json, type Refusals, ref, segment } from "./refusals.ts";
 
 /** The answers of the paths no route of the table answers. */
@@ -109,6 +110,17 @@ export const edgePath = (refusals: Refusals) => ({
             type: "string",
             pattern:
               "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$",
+          },
+        },
+        {
+          name: "Relay-Ordering-Key",
+          in: "header",
+          description:
+            'On an ordered endpoint (`ordering: "fifo"`): its async deliveries with the same key reach each target in accept order, one at a time; absent, the endpoint\'s default lane. At most 128 characters of visible ASCII, else 400 `bad_request`. Not forwarded; an unordered endpoint ignores it',
+          schema: {
+            type: "string",
+            maxLength: MAX_ORDERING_KEY_LENGTH,
+            pattern: "^[\\x21-\\x7e]*$",
           },
         },
         {

@@ -8,6 +8,12 @@ import {
 import { RelayError } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent } from "../../core/idempotency.ts";
+import {
+  type LaneRef,
+  laneWorkflowId,
+  ORDERING_KEY_HEADER,
+  orderingKeyProblem,
+} from "../../core/lanes.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
 import { type Batch, joinsBatch } from "../batcher.ts";
@@ -24,8 +30,9 @@ import { refusalError, reservationOf, reserveCall } from "./credits.ts";
  */
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
+    const ordering = await orderingOf(call);
     const requestId = await requestIdOf(deps, call);
-    const batched = deps.batch && batchedInput(deps, call, requestId.id);
+    const batched = deps.batch && batchedInput(deps, call, requestId.id, ordering);
     if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
     const reserved = await reserveCall(deps, call, requestId.id);
     // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
@@ -34,7 +41,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       for (const target of targets) pending.delete(target.id);
     };
     try {
-      return await relayCall(deps, call, requestId, handedOn);
+      return await relayCall(deps, call, requestId, ordering, handedOn);
     } catch (error) {
       reserved.release([...pending]);
       throw error;
@@ -43,11 +50,16 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
 }
 
 /** The call's input when it may share a batch (../batcher.ts): immediate, to async targets only. */
-function batchedInput(deps: EdgeDeps, call: Received, requestId: string): DeliveryInput | null {
+function batchedInput(
+  deps: EdgeDeps,
+  call: Received,
+  requestId: string,
+  ordering: LaneRef | undefined,
+): DeliveryInput | null {
   const { targets } = call.endpoint;
   const queuedOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
   if (!queuedOnly || !bodyTravelsInline(call.body.byteLength, targets.length)) return null;
-  const input = deliveryInput(deps, call, requestId, undefined);
+  const input = deliveryInput(deps, call, requestId, undefined, ordering);
   return joinsBatch(input, call.idempotencyKey !== null) ? { ...input, targets } : null;
 }
 
@@ -62,6 +74,19 @@ async function queueInBatch(batch: Batch, call: Received, input: DeliveryInput):
   });
   if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
   return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
+}
+
+/**
+ * An ordered endpoint's call's lane (core/lanes.ts): its Relay-Ordering-Key's, or the endpoint's
+ * default lane when it sends none; a key out of bounds is refused before anything is queued.
+ * Undefined on an unordered endpoint, which ignores the header.
+ */
+async function orderingOf(call: Received): Promise<LaneRef | undefined> {
+  if (call.endpoint.ordering !== "fifo") return undefined;
+  const key = call.request.headers.get(ORDERING_KEY_HEADER) ?? "";
+  const problem = orderingKeyProblem(key);
+  if (problem) throw new RelayError("bad_request", problem);
+  return { laneId: await laneWorkflowId(call.project, call.endpoint, key), key };
 }
 
 /** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
@@ -88,6 +113,7 @@ async function relayCall(
   deps: EdgeDeps,
   call: Received,
   { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
+  ordering: LaneRef | undefined,
   handedOn: (targets: readonly { id: string }[]) => void,
 ): Promise<Response> {
   const { endpoint } = call;
@@ -106,7 +132,7 @@ async function relayCall(
             throw new RelayError("unavailable", "the request could not be queued; try again");
           })
       : undefined;
-  const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef);
+  const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef, ordering);
   const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
   const queued =
     async.length > 0
@@ -192,6 +218,7 @@ function deliveryInput(
   call: Received,
   requestId: string,
   bodyRef: string | undefined,
+  ordering: LaneRef | undefined,
 ): DeliveryInput {
   const traceId = traceIdOf(call.trace);
   const secretHeaders = [...new Set(call.endpoint.targets.flatMap((t) => t.secretHeaders ?? []))];
@@ -210,6 +237,7 @@ function deliveryInput(
     ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
     ...(secretHeaders.length > 0 && { secretHeaders }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
+    ...(ordering && { ordering }),
     targets: [],
   };
 }

@@ -23,6 +23,7 @@ export function hookEndpoint(fields: Partial<Endpoint> = {}): Endpoint {
     ipAllowlist: [],
     schema: null,
     rateLimit: null,
+    ordering: "none",
     version: 1,
     updatedAt: new Date(0),
     ...fields,

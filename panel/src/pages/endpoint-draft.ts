@@ -9,6 +9,7 @@ import {
   DeliveryMode,
   type Endpoint,
   type EndpointSpecSchema,
+  Ordering,
 } from "../../../gen/relay/v1/routing_pb.ts";
 
 export type Spec = MessageInitShape<typeof EndpointSpecSchema>;
@@ -39,6 +40,8 @@ export interface Draft {
   customRateLimit: boolean;
   requestsPerSecond: string;
   burst: string;
+  /** Deliveries in accept order per Relay-Ordering-Key and target. */
+  fifo: boolean;
   /** Not edited here (the API sets it); kept as it is so a save does not reset it. */
   circuitBreaker?: CircuitBreaker | undefined;
 }
@@ -66,6 +69,7 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
       customRateLimit: false,
       requestsPerSecond: "10",
       burst: "20",
+      fifo: false,
     };
   }
   return {
@@ -88,6 +92,7 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
     customRateLimit: Boolean(endpoint.rateLimit),
     requestsPerSecond: String(endpoint.rateLimit?.requestsPerSecond ?? 10),
     burst: String(endpoint.rateLimit?.burst ?? 20),
+    fifo: endpoint.ordering === Ordering.FIFO,
     circuitBreaker: endpoint.circuitBreaker,
   };
 }
@@ -156,6 +161,7 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       ...(schema && { schema }),
       ...(rateLimit && { rateLimit }),
       ...(draft.circuitBreaker && { circuitBreaker: draft.circuitBreaker }),
+      ordering: draft.fifo ? Ordering.FIFO : Ordering.NONE,
     },
   };
 }

@@ -167,6 +167,25 @@ export function EndpointForm({
         )}
       </fieldset>
 
+      <fieldset>
+        <legend>Ordering</legend>
+        <div className="checkbox">
+          <input
+            id="ordering-fifo"
+            name="ordering"
+            type="checkbox"
+            checked={draft.fifo}
+            onChange={(e) => set({ fifo: e.target.checked })}
+          />
+          <label htmlFor="ordering-fifo">Deliver in order (fifo)</label>
+        </div>
+        <p className="hint">
+          Async deliveries with the same Relay-Ordering-Key header (or all calls that send none)
+          reach each target in the order Relay accepted them, one at a time; a failing delivery
+          holds only its own key.
+        </p>
+      </fieldset>
+
       <FormError problem={shown} />
       <button type="submit" disabled={saving}>
         {saving ? "Saving…" : submitLabel}

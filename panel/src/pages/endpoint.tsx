@@ -6,7 +6,12 @@
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
 import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
-import { DeliveryMode, type Endpoint, EndpointService } from "../../../gen/relay/v1/routing_pb.ts";
+import {
+  DeliveryMode,
+  type Endpoint,
+  EndpointService,
+  Ordering,
+} from "../../../gen/relay/v1/routing_pb.ts";
 import { problemOf } from "../errors.ts";
 import { curlExample, keyPlaceholder, sampleFor } from "../example.ts";
 import { deliveryModeNames, formatTime } from "../model.ts";
@@ -156,6 +161,11 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
           );
         }}
       </Loaded>
+      <p data-testid="ordering">
+        {endpoint.ordering === Ordering.FIFO
+          ? "Ordered (fifo): async deliveries reach each target in accept order per Relay-Ordering-Key, one at a time."
+          : "Unordered: async deliveries go as they come."}
+      </p>
       <h3>Targets</h3>
       <ul>
         {endpoint.targets.map((t) => (
