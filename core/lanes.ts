@@ -29,6 +29,11 @@ export function orderingKeyProblem(key: string): string | null {
 export interface LaneRef {
   laneId: string;
   key: string;
+  /**
+   * Its edge joins the lane before the 202 (an immediate call): its workflow then joins itself
+   * only if no turn comes in time. A delayed call, or a replay, joins from its workflow.
+   */
+  joinedAtEdge?: boolean;
 }
 
 /**

@@ -65,6 +65,8 @@ const WORKFLOW_CODE = [
   "workflows/lanes.ts",
   "workflows/notifications.ts",
   "workflows/signals.ts",
+  "workflows/status.ts",
+  "workflows/sync.ts",
   "workflows/trace-interceptors.ts",
 ];
 

@@ -298,7 +298,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     async startDelivery(input, trace, bodyTag) {
       await admitted(input.project, async () => {
         await start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag);
-        if (input.ordering) await joinLane(input, input.ordering);
+        if (input.ordering?.joinedAtEdge) await joinLane(input, input.ordering);
       });
       return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
     },

@@ -159,6 +159,24 @@ test("a call without Relay-Ordering-Key goes through the endpoint's default lane
   }
 });
 
+test("a delayed call takes its place at its time: its key's later calls do not wait behind it", async () => {
+  const project = await projectWithEndpoint([{ name: "origin", targetUrl: steady.url }], {
+    ordering: "fifo",
+  });
+  const send = (n: number, headers: Record<string, string> = {}) =>
+    relay(project.slug, "/v1/hook", {
+      key: project.key,
+      body: JSON.stringify({ key: "late", n }),
+      headers: { "relay-ordering-key": "late", ...headers },
+    });
+  expect((await send(1, { "relay-delay": "3s" })).status).toBe(202);
+  for (const n of [2, 3]) expect((await send(n)).status).toBe(202);
+  const arrived = () =>
+    steady.received.map((r) => JSON.parse(r.body)).filter((b) => b.key === "late");
+  await eventually(async () => arrived().length >= 3, 30_000);
+  expect(arrived().map((b) => b.n)).toEqual([2, 3, 1]);
+});
+
 test("a key out of bounds is 400 with the error body; an unordered endpoint ignores the header", async () => {
   const project = await projectWithEndpoint([{ name: "origin", targetUrl: steady.url }], {
     ordering: "fifo",

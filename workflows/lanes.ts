@@ -52,6 +52,8 @@ const { runningWorkflows } = proxyActivities<Activities>(bookkeeping);
 const IDLE_END = "1 minute";
 /** How often a lane checks that the requests it let go still run (one terminated by hand). */
 const HEAD_CHECK = "10 minutes";
+/** How long a request the edge joined waits for its first turn before it joins itself. */
+const EDGE_JOIN_GRACE = "1 minute";
 /** Events per run before the lane starts afresh, when Temporal has not suggested it sooner. */
 const EVENTS_PER_RUN = 10_000;
 
@@ -125,6 +127,8 @@ export class RequestLane {
   constructor(
     private readonly lane: LaneRef,
     private readonly project: string,
+    /** Its edge joined the lane before the 202 (an immediate call, started by the edge). */
+    private readonly edgeJoined: boolean,
   ) {
     setHandler(goSignal, ({ targetId }) => {
       // A turn for a target already done (a late join queued it again): let the next one go.
@@ -134,12 +138,15 @@ export class RequestLane {
   }
 
   static of(input: DeliveryInput): RequestLane | null {
-    return input.ordering ? new RequestLane(input.ordering, input.project) : null;
+    const { ordering } = input;
+    return ordering
+      ? new RequestLane(ordering, input.project, ordering.joinedAtEdge === true)
+      : null;
   }
 
   /**
-   * Joins (again: the edge joined before the 202; this covers an edge lost in between, and a
-   * delayed call, which takes its place at its time), then runs each target's series in its turn.
+   * Joins (a delayed call at its time, a replay at its start; one the edge joined only if no turn
+   * came in time), then runs each target's series in its turn.
    * `series` answers once the target's attempts end; how long the turn was waited for is passed.
    */
   async inTurn<T extends { target: { id: string } }>(
@@ -147,10 +154,19 @@ export class RequestLane {
     series: (delivery: T, waitedMs: number) => Promise<void>,
   ): Promise<void> {
     const requestId = workflowInfo().workflowId;
-    await joinOrderingLane(this.lane.laneId, this.project, {
-      requestId,
-      targetIds: deliveries.map((d) => d.target.id),
-    });
+    const join = () =>
+      joinOrderingLane(this.lane.laneId, this.project, {
+        requestId,
+        targetIds: deliveries.map((d) => d.target.id),
+      });
+    // An immediate call's edge joined before its 202: the request joins itself only when no turn
+    // came in time (an edge lost between its start and its join). Any other joins at once.
+    if (!this.edgeJoined) await join();
+    else {
+      void condition(() => this.turns.size > 0, EDGE_JOIN_GRACE).then(async (came) => {
+        if (!came) await join();
+      });
+    }
     await Promise.allSettled(
       deliveries.map(async (delivery) => {
         const targetId = delivery.target.id;

@@ -3,7 +3,7 @@
  * - deliverRequest: one per request (workflow id = request id): a delayed one waits for its
  *   time on a timer, then each async target's first attempt in one workflow task, then retries
  *   as activities; a cancel (Temporal's) stops it wherever it is.
- * - relaySync: one per sync call; the edge waits for its result.
+ * - relaySync (sync.ts): one per sync call; the edge waits for its result.
  * - targetCircuit (circuit.ts): one per target while its deliveries wait for it.
  * - orderedLane (lanes.ts): one per ordering key of an ordered endpoint while deliveries wait in it.
  * - sendNotification (notifications.ts): one per operational event.
@@ -11,7 +11,6 @@
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
  * - pruneRequestLog: the daily log retention, started by a Schedule.
  */
-import { defineSearchAttributeKey } from "@temporalio/common";
 import {
   ActivityCancellationType,
   ActivityFailure,
@@ -25,20 +24,16 @@ import {
   proxyLocalActivities,
   setHandler,
   sleep,
-  upsertSearchAttributes,
   workflowInfo,
 } from "@temporalio/workflow";
 import {
   ATTEMPT_HEARTBEAT_MS,
   type DeliveryInput,
   type StreamRecord,
-  type SyncInput,
-  type SyncOutcome,
-  syncStatus,
   TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
-import { circuitWorkflowId, searchAttributes } from "../core/temporal.ts";
+import { circuitWorkflowId } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type { Activities } from "./activities.ts";
 import type { RetryPolicy } from "./activity-deps.ts";
@@ -54,11 +49,13 @@ import {
 import { RequestLane } from "./lanes.ts";
 import { raise, requestFailed } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
+import { setStatus } from "./status.ts";
 
 export { deliverBatch } from "./batch.ts";
 export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes.ts";
 export { sendNotification } from "./notifications.ts";
+export { relaySync } from "./sync.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
 const bookkeeping = {
@@ -121,8 +118,6 @@ function deliveryActivities(policy: RetryPolicy, heldMs = 0, probe = false) {
     },
   });
 }
-
-const statusKey = defineSearchAttributeKey(searchAttributes.status, "KEYWORD");
 
 /**
  * Also runs a replay: the same input with only the targets that failed. A request whose first
@@ -188,24 +183,28 @@ async function deliverAll(
 ): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, firstAttempts: madeInBatch, ...request } = input;
   const deliveries = asyncDeliveries(input);
+  const first = firstAttempts(deliveries);
+  // A first attempt that failed as a local activity (its writes to the log, say) is retried.
+  const only = deliveries.length === 1;
   if (lane) {
-    // Each target's series in its turn (./lanes.ts), from its first attempt; the wait for the
-    // turn counts as held, not against the retry window.
+    // Each target's series in its turn (./lanes.ts), its first attempt in the turn's own task;
+    // the wait for the turn counts as held, not against the retry window.
     const policy = await retryPolicy();
-    let opened: Promise<void> | undefined;
+    let settled: RequestStatus | undefined;
     await lane.inTurn(deliveries, async (delivery, waitedMs) => {
-      if (!opened) opened = openLocally.openRequest(request).then(() => setStatus("delivering"));
-      await opened;
-      await deliverToTarget(delivery, policy, null, released, input.receivedAt, waitedMs);
+      const verdict = await first.firstAttempt(request, delivery, only).catch(() => null);
+      if (verdict && "settled" in verdict) settled = verdict.settled;
+      const next = retryingOf(delivery, verdict);
+      if (!next) return;
+      setStatus("delivering");
+      if (next.delayMs > 0) await sleep(next.delayMs);
+      await deliverToTarget(delivery, policy, next.waiting, released, input.receivedAt, waitedMs);
     });
-    return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));
+    return settle(settled ?? (await settleRequest(input.requestId, targetIdsOf(deliveries))));
   }
   if (!madeInBatch && !patched(FIRST_ATTEMPTS_IN_FIRST_TASK)) {
     return deliverAsBefore(request, deliveries);
   }
-  const first = firstAttempts(deliveries);
-  // A first attempt that failed as a local activity (its writes to the log, say) is retried.
-  const only = deliveries.length === 1;
   const verdicts =
     madeInBatch ??
     (await Promise.all(
@@ -213,13 +212,7 @@ async function deliverAll(
         first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
       ),
     ));
-  const retrying = deliveries.flatMap((delivery, i): Retrying[] => {
-    const verdict = verdicts[i];
-    if (verdict?.kind === "held") return [{ delivery, delayMs: 0, waiting: "held" }];
-    if (verdict?.kind === "busy") return [{ delivery, delayMs: 0, waiting: verdict }];
-    const delayMs = verdict?.kind === "retry" ? verdict.delayMs : 0;
-    return goesOn(verdict) ? [{ delivery, delayMs, waiting: null }] : [];
-  });
+  const retrying = deliveries.flatMap((delivery, i) => retryingOf(delivery, verdicts[i]) ?? []);
   if (retrying.length === 0) {
     const [verdict] = verdicts;
     const settled = verdict && "settled" in verdict ? verdict.settled : undefined;
@@ -251,12 +244,19 @@ interface Retrying {
   waiting: Waiting;
 }
 
+/** How a delivery goes on after its first attempt's verdict; null when that attempt ended it. */
+function retryingOf(delivery: DeliverInput, verdict?: FirstAttempt | null): Retrying | null {
+  if (verdict?.kind === "held") return { delivery, delayMs: 0, waiting: "held" };
+  if (verdict?.kind === "busy") return { delivery, delayMs: 0, waiting: verdict };
+  if (!goesOn(verdict)) return null;
+  return { delivery, delayMs: verdict?.kind === "retry" ? verdict.delayMs : 0, waiting: null };
+}
+
 /**
  * Tries one target until the attempt series ends. While the target's deliveries wait (its
  * circuit open, a pause, its flow limits full) this one waits too, durably and without
- * attempts, until released;
- * while its project's share of the worker is full, it waits on a timer as long as the worker
- * said and tries again. Neither wait counts against the retry window.
+ * attempts, until released; while its project's share of the worker is full, it waits on a
+ * timer as long as the worker said and tries again. Neither wait counts against the retry window.
  */
 async function deliverToTarget(
   delivery: DeliverInput,
@@ -348,23 +348,6 @@ async function deliverAsBefore(
 function settle(status: RequestStatus): RequestStatus {
   setStatus(status);
   return status;
-}
-
-/** Lets an operator filter by status in the Temporal UI. */
-function setStatus(status: RequestStatus): void {
-  upsertSearchAttributes([{ key: statusKey, value: status }]);
-}
-
-/** Sync calls are never retried; the target's own timeout bounds the activity. */
-const { relaySyncCall } = proxyLocalActivities<Activities>({
-  startToCloseTimeout: "100 seconds",
-  retry: { maximumAttempts: 1 },
-});
-
-export async function relaySync(input: SyncInput): Promise<SyncOutcome> {
-  const outcome = await relaySyncCall(input);
-  if (input.ownsStatus) setStatus(syncStatus(outcome));
-  return outcome;
 }
 
 /**

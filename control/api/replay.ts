@@ -45,7 +45,7 @@ export async function replayRequest(
   }
   // A replay delivers now, whatever time the original waited for, and makes its own first
   // attempts (a request that went on from its batch has the batch's in its input).
-  const { notBefore: _, firstAttempts: __, ...input } = original;
+  const { notBefore: _, firstAttempts: __, ordering, ...input } = original;
   const delivered = await deliveredTargets(ctx.sql, requestId);
   const missed = input.targets.filter((t) => !delivered.includes(t.id));
   const targets = missed.length > 0 ? missed : input.targets;
@@ -55,7 +55,12 @@ export async function replayRequest(
   await markDelivering(ctx.sql, requestId);
   await startDelivery(
     client,
-    { ...input, targets },
+    // A replay joins its lane (at its end) from its own workflow.
+    {
+      ...input,
+      targets,
+      ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
+    },
     `${requestId}-replay-${Date.now()}`,
     "delivering",
   );

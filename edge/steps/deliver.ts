@@ -237,7 +237,8 @@ function deliveryInput(
     ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
     ...(secretHeaders.length > 0 && { secretHeaders }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
-    ...(ordering && { ordering }),
+    // A delayed call takes its place at its time: its workflow joins then, not the edge now.
+    ...(ordering && { ordering: call.notBefore ? ordering : { ...ordering, joinedAtEdge: true } }),
     targets: [],
   };
 }
