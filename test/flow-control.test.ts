@@ -10,30 +10,12 @@
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
-import {
-  api,
-  eventually,
-  grantCredits,
-  projectWithEndpoint,
-  relay,
-  stackEnv,
-  stackLog,
-} from "./helpers.ts";
+import { api, eventually, grantCredits, projectWithEndpoint, relay } from "./helpers.ts";
+import { secondWorker } from "./second-worker.ts";
 
 const REQUESTS = Number(process.env.FLOW_REQUESTS ?? 120);
 const SENT_PER_SECOND = Number(process.env.FLOW_RATE ?? 40);
-const [workerPort = 0] = await freePorts(1);
-const secondWorker = new ManagedProcess(
-  {
-    name: "worker-2",
-    entry: "workflows/worker.ts",
-    readyLine: "worker polling",
-    env: { ...stackEnv(), RELAY_WORKER_PORT: String(workerPort) },
-  },
-  stackLog(),
-);
+const worker2 = await secondWorker();
 
 /** A customer's endpoint that records when each request arrived and how many were in at once. */
 async function recordingTarget(answerAfterMs: number) {
@@ -77,13 +59,13 @@ function busiestSecond(arrivals: readonly number[]): number {
 
 const limited = await recordingTarget(150);
 const free = await recordingTarget(0);
-beforeAll(() => secondWorker.start());
+beforeAll(() => worker2.start());
 /** What the run measured, written for docs/benchmarks.md (FLOW_FIGURES names the file). */
 const figures: string[] = [];
 afterAll(async () => {
   if (process.env.FLOW_FIGURES)
     await writeFile(process.env.FLOW_FIGURES, `${figures.join("\n")}\n`);
-  await secondWorker.stop();
+  await worker2.stop();
   await Promise.all([limited.close(), free.close()]);
 });
 

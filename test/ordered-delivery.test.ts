@@ -9,8 +9,6 @@
  */
 import { writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { freePorts } from "../dev/ports.ts";
-import { ManagedProcess } from "../dev/processes.ts";
 import {
   api,
   eventually,
@@ -18,24 +16,14 @@ import {
   grantCredits,
   projectWithEndpoint,
   relay,
-  stackEnv,
-  stackLog,
   targetServer,
 } from "./helpers.ts";
+import { secondWorker } from "./second-worker.ts";
 
 const REQUESTS = Number(process.env.ORDERED_REQUESTS ?? 200);
 const KEYS = 10;
 const PER_KEY = REQUESTS / KEYS;
-const [workerPort = 0] = await freePorts(1);
-const secondWorker = new ManagedProcess(
-  {
-    name: "worker-2",
-    entry: "workflows/worker.ts",
-    readyLine: "worker polling",
-    env: { ...stackEnv(), RELAY_WORKER_PORT: String(workerPort) },
-  },
-  stackLog(),
-);
+const worker2 = await secondWorker();
 
 /** Fails about 30% of first attempts (503); each receipt's answer is kept beside it. */
 const answered = new WeakMap<object, number>();
@@ -48,13 +36,13 @@ const isSuccess = (received: object) => answered.get(received) === 200;
 const successes = () => flaky.received.filter(isSuccess);
 const steady = await targetServer();
 
-beforeAll(() => secondWorker.start());
+beforeAll(() => worker2.start());
 const figures: string[] = [];
 afterAll(async () => {
   if (process.env.ORDERED_FIGURES) {
     await writeFile(process.env.ORDERED_FIGURES, `${figures.join("\n")}\n`);
   }
-  await secondWorker.stop();
+  await worker2.stop();
   await Promise.all([flaky.close(), steady.close()]);
 });
 
@@ -98,7 +86,7 @@ test(
           });
           latencies.push(performance.now() - sentAt);
           if (answer.status !== 202) refusals.push(`${answer.status} ${answer.text}`);
-          if (++accepted === killAt) secondWorker.kill();
+          if (++accepted === killAt) worker2.kill();
         }
       }),
     );
