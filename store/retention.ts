@@ -18,7 +18,7 @@ export const ORPHAN_HOLD_MS = 60 * 60 * 1000;
 export interface Pruned {
   requests: number;
   bodies: number;
-  /** Credit holds given back, delayed calls that reached their time. */
+  /** Credit holds given back; delayed calls that reached their time, and ended lanes' waits. */
   holds: number;
   scheduled: number;
 }
@@ -62,5 +62,7 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
     if (deleted.count < BATCH) break;
   }
   pruned.scheduled = (await sql`delete from scheduled_calls where not_before <= ${now}`).count;
+  // An ordered request whose workflow ended without leaving its lane (terminated by hand).
+  pruned.scheduled += (await sql`delete from lane_waits where joined_at < ${cutoff}`).count;
   return pruned;
 }

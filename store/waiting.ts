@@ -1,7 +1,8 @@
 /**
  * A project's waiting deliveries (core/waiting.ts): the delayed calls edges accepted, until their
  * time (`scheduled_calls`, migration 012), and the deliveries held for a paused or failing target
- * (`held_deliveries`, migration 010). Whoever adds or removes one takes the project's waiting lock
+ * (`held_deliveries`, migration 010), and the ordered requests in their lanes (`lane_waits`,
+ * migration 020). Whoever adds or removes one takes the project's waiting lock
  * first, so each count is exact, and a held count reaching or leaving the cap goes on the change
  * feed once: the edges then refuse (or take again) the project's async calls.
  */
@@ -27,14 +28,41 @@ export async function capOf(q: Queryable, projectId: string, caps: PlanCaps): Pr
   return row ? waitingCap(row.plan, caps, row.maxWaitingDeliveries) : 0;
 }
 
-/** The project's deliveries held for their target now. */
+/** The project's deliveries held for their target now, and its ordered requests in lanes. */
 export async function heldCount(q: Queryable, projectId: string): Promise<number> {
   const [row] = await q<{ count: number }[]>`
-    select count(*)::int as count
-    from held_deliveries h join targets t on t.id = h.target_id
-      join endpoints e on e.id = t.endpoint_id
-    where e.project_id = ${projectId}`;
+    select (select count(*)
+      from held_deliveries h join targets t on t.id = h.target_id
+        join endpoints e on e.id = t.endpoint_id
+      where e.project_id = ${projectId})::int
+    + (select count(*) from lane_waits where project_id = ${projectId})::int as count`;
   return row?.count ?? 0;
+}
+
+/**
+ * An ordered request enters its lane (`waiting`) or leaves it (its end), counted among its
+ * project's waiting deliveries.
+ */
+export async function laneWait(
+  tx: Queryable,
+  wait: { requestId: string; project: string; laneId: string },
+  waiting: boolean,
+  caps: PlanCaps,
+): Promise<void> {
+  const [project] = await tx<
+    { id: string }[]
+  >`select id from projects where slug = ${wait.project}`;
+  if (!project) return;
+  await changeHeld(tx, { projectId: project.id }, caps, async (q) =>
+    waiting
+      ? (
+          await q`
+            insert into lane_waits (request_id, project_id, lane_id)
+            values (${wait.requestId}, ${project.id}, ${wait.laneId})
+            on conflict do nothing`
+        ).count
+      : -(await q`delete from lane_waits where request_id = ${wait.requestId}`).count,
+  );
 }
 
 /**
@@ -67,31 +95,40 @@ export async function forgetScheduled(q: Queryable, requestId: string): Promise<
   await q`delete from scheduled_calls where request_id = ${requestId}`;
 }
 
-/** A cancelled request waits no more: neither for its time nor for any target. */
+/** A cancelled request waits no more: neither for its time, nor for any target, nor in a lane. */
 export async function forgetWaiting(tx: Queryable, requestId: string, caps: PlanCaps) {
   await forgetScheduled(tx, requestId);
   await changeHeld(tx, { requestId }, caps, (q) =>
     q`delete from held_deliveries where request_id = ${requestId}`.then((r) => -r.count),
   );
+  const [inLane] = await tx<{ projectId: string }[]>`
+    select project_id from lane_waits where request_id = ${requestId}`;
+  if (inLane) {
+    await changeHeld(tx, inLane, caps, (q) =>
+      q`delete from lane_waits where request_id = ${requestId}`.then((r) => -r.count),
+    );
+  }
 }
 
 /**
  * Adds or removes held deliveries of one project (`change` answers by how many: +n, -n), under
  * its waiting lock; when the count reached or left the cap, tells the edges. The project is the
- * target's, or the held request's.
+ * target's, the held request's, or named.
  */
 export async function changeHeld(
   tx: Queryable,
-  of: { targetId: string } | { requestId: string },
+  of: { targetId: string } | { requestId: string } | { projectId: string },
   caps: PlanCaps,
   change: (tx: Queryable) => Promise<number>,
 ): Promise<void> {
   const [project] =
-    "targetId" in of
-      ? await tx<{ id: string }[]>`
+    "projectId" in of
+      ? [{ id: of.projectId }]
+      : "targetId" in of
+        ? await tx<{ id: string }[]>`
           select e.project_id as id from targets t join endpoints e on e.id = t.endpoint_id
           where t.id = ${of.targetId}`
-      : await tx<{ id: string }[]>`
+        : await tx<{ id: string }[]>`
           select e.project_id as id from held_deliveries h join targets t on t.id = h.target_id
             join endpoints e on e.id = t.endpoint_id
           where h.request_id = ${of.requestId} limit 1`;

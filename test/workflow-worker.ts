@@ -162,6 +162,7 @@ export const activities: Activities = {
   async forgetHeldInBatch() {},
   // Ordered delivery runs on the real stack (test/ordered-delivery.test.ts).
   async joinOrderingLane() {},
+  async laneWait() {},
   async runningWorkflows() {
     return [];
   },

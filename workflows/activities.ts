@@ -21,6 +21,7 @@ import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
+import { laneWait } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import { deliver, firstAttempt, relaySyncCall } from "./attempts.ts";
 import {
@@ -137,6 +138,11 @@ export function createActivities(deps: ActivityDeps) {
     joinOrderingLane: (laneId: string, project: string, join: LaneJoin): Promise<void> =>
       deps.lanes.join(laneId, project, join),
     runningWorkflows: (workflowIds: string[]): Promise<string[]> => deps.lanes.running(workflowIds),
+    /** An ordered request enters its lane (or leaves it): a waiting delivery of its project. */
+    laneWait: (
+      wait: { requestId: string; project: string; laneId: string },
+      waiting: boolean,
+    ): Promise<void> => sql.begin((tx) => laneWait(tx, wait, waiting, waitingCaps)),
     circuitState: (targetId: string): Promise<circuits.CircuitState> =>
       circuits.circuitState(sql, targetId),
     releaseHeld: (

@@ -45,7 +45,7 @@ export const goSignal = defineSignal<[{ targetId: string }]>(LANE_GO_SIGNAL);
 
 const bookkeeping = { startToCloseTimeout: "10 seconds", retry: { maximumInterval: "1 minute" } };
 /** The request's own join: in the task that reaches it, no trip through the task queue. */
-const { joinOrderingLane } = proxyLocalActivities<Activities>(bookkeeping);
+const { joinOrderingLane, laneWait } = proxyLocalActivities<Activities>(bookkeeping);
 const { runningWorkflows } = proxyActivities<Activities>(bookkeeping);
 
 /** An empty lane idle this long ends; a join after that starts a new run. */
@@ -154,6 +154,9 @@ export class RequestLane {
     series: (delivery: T, waitedMs: number) => Promise<void>,
   ): Promise<void> {
     const requestId = workflowInfo().workflowId;
+    // Counted among its project's waiting deliveries until its end (store/waiting.ts).
+    const wait = { requestId, project: this.project, laneId: this.lane.laneId };
+    await laneWait(wait, true);
     const join = () =>
       joinOrderingLane(this.lane.laneId, this.project, {
         requestId,
@@ -180,6 +183,7 @@ export class RequestLane {
         }
       }),
     );
+    await laneWait(wait, false); // a cancel's leaves with its log's cancel (store/waiting.ts)
   }
 
   /** A cancelled request leaves its lane for every target not yet done. */
