@@ -3,7 +3,7 @@
  * (`target_flow`, its row the lock every start takes) and its attempts in flight (`flow_slots`,
  * each freed by its attempt's end, or at its expiry when its worker was lost).
  */
-import { type FlowLimits, flowStart, hasPlace, roomToRelease as room } from "../core/flow.ts";
+import { type FlowLimits, flowStart, hasPlace, roomToRelease } from "../core/flow.ts";
 import type { DeliveryTarget } from "../core/model.ts";
 import type { Charge } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
@@ -97,7 +97,7 @@ async function lockFlow(
  * (core/flow.ts `roomToRelease`), under its pace row's lock. Each one let go is then booked
  * (`bookReleased`) until it starts, so those on their way count.
  */
-export async function roomToRelease(
+export async function releasable(
   tx: Queryable,
   targetId: string,
   limits: FlowLimits,
@@ -108,7 +108,7 @@ export async function roomToRelease(
     select count(*) filter (where started)::int as started,
       count(*) filter (where not started)::int as on_their_way
     from flow_slots where target_id = ${targetId} and expires_at > now()`;
-  return room(limits, wanted, counts ?? { started: 0, onTheirWay: 0 });
+  return roomToRelease(limits, wanted, counts ?? { started: 0, onTheirWay: 0 });
 }
 
 /** Books places for deliveries let go from the queue, until they start (or the grace ends). */

@@ -9,7 +9,7 @@ import { type Hold, holdOf } from "../core/circuit.ts";
 import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import { lockTarget } from "./circuits.ts";
 import type { Sql } from "./db.ts";
-import { bookReleased, roomToRelease } from "./flow.ts";
+import { bookReleased, releasable } from "./flow.ts";
 import { changeHeld, type PlanCaps } from "./waiting.ts";
 
 /**
@@ -126,7 +126,7 @@ export function releaseHeld(
     if (hold !== null && !(probe && hold === "circuit_open")) return [];
     // A limited target's: as many as it has room for, each booked its place (core/flow.ts).
     const limits = gate ? flowLimitsOf(gate) : null;
-    const room = limits && !probe ? await roomToRelease(tx, targetId, limits, limit) : limit;
+    const room = limits && !probe ? await releasable(tx, targetId, limits, limit) : limit;
     let released: Released[] = [];
     await changeHeld(tx, { targetId }, caps, async (q) => {
       released = await q<Released[]>`
