@@ -165,7 +165,7 @@ test("a delayed call takes its place at its time: its key's later calls do not w
   expect(arrived().map((b) => b.n)).toEqual([2, 3, 1]);
 });
 
-test("a key out of bounds is 400 with the error body; an unordered endpoint ignores the header", async () => {
+test("a key out of bounds is 400 with the error body, on any endpoint; an unordered endpoint ignores a good one", async () => {
   const project = await projectWithEndpoint([{ name: "origin", targetUrl: steady.url }], {
     ordering: "fifo",
   });
@@ -188,10 +188,16 @@ test("a key out of bounds is 400 with the error body; an unordered endpoint igno
   const unordered = await projectWithEndpoint([{ name: "origin", targetUrl: steady.url }]);
   const read = await api(unordered.ownerToken, "GET", `${unordered.base}/lines/v1/endpoints/hook`);
   expect(read.body.ordering).toBe("none");
-  const answer = await relay(unordered.slug, "/v1/hook", {
+  const bad = await relay(unordered.slug, "/v1/hook", {
     key: unordered.key,
     body: "{}",
     headers: { "relay-ordering-key": "has space" },
+  });
+  expect(bad.status).toBe(400);
+  const answer = await relay(unordered.slug, "/v1/hook", {
+    key: unordered.key,
+    body: "{}",
+    headers: { "relay-ordering-key": "customer-42" },
   });
   expect(answer.status).toBe(202);
   expect((await finishedLog(unordered, answer.json().requestId)).status).toBe("delivered");

@@ -116,7 +116,7 @@ export const edgePath = (refusals: Refusals) => ({
           name: "Relay-Ordering-Key",
           in: "header",
           description:
-            'On an ordered endpoint (`ordering: "fifo"`): its async deliveries with the same key reach each target in accept order, one at a time; absent, the endpoint\'s default lane. At most 128 characters of visible ASCII, else 400 `bad_request`. Not forwarded; an unordered endpoint ignores it',
+            'On an ordered endpoint (`ordering: "fifo"`): its async deliveries with the same key reach each target in accept order, one at a time; absent, the endpoint\'s default lane. At most 128 characters of visible ASCII, else 400 `bad_request` (on any endpoint). Not forwarded; an unordered endpoint ignores a well-formed one',
           schema: {
             type: "string",
             maxLength: MAX_ORDERING_KEY_LENGTH,

@@ -78,14 +78,14 @@ async function queueInBatch(batch: Batch, call: Received, input: DeliveryInput):
 
 /**
  * An ordered endpoint's call's lane (core/lanes.ts): its Relay-Ordering-Key's, or the endpoint's
- * default lane when it sends none; a key out of bounds is refused before anything is queued.
- * Undefined on an unordered endpoint, which ignores the header.
+ * default lane when it sends none. A key out of bounds is refused before anything is queued, on
+ * any endpoint (the header's contract is one); an unordered endpoint otherwise ignores it.
  */
 async function orderingOf(call: Received): Promise<LaneRef | undefined> {
-  if (call.endpoint.ordering !== "fifo") return undefined;
   const key = call.request.headers.get(ORDERING_KEY_HEADER) ?? "";
   const problem = orderingKeyProblem(key);
   if (problem) throw new RelayError("bad_request", problem);
+  if (call.endpoint.ordering !== "fifo") return undefined;
   return { laneId: await laneWorkflowId(call.project, call.endpoint, key), key };
 }
 
