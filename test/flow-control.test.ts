@@ -121,3 +121,25 @@ test(
   },
   120_000 + 400 * REQUESTS,
 );
+
+test("a worker killed (SIGKILL) while batches hold throttled deliveries loses none, and the limits hold", async () => {
+  const slow = await recordingTarget(50);
+  try {
+    const project = await projectWithEndpoint([
+      { name: "origin", targetUrl: slow.url, maxDeliveriesPerSecond: 5, maxConcurrent: 2 },
+    ]);
+    const sent = await Promise.all(
+      Array.from({ length: 40 }, (_, n) =>
+        relay(project.slug, "/v1/hook", { key: project.key, body: `{"n":${n}}` }),
+      ),
+    );
+    expect(sent.map((r) => r.status)).toEqual(sent.map(() => 202));
+    await eventually(async () => slow.requestIds.size >= 3);
+    worker2.kill(); // whatever it ran (batches holding deliveries, their attempts) goes on elsewhere
+    await eventually(async () => slow.requestIds.size >= 40, 90_000);
+    expect(busiestSecond(slow.arrivals)).toBeLessThanOrEqual(6);
+    expect(slow.mostInFlight()).toBeLessThanOrEqual(2);
+  } finally {
+    await slow.close();
+  }
+}, 120_000);
