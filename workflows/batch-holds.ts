@@ -10,7 +10,13 @@
 import { condition, proxyLocalActivities, setHandler, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { Activities } from "./activities.ts";
-import { asyncDeliveries, type FirstAttempt, goesOn, isThrottled } from "./deliveries.ts";
+import {
+  asyncDeliveries,
+  type FirstAttempt,
+  goesOn,
+  isThrottled,
+  targetIdsOf,
+} from "./deliveries.ts";
 import { handOnSignal, releaseSignal } from "./signals.ts";
 
 /** A batch's request and its targets' verdicts so far, in its async targets' order. */
@@ -79,7 +85,7 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
     await Promise.all(
       group.map(async ({ request, targetIds }, i) => {
         busy.delete(request);
-        const all = asyncDeliveries(request.request).map((d) => d.target.id);
+        const all = targetIdsOf(asyncDeliveries(request.request));
         targetIds.forEach((targetId, j) => {
           request.verdicts[all.indexOf(targetId)] = verdicts[i]?.[j] ?? null;
         });

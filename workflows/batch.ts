@@ -13,7 +13,13 @@ import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 import { type InBatch, waitInBatch, waitsOnlyForRoom } from "./batch-holds.ts";
-import { asyncDeliveries, type BatchedFirst, type FirstAttempt, goesOn } from "./deliveries.ts";
+import {
+  asyncDeliveries,
+  type BatchedFirst,
+  type FirstAttempt,
+  goesOn,
+  targetIdsOf,
+} from "./deliveries.ts";
 import { raise, requestFailed } from "./notifications.ts";
 
 /** Room beyond the slowest target's timeout, and a slot's wait, for the log's writes. */
@@ -58,7 +64,7 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
       const status = only && "settled" in only && only.settled;
       await settled(
         request,
-        status || (await settleRequest(request.requestId, targetIdsOf(request))),
+        status || (await settleRequest(request.requestId, targetIdsOf(asyncDeliveries(request)))),
       );
     });
   }
@@ -93,5 +99,3 @@ async function continueAlone(
     priority: fairnessOf(project),
   });
 }
-
-const targetIdsOf = (request: DeliveryInput) => asyncDeliveries(request).map((d) => d.target.id);
