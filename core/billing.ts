@@ -45,6 +45,25 @@ export interface BatchReservation {
   calls: CallHolds[];
 }
 
+/**
+ * Immediate calls accepted together (AcceptCalls): reserved as a batch is, and the start of the
+ * workflow that delivers them kept with the reservation, so the edge may answer 202 before it
+ * makes the start.
+ */
+export interface CallsAcceptance extends BatchReservation {
+  workflowId: string;
+  /** The start as Temporal's HTTP API takes it. */
+  start: Uint8Array;
+  /** Workflows the edge started since its last acceptance: their starts are kept no longer. */
+  started: string[];
+}
+
+/** Each call's refusal (null when reserved); accepted when none was refused and the start kept. */
+export interface CallsAccepted {
+  refusals: (ReservationRefusal | null)[];
+  accepted: boolean;
+}
+
 /** A hold as stored: a request's delivery to one target. */
 export interface RequestHold extends CreditHold {
   requestId: string;

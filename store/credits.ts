@@ -120,33 +120,36 @@ export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boo
  * lock, so a repeat reserved meanwhile is seen), then the fitting calls' holds in one insert.
  * Answers each call's fit, in order.
  */
-export async function reserveCreditsBatch(sql: Sql, r: BatchReservation): Promise<boolean[]> {
+export function reserveCreditsBatch(sql: Sql, r: BatchReservation): Promise<boolean[]> {
+  return sql.begin((tx) => reserveCreditsIn(tx, r));
+}
+
+/** `reserveCreditsBatch` in the caller's transaction (which a durable accept extends). */
+export async function reserveCreditsIn(tx: Transaction, r: BatchReservation): Promise<boolean[]> {
   const requestIds = [...new Set(r.calls.map((call) => call.requestId))];
-  return sql.begin(async (tx) => {
-    const [pool] = await tx<{ projectId: string; room: string }[]>`
-      select c.project_id, c.balance - c.held as room
-      from credit_pools c join projects p on p.id = c.project_id
-      where p.slug = ${r.project} and c.pool = ${r.pool}
-      for update of c`;
-    const taken = await tx<{ requestId: string; targetId: string }[]>`
-      select request_id, target_id from credit_holds where request_id = any(${requestIds}::text[])
-      union all
-      select request_id, target_id from credit_ledger where request_id = any(${requestIds}::text[])`;
-    const { fits, holds } = fittingCalls(
-      pool ? Number(pool.room) : null,
-      r.calls,
-      new Set(taken.map((t) => holdKey(t.requestId, t.targetId))),
-    );
-    if (pool && holds.length > 0) {
-      await tx`
-        insert into credit_holds (request_id, target_id, project_id, pool, amount)
-        select h.request_id, h.target_id, ${pool.projectId}, ${r.pool}, h.amount
-        from unnest(${holds.map((h) => h.requestId)}::text[], ${holds.map((h) => h.targetId)}::text[],
-          ${holds.map((h) => h.credits)}::bigint[]) as h (request_id, target_id, amount)
-        on conflict do nothing`;
-    }
-    return fits;
-  });
+  const [pool] = await tx<{ projectId: string; room: string }[]>`
+    select c.project_id, c.balance - c.held as room
+    from credit_pools c join projects p on p.id = c.project_id
+    where p.slug = ${r.project} and c.pool = ${r.pool}
+    for update of c`;
+  const taken = await tx<{ requestId: string; targetId: string }[]>`
+    select request_id, target_id from credit_holds where request_id = any(${requestIds}::text[])
+    union all
+    select request_id, target_id from credit_ledger where request_id = any(${requestIds}::text[])`;
+  const { fits, holds } = fittingCalls(
+    pool ? Number(pool.room) : null,
+    r.calls,
+    new Set(taken.map((t) => holdKey(t.requestId, t.targetId))),
+  );
+  if (pool && holds.length > 0) {
+    await tx`
+      insert into credit_holds (request_id, target_id, project_id, pool, amount)
+      select h.request_id, h.target_id, ${pool.projectId}, ${r.pool}, h.amount
+      from unnest(${holds.map((h) => h.requestId)}::text[], ${holds.map((h) => h.targetId)}::text[],
+        ${holds.map((h) => h.credits)}::bigint[]) as h (request_id, target_id, amount)
+      on conflict do nothing`;
+  }
+  return fits;
 }
 
 /**

@@ -4,7 +4,13 @@
  * their shares of endpoints' rate limits.
  */
 
-import type { BatchReservation, CallReservation, ReservationRefusal } from "../../core/billing.ts";
+import type {
+  BatchReservation,
+  CallReservation,
+  CallsAcceptance,
+  CallsAccepted,
+  ReservationRefusal,
+} from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
@@ -14,6 +20,7 @@ import {
   type EndpointDemand,
   splitEndpoint,
 } from "../../core/rate-shares.ts";
+import { forgetStarts, keepStart } from "../../store/accepted-starts.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -26,6 +33,7 @@ import {
   releaseHolds,
   reserveCredits,
   reserveCreditsBatch,
+  reserveCreditsIn,
 } from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
@@ -159,15 +167,55 @@ export async function reserveDeliveriesBatch(
   batch: BatchReservation,
 ): Promise<(ReservationRefusal | null)[]> {
   requireEdge(ctx.caller);
+  checkBatch(batch);
+  if (batch.calls.length === 0) return [];
+  const fits = await reserveCreditsBatch(ctx.sql, batch);
+  return fits.map(refusalOf);
+}
+
+function checkBatch(batch: BatchReservation): void {
   if (batch.calls.length > MAX_BATCHED_CALLS) {
     throw new RelayError("bad_request", `a batch reserves at most ${MAX_BATCHED_CALLS} calls`);
   }
   if (batch.calls.some((call) => !call.requestId)) {
     throw new RelayError("bad_request", "each call of a batch needs a request id");
   }
-  if (batch.calls.length === 0) return [];
-  const fits = await reserveCreditsBatch(ctx.sql, batch);
-  return fits.map((fit) => (fit ? null : { code: "insufficient_credits" }));
+}
+
+const refusalOf = (fit: boolean): ReservationRefusal | null =>
+  fit ? null : { code: "insufficient_credits" };
+
+/** A start's bytes at most: a batch's input is under 2 MB, as Temporal takes it. */
+export const MAX_START_BYTES = 2 * 1024 * 1024;
+/** Confirmations one acceptance carries at most (an edge sends what it made since its last). */
+const MAX_STARTED = 1024;
+
+/**
+ * Accepts immediate calls durably (docs/architecture.md, "Accepted before started"): their
+ * reservation as `reserveDeliveriesBatch` makes it and, when every call fits, the start of their
+ * workflow, in one transaction. A refused call leaves nothing kept: the edge starts the others
+ * itself before it answers, as without acceptance. The edge's confirmed starts are forgotten in
+ * the same transaction.
+ */
+export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promise<CallsAccepted> {
+  requireEdge(ctx.caller);
+  checkBatch(acceptance);
+  if (acceptance.calls.length === 0 || !acceptance.workflowId) {
+    throw new RelayError("bad_request", "an acceptance needs calls and a workflow id");
+  }
+  if (acceptance.start.byteLength > MAX_START_BYTES || acceptance.started.length > MAX_STARTED) {
+    throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
+  }
+  return ctx.sql.begin(async (tx) => {
+    await forgetStarts(tx, acceptance.started);
+    const holding = acceptance.calls.some((call) => call.holds.length > 0);
+    const fits = holding
+      ? await reserveCreditsIn(tx, acceptance)
+      : acceptance.calls.map(() => true);
+    const refusals = fits.map(refusalOf);
+    const accepted = fits.every(Boolean) && (await keepStart(tx, acceptance.project, acceptance));
+    return { refusals, accepted };
+  });
 }
 
 /** A refusal thrown out of the reservation's transaction, so it rolls back whole. */

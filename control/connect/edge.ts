@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import type { CreditHold } from "../../core/billing.ts";
+import type { CreditHold, ReservationRefusal } from "../../core/billing.ts";
 import { keyModes } from "../../core/model.ts";
 import { type DeliveryHold, EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
@@ -20,7 +20,10 @@ import {
 /** Room for StoreBody's other fields beside the body. */
 const ENVELOPE_BYTES = 64 * 1024;
 
-/** `edgeBytes`: the largest inbound body StoreBody carries (MessageLimits.edgeBytes). */
+/**
+ * `edgeBytes`: the largest inbound body StoreBody carries (MessageLimits.edgeBytes); an
+ * acceptance's start may be larger.
+ */
 export function edgeService(
   router: ConnectRouter,
   ctxOf: ContextOf,
@@ -84,11 +87,21 @@ export function edgeService(
             holds: call.holds.map(holdIn),
           })),
         });
-        return {
-          refusals: refusals.map((refusal) =>
-            refusal ? ReserveRefusal.INSUFFICIENT_CREDITS : ReserveRefusal.UNSPECIFIED,
-          ),
-        };
+        return { refusals: refusals.map(refusalOut) };
+      },
+      async acceptCalls(req, h) {
+        const { refusals, accepted } = await edge.acceptCalls(ctxOf(h), {
+          project: req.project,
+          pool: fromEnum(keyModes, req.keyMode) ?? "live",
+          calls: req.calls.map((call) => ({
+            requestId: call.requestId,
+            holds: call.holds.map(holdIn),
+          })),
+          workflowId: req.workflowId,
+          start: req.start,
+          started: req.started,
+        });
+        return { refusals: refusals.map(refusalOut), accepted };
       },
       getPayloadKeys(_, h) {
         return { keys: edge.payloadKeys(ctxOf(h)) };
@@ -139,8 +152,12 @@ export function edgeService(
         };
       },
     },
-    { readMaxBytes: edgeBytes + ENVELOPE_BYTES },
+    { readMaxBytes: Math.max(edgeBytes, edge.MAX_START_BYTES) + ENVELOPE_BYTES },
   );
+}
+
+function refusalOut(refusal: ReservationRefusal | null): ReserveRefusal {
+  return refusal ? ReserveRefusal.INSUFFICIENT_CREDITS : ReserveRefusal.UNSPECIFIED;
 }
 
 function holdIn(hold: DeliveryHold): CreditHold {

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCJTChhSZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEhIKCnRhcmdldF9pZHMYAyADKAkiGwoZUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZSIXChVHZXRQYXlsb2FkS2V5c1JlcXVlc3QiPAoWR2V0UGF5bG9hZEtleXNSZXNwb25zZRIiCgRrZXlzGAEgAygLMhQucmVsYXkudjEuUGF5bG9hZEtleSIlCgpQYXlsb2FkS2V5EgoKAmlkGAEgASgJEgsKA2tleRgCIAEoDCJ1Cg5FbmRwb2ludERlbWFuZBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCRIQCghhY2NlcHRlZBgEIAEoAxIPCgdyZWZ1c2VkGAUgASgDEhMKC2ludGVydmFsX21zGAYgASgFIlcKGUV4Y2hhbmdlUmF0ZVNoYXJlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIpCgdkZW1hbmRzGAIgAygLMhgucmVsYXkudjEuRW5kcG9pbnREZW1hbmQiQwoaRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2USEQoJZnJhY3Rpb25zGAEgAygBEhIKCmxpdmVfZWRnZXMYAiABKAUqfwoOUmVzZXJ2ZVJlZnVzYWwSHwobUkVTRVJWRV9SRUZVU0FMX1VOU1BFQ0lGSUVEEAASKAokUkVTRVJWRV9SRUZVU0FMX0lOU1VGRklDSUVOVF9DUkVESVRTEAESIgoeUkVTRVJWRV9SRUZVU0FMX0xJTUlUX0VYQ0VFREVEEAIylwgKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USWQoQR2V0RW5kcG9pbnRTdGF0ZRIhLnJlbGF5LnYxLkdldEVuZHBvaW50U3RhdGVSZXF1ZXN0GiIucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2USTQoMUmVjb3JkU3RyZWFtEh0ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVxdWVzdBoeLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlc3BvbnNlElwKEVJlc2VydmVEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNSZXNwb25zZRJrChZSZXNlcnZlRGVsaXZlcmllc0JhdGNoEicucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaFJlcXVlc3QaKC5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USXAoRUmVsZWFzZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlElMKDkdldFBheWxvYWRLZXlzEh8ucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXF1ZXN0GiAucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXNwb25zZRJfChJFeGNoYW5nZVJhdGVTaGFyZXMSIy5yZWxheS52MS5FeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0GiQucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCKjAQoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkiUwoTQWNjZXB0Q2FsbHNSZXNwb25zZRIqCghyZWZ1c2FscxgBIAMoDjIYLnJlbGF5LnYxLlJlc2VydmVSZWZ1c2FsEhAKCGFjY2VwdGVkGAIgASgIIlMKGFJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSEgoKdGFyZ2V0X2lkcxgDIAMoCSIbChlSZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlIhcKFUdldFBheWxvYWRLZXlzUmVxdWVzdCI8ChZHZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5yZWxheS52MS5QYXlsb2FkS2V5IiUKClBheWxvYWRLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgMInUKDkVuZHBvaW50RGVtYW5kEg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEhAKCGFjY2VwdGVkGAQgASgDEg8KB3JlZnVzZWQYBSABKAMSEwoLaW50ZXJ2YWxfbXMYBiABKAUiVwoZRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEikKB2RlbWFuZHMYAiADKAsyGC5yZWxheS52MS5FbmRwb2ludERlbWFuZCJDChpFeGNoYW5nZVJhdGVTaGFyZXNSZXNwb25zZRIRCglmcmFjdGlvbnMYASADKAESEgoKbGl2ZV9lZGdlcxgCIAEoBSp/Cg5SZXNlcnZlUmVmdXNhbBIfChtSRVNFUlZFX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIoCiRSRVNFUlZFX1JFRlVTQUxfSU5TVUZGSUNJRU5UX0NSRURJVFMQARIiCh5SRVNFUlZFX1JFRlVTQUxfTElNSVRfRVhDRUVERUQQAjLjCAoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEmsKFlJlc2VydmVEZWxpdmVyaWVzQmF0Y2gSJy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBooLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXNwb25zZRJKCgtBY2NlcHRDYWxscxIcLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVxdWVzdBodLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVzcG9uc2USXAoRUmVsZWFzZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlElMKDkdldFBheWxvYWRLZXlzEh8ucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXF1ZXN0GiAucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXNwb25zZRJfChJFeGNoYW5nZVJhdGVTaGFyZXMSIy5yZWxheS52MS5FeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0GiQucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -815,6 +815,85 @@ export const ReserveDeliveriesBatchResponseSchema: GenMessage<ReserveDeliveriesB
   messageDesc(file_relay_v1_edge, 25);
 
 /**
+ * @generated from message relay.v1.AcceptCallsRequest
+ */
+export type AcceptCallsRequest = Message<"relay.v1.AcceptCallsRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * The pool the calls' keys pick.
+   *
+   * @generated from field: relay.v1.KeyMode key_mode = 2;
+   */
+  keyMode: KeyMode;
+
+  /**
+   * In arrival order; a call's holds are empty when the pool is unmetered.
+   *
+   * @generated from field: repeated relay.v1.CallHolds calls = 3;
+   */
+  calls: CallHolds[];
+
+  /**
+   * The workflow that delivers them (a batch's, or a lone call's own).
+   *
+   * @generated from field: string workflow_id = 4;
+   */
+  workflowId: string;
+
+  /**
+   * Its start as Temporal's HTTP API takes it (JSON, the input sealed), sent as is.
+   *
+   * @generated from field: bytes start = 5;
+   */
+  start: Uint8Array;
+
+  /**
+   * Workflows this edge started since its last call: their starts are kept no longer.
+   *
+   * @generated from field: repeated string started = 6;
+   */
+  started: string[];
+};
+
+/**
+ * Describes the message relay.v1.AcceptCallsRequest.
+ * Use `create(AcceptCallsRequestSchema)` to create a new message.
+ */
+export const AcceptCallsRequestSchema: GenMessage<AcceptCallsRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 26);
+
+/**
+ * @generated from message relay.v1.AcceptCallsResponse
+ */
+export type AcceptCallsResponse = Message<"relay.v1.AcceptCallsResponse"> & {
+  /**
+   * One per call, in the request's order: unspecified when reserved.
+   *
+   * @generated from field: repeated relay.v1.ReserveRefusal refusals = 1;
+   */
+  refusals: ReserveRefusal[];
+
+  /**
+   * Every call fit and the start is kept: the calls are accepted, and the edge starts them.
+   * False when any was refused: nothing is kept, the others hold their reservations.
+   *
+   * @generated from field: bool accepted = 2;
+   */
+  accepted: boolean;
+};
+
+/**
+ * Describes the message relay.v1.AcceptCallsResponse.
+ * Use `create(AcceptCallsResponseSchema)` to create a new message.
+ */
+export const AcceptCallsResponseSchema: GenMessage<AcceptCallsResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 27);
+
+/**
  * @generated from message relay.v1.ReleaseDeliveriesRequest
  */
 export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesRequest"> & {
@@ -839,7 +918,7 @@ export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesReques
  * Use `create(ReleaseDeliveriesRequestSchema)` to create a new message.
  */
 export const ReleaseDeliveriesRequestSchema: GenMessage<ReleaseDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 26);
+  messageDesc(file_relay_v1_edge, 28);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesResponse
@@ -852,7 +931,7 @@ export type ReleaseDeliveriesResponse = Message<"relay.v1.ReleaseDeliveriesRespo
  * Use `create(ReleaseDeliveriesResponseSchema)` to create a new message.
  */
 export const ReleaseDeliveriesResponseSchema: GenMessage<ReleaseDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 27);
+  messageDesc(file_relay_v1_edge, 29);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysRequest
@@ -865,7 +944,7 @@ export type GetPayloadKeysRequest = Message<"relay.v1.GetPayloadKeysRequest"> & 
  * Use `create(GetPayloadKeysRequestSchema)` to create a new message.
  */
 export const GetPayloadKeysRequestSchema: GenMessage<GetPayloadKeysRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 28);
+  messageDesc(file_relay_v1_edge, 30);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysResponse
@@ -884,7 +963,7 @@ export type GetPayloadKeysResponse = Message<"relay.v1.GetPayloadKeysResponse"> 
  * Use `create(GetPayloadKeysResponseSchema)` to create a new message.
  */
 export const GetPayloadKeysResponseSchema: GenMessage<GetPayloadKeysResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 29);
+  messageDesc(file_relay_v1_edge, 31);
 
 /**
  * @generated from message relay.v1.PayloadKey
@@ -910,7 +989,7 @@ export type PayloadKey = Message<"relay.v1.PayloadKey"> & {
  * Use `create(PayloadKeySchema)` to create a new message.
  */
 export const PayloadKeySchema: GenMessage<PayloadKey> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 30);
+  messageDesc(file_relay_v1_edge, 32);
 
 /**
  * One endpoint's calls on one edge since its last report: those that reached the rate decision.
@@ -957,7 +1036,7 @@ export type EndpointDemand = Message<"relay.v1.EndpointDemand"> & {
  * Use `create(EndpointDemandSchema)` to create a new message.
  */
 export const EndpointDemandSchema: GenMessage<EndpointDemand> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 31);
+  messageDesc(file_relay_v1_edge, 33);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesRequest
@@ -981,7 +1060,7 @@ export type ExchangeRateSharesRequest = Message<"relay.v1.ExchangeRateSharesRequ
  * Use `create(ExchangeRateSharesRequestSchema)` to create a new message.
  */
 export const ExchangeRateSharesRequestSchema: GenMessage<ExchangeRateSharesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 32);
+  messageDesc(file_relay_v1_edge, 34);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesResponse
@@ -1007,7 +1086,7 @@ export type ExchangeRateSharesResponse = Message<"relay.v1.ExchangeRateSharesRes
  * Use `create(ExchangeRateSharesResponseSchema)` to create a new message.
  */
 export const ExchangeRateSharesResponseSchema: GenMessage<ExchangeRateSharesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 33);
+  messageDesc(file_relay_v1_edge, 35);
 
 /**
  * @generated from enum relay.v1.ReserveRefusal
@@ -1140,6 +1219,20 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof ReserveDeliveriesBatchRequestSchema;
     output: typeof ReserveDeliveriesBatchResponseSchema;
+  },
+  /**
+   * Immediate async calls of one project and pool, accepted durably: their credits reserved as
+   * ReserveDeliveriesBatch reserves them and, when every call fits, their workflow's start kept
+   * in Postgres in the same transaction. The edge answers 202 once this commits and then makes
+   * the start; one it never confirms (its edge died, Temporal was down) the control plane makes.
+   * Forgets the starts the edge confirms it made since its last call.
+   *
+   * @generated from rpc relay.v1.EdgeService.AcceptCalls
+   */
+  acceptCalls: {
+    methodKind: "unary";
+    input: typeof AcceptCallsRequestSchema;
+    output: typeof AcceptCallsResponseSchema;
   },
   /**
    * Gives back the holds of deliveries the edge did not queue after all.

@@ -1,0 +1,52 @@
+/**
+ * Workflow starts of accepted calls, kept until their edge confirms it made them (migration 021).
+ * An edge answers an immediate async call 202 once its reservation and its start commit here,
+ * and makes the start after; the start is what makes the acceptance durable while Temporal has
+ * no workflow yet. A start no edge confirmed by its due time is claimed by a control plane's
+ * sweep (control/accepted-sweep.ts), made, and forgotten.
+ */
+import type { Queryable, Sql } from "./db.ts";
+
+/** How long an edge has to confirm its start before a sweep makes it. */
+export const START_GRACE_SECONDS = 5;
+/** How long a sweep's claim keeps other sweeps off a start it is making. */
+const CLAIM_SECONDS = 30;
+
+export interface AcceptedStart {
+  workflowId: string;
+  /** Temporal's HTTP API start request (JSON). */
+  start: Uint8Array;
+}
+
+/** Keeps a start in the accepting transaction; false when the project is unknown. */
+export async function keepStart(
+  q: Queryable,
+  project: string,
+  { workflowId, start }: AcceptedStart,
+): Promise<boolean> {
+  const kept = await q`
+    insert into accepted_starts (workflow_id, project_id, start, due_at)
+    select ${workflowId}, p.id, ${start}, now() + make_interval(secs => ${START_GRACE_SECONDS})
+    from projects p where p.slug = ${project}
+    on conflict (workflow_id) do nothing`;
+  return kept.count > 0;
+}
+
+/** Forgets starts that were made (an edge's confirmations, a sweep's own). */
+export async function forgetStarts(q: Queryable, workflowIds: readonly string[]): Promise<void> {
+  if (workflowIds.length === 0) return;
+  await q`delete from accepted_starts where workflow_id = any(${workflowIds}::text[])`;
+}
+
+/**
+ * Starts past their due time, claimed for this sweep: each is due again only after the claim, so
+ * sweeps of several control planes make each once (and Temporal deduplicates a start anyway).
+ */
+export async function claimDueStarts(sql: Sql, limit: number): Promise<AcceptedStart[]> {
+  return sql<AcceptedStart[]>`
+    update accepted_starts s set due_at = now() + make_interval(secs => ${CLAIM_SECONDS})
+    from (select workflow_id from accepted_starts where due_at <= now()
+      order by due_at limit ${limit} for update skip locked) due
+    where s.workflow_id = due.workflow_id
+    returning s.workflow_id, s.start`;
+}
