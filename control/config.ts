@@ -48,6 +48,8 @@ const schema = z.object({
   RELAY_CONTROL_HEAD_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,
   TEMPORAL_ADDRESS: sharedEnv.TEMPORAL_ADDRESS,
+  /** Temporal's HTTP API, where the control plane makes accepted starts no edge confirmed. */
+  TEMPORAL_HTTP_ADDRESS: sharedEnv.TEMPORAL_HTTP_ADDRESS,
   TEMPORAL_NAMESPACE: sharedEnv.TEMPORAL_NAMESPACE,
   TEMPORAL_API_KEY: sharedEnv.TEMPORAL_API_KEY,
   TEMPORAL_TLS_CA: sharedEnv.TEMPORAL_TLS_CA,

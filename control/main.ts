@@ -7,11 +7,13 @@ import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { nodeAesGcm } from "../platform/aes-gcm.ts";
+import { pooledFetch } from "../platform/pooled-fetch.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
 import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
+import { startAcceptedSweep } from "./accepted-sweep.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
 import { loadControlConfig, projectLimitsOf } from "./config.ts";
@@ -86,7 +88,19 @@ server.listen(config.RELAY_CONTROL_PORT, config.RELAY_CONTROL_HOST, () => {
   log.info({ url }, "control plane listening");
 });
 
+const sweep = startAcceptedSweep({
+  sql,
+  temporal: {
+    baseUrl: config.TEMPORAL_HTTP_ADDRESS.replace(/\/$/, ""),
+    namespace: config.TEMPORAL_NAMESPACE,
+    apiKey: config.TEMPORAL_API_KEY,
+  },
+  fetch: pooledFetch(8, config.TEMPORAL_TLS_CA),
+  logError: (fields, message) => log.error(fields, message),
+});
+
 const shutdown = () => {
+  sweep.stop();
   server.close();
   void sql.end({ timeout: 5 }).then(() => process.exit(0));
 };

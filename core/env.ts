@@ -50,6 +50,8 @@ export const ENCRYPTION_KEY_HEX = /^[0-9a-fA-F]{64}$/;
 export const sharedEnv = {
   DATABASE_URL: z.url(),
   TEMPORAL_ADDRESS: z.string().default("127.0.0.1:7233"),
+  /** Temporal's HTTP API (the frontend's HTTP port): the edge's starts, the control plane's sweep. */
+  TEMPORAL_HTTP_ADDRESS: z.url().default("http://127.0.0.1:7243"),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   /** Temporal Cloud API key: a TLS connection's credential, or the HTTP API's bearer token. */
   TEMPORAL_API_KEY: z.string().optional(),

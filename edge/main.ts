@@ -1,24 +1,8 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
-import { Agent, fetch as undiciFetch } from "undici";
+import { pooledFetch } from "../platform/pooled-fetch.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
-
-/**
- * A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset;
- * trusting the CA in `caFile` as well as the system's roots when given.
- */
-function pooledFetch(connections?: number, caFile?: string): typeof fetch {
-  const dispatcher = new Agent({
-    keepAliveTimeout: 30_000,
-    connections: connections ?? null,
-    ...(caFile && { connect: { ca: [...rootCertificates, readFileSync(caFile, "utf8")] } }),
-  });
-  return ((input: string | URL | Request, init?: RequestInit) =>
-    undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
-}
 
 const { config, handler, state, log, logError, flushTraces } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
