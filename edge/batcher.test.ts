@@ -1,10 +1,12 @@
 import { expect, test } from "vitest";
-import type { BatchReservation, CallReservation } from "../core/billing.ts";
-import type { DeliveryBatch, DeliveryInput } from "../core/delivery.ts";
+import type { BatchReservation, CallReservation, CallsAcceptance } from "../core/billing.ts";
 import { untraced } from "../core/tracing.ts";
 import { type BatchedCall, batcher } from "./batcher.ts";
 
-/** A stack whose first start the test answers (`answerFirst`); the rest answer at once. */
+/**
+ * A stack whose first start the test answers (`answerFirst`); the rest answer at once. Its
+ * control plane accepts a group unless one of its calls is in `tooFew`.
+ */
 function fakeStack(options: { startFails?: boolean; tooFew?: string[] } = {}) {
   const trips: string[] = [];
   const released: string[] = [];
@@ -14,32 +16,33 @@ function fakeStack(options: { startFails?: boolean; tooFew?: string[] } = {}) {
   });
   const refusalOf = (requestId: string) =>
     options.tooFew?.includes(requestId) ? ({ code: "insufficient_credits" } as const) : null;
-  const started = async (what: string) => {
-    const first = trips.every((trip) => !trip.startsWith("start"));
-    trips.push(what);
-    if (first) await firstAnswered;
-    if (options.startFails) throw new Error("Temporal is down");
-  };
+  const idsOf = (calls: { requestId: string }[]) => calls.map((c) => c.requestId).join(",");
   const batch = batcher(
     {
-      ready: async () => {},
-      claimSync: () => null,
-      runSync: async () => ({ kind: "busy" }),
-      startDelivery: async (input: DeliveryInput) => {
-        await started(`start ${input.requestId}`);
-        return "queued";
-      },
-      startBatch: async (b: DeliveryBatch) => {
-        await started(`batch ${b.requests.map((r) => r.requestId).join(",")}`);
-      },
+      admit: async () => () => {},
+      prepareStart: async (_, requests) => ({
+        workflowId: idsOf(requests),
+        body: new Uint8Array(),
+        async send() {
+          const first = trips.every((trip) => !trip.startsWith("start"));
+          trips.push(`start ${idsOf(requests)}`);
+          if (first) await firstAnswered;
+          if (options.startFails) throw new Error("Temporal is down");
+        },
+      }),
     },
     {
+      acceptCalls: async (a: CallsAcceptance) => {
+        trips.push(`accept ${idsOf(a.calls)}${a.started.length ? ` (${a.started} made)` : ""}`);
+        const refusals = a.calls.map((c) => refusalOf(c.requestId));
+        return { refusals, accepted: refusals.every((r) => r === null) };
+      },
       reserveDeliveries: async (r: CallReservation) => {
         trips.push(`reserve ${r.requestId}`);
         return refusalOf(r.requestId);
       },
       reserveDeliveriesBatch: async (b: BatchReservation) => {
-        trips.push(`reserve ${b.calls.map((c) => c.requestId).join(",")}`);
+        trips.push(`reserve ${idsOf(b.calls)}`);
         return b.calls.map((c) => refusalOf(c.requestId));
       },
       releaseDeliveries: async (_, requestId) => {
@@ -74,30 +77,50 @@ const callOf = (requestId: string): BatchedCall => ({
   },
 });
 
-test("calls arriving while one is in flight are reserved in one trip and started in one batch; a call that does not fit is refused, not started", async () => {
-  const stack = fakeStack({ tooFew: ["r3"] });
-  const first = stack.batch(callOf("r1"));
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  const gathered = ["r2", "r3", "r4"].map((id) => stack.batch(callOf(id)));
-  stack.answerFirst();
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-  expect(await first).toEqual({ accepted: "queued" });
-  expect(await Promise.all(gathered)).toEqual([
+test("a call is answered once it is accepted, before its start is made; the next goes at once, and calls arriving while it is accepted go together next, confirming the starts before them", async () => {
+  const stack = fakeStack();
+  expect(await stack.batch(callOf("r1"))).toEqual({ accepted: "queued" });
+  expect(stack.trips).toEqual(["accept r1", "start r1"]); // the start not answered yet
+
+  const calls = ["r2", "r3", "r4"].map((id) => stack.batch(callOf(id)));
+  expect(await Promise.all(calls)).toEqual(calls.map(() => ({ accepted: "queued" })));
+  await tick();
+  expect(stack.trips).toEqual([
+    "accept r1",
+    "start r1",
+    "accept r2",
+    "start r2",
+    "accept r3,r4 (r2 made)",
+    "start r3,r4",
+  ]);
+  stack.answerFirst();
+  await tick();
+  expect(await stack.batch(callOf("r5"))).toEqual({ accepted: "queued" });
+  expect(stack.trips.at(-2)).toBe("accept r5 (r3,r4,r1 made)");
+});
+
+test("a group with a call that does not fit is not accepted: the others are started before they are answered, the one refused", async () => {
+  const stack = fakeStack({ tooFew: ["r3"] });
+  stack.answerFirst();
+  const calls = ["r2", "r3", "r4"].map((id) => stack.batch(callOf(id)));
+
+  expect(await Promise.all(calls)).toEqual([
     { accepted: "queued" },
     { refused: { code: "insufficient_credits" } },
     { accepted: "queued" },
   ]);
-  expect(stack.trips).toEqual(["reserve r1", "start r1", "reserve r2,r3,r4", "batch r2,r4"]);
+  expect(stack.trips).toEqual(["accept r2", "start r2", "accept r3,r4 (r2 made)", "start r4"]);
 });
 
-test("a batch whose start fails gives back what its calls reserved, and each caller is told", async () => {
+test("an accepted start that fails is left to the sweep: its callers keep their 202, and later groups are started before they are answered until a start succeeds", async () => {
   const stack = fakeStack({ startFails: true });
-  const first = stack.batch(callOf("r1"));
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  const gathered = ["r2", "r3"].map((id) => stack.batch(callOf(id)));
   stack.answerFirst();
+  expect(await stack.batch(callOf("r1"))).toEqual({ accepted: "queued" });
+  await tick();
 
-  await expect(first).rejects.toThrow("Temporal is down");
-  for (const call of gathered) await expect(call).rejects.toThrow("Temporal is down");
-  expect(stack.released.sort()).toEqual(["r1", "r2", "r3"]);
+  await expect(stack.batch(callOf("r2"))).rejects.toThrow("Temporal is down");
+  expect(stack.trips).toEqual(["accept r1", "start r1", "reserve r2", "start r2"]);
+  expect(stack.released).toEqual(["r2"]); // what a start that failed before its answer held
 });

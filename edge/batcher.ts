@@ -1,25 +1,30 @@
 /**
- * Adaptive batching of immediate async calls (core/grouped.ts: group commit, by project). A
- * workflow per request costs Temporal and the worker about 24 ms of CPU here; a workflow carrying
- * 32 requests about 1.7 ms each (docs/benchmarks.md, Batch probe). So calls of a project that
- * arrive while one of its groups is in flight go together next: their credits reserved in one
- * control-plane call (`ReserveDeliveriesBatch`, each decided in arrival order against what the
- * ones before it left), then those that fit started in one batch workflow (or their own, when
- * alone). One gathering for both trips, not one per trip: two stages in a row each split a
- * project's callers between them, and batches held half as many calls. Each caller gets its 202
- * once its start is durable, as with its own workflow.
+ * Adaptive batching of immediate async calls (core/grouped.ts: group commit, by project and
+ * pool). A workflow per request costs Temporal and the worker about 24 ms of CPU here; a
+ * workflow carrying 32 requests about 1.7 ms each (docs/benchmarks.md, Batch probe). So calls
+ * of a project that arrive while one of its groups is in flight go together next, in one batch
+ * workflow (or their own, when alone).
  *
- * A caller sending one call at a time always takes today's path: nothing of its project is in
- * flight. Calls with an Idempotency-Key, a delay, a large body, an ordering lane or a sync or
- * stream target never come here (`joinsBatch`): their workflow id, timer, stored body, place in
- * their lane or answer is theirs alone.
+ * Accepted before started: a group's calls are reserved and their workflow's start kept in
+ * Postgres in one control-plane call (`AcceptCalls`), and they are answered 202 once that
+ * commits; the edge then makes the start, and confirms it with its next acceptance. A start it
+ * never makes (it died, Temporal failed it) the control plane's sweep makes. So a caller does
+ * not wait for Temporal's start (most of a 202's time), and Temporal being down for a moment
+ * does not refuse calls. When a call of the group is refused, the control plane does not
+ * answer, or this edge's last start failed, the group takes the older path: reserved, then
+ * started, then answered (a failed start gives its reservations back and the callers 503).
+ *
+ * A caller sending one call at a time always goes alone: nothing of its project is in flight.
+ * Calls with an Idempotency-Key, a delay, a large body, an ordering lane or a sync or stream
+ * target never come here (`joinsBatch`): their workflow id, timer, stored body, place in their
+ * lane or answer is theirs alone.
  */
 import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
 import { grouped } from "../core/grouped.ts";
 import type { TraceContext } from "../core/tracing.ts";
 import type { ControlPlane } from "./control.ts";
-import type { BatchStarter, WorkflowStarter } from "./temporal.ts";
+import type { BatchStarter, PreparedStart } from "./temporal.ts";
 
 export interface BatchOptions {
   /** Requests one batch carries at most (RELAY_BATCH_MAX_ITEMS). */
@@ -63,11 +68,68 @@ export function joinsBatch(input: DeliveryInput, idempotent: boolean): boolean {
   );
 }
 
+/** Starts an edge confirms at most in one acceptance; older ones are left to the sweep. */
+const MAX_CONFIRMED = 1024;
+
 export function batcher(
-  starter: WorkflowStarter & BatchStarter,
-  control: Pick<ControlPlane, "reserveDeliveries" | "reserveDeliveriesBatch" | "releaseDeliveries">,
+  starter: BatchStarter,
+  control: Pick<
+    ControlPlane,
+    "reserveDeliveries" | "reserveDeliveriesBatch" | "releaseDeliveries" | "acceptCalls"
+  >,
   options: BatchOptions,
 ): Batch {
+  /** Workflows started since the last acceptance, which that one confirms. */
+  let made: string[] = [];
+  /** A start after its 202 failed: groups take the older path until a start succeeds again. */
+  let startsFailing = false;
+
+  /**
+   * The group reserved and its start kept, in one call; null when not accepted (`refusals`
+   * then says which calls were refused, or is null when the control plane did not answer).
+   */
+  async function accept(
+    calls: BatchedCall[],
+    start: PreparedStart,
+  ): Promise<{ accepted: boolean; refusals: (ReservationRefusal | null)[] | null }> {
+    const [first] = calls as [BatchedCall];
+    const started = made;
+    made = [];
+    try {
+      return await control.acceptCalls({
+        project: first.reservation.project,
+        pool: first.reservation.pool,
+        calls: calls.map(({ reservation }) => ({
+          requestId: reservation.requestId,
+          holds: reservation.holds,
+        })),
+        workflowId: start.workflowId,
+        start: start.body,
+        started,
+      });
+    } catch (err) {
+      made = [...started, ...made].slice(-MAX_CONFIRMED);
+      options.logError({ err, project: first.reservation.project }, "calls not accepted");
+      return { accepted: false, refusals: null };
+    }
+  }
+
+  /** Answered already: makes the start, and confirms it with the next acceptance. */
+  async function startAccepted(start: PreparedStart, requests: number): Promise<void> {
+    try {
+      await start.send();
+      made.push(start.workflowId);
+      if (made.length > MAX_CONFIRMED) made.shift();
+      options.onStarted?.(requests);
+    } catch (err) {
+      startsFailing = true;
+      options.logError(
+        { err, workflowId: start.workflowId },
+        "an accepted start is left to the sweep",
+      );
+    }
+  }
+
   /** Each call's refusal, or null: the calls holding credits reserved per pool, in order. */
   async function reserve(calls: BatchedCall[]): Promise<(ReservationRefusal | null)[]> {
     const refusals: (ReservationRefusal | null)[] = calls.map(() => null);
@@ -115,32 +177,53 @@ export function batcher(
     }
   }
 
+  const accepted = (calls: BatchedCall[]): BatchAnswer[] =>
+    calls.map((call) => ({ accepted: acceptedStatus(call.input) }));
+
   const together = grouped<BatchedCall, BatchAnswer>({
     maxItems: options.maxItems,
     fits: (gathered, call) =>
       gathered.reduce((chars, c) => chars + c.input.bodyBase64.length, 0) +
         call.input.bodyBase64.length <=
       BATCH_BODY_CHARS,
-    async run(project, calls) {
-      const refusals = await reserve(calls);
-      const going = calls.filter((_, i) => !refusals[i]);
-      const [first] = going;
+    async run(_, calls, answerNow) {
+      const [first] = calls as [BatchedCall];
+      const { project } = first.input;
+      const prepare = (going: BatchedCall[]) =>
+        starter.prepareStart(
+          project,
+          going.map((c) => c.input),
+          // The batch's spans continue its first call's trace.
+          (going[0] ?? first).trace,
+        );
+      const freeSlot = await starter.admit(project);
       try {
-        if (going.length === 1 && first) await starter.startDelivery(first.input, first.trace);
-        // The batch's spans continue its first call's trace.
-        else if (first) {
-          await starter.startBatch({ project, requests: going.map((c) => c.input) }, first.trace);
+        const start = startsFailing ? null : await prepare(calls);
+        const acceptance = start ? await accept(calls, start) : null;
+        if (start && acceptance?.accepted) {
+          answerNow(accepted(calls));
+          await startAccepted(start, calls.length);
+          return accepted(calls);
         }
-      } catch (error) {
-        release(going);
-        throw error;
+        const refusals = acceptance?.refusals ?? (await reserve(calls));
+        const going = calls.filter((_, i) => !refusals[i]);
+        if (going.length > 0) {
+          const goingStart = start && going.length === calls.length ? start : await prepare(going);
+          await goingStart.send().catch((error: unknown) => {
+            release(going);
+            throw error;
+          });
+          startsFailing = false;
+          options.onStarted?.(going.length);
+        }
+        return calls.map((call, i) => {
+          const refused = refusals[i];
+          return refused ? { refused } : { accepted: acceptedStatus(call.input) };
+        });
+      } finally {
+        freeSlot();
       }
-      if (going.length > 0) options.onStarted?.(going.length);
-      return calls.map((call, i) => {
-        const refused = refusals[i];
-        return refused ? { refused } : { accepted: acceptedStatus(call.input) };
-      });
     },
   });
-  return (call) => together(call.input.project, call);
+  return (call) => together(`${call.input.project}/${call.reservation.pool}`, call);
 }

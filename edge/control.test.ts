@@ -33,6 +33,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     recordStream: async () => {},
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
+    acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

@@ -9,6 +9,8 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import type {
   BatchReservation,
   CallReservation,
+  CallsAcceptance,
+  CallsAccepted,
   CreditHold,
   ReservationRefusal,
 } from "../core/billing.ts";
@@ -84,6 +86,8 @@ export interface ControlPlane {
   reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
   /** Immediate calls of one project and pool together: each one's refusal (null: reserved). */
   reserveDeliveriesBatch(batch: BatchReservation): Promise<(ReservationRefusal | null)[]>;
+  /** Immediate calls reserved and their workflow's start kept, so they may be answered first. */
+  acceptCalls(acceptance: CallsAcceptance): Promise<CallsAccepted>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
@@ -172,22 +176,17 @@ export function connectControlPlane(options: {
       }
     },
     async reserveDeliveriesBatch(batch) {
-      const { refusals } = await client.reserveDeliveriesBatch({
-        project: batch.project,
-        keyMode: keyModes.indexOf(batch.pool) + 1,
-        calls: batch.calls.map((call) => ({
-          requestId: call.requestId,
-          holds: call.holds.map(holdOut),
-        })),
+      const { refusals } = await client.reserveDeliveriesBatch(batchOut(batch));
+      return refusalsIn(refusals, batch.calls.length);
+    },
+    async acceptCalls(acceptance) {
+      const { refusals, accepted } = await client.acceptCalls({
+        ...batchOut(acceptance),
+        workflowId: acceptance.workflowId,
+        start: acceptance.start,
+        started: acceptance.started,
       });
-      if (refusals.length !== batch.calls.length) {
-        throw new Error(`${refusals.length} answers to a batch of ${batch.calls.length} calls`);
-      }
-      return refusals.map((refusal) =>
-        refusal === ReserveRefusal.INSUFFICIENT_CREDITS
-          ? { code: "insufficient_credits" as const }
-          : null,
-      );
+      return { refusals: refusalsIn(refusals, acceptance.calls.length), accepted };
     },
     async releaseDeliveries(project, requestId, targetIds) {
       await client.releaseDeliveries({ project, requestId, targetIds });
@@ -269,6 +268,27 @@ function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promi
     timer = setTimeout(() => reject(new Error(`${what} was silent for ${idleMs} ms`)), idleMs);
   });
   return Promise.race([promise, silence]).finally(() => clearTimeout(timer));
+}
+
+function batchOut(batch: BatchReservation) {
+  return {
+    project: batch.project,
+    keyMode: keyModes.indexOf(batch.pool) + 1,
+    calls: batch.calls.map((call) => ({
+      requestId: call.requestId,
+      holds: call.holds.map(holdOut),
+    })),
+  };
+}
+
+/** A batch's refusals as answered, one per call. */
+function refusalsIn(refusals: ReserveRefusal[], calls: number): (ReservationRefusal | null)[] {
+  if (refusals.length !== calls) {
+    throw new Error(`${refusals.length} answers to a batch of ${calls} calls`);
+  }
+  return refusals.map((refusal) =>
+    refusal === ReserveRefusal.INSUFFICIENT_CREDITS ? { code: "insufficient_credits" } : null,
+  );
 }
 
 function holdOut(hold: CreditHold) {

@@ -40,6 +40,7 @@ function scripted() {
     recordStream: async () => {},
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
+    acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

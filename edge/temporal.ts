@@ -75,10 +75,28 @@ export interface WorkflowStarter {
   ): Promise<SyncOutcome>;
 }
 
-/** Starts one workflow for a batch of a project's immediate async calls (./batcher.ts). */
+/** A workflow's start, ready to send: what the control plane keeps while it is made. */
+export interface PreparedStart {
+  workflowId: string;
+  /** Temporal's HTTP API start request (JSON). */
+  body: Uint8Array;
+  /** Makes the start; rejects as a start fails (unavailable, saturated). */
+  send(): Promise<void>;
+}
+
+/** Starts a project's immediate async calls together (./batcher.ts). */
 export interface BatchStarter {
-  /** `trace`: the span the start's own span is a child of (the batch's first call's). */
-  startBatch(batch: DeliveryBatch, trace: TraceContext): Promise<void>;
+  /** One of the edge's start slots for `project`, held until called; 503 when none is free. */
+  admit(project: string): Promise<() => void>;
+  /**
+   * The start of `requests`: a lone one's own workflow, or one batch workflow for several.
+   * `trace`: the span the start's own span is a child of (the first request's).
+   */
+  prepareStart(
+    project: string,
+    requests: DeliveryInput[],
+    trace: TraceContext,
+  ): Promise<PreparedStart>;
 }
 
 export interface TemporalHttpOptions {
@@ -149,76 +167,82 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
   }
 
   /**
-   * One start, in a span of its own (as Temporal's client interceptor makes it), which the
-   * workflow's span is then a child of.
+   * One start, ready to send, in a span of its own (as Temporal's client interceptor makes it),
+   * which the workflow's span is then a child of; the span ends when the start is answered.
    */
-  async function start(
+  async function prepare(
     workflowId: string,
     workflowType: string,
     input: Started,
     trace: TraceContext,
     extra: Record<string, unknown> = {},
     bodyTag?: string,
-  ): Promise<void> {
+  ): Promise<PreparedStart> {
     const span = startClientSpan(`StartWorkflow:${workflowType}`, trace, {
       [spanAttribute.workflowId]: workflowId,
     });
-    try {
-      await startCall(workflowId, workflowType, input, traceHeaders(span.context), extra, bodyTag);
-      span.span.end();
-    } catch (error) {
-      endFailed(span.span, error instanceof RelayError ? error.code : "failed");
-      throw error;
-    }
+    const tracing = traceHeaders(span.context);
+    const sealed = await cipher.encode([jsonPayload(input)]);
+    const body = JSON.stringify({
+      workflowType: { name: workflowType },
+      taskQueue: { name: workflowType === SYNC_WORKFLOW ? SYNC_TASK_QUEUE : TASK_QUEUE },
+      priority: fairnessOf(input.project),
+      // Temporal deduplicates starts by requestId, so retrying this call is safe; with an
+      // Idempotency-Key, a repeat with the same body is such a retry.
+      requestId: bodyTag ? `${workflowId}.${bodyTag}` : workflowId,
+      ...(bodyTag && {
+        workflowIdConflictPolicy: "WORKFLOW_ID_CONFLICT_POLICY_FAIL",
+        workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
+      }),
+      input: { payloads: sealed.map(payloadToJson) },
+      // Plain: where a request came in and its status, nothing secret.
+      searchAttributes: {
+        indexedFields: Object.fromEntries(
+          Object.entries(
+            "requests" in input
+              ? batchSearchAttributes(input)
+              : requestSearchAttributes(input, acceptedStatus(input)),
+          ).map(([name, value]) => [name, plainPayload(value)]),
+        ),
+      },
+      ...(Object.keys(tracing).length > 0 && {
+        header: { fields: { [TRACE_HEADER]: plainPayload(tracing) } },
+      }),
+      ...extra,
+    });
+    return {
+      workflowId,
+      body: new TextEncoder().encode(body),
+      async send() {
+        try {
+          await send(workflowId, workflowType, body, bodyTag);
+          span.span.end();
+        } catch (error) {
+          endFailed(span.span, error instanceof RelayError ? error.code : "failed");
+          throw error;
+        }
+      },
+    };
   }
 
-  async function startCall(
+  async function send(
     workflowId: string,
     workflowType: string,
-    input: Started,
-    tracing: Record<string, string>,
-    extra: Record<string, unknown>,
+    body: string,
     bodyTag: string | undefined,
   ): Promise<void> {
     const started = performance.now();
-    const sealed = await cipher.encode([jsonPayload(input)]);
-    const send = () =>
+    const post = () =>
       options.fetch(`${workflows}/${encodeURIComponent(workflowId)}?noPayloadShorthand`, {
         method: "POST",
         headers,
-        body: JSON.stringify({
-          workflowType: { name: workflowType },
-          taskQueue: { name: workflowType === SYNC_WORKFLOW ? SYNC_TASK_QUEUE : TASK_QUEUE },
-          priority: fairnessOf(input.project),
-          // Temporal deduplicates starts by requestId, so retrying this call is safe; with an
-          // Idempotency-Key, a repeat with the same body is such a retry.
-          requestId: bodyTag ? `${workflowId}.${bodyTag}` : workflowId,
-          ...(bodyTag && {
-            workflowIdConflictPolicy: "WORKFLOW_ID_CONFLICT_POLICY_FAIL",
-            workflowIdReusePolicy: "WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE",
-          }),
-          input: { payloads: sealed.map(payloadToJson) },
-          // Plain: where a request came in and its status, nothing secret.
-          searchAttributes: {
-            indexedFields: Object.fromEntries(
-              Object.entries(
-                "requests" in input
-                  ? batchSearchAttributes(input)
-                  : requestSearchAttributes(input, acceptedStatus(input)),
-              ).map(([name, value]) => [name, plainPayload(value)]),
-            ),
-          },
-          ...(Object.keys(tracing).length > 0 && {
-            header: { fields: { [TRACE_HEADER]: plainPayload(tracing) } },
-          }),
-          ...extra,
-        }),
+        body,
       });
     // A pooled connection the server had just closed fails before any answer (after a restart
     // of Temporal, or its idle timeout): one more try, on a fresh connection, is safe, since
     // Temporal deduplicates the start by its requestId.
-    const response = await send()
-      .catch(send)
+    const response = await post()
+      .catch(post)
       .catch((error: unknown) => error as Error);
     options.onStart?.(workflowType, (performance.now() - started) / 1000);
     if (response instanceof Error || !response.ok) {
@@ -237,6 +261,11 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       throw await unavailable(`start ${workflowType}`, response);
     }
     await response.body?.cancel();
+  }
+
+  /** One start, prepared and sent. */
+  async function start(...args: Parameters<typeof prepare>): Promise<void> {
+    await (await prepare(...args)).send();
   }
 
   /**
@@ -265,10 +294,16 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
 
   const joinLane = laneJoiner({ fetch: options.fetch, workflows, headers, cipher, unavailable });
 
-  /** `start` once the edge's admission gives it a slot; refused when none came in time. */
-  async function admitted(project: string, run: () => Promise<void>): Promise<void> {
+  /** One of the edge's start slots for `project`; refused when none came in time. */
+  async function admit(project: string): Promise<() => void> {
     const release = await admission.acquire(project);
     if (!release) throw saturated();
+    return release;
+  }
+
+  /** `start` once the edge's admission gives it a slot. */
+  async function admitted(project: string, run: () => Promise<void>): Promise<void> {
+    const release = await admit(project);
     try {
       await run();
     } finally {
@@ -303,12 +338,13 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
       return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
     },
 
-    async startBatch(batch, trace) {
-      const [first] = batch.requests;
-      if (!first) return;
-      await admitted(batch.project, () =>
-        start(`batch-${first.requestId}`, BATCH_WORKFLOW, batch, trace),
-      );
+    admit,
+    prepareStart(project, requests, trace) {
+      const [first, ...others] = requests;
+      if (!first) throw new Error("a start needs a request");
+      return others.length === 0
+        ? prepare(first.requestId, DELIVERY_WORKFLOW, first, trace)
+        : prepare(`batch-${first.requestId}`, BATCH_WORKFLOW, { project, requests }, trace);
     },
 
     async runSync(input, signal, trace, bodyTag) {
