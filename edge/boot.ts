@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
-import { PayloadCipher } from "../core/payload-codec.ts";
+import { type AesGcm, PayloadCipher } from "../core/payload-codec.ts";
 import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
 import { startTracing } from "../core/telemetry.ts";
@@ -34,6 +34,8 @@ export interface Runtime {
    * `fetch` serves: Deno's pools per host without a cap, its trust set by DENO_CERT.
    */
   pooledFetch?: (connections?: number, caFile?: string) => typeof fetch;
+  /** AES-GCM for the payload codec; Web Crypto's without it (every runtime has it). */
+  aesGcm?: AesGcm;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
   callTarget: (rules: TargetRules) => EdgeDeps["callTarget"];
   /** This machine's interface addresses, where the runtime may list them (core/listeners.ts). */
@@ -82,7 +84,7 @@ export async function bootEdge(
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
     // The control plane answers by now (state.start): the keys come from it.
-    cipher: await PayloadCipher.fromKeys(await control.payloadKeys()),
+    cipher: await PayloadCipher.fromKeys(await control.payloadKeys(), runtime.aesGcm),
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,

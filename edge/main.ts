@@ -1,4 +1,5 @@
-/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash and HMAC. */
+/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash, HMAC and AES-GCM. */
+import { nodeAesGcm } from "../platform/aes-gcm.ts";
 import { pooledFetch } from "../platform/pooled-fetch.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
@@ -9,6 +10,8 @@ const { config, handler, state, log, logError, flushTraces } = await bootEdge(pr
   pooledFetch,
   hashKey: sha256,
   hmac: hmacSha256,
+  // node:crypto seals in the call's own turn, not on libuv's pool (docs/benchmarks.md, codec).
+  aesGcm: nodeAesGcm,
   callTarget: (rules) =>
     targetCaller(targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 })),
   machineAddresses,

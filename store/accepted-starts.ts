@@ -18,18 +18,36 @@ export interface AcceptedStart {
   start: Uint8Array;
 }
 
-/** Keeps a start in the accepting transaction; false when the project is unknown. */
+/** Keeps a start of `requestIds` in the accepting transaction; false when the project is unknown. */
 export async function keepStart(
   q: Queryable,
   project: string,
+  requestIds: readonly string[],
   { workflowId, start }: AcceptedStart,
 ): Promise<boolean> {
   const kept = await q`
-    insert into accepted_starts (workflow_id, project_id, start, due_at)
-    select ${workflowId}, p.id, ${start}, now() + make_interval(secs => ${START_GRACE_SECONDS})
+    insert into accepted_starts (workflow_id, project_id, request_ids, start, due_at)
+    select ${workflowId}, p.id, ${requestIds}::text[], ${start},
+      now() + make_interval(secs => ${START_GRACE_SECONDS})
     from projects p where p.slug = ${project}
     on conflict (workflow_id) do nothing`;
   return kept.count > 0;
+}
+
+/**
+ * The kept start that delivers `requestId`, while it is kept: a request accepted and not started
+ * yet. The table holds only starts in flight or left to the sweep, so a scan of a project's rows
+ * is short.
+ */
+export async function keptStartOf(
+  q: Queryable,
+  projectId: string,
+  requestId: string,
+): Promise<Uint8Array | undefined> {
+  const [row] = await q<{ start: Uint8Array }[]>`
+    select start from accepted_starts
+    where project_id = ${projectId} and ${requestId} = any(request_ids) limit 1`;
+  return row?.start;
 }
 
 /** Forgets starts that were made (an edge's confirmations, a sweep's own). */

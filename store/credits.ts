@@ -127,15 +127,18 @@ export function reserveCreditsBatch(sql: Sql, r: BatchReservation): Promise<bool
 /** `reserveCreditsBatch` in the caller's transaction (which a durable accept extends). */
 export async function reserveCreditsIn(tx: Transaction, r: BatchReservation): Promise<boolean[]> {
   const requestIds = [...new Set(r.calls.map((call) => call.requestId))];
-  const [pool] = await tx<{ projectId: string; room: string }[]>`
-    select c.project_id, c.balance - c.held as room
-    from credit_pools c join projects p on p.id = c.project_id
-    where p.slug = ${r.project} and c.pool = ${r.pool}
-    for update of c`;
-  const taken = await tx<{ requestId: string; targetId: string }[]>`
-    select request_id, target_id from credit_holds where request_id = any(${requestIds}::text[])
-    union all
-    select request_id, target_id from credit_ledger where request_id = any(${requestIds}::text[])`;
+  // Pipelined: one round trip, and the second runs after the first took the pool's lock.
+  const [[pool], taken] = await Promise.all([
+    tx<{ projectId: string; room: string }[]>`
+      select c.project_id, c.balance - c.held as room
+      from credit_pools c join projects p on p.id = c.project_id
+      where p.slug = ${r.project} and c.pool = ${r.pool}
+      for update of c`,
+    tx<{ requestId: string; targetId: string }[]>`
+      select request_id, target_id from credit_holds where request_id = any(${requestIds}::text[])
+      union all
+      select request_id, target_id from credit_ledger where request_id = any(${requestIds}::text[])`,
+  ]);
   const { fits, holds } = fittingCalls(
     pool ? Number(pool.room) : null,
     r.calls,

@@ -1,13 +1,22 @@
 /**
  * Requests the edge batched (edge/batcher.ts): while a batch makes their first attempts, no
  * workflow has their id. Their batch lists them in its RelayRequestIds search attribute and
- * holds them in its input, so the control plane finds them there, by a visibility query.
+ * holds them in its input, so the control plane finds them there, by a visibility query. Before
+ * that, a request accepted and not started yet is in its kept start (store/accepted-starts.ts).
  */
 import type { Client } from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import type { DeliveryBatch, DeliveryInput } from "../../core/delivery.ts";
+import {
+  jsonPayloadValue,
+  PayloadCipher,
+  type PayloadJson,
+  payloadFromJson,
+} from "../../core/payload-codec.ts";
 import { BATCH_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
+import { keptStartOf } from "../../store/accepted-starts.ts";
+import type { Ctx } from "./context.ts";
 
 /**
  * A request id as the edge makes one (`req_` and base64url): only such an id goes into a query,
@@ -88,6 +97,28 @@ export async function anyBatchInput(
 ): Promise<DeliveryInput | undefined> {
   const batch = await runningBatchOf(client, requestId, false);
   return batch && inputOf(client, batch, requestId);
+}
+
+/**
+ * The input of a request of `projectId` accepted and not started yet (its edge has not made the
+ * start, or the sweep is about to), from its kept start; undefined when none is kept.
+ */
+export async function keptInput(
+  ctx: Pick<Ctx, "sql" | "payloadKeys">,
+  projectId: string,
+  requestId: string,
+): Promise<DeliveryInput | undefined> {
+  const start = await keptStartOf(ctx.sql, projectId, requestId);
+  if (!start) return undefined;
+  const { input } = JSON.parse(new TextDecoder().decode(start)) as {
+    input?: { payloads?: PayloadJson[] };
+  };
+  const [sealed] = input?.payloads ?? [];
+  if (!sealed) return undefined;
+  const cipher = await PayloadCipher.fromKeys(ctx.payloadKeys);
+  const [payload] = await cipher.decode([payloadFromJson(sealed)]);
+  const value = jsonPayloadValue(payload) as DeliveryInput | DeliveryBatch;
+  return "requests" in value ? value.requests.find((r) => r.requestId === requestId) : value;
 }
 
 async function inputOf(

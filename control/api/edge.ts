@@ -207,13 +207,16 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
   }
   return ctx.sql.begin(async (tx) => {
-    await forgetStarts(tx, acceptance.started);
     const holding = acceptance.calls.some((call) => call.holds.length > 0);
-    const fits = holding
-      ? await reserveCreditsIn(tx, acceptance)
-      : acceptance.calls.map(() => true);
+    // Pipelined with the reservation's reads: one round trip less.
+    const [fits] = await Promise.all([
+      holding ? reserveCreditsIn(tx, acceptance) : acceptance.calls.map(() => true),
+      forgetStarts(tx, acceptance.started),
+    ]);
     const refusals = fits.map(refusalOf);
-    const accepted = fits.every(Boolean) && (await keepStart(tx, acceptance.project, acceptance));
+    const requestIds = acceptance.calls.map((call) => call.requestId);
+    const accepted =
+      fits.every(Boolean) && (await keepStart(tx, acceptance.project, requestIds, acceptance));
     return { refusals, accepted };
   });
 }

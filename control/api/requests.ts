@@ -9,7 +9,7 @@ import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import { loadBody } from "../../store/bodies.ts";
 import * as requestLog from "../../store/request-views.ts";
-import { batchedInput } from "./batched.ts";
+import { batchedInput, keptInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
@@ -120,7 +120,7 @@ export async function getRequest(
   const logged = () => requestLog.findRequest(ctx.sql, access.projectId, requestId);
   const request =
     (await logged()) ??
-    (await acceptedRequest(ctx, access.slug, requestId, logged)) ??
+    (await acceptedRequest(ctx, access, requestId, logged)) ??
     // Its workflow closed between the two reads: it wrote its row before it closed.
     (await logged());
   if (!request) throw new RelayError("not_found", `no request '${requestId}'`);
@@ -136,8 +136,9 @@ const NO_WORKFLOW = new Set([5, 3]);
 
 /**
  * A request the edge accepted (202) whose worker has not opened it in the log yet: the log is
- * the worker's to write and the edge never touches Postgres, so for that moment Temporal is
- * where it is. Its delivery workflow (workflow id = request id), or under load the batch that
+ * the worker's to write and the edge never touches Postgres, so for that moment its kept start
+ * (accepted, not started yet: ./batched.ts keptInput) or Temporal is where it is. Its delivery
+ * workflow (workflow id = request id), or under load the batch that
  * lists it (./batched.ts), exists once the 202 was sent; the first history event holds the
  * input the edge started it with, which says what the caller was told (queued or scheduled)
  * and, by its project, whose it is. Any control plane answers the same, from the one Temporal;
@@ -145,23 +146,12 @@ const NO_WORKFLOW = new Set([5, 3]);
  */
 async function acceptedRequest(
   ctx: Ctx,
-  slug: string,
+  { slug, projectId }: { slug: string; projectId: string },
   requestId: string,
   logged: () => Promise<unknown>,
 ): Promise<requestLog.RequestView | undefined> {
-  const unreadable = () =>
-    new RelayError("unavailable", "the request log cannot be read now; try again");
-  const client = await ctx.temporal().catch(() => {
-    throw unreadable();
-  });
-  const input = await client
-    .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, async () => {
-      const own = await ownInput(client, requestId);
-      return own === "none" ? batchedInput(client, requestId, logged) : own;
-    })
-    .catch(() => {
-      throw unreadable();
-    });
+  const input =
+    (await keptInput(ctx, projectId, requestId)) ?? (await startedInput(ctx, requestId, logged));
   if (input?.project !== slug) return undefined;
   const receivedAt = new Date(input.receivedAt);
   return {
@@ -181,6 +171,27 @@ async function acceptedRequest(
     attempts: [],
     waiting: [],
   };
+}
+
+/** A request's input from its workflow, or its batch's, in Temporal. */
+async function startedInput(
+  ctx: Ctx,
+  requestId: string,
+  logged: () => Promise<unknown>,
+): Promise<DeliveryInput | undefined> {
+  const unreadable = () =>
+    new RelayError("unavailable", "the request log cannot be read now; try again");
+  const client = await ctx.temporal().catch(() => {
+    throw unreadable();
+  });
+  return client
+    .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, async () => {
+      const own = await ownInput(client, requestId);
+      return own === "none" ? batchedInput(client, requestId, logged) : own;
+    })
+    .catch(() => {
+      throw unreadable();
+    });
 }
 
 /** The body a delivery input carries: inline (base64, or text before that) or by reference. */

@@ -5,6 +5,8 @@
 create table accepted_starts (
   workflow_id text primary key,
   project_id text not null,
+  -- The requests it delivers, so a read by id finds one accepted but not started yet.
+  request_ids text[] not null,
   -- Temporal's HTTP API start request (JSON, the input sealed by the payload codec).
   start bytea not null,
   accepted_at timestamptz not null default now(),
