@@ -3,7 +3,8 @@
  * time (the edge died after the 202, Temporal was down) is made here, through Temporal's HTTP
  * API as the edge would have made it, and then forgotten. Made twice is made once: the start
  * carries its workflow id as Temporal's request id, and here it refuses to start a workflow of
- * that id anew once one ran (a 409 means the edge's start did land).
+ * that id anew once one ran (a 409 means the edge's start did land). Temporal unreachable or
+ * refusing for now: the start is due again after its claim.
  */
 import { claimDueStarts, forgetStarts } from "../store/accepted-starts.ts";
 import type { Sql } from "../store/db.ts";
@@ -18,6 +19,8 @@ export interface SweepOptions {
 
 /** Starts one sweep makes at most; the rest wait for the next. */
 const SWEEP_STARTS = 64;
+/** How long one start may take: under its claim (store/accepted-starts.ts), so none overlap. */
+const START_TIMEOUT_MS = 4000;
 /** How often the sweep looks, in milliseconds. */
 export const SWEEP_EVERY_MS = 2000;
 
@@ -36,16 +39,28 @@ export async function sweepAcceptedStarts(options: SweepOptions): Promise<number
       };
       const url = `${workflows}/${encodeURIComponent(workflowId)}?noPayloadShorthand`;
       const answer = await options
-        .fetch(url, { method: "POST", headers, body: JSON.stringify(body) })
+        .fetch(url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(START_TIMEOUT_MS),
+        })
         .catch((error: unknown) => error as Error);
-      if (answer instanceof Error || !(answer.ok || answer.status === 409)) {
-        const why = answer instanceof Error ? answer.message : `${answer.status}`;
-        options.logError({ workflowId, why }, "an accepted start could not be made; tried again");
-        if (!(answer instanceof Error)) await answer.body?.cancel();
+      if (answer instanceof Error) {
+        options.logError({ workflowId, why: answer.message }, "an accepted start failed; retried");
         return null;
       }
-      await answer.body?.cancel();
-      return workflowId;
+      const text = await answer.text().catch(() => "");
+      if (answer.ok || answer.status === 409) return workflowId;
+      const why = `${answer.status} ${text.slice(0, 300)}`;
+      // A start Temporal finds malformed never passes; a refused credential, busy or failing
+      // server (401, 403, 429, 5xx) may, once it is put right.
+      if (answer.status === 400) {
+        options.logError({ workflowId, why }, "an accepted start was refused for good; forgotten");
+        return workflowId;
+      }
+      options.logError({ workflowId, why }, "an accepted start failed; retried");
+      return null;
     }),
   );
   const ids = made.filter((id) => id !== null);

@@ -7,7 +7,9 @@ import { type BatchedCall, batcher } from "./batcher.ts";
  * A stack whose first start the test answers (`answerFirst`); the rest answer at once. Its
  * control plane accepts a group unless one of its calls is in `tooFew`.
  */
-function fakeStack(options: { startFails?: boolean; tooFew?: string[] } = {}) {
+function fakeStack(
+  options: { startFails?: boolean; tooFew?: string[]; acceptHangs?: boolean } = {},
+) {
   const trips: string[] = [];
   const released: string[] = [];
   let answerFirst: () => void = () => {};
@@ -34,6 +36,7 @@ function fakeStack(options: { startFails?: boolean; tooFew?: string[] } = {}) {
     {
       acceptCalls: async (a: CallsAcceptance) => {
         trips.push(`accept ${idsOf(a.calls)}${a.started.length ? ` (${a.started} made)` : ""}`);
+        if (options.acceptHangs) await new Promise(() => {});
         const refusals = a.calls.map((c) => refusalOf(c.requestId));
         return { refusals, accepted: refusals.every((r) => r === null) };
       },
@@ -123,4 +126,12 @@ test("an accepted start that fails is left to the sweep: its callers keep their 
   await expect(stack.batch(callOf("r2"))).rejects.toThrow("Temporal is down");
   expect(stack.trips).toEqual(["accept r1", "start r1", "reserve r2", "start r2"]);
   expect(stack.released).toEqual(["r2"]); // what a start that failed before its answer held
+});
+
+test("an acceptance not answered in time: the group is reserved, started and then answered, and the next groups skip the acceptance for a while", async () => {
+  const stack = fakeStack({ acceptHangs: true });
+  stack.answerFirst();
+  expect(await stack.batch(callOf("r1"))).toEqual({ accepted: "queued" });
+  expect(await stack.batch(callOf("r2"))).toEqual({ accepted: "queued" });
+  expect(stack.trips).toEqual(["accept r1", "reserve r1", "start r1", "reserve r2", "start r2"]);
 });

@@ -70,6 +70,13 @@ export function joinsBatch(input: DeliveryInput, idempotent: boolean): boolean {
 
 /** Starts an edge confirms at most in one acceptance; older ones are left to the sweep. */
 const MAX_CONFIRMED = 1024;
+/**
+ * How long a group waits for its acceptance before it takes the older path, and how long the
+ * groups after it take that path at once: a control plane that cannot reach Postgres may take
+ * its connect timeout to say so, and the older path needs no Postgres for an unmetered pool.
+ */
+const ACCEPT_WAIT_MS = 1000;
+const ACCEPT_PAUSE_MS = 5000;
 
 export function batcher(
   starter: BatchStarter,
@@ -83,6 +90,9 @@ export function batcher(
   let made: string[] = [];
   /** A start after its 202 failed: groups take the older path until a start succeeds again. */
   let startsFailing = false;
+  /** An acceptance failed (Postgres down, say): groups take the older path until then. */
+  let acceptsPausedUntil = 0;
+  const accepting = () => !startsFailing && Date.now() >= acceptsPausedUntil;
 
   /**
    * The group reserved and its start kept, in one call; null when not accepted (`refusals`
@@ -95,22 +105,32 @@ export function batcher(
     const [first] = calls as [BatchedCall];
     const started = made;
     made = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return await control.acceptCalls({
-        project: first.reservation.project,
-        pool: first.reservation.pool,
-        calls: calls.map(({ reservation }) => ({
-          requestId: reservation.requestId,
-          holds: reservation.holds,
-        })),
-        workflowId: start.workflowId,
-        start: start.body,
-        started,
-      });
+      return await Promise.race([
+        control.acceptCalls({
+          project: first.reservation.project,
+          pool: first.reservation.pool,
+          calls: calls.map(({ reservation }) => ({
+            requestId: reservation.requestId,
+            holds: reservation.holds,
+          })),
+          workflowId: start.workflowId,
+          start: start.body,
+          started,
+        }),
+        new Promise<never>((_, fail) => {
+          timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
+        }),
+      ]);
     } catch (err) {
+      // Should it commit after all, its start is swept: made twice is made once.
       made = [...started, ...made].slice(-MAX_CONFIRMED);
+      acceptsPausedUntil = Date.now() + ACCEPT_PAUSE_MS;
       options.logError({ err, project: first.reservation.project }, "calls not accepted");
       return { accepted: false, refusals: null };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -198,7 +218,7 @@ export function batcher(
         );
       const freeSlot = await starter.admit(project);
       try {
-        const start = startsFailing ? null : await prepare(calls);
+        const start = accepting() ? await prepare(calls) : null;
         const acceptance = start ? await accept(calls, start) : null;
         if (start && acceptance?.accepted) {
           answerNow(accepted(calls));

@@ -9,8 +9,11 @@ import type { Queryable, Sql } from "./db.ts";
 
 /** How long an edge has to confirm its start before a sweep makes it. */
 export const START_GRACE_SECONDS = 5;
-/** How long a sweep's claim keeps other sweeps off a start it is making. */
-const CLAIM_SECONDS = 30;
+/**
+ * How long a sweep's claim keeps other sweeps off a start it is making (its call to Temporal
+ * gives up sooner), and so when a start that failed is tried again.
+ */
+const CLAIM_SECONDS = 5;
 
 export interface AcceptedStart {
   workflowId: string;

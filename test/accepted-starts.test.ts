@@ -48,6 +48,15 @@ test("a call accepted when its edge can no longer reach Temporal is delivered by
   const read = await api(p.ownerToken, "GET", `${p.base}/requests/${accepted.json().requestId}`);
   expect(read.status).toBe(200);
   expect(read.body).toMatchObject({ status: "queued", line: "v1", endpoint: "hook" });
+  // Nothing to cancel yet; the caller is told to come back, not that there is no such request.
+  const cancel = await api(p.ownerToken, "DELETE", `${p.base}/requests/${read.body.requestId}`);
+  expect(cancel.status).toBe(409);
+  expect(cancel.body).toEqual({
+    error: {
+      code: "conflict",
+      message: `request '${read.body.requestId}' is not started yet; try again in a few seconds`,
+    },
+  });
   // Once a start after its 202 failed, the edge answers only what it started itself: 503 here.
   // Calls it answered before it knew are accepted too, and delivered the same way.
   const alsoAccepted = [];

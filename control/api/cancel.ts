@@ -13,6 +13,7 @@ import { defineSearchAttributeKey } from "@temporalio/common";
 import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW, HAND_ON_SIGNAL, searchAttributes } from "../../core/temporal.ts";
+import { keptStartOf } from "../../store/accepted-starts.ts";
 import * as requestLog from "../../store/request-views.ts";
 import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
@@ -50,6 +51,13 @@ export async function cancelRequest(
     workflow?.type === DELIVERY_WORKFLOW &&
     workflow.typedSearchAttributes.get(projectKey) === access.slug;
   if (!ours) {
+    if (!before && (await keptStartOf(ctx.sql, access.projectId, requestId))) {
+      // Accepted, its start not made yet (its edge's is late, or the sweep's is due): soon.
+      throw new RelayError(
+        "conflict",
+        `request '${requestId}' is not started yet; try again in a few seconds`,
+      );
+    }
     if (!before) throw new RelayError("not_found", `no request '${requestId}'`);
     throw new RelayError(
       "conflict",
