@@ -39,6 +39,38 @@ describe("grouped", () => {
     expect(await Promise.all(rest)).toEqual([20, 30, 40]);
   });
 
+  test("after a lone item's run has answered it, the next item runs at once; behind a group's run, items gather until it finishes", async () => {
+    const runs: { items: number[]; answer(): void; finish(): void }[] = [];
+    const call = grouped<number, number>({
+      maxItems: 10,
+      run: (_, items, answerNow) =>
+        new Promise((resolve) => {
+          runs.push({ items, answer: () => answerNow(items), finish: () => resolve(items) });
+        }),
+    });
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+    const first = call("p", 1);
+    runs[0]?.answer();
+    expect(await first).toBe(1);
+    const lone = call("p", 2); // run 1 answered, still finishing
+    const gathered = [call("p", 3), call("p", 4)]; // behind run 2, not answered yet
+    expect(runs.map((r) => r.items)).toEqual([[1], [2]]);
+    runs[1]?.answer();
+    expect(await lone).toBe(2);
+    runs[0]?.finish();
+    await tick();
+    expect(runs.map((r) => r.items)).toEqual([[1], [2], [3, 4]]);
+    runs[2]?.answer();
+    expect(await Promise.all(gathered)).toEqual([3, 4]);
+    const behindGroup = call("p", 5);
+    expect(runs).toHaveLength(3); // run [3, 4] answered but finishing: 5 gathers
+    runs[2]?.finish();
+    await tick();
+    expect(runs.map((r) => r.items)).toEqual([[1], [2], [3, 4], [5]]);
+    runs[3]?.answer();
+    expect(await behindGroup).toBe(5);
+  });
+
   test("a full group runs at once, and one past `fits` starts a group of its own", () => {
     const sumUnder10 = (gathered: readonly number[], item: number) =>
       gathered.reduce((sum, i) => sum + i, item) < 10;

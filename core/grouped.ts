@@ -7,8 +7,12 @@
  * at once, alone: at low load nothing waits, and under load a group's size follows the load.
  */
 export interface Grouping<Item, Answer> {
-  /** Runs one group of a key; answers each item's answer, in the items' order. */
-  run(key: string, items: Item[]): Promise<Answer[]>;
+  /**
+   * Runs one group of a key; answers each item's answer, in the items' order. `answerNow`
+   * answers them before the run ends (its later answers are then ignored): the group stays in
+   * flight, and the next one gathering, until the run ends.
+   */
+  run(key: string, items: Item[], answerNow: (answers: Answer[]) => void): Promise<Answer[]>;
   /** Items one group holds at most. */
   maxItems: number;
   /** Whether `item` still fits in a group holding `gathered` (bytes, say); else that one runs. */
@@ -24,7 +28,22 @@ interface Waiting<Item, Answer> {
 /** A key's runs in flight, and the items gathering behind them. */
 interface Lane<Item, Answer> {
   inFlight: number;
+  /** Runs in flight whose items are not answered yet. */
+  unanswered: number;
+  /** The items of the run begun last. */
+  lastSize: number;
   gathering: Waiting<Item, Answer>[];
+}
+
+/**
+ * Whether an item of a busy `lane` runs at once, alone, as one of a key with nothing in flight
+ * does: the lane has only a lone item's run in flight, which answered it already (`answerNow`)
+ * and is finishing. A caller sending one item after another then never waits for the previous
+ * one's finish; under load runs hold several items, and those arriving while one finishes
+ * gather behind it.
+ */
+function finishingAlone<Item, Answer>(lane: Lane<Item, Answer>): boolean {
+  return lane.unanswered === 0 && lane.gathering.length === 0 && lane.lastSize === 1;
 }
 
 export function grouped<Item, Answer>(
@@ -35,14 +54,26 @@ export function grouped<Item, Answer>(
 
   async function run(key: string, lane: Lane<Item, Answer>, group: Waiting<Item, Answer>[]) {
     lane.inFlight++;
+    lane.unanswered++;
+    lane.lastSize = group.length;
+    let answered = false;
     try {
-      const answers = await grouping.run(
-        key,
-        group.map((waiting) => waiting.item),
+      // A promise settles once: answers after `answerNow`'s change nothing.
+      const answer = (answers: Answer[]) => {
+        for (const [i, waiting] of group.entries()) waiting.answered(answers[i] as Answer);
+        if (!answered) lane.unanswered--;
+        answered = true;
+      };
+      answer(
+        await grouping.run(
+          key,
+          group.map((waiting) => waiting.item),
+          answer,
+        ),
       );
-      for (const [i, waiting] of group.entries()) waiting.answered(answers[i] as Answer);
     } catch (error) {
       for (const waiting of group) waiting.failed(error);
+      if (!answered) lane.unanswered--;
     } finally {
       lane.inFlight--;
       // Whoever gathered while this run was answered runs next.
@@ -61,8 +92,13 @@ export function grouped<Item, Answer>(
     new Promise<Answer>((answered, failed) => {
       const waiting = { item, answered, failed };
       const busy = lanes.get(key);
-      if (!busy) {
-        const lane: Lane<Item, Answer> = { inFlight: 0, gathering: [] };
+      if (!busy || finishingAlone(busy)) {
+        const lane: Lane<Item, Answer> = busy ?? {
+          inFlight: 0,
+          unanswered: 0,
+          lastSize: 0,
+          gathering: [],
+        };
         lanes.set(key, lane);
         void run(key, lane, [waiting]);
         return;

@@ -7,16 +7,14 @@
  *
  * Accepted before started: a group's calls are reserved and their workflow's start kept in
  * Postgres in one control-plane call (`AcceptCalls`), and they are answered 202 once that
- * commits. Their start is made after, with the project's other groups accepted while its last
- * start was in flight (one workflow for all of them), and confirmed with the edge's next
- * acceptance; a start it never makes (it died, Temporal failed it) the control plane's sweep
- * makes, group by group. So a caller does not wait for Temporal's start (most of a 202's time),
- * and a caller sending call after call still has them share workflows. When a call of the group
- * is refused, the control plane does not answer, the edge's last start failed or too many of
- * the project's calls wait for their start, the group takes the older path: reserved, started,
- * then answered (a failed start gives its reservations back and the callers 503).
+ * commits; the edge then makes the start, and confirms it with its next acceptance. A start it
+ * never makes (it died, Temporal failed it) the control plane's sweep makes. So a caller does
+ * not wait for Temporal's start (most of a 202's time), and Temporal being down for a moment
+ * does not refuse calls. When a call of the group is refused, the control plane does not
+ * answer, or this edge's last start failed, the group takes the older path: reserved, then
+ * started, then answered (a failed start gives its reservations back and the callers 503).
  *
- * A caller sending one call at a time is accepted alone: nothing of its project is in flight.
+ * A caller sending one call at a time always goes alone: nothing of its project is in flight.
  * Calls with an Idempotency-Key, a delay, a large body, an ordering lane or a sync or stream
  * target never come here (`joinsBatch`): their workflow id, timer, stored body, place in their
  * lane or answer is theirs alone.
@@ -72,22 +70,6 @@ export function joinsBatch(input: DeliveryInput, idempotent: boolean): boolean {
 
 /** Starts an edge confirms at most in one acceptance; older ones are left to the sweep. */
 const MAX_CONFIRMED = 1024;
-/** A project's calls accepted and not started yet, at most, in full batches. */
-const UNSTARTED_GROUPS = 4;
-
-/** Calls accepted together, and the start kept for them. */
-interface AcceptedGroup {
-  calls: BatchedCall[];
-  start: PreparedStart;
-}
-
-const callsOf = (groups: readonly AcceptedGroup[]) =>
-  groups.reduce((n, g) => n + g.calls.length, 0);
-const charsOf = (groups: readonly Pick<AcceptedGroup, "calls">[]) =>
-  groups.reduce(
-    (chars, g) => g.calls.reduce((sum, c) => sum + c.input.bodyBase64.length, chars),
-    0,
-  );
 /**
  * How long a group waits for its acceptance before it takes the older path, and how long the
  * groups after it take that path at once: a control plane that cannot reach Postgres may take
@@ -110,6 +92,7 @@ export function batcher(
   let startsFailing = false;
   /** An acceptance failed (Postgres down, say): groups take the older path until then. */
   let acceptsPausedUntil = 0;
+  const accepting = () => !startsFailing && Date.now() >= acceptsPausedUntil;
 
   /**
    * The group reserved and its start kept, in one call; null when not accepted (`refusals`
@@ -148,6 +131,22 @@ export function batcher(
       return { accepted: false, refusals: null };
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** Answered already: makes the start, and confirms it with the next acceptance. */
+  async function startAccepted(start: PreparedStart, requests: number): Promise<void> {
+    try {
+      await start.send();
+      made.push(start.workflowId);
+      if (made.length > MAX_CONFIRMED) made.shift();
+      options.onStarted?.(requests);
+    } catch (err) {
+      startsFailing = true;
+      options.logError(
+        { err, workflowId: start.workflowId },
+        "an accepted start is left to the sweep",
+      );
     }
   }
 
@@ -201,74 +200,31 @@ export function batcher(
   const accepted = (calls: BatchedCall[]): BatchAnswer[] =>
     calls.map((call) => ({ accepted: acceptedStatus(call.input) }));
 
-  /** The start of `calls`, its spans continuing the first one's trace. */
-  const prepare = (calls: BatchedCall[]) => {
-    const [first] = calls as [BatchedCall];
-    const requests = calls.map((c) => c.input);
-    return starter.prepareStart(first.input.project, requests, first.trace);
-  };
-
-  /** Calls accepted per project and not started yet; past the cap, groups take the older path. */
-  const unstarted = new Map<string, number>();
-  const countUnstarted = (project: string, by: number) => {
-    const count = (unstarted.get(project) ?? 0) + by;
-    if (count > 0) unstarted.set(project, count);
-    else unstarted.delete(project);
-  };
-  const accepting = (project: string) =>
-    !startsFailing &&
-    Date.now() >= acceptsPausedUntil &&
-    (unstarted.get(project) ?? 0) < options.maxItems * UNSTARTED_GROUPS;
-
-  /**
-   * Accepted groups of a project, started together: those accepted while one start is in flight
-   * go in the next, as one workflow (their kept starts all confirmed once it is made). A group
-   * alone is started as it was kept. A start that fails leaves its groups to the sweep, and
-   * the edge answers no call before its start until a start succeeds again.
-   */
-  const startTogether = grouped<AcceptedGroup, null>({
-    maxItems: options.maxItems,
-    fits: (gathered, group) =>
-      callsOf(gathered) + group.calls.length <= options.maxItems &&
-      charsOf(gathered) + charsOf([group]) <= BATCH_BODY_CHARS,
-    async run(project, groups) {
-      const calls = groups.flatMap((g) => g.calls);
-      try {
-        const freeSlot = await starter.admit(project);
-        try {
-          const [only] = groups;
-          await (groups.length === 1 && only ? only.start : await prepare(calls)).send();
-        } finally {
-          freeSlot();
-        }
-        made = [...made, ...groups.map((g) => g.start.workflowId)].slice(-MAX_CONFIRMED);
-        options.onStarted?.(calls.length);
-      } catch (err) {
-        startsFailing = true;
-        options.logError({ err, project }, "accepted starts are left to the sweep");
-      } finally {
-        countUnstarted(project, -calls.length);
-      }
-      return groups.map(() => null);
-    },
-  });
-
   const together = grouped<BatchedCall, BatchAnswer>({
     maxItems: options.maxItems,
-    fits: (gathered, call) => charsOf([{ calls: [...gathered, call] }]) <= BATCH_BODY_CHARS,
-    async run(_, calls) {
+    fits: (gathered, call) =>
+      gathered.reduce((chars, c) => chars + c.input.bodyBase64.length, 0) +
+        call.input.bodyBase64.length <=
+      BATCH_BODY_CHARS,
+    async run(_, calls, answerNow) {
       const [first] = calls as [BatchedCall];
       const { project } = first.input;
-      const start = accepting(project) ? await prepare(calls) : null;
-      const acceptance = start ? await accept(calls, start) : null;
-      if (start && acceptance?.accepted) {
-        countUnstarted(project, calls.length);
-        void startTogether(project, { calls, start });
-        return accepted(calls);
-      }
-      // The older path: reserved, started, then answered.
+      const prepare = (going: BatchedCall[]) =>
+        starter.prepareStart(
+          project,
+          going.map((c) => c.input),
+          // The batch's spans continue its first call's trace.
+          (going[0] ?? first).trace,
+        );
       const freeSlot = await starter.admit(project);
       try {
+        const start = accepting() ? await prepare(calls) : null;
+        const acceptance = start ? await accept(calls, start) : null;
+        if (start && acceptance?.accepted) {
+          answerNow(accepted(calls));
+          await startAccepted(start, calls.length);
+          return accepted(calls);
+        }
         const refusals = acceptance?.refusals ?? (await reserve(calls));
         const going = calls.filter((_, i) => !refusals[i]);
         if (going.length > 0) {
