@@ -30,10 +30,10 @@ import {
 } from "../../store/changes.ts";
 import {
   exhaustedPools,
+  fitCredits,
   releaseHolds,
   reserveCredits,
   reserveCreditsBatch,
-  reserveCreditsIn,
 } from "../../store/credits.ts";
 import type { Queryable } from "../../store/db.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
@@ -207,16 +207,21 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
   }
   return ctx.sql.begin(async (tx) => {
-    const holding = acceptance.calls.some((call) => call.holds.length > 0);
-    // Pipelined with the reservation's reads: one round trip less.
-    const [fits] = await Promise.all([
-      holding ? reserveCreditsIn(tx, acceptance) : acceptance.calls.map(() => true),
+    const metered = acceptance.calls.some((call) => call.holds.length > 0);
+    // Pipelined: the confirmations with the reservation's reads, the holds with the start.
+    const [{ fits, holding }] = await Promise.all([
+      metered
+        ? fitCredits(tx, acceptance)
+        : { fits: acceptance.calls.map(() => true), holding: Promise.resolve() },
       forgetStarts(tx, acceptance.started),
     ]);
-    const refusals = fits.map(refusalOf);
     const requestIds = acceptance.calls.map((call) => call.requestId);
-    const accepted =
-      fits.every(Boolean) && (await keepStart(tx, acceptance.project, requestIds, acceptance));
+    const [, kept] = await Promise.all([
+      holding,
+      fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),
+    ]);
+    const refusals = fits.map(refusalOf);
+    const accepted = kept === true;
     return { refusals, accepted };
   });
 }
