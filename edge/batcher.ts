@@ -95,8 +95,8 @@ export function batcher(
   const accepting = () => !startsFailing && Date.now() >= acceptsPausedUntil;
 
   /**
-   * The group reserved and its start kept, in one call; null when not accepted (`refusals`
-   * then says which calls were refused, or is null when the control plane did not answer).
+   * The group reserved and its start kept, in one call. When not accepted, `refusals` says which
+   * calls were refused, or is null when the control plane did not answer in time.
    */
   async function accept(
     calls: BatchedCall[],
