@@ -5,13 +5,16 @@
  * the same. Meanwhile that edge answers only what it could start itself, so what waits for the
  * sweep is bounded. The edge here reaches Temporal's HTTP API through a proxy the test cuts.
  */
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
+import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import {
   api,
   cuttableProxy,
   extraEdge,
   finishedLog,
+  memberClient,
   projectWithEndpoint,
   relay,
   stack,
@@ -83,3 +86,22 @@ test("a call accepted when its edge can no longer reach Temporal is delivered by
   expect((await delivered(await post())).status).toBe("delivered");
   await sink.close();
 }, 90_000);
+
+test("an acceptance naming a workflow id or a confirmation over 256 characters is refused, nothing kept", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const acceptance = {
+    project: p.slug,
+    calls: [{ requestId: "req_bound", holds: [] }],
+    workflowId: "req_bound",
+    start: new TextEncoder().encode("{}"),
+    started: [] as string[],
+  };
+  for (const bad of [{ workflowId: "w".repeat(257) }, { started: ["w".repeat(257)] }]) {
+    await expect(edge.acceptCalls({ ...acceptance, ...bad })).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+    });
+  }
+  const read = await api(p.ownerToken, "GET", `${p.base}/requests/req_bound`);
+  expect(read.status).toBe(404);
+});

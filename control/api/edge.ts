@@ -189,6 +189,8 @@ const refusalOf = (fit: boolean): ReservationRefusal | null =>
 export const MAX_START_BYTES = 2 * 1024 * 1024;
 /** Confirmations one acceptance carries at most (an edge sends what it made since its last). */
 const MAX_STARTED = 1024;
+/** A workflow id's length at most (Temporal's own limit is 1,000). */
+const MAX_WORKFLOW_ID = 256;
 
 /**
  * Accepts immediate calls durably (docs/architecture.md, "Accepted before started"): their
@@ -203,7 +205,13 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
   if (acceptance.calls.length === 0 || !acceptance.workflowId) {
     throw new RelayError("bad_request", "an acceptance needs calls and a workflow id");
   }
-  if (acceptance.start.byteLength > MAX_START_BYTES || acceptance.started.length > MAX_STARTED) {
+  const tooLong = (id: string) => id.length > MAX_WORKFLOW_ID;
+  if (
+    acceptance.start.byteLength > MAX_START_BYTES ||
+    acceptance.started.length > MAX_STARTED ||
+    tooLong(acceptance.workflowId) ||
+    acceptance.started.some(tooLong)
+  ) {
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
   }
   return ctx.sql.begin(async (tx) => {
