@@ -5,6 +5,7 @@
  * no workflow yet. A start no edge confirmed by its due time is claimed by a control plane's
  * sweep (control/accepted-sweep.ts), made, and forgotten.
  */
+import { type Reservation, reservationSteps, reservedOf } from "./credits.ts";
 import type { Queryable, Sql } from "./db.ts";
 
 /** How long an edge has to confirm its start before a sweep makes it. */
@@ -26,15 +27,49 @@ export async function keepStart(
   q: Queryable,
   project: string,
   requestIds: readonly string[],
-  { workflowId, start }: AcceptedStart,
+  start: AcceptedStart,
 ): Promise<boolean> {
-  const kept = await q`
+  const kept = await q`${keeping(q, project, requestIds, start)}`;
+  return kept.count > 0;
+}
+
+/** The insert of `keepStart`, kept only where `also` holds too. */
+function keeping(
+  q: Queryable,
+  project: string,
+  requestIds: readonly string[],
+  { workflowId, start }: AcceptedStart,
+  also = q`true`,
+) {
+  return q`
     insert into accepted_starts (workflow_id, project_id, request_ids, start, due_at)
     select ${workflowId}, p.id, ${requestIds}::text[], ${start},
       now() + make_interval(secs => ${START_GRACE_SECONDS})
-    from projects p where p.slug = ${project}
+    from projects p where p.slug = ${project} and ${also}
     on conflict (workflow_id) do nothing`;
-  return kept.count > 0;
+}
+
+/**
+ * A lone call's acceptance as one statement, so one round trip and one commit: the edge's
+ * confirmations forgotten (`forgetStarts`), the call's credits reserved (`reserveCredits`), and
+ * its start kept (`keepStart`) only when they were. Most calls of a quiet project come alone,
+ * and this is the 202's wait.
+ */
+export async function acceptLoneCall(
+  sql: Sql,
+  call: Reservation,
+  start: AcceptedStart,
+  started: readonly string[],
+): Promise<{ reserved: boolean; kept: boolean }> {
+  const [row] = await sql<{ reserved: boolean; kept: boolean }[]>`
+    with ${reservationSteps(sql, call)}, confirmed as (
+      delete from accepted_starts where workflow_id = any(${started}::text[])
+    ), kept as (
+      ${keeping(sql, call.project, [call.requestId], start, reservedOf(sql))}
+      returning 1
+    )
+    select ${reservedOf(sql)} as reserved, exists (select 1 from kept) as kept`;
+  return { reserved: row?.reserved ?? false, kept: row?.kept ?? false };
 }
 
 /**

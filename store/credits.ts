@@ -90,7 +90,19 @@ export interface Reservation {
  */
 export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boolean> {
   const [row] = await tx<{ reserved: boolean }[]>`
-    with wanted as (
+    with ${reservationSteps(tx, r)} select ${reservedOf(tx)} as reserved`;
+  return row?.reserved ?? false;
+}
+
+/**
+ * `reserveCredits`'s statement as the steps of a `with`: `wanted` (the holds the request lacks),
+ * `pool` (the pool row, locked, when they fit; untouched when it lacks none) and `held` (their
+ * insert). A statement that
+ * names them goes on only where `reservedOf` holds.
+ */
+export function reservationSteps(q: Queryable, r: Reservation) {
+  return q`
+    wanted as (
       select w.target_id, w.amount
       from unnest(${r.holds.map((h) => h.targetId)}::text[], ${r.holds.map((h) => h.credits)}::bigint[])
         as w (target_id, amount)
@@ -102,16 +114,19 @@ export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boo
       select c.project_id, c.pool from credit_pools c join projects p on p.id = c.project_id
       where p.slug = ${r.project} and c.pool = ${r.pool}
         and c.balance - c.held >= (select coalesce(sum(amount), 0) from wanted)
+        and exists (select 1 from wanted)
       for update of c
     ), held as (
       insert into credit_holds (request_id, target_id, project_id, pool, amount)
       select ${r.requestId}, wanted.target_id, pool.project_id, pool.pool, wanted.amount
       from pool, wanted
       on conflict do nothing
-    )
-    select exists (select 1 from pool) or not exists (select 1 from wanted) as reserved`;
-  return row?.reserved ?? false;
+    )`;
 }
+
+/** Whether the steps of `reservationSteps` reserved the call: its holds fit, or it lacked none. */
+export const reservedOf = (q: Queryable) =>
+  q`(exists (select 1 from pool) or not exists (select 1 from wanted))`;
 
 /**
  * Holds the credits of a batch of immediate calls of one pool, each all or none, as

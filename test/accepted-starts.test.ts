@@ -8,7 +8,9 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
+import { EdgeService, ReserveRefusal } from "../gen/relay/v1/edge_pb.ts";
+import { KeyMode } from "../gen/relay/v1/keys_pb.ts";
+import { connect } from "../store/db.ts";
 import {
   api,
   cuttableProxy,
@@ -17,6 +19,7 @@ import {
   memberClient,
   projectWithEndpoint,
   relay,
+  spendDownTo,
   stack,
   targetServer,
 } from "./helpers.ts";
@@ -29,8 +32,11 @@ const edge = extraEdge("edge-accepts", edgePort, {
 });
 const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
 
+const sql = connect(stack().databaseUrl, { max: 1 });
+
 beforeAll(() => edge.start());
 afterAll(async () => {
+  await sql.end();
   await edge.stop();
   await temporalHttp.close();
 });
@@ -104,4 +110,47 @@ test("an acceptance naming a workflow id or a confirmation over 256 characters i
   }
   const read = await api(p.ownerToken, "GET", `${p.base}/requests/req_bound`);
   expect(read.status).toBe(404);
+});
+
+test("a lone call's acceptance keeps its holds and its start together, or neither, and forgets the starts it confirms", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  await spendDownTo(sql, p.slug, 3);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const accept = (id: string, credits: number, started: string[] = []) =>
+    edge.acceptCalls({
+      project: p.slug,
+      keyMode: KeyMode.LIVE,
+      calls: [{ requestId: id, holds: [{ targetId: "sink", credits: BigInt(credits) }] }],
+      workflowId: id,
+      start: new TextEncoder().encode("{}"),
+      started,
+    });
+  const ofProject = () => sql`(select id from projects where slug = ${p.slug})`;
+  const kept = async () =>
+    (
+      await sql<{ workflowId: string }[]>`
+        select workflow_id from accepted_starts where project_id = ${ofProject()}
+        order by workflow_id`
+    ).map((row) => row.workflowId);
+  const held = async () =>
+    (
+      await sql<{ requestId: string }[]>`
+        select request_id from credit_holds where project_id = ${ofProject()} order by request_id`
+    ).map((row) => row.requestId);
+
+  expect(await accept("req_lone_a", 2)).toMatchObject({
+    accepted: true,
+    refusals: [ReserveRefusal.UNSPECIFIED],
+  });
+  expect(await accept("req_lone_b", 2)).toMatchObject({
+    accepted: false,
+    refusals: [ReserveRefusal.INSUFFICIENT_CREDITS],
+  });
+  expect(await kept()).toEqual(["req_lone_a"]);
+  expect(await held()).toEqual(["req_lone_a"]);
+
+  // Its edge confirms a's start in its next acceptance, which fits in what is left.
+  expect((await accept("req_lone_c", 1, ["req_lone_a"])).accepted).toBe(true);
+  expect(await kept()).toEqual(["req_lone_c"]);
+  expect(await held()).toEqual(["req_lone_a", "req_lone_c"]);
 });

@@ -20,7 +20,7 @@ import {
   type EndpointDemand,
   splitEndpoint,
 } from "../../core/rate-shares.ts";
-import { forgetStarts, keepStart } from "../../store/accepted-starts.ts";
+import { acceptLoneCall, forgetStarts, keepStart } from "../../store/accepted-starts.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -213,6 +213,17 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     acceptance.started.some(tooLong)
   ) {
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
+  }
+  const [lone, ...others] = acceptance.calls;
+  if (lone && others.length === 0) {
+    const { project, pool, started } = acceptance;
+    const { reserved, kept } = await acceptLoneCall(
+      ctx.sql,
+      { project, pool, ...lone },
+      acceptance,
+      started,
+    );
+    return { refusals: [refusalOf(reserved)], accepted: kept };
   }
   return ctx.sql.begin(async (tx) => {
     const metered = acceptance.calls.some((call) => call.holds.length > 0);
