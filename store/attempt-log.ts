@@ -9,7 +9,13 @@ import { type CircuitOutcome, circuitOutcomes } from "../core/circuit.ts";
 import { answeredStatus } from "../core/delivery.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import { lockCircuits, recordCircuitOutcome, recordSuccesses } from "./circuits.ts";
-import { type Charge, chargeDeliveries, releaseDeliveryHolds } from "./credits.ts";
+import {
+  balancesAfter,
+  type Charge,
+  ledgerCharges,
+  noteEmptiedPools,
+  releaseDeliveryHolds,
+} from "./credits.ts";
 import type { Queryable, Transaction } from "./db.ts";
 import { freeFlowSlots } from "./flow.ts";
 import {
@@ -125,6 +131,60 @@ export async function endAttempts(
   tx: Transaction,
   ends: readonly AttemptEnd[],
 ): Promise<AttemptEnded[]> {
+  const charges = ends.filter((e) => e.statusCode !== null).map((e) => e.charge);
+  const settled = ends.filter((e) => e.finishing === "settled");
+  // A 2xx landing after its request was cancelled (a stray attempt) still wins.
+  const stray = ends.filter((e) => !e.finishing && answeredStatus(e.statusCode) === "delivered");
+  const told = ends.filter((e) => e.finishing && e.finishing !== "settled");
+  // A failure moves its circuit statement by statement, rows it may insert among them: those go
+  // first and alone, so the circuits' locks still come before the pools'.
+  const moves = circuitOutcomes(
+    ends.map((e) => ({ targetId: e.charge.targetId, outcome: e.circuit })),
+  );
+  const moved = moves.moving.length > 0 ? await moveCircuits(tx, ends, moves) : null;
+  // No statement below takes what another answers, so they go as one pipeline: a round trip,
+  // not one each. Each is an async call that reaches its statement at once, so they are sent in
+  // this order and Postgres runs them in it: the attempts before the statuses read from them,
+  // the circuits before the charges, since a charge that empties its pool records a change,
+  // which must be the transaction's last lock taken (store/changes.ts).
+  const [, circuits, , charged, balances, , statuses] = await Promise.all([
+    recordEnds(tx, ends),
+    moved ?? moveCircuits(tx, ends, moves),
+    freeFlowSlots(
+      tx,
+      ends.filter((e) => e.freesFlowSlot).map((e) => e.charge),
+    ),
+    ledgerCharges(tx, charges),
+    balancesAfter(tx, charges),
+    releaseDeliveryHolds(
+      tx,
+      ends
+        .filter((e) => e.finishing === "settled" || (e.statusCode === null && e.lastTry))
+        .map((e) => e.charge),
+    ),
+    settleStatuses(
+      tx,
+      settled.map((e) => e.charge.requestId),
+    ),
+    settleStatuses(
+      tx,
+      stray.map((e) => e.charge.requestId),
+      tx`and r.status = 'cancelled'`,
+    ),
+    setStatuses(tx, told),
+  ]);
+  await noteEmptiedPools(tx, charged, balances);
+  return ends.map((e, i) => ({
+    status:
+      e.finishing === "settled"
+        ? (statuses.get(e.charge.requestId) ?? "failed")
+        : (e.finishing as RequestStatus | undefined),
+    circuit: circuits[i] ?? null,
+  }));
+}
+
+/** The attempts' outcomes, each in its row. */
+async function recordEnds(tx: Transaction, ends: readonly AttemptEnd[]): Promise<void> {
   await tx`
     update attempts a set status_code = e.status_code, latency_ms = e.latency_ms, error = e.error,
       response_headers = e.headers::jsonb, response_body = decode(e.body, 'base64'),
@@ -137,50 +197,16 @@ export async function endAttempts(
       ${ends.map((e) => (e.answer ? String(e.answer.truncated) : null))}::text[])
       as e (id, status_code, latency_ms, error, headers, body, truncated)
     where a.id = e.id`;
-  // The circuits before the charges: a charge that empties its pool records a change, which
-  // must be the transaction's last lock taken (store/changes.ts).
-  const circuits = await moveCircuits(tx, ends);
-  await freeFlowSlots(
-    tx,
-    ends.filter((e) => e.freesFlowSlot).map((e) => e.charge),
-  );
-  await chargeDeliveries(
-    tx,
-    ends.filter((e) => e.statusCode !== null).map((e) => e.charge),
-  );
-  const settled = ends.filter((e) => e.finishing === "settled");
-  await releaseDeliveryHolds(
-    tx,
-    ends
-      .filter((e) => e.finishing === "settled" || (e.statusCode === null && e.lastTry))
-      .map((e) => e.charge),
-  );
-  const statuses = await settleStatuses(
-    tx,
-    settled.map((e) => e.charge.requestId),
-  );
-  // A 2xx landing after its request was cancelled (a stray attempt) still wins.
-  const stray = ends.filter((e) => !e.finishing && answeredStatus(e.statusCode) === "delivered");
-  await settleStatuses(
-    tx,
-    stray.map((e) => e.charge.requestId),
-    tx`and r.status = 'cancelled'`,
-  );
-  const told = ends.filter((e) => e.finishing && e.finishing !== "settled");
-  if (told.length > 0) {
-    await tx`
-      update requests r set status = t.status, updated_at = now()
-      from unnest(${told.map((e) => e.charge.requestId)}::text[],
-        ${told.map((e) => e.finishing as string)}::text[]) as t (id, status)
-      where r.id = t.id`;
-  }
-  return ends.map((e, i) => ({
-    status:
-      e.finishing === "settled"
-        ? (statuses.get(e.charge.requestId) ?? "failed")
-        : (e.finishing as RequestStatus | undefined),
-    circuit: circuits[i] ?? null,
-  }));
+}
+
+/** The statuses of requests the ends' callers know (`finishing`, not "settled"). */
+async function setStatuses(tx: Transaction, told: readonly AttemptEnd[]): Promise<void> {
+  if (told.length === 0) return;
+  await tx`
+    update requests r set status = t.status, updated_at = now()
+    from unnest(${told.map((e) => e.charge.requestId)}::text[],
+      ${told.map((e) => e.finishing as string)}::text[]) as t (id, status)
+    where r.id = t.id`;
 }
 
 /**
@@ -191,10 +217,8 @@ export async function endAttempts(
 async function moveCircuits(
   tx: Transaction,
   ends: readonly AttemptEnd[],
+  { succeededOnly, moving, targets }: ReturnType<typeof circuitOutcomes>,
 ): Promise<("opened" | "recovered" | null)[]> {
-  const { succeededOnly, moving, targets } = circuitOutcomes(
-    ends.map((e) => ({ targetId: e.charge.targetId, outcome: e.circuit })),
-  );
   if (moving.length > 0) await lockCircuits(tx, targets);
   const recovered = await recordSuccesses(tx, succeededOnly);
   const moved: ("opened" | "recovered" | null)[] = ends.map(() => null);

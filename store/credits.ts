@@ -226,8 +226,34 @@ export function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
  * pools are locked in (project, pool) order, so two sets of charges never wait in a circle.
  */
 export async function chargeDeliveries(tx: Transaction, charges: readonly Charge[]): Promise<void> {
-  if (charges.length === 0) return;
-  const charged = await tx<{ projectId: string; pool: KeyMode; credits: string }[]>`
+  const [charged, balances] = await Promise.all([
+    ledgerCharges(tx, charges),
+    balancesAfter(tx, charges),
+  ]);
+  await noteEmptiedPools(tx, charged, balances);
+}
+
+/** What `ledgerCharges` took from each pool. */
+export interface PoolCharge {
+  projectId: string;
+  pool: KeyMode;
+  credits: string;
+}
+
+/** The pools' balances, read after the charges before it in the transaction. */
+export interface PoolBalance {
+  projectId: string;
+  pool: KeyMode;
+  balance: string;
+}
+
+/** `chargeDeliveries`'s first statement: the charges written, the holds they replace gone. */
+export async function ledgerCharges(
+  tx: Transaction,
+  charges: readonly Charge[],
+): Promise<PoolCharge[]> {
+  if (charges.length === 0) return [];
+  const charged = await tx<PoolCharge[]>`
     with released as (
       delete from credit_holds h
       using unnest(${charges.map((c) => c.requestId)}::text[],
@@ -247,16 +273,38 @@ export async function chargeDeliveries(tx: Transaction, charges: readonly Charge
       returning project_id, pool, -amount as credits
     )
     select project_id, pool, sum(credits) as credits from ledgered group by project_id, pool`;
-  if (charged.length === 0) return;
-  // The inserts' trigger (migration 007) moved each pool's balance and holds its row until
-  // commit, so this is the balance after every charge before these.
-  const pools = await tx<{ projectId: string; pool: KeyMode; balance: string }[]>`
-    select project_id, pool, balance from credit_pools
-    where (project_id, pool) in (
-      select * from unnest(${charged.map((c) => c.projectId)}::text[],
-        ${charged.map((c) => c.pool)}::text[]))
-    order by project_id, pool`;
-  for (const pool of pools) {
+  return charged;
+}
+
+/**
+ * The balances of the charges' pools: sent after `ledgerCharges` in the same transaction, it
+ * reads them after the charges. The inserts' trigger (migration 007) moved each pool's balance
+ * and holds its row until commit, so this is the balance after every charge before these.
+ */
+export async function balancesAfter(
+  tx: Transaction,
+  charges: readonly Charge[],
+): Promise<PoolBalance[]> {
+  if (charges.length === 0) return [];
+  const balances = await tx<PoolBalance[]>`
+    select c.project_id, c.pool, c.balance from credit_pools c join projects p on p.id = c.project_id
+    where (p.slug, c.pool) in (
+      select * from unnest(${charges.map((c) => c.project)}::text[],
+        ${charges.map((c) => c.pool)}::text[]))
+    order by c.project_id, c.pool`;
+  return balances;
+}
+
+/**
+ * `chargeDeliveries`'s end: a pool that `charged` emptied goes on the change feed. Its lock must
+ * be the transaction's last (store/changes.ts).
+ */
+export async function noteEmptiedPools(
+  tx: Transaction,
+  charged: readonly PoolCharge[],
+  balances: readonly PoolBalance[],
+): Promise<void> {
+  for (const pool of balances) {
     const credits = Number(
       charged.find((c) => c.projectId === pool.projectId && c.pool === pool.pool)?.credits ?? 0,
     );

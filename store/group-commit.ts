@@ -7,10 +7,13 @@
  * fails is written again item by item, so one bad item fails alone and the others commit.
  */
 import { grouped } from "../core/grouped.ts";
-import type { Sql, Transaction } from "./db.ts";
+import type { Queryable, Sql, Transaction } from "./db.ts";
 
 /** Writes `items` in `tx`; answers each one's answer, in order. */
 export type WriteSet<Item, Answer> = (tx: Transaction, items: Item[]) => Promise<Answer[]>;
+
+/** A write set that is one statement, atomic on its own: it needs no transaction around it. */
+export type WriteStatement<Item, Answer> = (sql: Queryable, items: Item[]) => Promise<Answer[]>;
 
 /** At most this many items share one commit, so a long queue still commits as it goes. */
 const MAX_GROUP = 64;
@@ -19,12 +22,15 @@ type Outcome<Answer> = { ok: true; value: Answer } | { ok: false; error: unknown
 
 export function groupCommit<Item, Answer>(
   sql: Sql,
-  write: WriteSet<Item, Answer>,
+  write: WriteSet<Item, Answer> | { statement: WriteStatement<Item, Answer> },
 ): (item: Item) => Promise<Answer> {
+  // One statement commits on its own: no begin and commit, two round trips fewer.
+  const written = (items: Item[]) =>
+    "statement" in write
+      ? write.statement(sql, items)
+      : (sql.begin((tx) => write(tx, items)) as Promise<Answer[]>);
   const committed = (items: Item[]): Promise<Outcome<Answer>[]> =>
-    (sql.begin((tx) => write(tx, items)) as Promise<Answer[]>).then((answers) =>
-      answers.map((value) => ({ ok: true, value })),
-    );
+    written(items).then((answers) => answers.map((value) => ({ ok: true, value })));
   const together = grouped<Item, Outcome<Answer>>({
     maxItems: MAX_GROUP,
     async run(_, items) {

@@ -3,7 +3,7 @@
  * the next set; one that fails is rolled back alone; each caller is answered after its commit.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { Transaction } from "../store/db.ts";
+import type { Queryable } from "../store/db.ts";
 import { connect } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import { stack } from "./helpers.ts";
@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 /** Writes items as one set, each row stamped with its transaction; 7 and up to 1,000 never write. */
-const writeSet = (calls: number[][]) => async (tx: Transaction, items: number[]) => {
+const writeSet = (calls: number[][]) => async (tx: Queryable, items: number[]) => {
   calls.push(items);
   if (items.includes(7)) throw new Error("item 7 fails");
   await tx`insert into ${sql(table)} select n, txid_current() from unnest(${items}::int[]) as n`;
@@ -55,4 +55,21 @@ test("a set that fails is written again item by item: the bad item fails alone, 
   ]);
   expect((await rowsFrom(200)).map((r) => r.n)).toEqual([200, 201, 202, 203]);
   expect(calls).toEqual([[200], [201, 7, 202, 203], [201], [7], [202], [203]]);
+});
+
+test("a write set of one statement commits on its own: one statement per set, a bad item alone", async () => {
+  const calls: number[][] = [];
+  const write = groupCommit(sql, { statement: writeSet(calls) });
+  const items = [300, 301, 7, 302];
+  const outcomes = await Promise.allSettled(items.map((n) => write(n)));
+  expect(outcomes.map((o) => o.status)).toEqual([
+    "fulfilled",
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+  ]);
+  const rows = await rowsFrom(300);
+  expect(rows.map((r) => r.n)).toEqual([300, 301, 302]);
+  expect(calls).toEqual([[300], [301, 7, 302], [301], [7], [302]]);
+  expect(new Set(rows.map((r) => r.txid)).size).toBe(3);
 });

@@ -43,7 +43,7 @@ export function createActivities(deps: ActivityDeps) {
     signingKeysOf: signingKeys(sql, sealingKey),
     holdOf: (targetId) => circuits.targetHold(sql, targetId),
     // Attempts starting or ending together (a batch's, a busy worker's) share one commit.
-    startAttempt: groupCommit(sql, startAttempts),
+    startAttempt: groupCommit(sql, { statement: startAttempts }),
     endAttempt: groupCommit(sql, endAttempts),
   };
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
