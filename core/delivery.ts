@@ -2,6 +2,7 @@
  * What the edge hands the delivery workflow, and how a target's answer is classified. Plain JSON
  * only: it crosses Temporal's HTTP API and the workflow sandbox.
  */
+import type { CreditHold } from "./billing.ts";
 import type { LaneRef } from "./lanes.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "./model.ts";
 
@@ -246,7 +247,9 @@ export type SyncOutcome =
   | { kind: "unreachable"; error: string }
   | { kind: "too_large" }
   /** Not called: the project had its share of the worker's sync calls in flight. */
-  | { kind: "busy" };
+  | { kind: "busy" }
+  /** Not called: its pool had too few credits left for it (`SyncInput.holds`). */
+  | { kind: "refused" };
 
 /** How much of a target's answer body the request log keeps per attempt. */
 export const LOGGED_ANSWER_BYTES = 64 * 1024;
@@ -273,6 +276,12 @@ export interface SyncInput extends RequestInput {
   target: DeliveryTarget;
   /** Mixed mode: the async workflow owns the request's status; this one only logs its attempt. */
   ownsStatus: boolean;
+  /**
+   * The credits the worker reserves before it calls, for a call with no other target: its edge
+   * asked the control plane nothing, one round trip fewer on the caller's wait. Absent when the
+   * edge reserved (mixed mode) or the pool is unmetered.
+   */
+  holds?: CreditHold[];
 }
 
 /** A stream call as the edge starts it: the body and the caller's headers stay with the edge. */

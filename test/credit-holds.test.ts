@@ -10,6 +10,7 @@ import { CREDIT_UNIT_BYTES } from "../core/billing.ts";
 import { freePorts } from "../dev/ports.ts";
 import { connect } from "../store/db.ts";
 import { pruneRequestLog } from "../store/retention.ts";
+import { edgeCalls } from "./control-metrics.ts";
 import {
   api,
   eventually,
@@ -146,6 +147,27 @@ test("a delivered request is charged once, its hold turned into the charge; a sy
     expect((await finishedLog(project, id)).status).toBe("delivered");
     expect(await livePool(project)).toEqual({ used: 2, remaining: 98, held: 0 });
   }
+});
+
+test("sync calls reserve in the worker, not through the control plane: a pool of 5 answers 5 of 8 calls and refuses 3 with 402, their target never called", async () => {
+  const ok = await target();
+  const p = await projectWithEndpoint([{ name: "s", targetUrl: ok.url, deliveryMode: "sync" }]);
+  await spendDownTo(sql, p.slug, 5);
+  const reservations = async () =>
+    (await edgeCalls("ReserveDeliveries")) + (await edgeCalls("ReserveDeliveriesBatch"));
+  const reservationsBefore = await reservations();
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: `{"n":${i}}`, edge: edges()[i % 2] }),
+    ),
+  );
+  expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 402, 402, 402]);
+  for (const refused of answers.filter((a) => a.status === 402)) {
+    expect(refused.json().error.code).toBe("insufficient_credits");
+  }
+  expect(ok.received).toHaveLength(5);
+  expect(await livePool(p)).toEqual({ used: 100, remaining: 0, held: 0 });
+  expect(await reservations()).toBe(reservationsBefore);
 });
 
 test("a delivery cancelled between retries gives its hold back and is not charged", async () => {

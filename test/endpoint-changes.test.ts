@@ -4,25 +4,12 @@
  * and the project's other endpoints answer from its cache throughout. The control plane's own
  * metrics count the fetches.
  */
-import { request } from "undici";
 import { afterAll, expect, test } from "vitest";
-import { api, eventually, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { edgeCalls } from "./control-metrics.ts";
+import { api, eventually, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
 
 const sink = await targetServer();
 afterAll(() => sink.close());
-
-/** How many times the control plane answered this EdgeService RPC, by its metrics. */
-async function edgeCalls(method: string): Promise<number> {
-  const text = await (await request(`${stack().controlUrl}/metrics`)).body.text();
-  const series = text
-    .split("\n")
-    .filter((line) =>
-      line.startsWith(
-        `relay_control_calls_total{protocol="rpc",route="relay.v1.EdgeService/${method}"`,
-      ),
-    );
-  return series.reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
-}
 
 test("editing, renaming and deleting one endpoint refetches that endpoint alone; the others keep answering", async () => {
   const targets = [{ name: "sink", targetUrl: sink.url }];

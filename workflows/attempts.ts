@@ -32,6 +32,7 @@ import type { CallTarget } from "../core/target-request.ts";
 import { activeTrace } from "../core/tracing.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
+import { reserveCredits } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
@@ -122,12 +123,18 @@ export async function deliver(
 }
 
 /**
- * A sync call, whole: open the request, call the target once, log it, close the request. One
- * local activity, so the caller waits for one workflow task and no more; two commits, one of them
- * beside the call.
+ * A sync call, whole: reserve its credits when its edge did not, open the request, call the
+ * target once, log it, close the request. One local activity, so the caller waits for one
+ * workflow task and no more; two commits beside the reservation's, one of them beside the call.
  */
 export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncOutcome> {
-  const { target, headers, bodyBase64, ownsStatus, ...request } = input;
+  const { target, headers, bodyBase64, ownsStatus, holds = [], ...request } = input;
+  if (holds.length > 0) {
+    const { project, keyMode: pool, requestId } = request;
+    if (!(await reserveCredits(deps.sql, { project, pool, requestId, holds }))) {
+      return { kind: "refused" };
+    }
+  }
   const sent = await postToTarget(deps, {
     requestId: request.requestId,
     project: request.project,

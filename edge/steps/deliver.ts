@@ -34,19 +34,28 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const requestId = await requestIdOf(deps, call);
     const batched = deps.batch && batchedInput(deps, call, requestId.id, ordering);
     if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
-    const reserved = await reserveCall(deps, call, requestId.id);
+    // A call answered by its one sync target reserves in the worker, just before the target's
+    // call (SyncInput.holds): the caller's wait has no control-plane round trip.
+    const workerReserves = syncAlone(call);
+    const reserved = workerReserves ? null : await reserveCall(deps, call, requestId.id);
     // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
     const pending = new Set(call.endpoint.targets.map((t) => t.id));
     const handedOn = (targets: readonly { id: string }[]) => {
       for (const target of targets) pending.delete(target.id);
     };
     try {
-      return await relayCall(deps, call, requestId, ordering, handedOn);
+      return await relayCall(deps, call, requestId, ordering, handedOn, workerReserves);
     } catch (error) {
-      reserved.release([...pending]);
+      reserved?.release([...pending]);
       throw error;
     }
   };
+}
+
+/** The call's one target is sync, and it is not delayed. */
+function syncAlone(call: Received): boolean {
+  const [only, ...others] = call.endpoint.targets;
+  return only?.deliveryMode === "sync" && others.length === 0 && !call.notBefore;
 }
 
 /** The call's input when it may share a batch (../batcher.ts): immediate, to async targets only. */
@@ -108,13 +117,17 @@ async function requestIdOf(
   return { id: requestId, bodyTag };
 }
 
-/** The call, its id chosen and its reservation made; `handedOn` told of each target queued. */
+/**
+ * The call, its id chosen and its reservation made (or left to the worker); `handedOn` told of
+ * each target queued.
+ */
 async function relayCall(
   deps: EdgeDeps,
   call: Received,
   { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
   ordering: LaneRef | undefined,
   handedOn: (targets: readonly { id: string }[]) => void,
+  workerReserves: boolean,
 ): Promise<Response> {
   const { endpoint } = call;
   // A failed delivery's answer names the request too, so its log entry can be found.
@@ -164,7 +177,12 @@ async function relayCall(
     queued,
     deps.temporal
       .runSync(
-        { ...request, target: answering, ownsStatus: !queued },
+        {
+          ...request,
+          target: answering,
+          ownsStatus: !queued,
+          ...(workerReserves && { holds: reservationOf(call, requestId).holds }),
+        },
         call.request.signal,
         call.trace,
         bodyTag,
@@ -174,7 +192,7 @@ async function relayCall(
     await queued?.catch(() => {}); // whether the async targets were handed on after all
     throw error;
   });
-  return syncAnswer(outcome, call.responseHeaders, requestId);
+  return syncAnswer(outcome, call, requestId);
 }
 
 /**
@@ -194,7 +212,8 @@ function tooManySync(relayHeaders: Headers): RelayError {
 }
 
 /** The sync target's own status, body and safe headers; or why there is none. */
-function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: string): Response {
+function syncAnswer(outcome: SyncOutcome, call: Received, requestId: string): Response {
+  const relayHeaders = call.responseHeaders;
   switch (outcome.kind) {
     case "answered": {
       const headers = answerHeaders(new Headers(outcome.headers), relayHeaders, requestId);
@@ -210,6 +229,8 @@ function syncAnswer(outcome: SyncOutcome, relayHeaders: Headers, requestId: stri
       throw new RelayError("target_unreachable", "the sync target's answer was over 1 MiB");
     case "busy":
       throw tooManySync(relayHeaders);
+    case "refused":
+      throw refusalError(call.key.mode, { code: "insufficient_credits" });
   }
 }
 
