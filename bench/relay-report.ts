@@ -62,9 +62,11 @@ export interface SyncResults {
   paths: Record<string, { latency: WrkResult; throughput: WrkResult }>;
   /** Bare one-local-activity workflows completed per second by as many starters. */
   ceilingPerSecond: number;
+  /** One such workflow at a time, start to result (issue 27: sync may add at most 5 ms more). */
+  bareOneAtATimeP50Ms: number;
 }
 
-export function printSync({ paths, ceilingPerSecond }: SyncResults) {
+export function printSync({ paths, ceilingPerSecond, bareOneAtATimeP50Ms }: SyncResults) {
   const f = (n: number) => n.toFixed(2);
   const base = paths.direct?.latency as WrkResult;
   console.log(`\n(a) sync, 1 connection for latency, ${connections} for throughput (wrk)\n`);
@@ -82,6 +84,13 @@ export function printSync({ paths, ceilingPerSecond }: SyncResults) {
     `| bare one-local-activity workflows, ${connections} starters (ceiling) | | | | | ${Math.round(ceilingPerSecond)} | |`,
   );
   console.log(`| ratio (edge / ceiling) | | | | | ${f(edge / ceilingPerSecond)}x | |`);
+  const edgeAdded = (paths["edge (sync via Temporal)"]?.latency.p50Ms ?? 0) - base.p50Ms;
+  console.log(
+    `| bare one-local-activity workflow, one at a time, start to result | ${f(bareOneAtATimeP50Ms)} | | | | | |`,
+  );
+  console.log(
+    `| edge's added p50 less the bare workflow's (issue 27: at most 5 ms) | | | ${f(edgeAdded - bareOneAtATimeP50Ms)} | | | |`,
+  );
 }
 
 export interface SustainedDelivery {

@@ -120,7 +120,7 @@ await runBench(async (cleanup) => {
   }
 
   // (a) sync: latency at one connection, throughput at sixteen beside the bare ceiling.
-  const sync: SyncResults = { paths: {}, ceilingPerSecond: 0 };
+  const sync: SyncResults = { paths: {}, ceilingPerSecond: 0, bareOneAtATimeP50Ms: 0 };
   for (const [name, url, host] of only && only !== "sync"
     ? []
     : ([
@@ -137,6 +137,10 @@ await runBench(async (cleanup) => {
   if (!only || only === "sync") {
     const bare = await completedPerSecond(client, "oneLocalActivity", connections, seconds);
     sync.ceilingPerSecond = bare.perSecond;
+    // Issue 27's yardstick: one bare workflow at a time, start to result, as wrk's one connection.
+    sync.bareOneAtATimeP50Ms = (
+      await completedPerSecond(client, "oneLocalActivity", 1, seconds)
+    ).p50Ms;
   }
 
   if (only === "sync") {
