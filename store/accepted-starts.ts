@@ -95,14 +95,22 @@ export async function forgetStarts(q: Queryable, workflowIds: readonly string[])
 }
 
 /**
- * Starts past their due time, claimed for this sweep: each is due again only after the claim, so
- * sweeps of several control planes make each once (and Temporal deduplicates a start anyway).
+ * Starts past their due time, claimed for this sweep, the projects' in turn: each project's
+ * oldest first, then each one's second, so one project's backlog (a long outage of Temporal)
+ * does not hold back another's first start. Each is due again only after the claim, so sweeps of
+ * several control planes make each once: a sweep that waited on another's claim finds the row no
+ * longer due (and Temporal deduplicates a start anyway).
  */
-export async function claimDueStarts(sql: Sql, limit: number): Promise<AcceptedStart[]> {
-  return sql<AcceptedStart[]>`
+export async function claimDueStarts(q: Queryable, limit: number): Promise<AcceptedStart[]> {
+  return q<AcceptedStart[]>`
     update accepted_starts s set due_at = now() + make_interval(secs => ${CLAIM_SECONDS})
-    from (select workflow_id from accepted_starts where due_at <= now()
-      order by due_at limit ${limit} for update skip locked) due
-    where s.workflow_id = due.workflow_id
+    from (
+      select workflow_id from (
+        select workflow_id, due_at,
+          row_number() over (partition by project_id order by due_at, workflow_id) as turn
+        from accepted_starts where due_at <= now()
+      ) ranked order by turn, due_at limit ${limit}
+    ) due
+    where s.workflow_id = due.workflow_id and s.due_at <= now()
     returning s.workflow_id, s.start`;
 }

@@ -10,10 +10,12 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
 import { EdgeService, ReserveRefusal } from "../gen/relay/v1/edge_pb.ts";
 import { KeyMode } from "../gen/relay/v1/keys_pb.ts";
+import { claimDueStarts } from "../store/accepted-starts.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
   cuttableProxy,
+  eventually,
   extraEdge,
   finishedLog,
   memberClient,
@@ -153,4 +155,49 @@ test("a lone call's acceptance keeps its holds and its start together, or neithe
   expect((await accept("req_lone_c", 1, ["req_lone_a"])).accepted).toBe(true);
   expect(await kept()).toEqual(["req_lone_c"]);
   expect(await held()).toEqual(["req_lone_a", "req_lone_c"]);
+});
+
+test("a sweep claims the projects' due starts in turn: one project's backlog does not hold back another's first", async () => {
+  /** Carries what was claimed out of the transaction, which it rolls back. */
+  class Claimed extends Error {
+    constructor(readonly ids: string[]) {
+      super("rolled back");
+    }
+  }
+  const claimed = await sql
+    .begin(async (tx) => {
+      await tx`delete from accepted_starts`;
+      const keep = (id: string, project: string, minutesAgo: number) => tx`
+        insert into accepted_starts (workflow_id, project_id, request_ids, start, due_at)
+        values (${id}, ${project}, ${[id]}::text[], ${new Uint8Array()},
+          now() - make_interval(mins => ${minutesAgo}))`;
+      for (let i = 0; i < 10; i++) await keep(`backlog_${i}`, "prj_backlog", 60 - i);
+      await keep("quiet_0", "prj_quiet", 5);
+      await keep("quiet_1", "prj_quiet", 4);
+      await keep("later_0", "prj_later", -1);
+      throw new Claimed((await claimDueStarts(tx, 5)).map((start) => start.workflowId));
+    })
+    .catch((error: unknown) => (error instanceof Claimed ? error.ids : Promise.reject(error)));
+  expect(claimed.sort()).toEqual(["backlog_0", "backlog_1", "backlog_2", "quiet_0", "quiet_1"]);
+});
+
+test("a kept start Temporal refuses as malformed is forgotten by the sweep, not tried forever", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const accepted = await edge.acceptCalls({
+    project: p.slug,
+    keyMode: KeyMode.LIVE,
+    calls: [{ requestId: "req_malformed", holds: [] }],
+    workflowId: "req_malformed",
+    start: new TextEncoder().encode("{}"),
+    started: [],
+  });
+  expect(accepted.accepted).toBe(true);
+  const kept = () =>
+    sql`select 1 from accepted_starts where workflow_id = 'req_malformed'`.then(
+      (rows) => rows.length,
+    );
+  expect(await kept()).toBe(1);
+  // Its grace (5 s), then the sweep's next round (every 2 s): Temporal answers 400.
+  await eventually(async () => (await kept()) === 0, 20_000);
 });
