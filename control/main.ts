@@ -27,6 +27,7 @@ const clock = await devClock(sql, config.RELAY_DEV_CLOCK);
 const notifier = changeNotifier(sql);
 // The payload codec's keys: the codec endpoint opens with them, and edges get them.
 const payloadKeys = await derivePayloadKeys(payloadSecretsFrom(config));
+const payloadCipher = await PayloadCipher.fromKeys(payloadKeys, nodeAesGcm);
 await notifier.ready;
 // Connected on first use; a connect that failed (Temporal down) is tried again next time.
 let temporal: Promise<Client> | undefined;
@@ -48,6 +49,7 @@ const server = createControlServer(
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
       payloadKeys,
+      payloadCipher,
       maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
       initialCredits: config.RELAY_INITIAL_CREDITS,
       projectLimits: projectLimitsOf(config),
@@ -66,7 +68,7 @@ const server = createControlServer(
     },
     credentials: await credentialsFrom(config),
     codec: {
-      cipher: await PayloadCipher.fromKeys(payloadKeys, nodeAesGcm),
+      cipher: payloadCipher,
       sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),
       operatorTokenHashes: await Promise.all(operatorTokens.map(hashSecret)),
       uiOrigin: new URL(config.RELAY_TEMPORAL_UI_URL).origin,

@@ -7,12 +7,7 @@
 import type { Client } from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import type { DeliveryBatch, DeliveryInput } from "../../core/delivery.ts";
-import {
-  jsonPayloadValue,
-  PayloadCipher,
-  type PayloadJson,
-  payloadFromJson,
-} from "../../core/payload-codec.ts";
+import { jsonPayloadValue, type PayloadJson, payloadFromJson } from "../../core/payload-codec.ts";
 import { BATCH_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import { keptStartOf } from "../../store/accepted-starts.ts";
@@ -104,7 +99,7 @@ export async function anyBatchInput(
  * start, or the sweep is about to), from its kept start; undefined when none is kept.
  */
 export async function keptInput(
-  ctx: Pick<Ctx, "sql" | "payloadKeys">,
+  ctx: Pick<Ctx, "sql" | "payloadCipher">,
   projectId: string,
   requestId: string,
 ): Promise<DeliveryInput | undefined> {
@@ -115,8 +110,7 @@ export async function keptInput(
   };
   const [sealed] = input?.payloads ?? [];
   if (!sealed) return undefined;
-  const cipher = await PayloadCipher.fromKeys(ctx.payloadKeys);
-  const [payload] = await cipher.decode([payloadFromJson(sealed)]);
+  const [payload] = await ctx.payloadCipher.decode([payloadFromJson(sealed)]);
   const value = jsonPayloadValue(payload) as DeliveryInput | DeliveryBatch;
   return "requests" in value ? value.requests.find((r) => r.requestId === requestId) : value;
 }

@@ -3,7 +3,7 @@ import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { ProjectLimits } from "../../core/limits.ts";
 import type { Plan, Role } from "../../core/model.ts";
-import type { PayloadKey } from "../../core/payload-codec.ts";
+import type { PayloadCipher, PayloadKey } from "../../core/payload-codec.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
 import type { Sql } from "../../store/db.ts";
@@ -19,6 +19,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** The payload codec's keys, newest first, for the edges (core/payload-codec.ts). */
   payloadKeys: PayloadKey[];
+  /** Those keys imported once: what opens a start kept for the sweep (a read by request id). */
+  payloadCipher: PayloadCipher;
   /** The edges' cap on an inbound body (RELAY_MAX_BODY_BYTES): a body sent again keeps to it. */
   maxBodyBytes: number;
   /** Credits a new project starts with in each metered pool. */
