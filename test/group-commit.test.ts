@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Queryable } from "../store/db.ts";
 import { connect } from "../store/db.ts";
-import { groupCommit } from "../store/group-commit.ts";
+import { groupCommit, type WriteStatement } from "../store/group-commit.ts";
 import { stack } from "./helpers.ts";
 
 const sql = connect(stack().databaseUrl, { max: 4 });
@@ -41,35 +41,37 @@ test("items arriving together are written as one set in one commit, each answere
   expect(new Set((await rowsFrom(100)).map((r) => r.txid)).size).toBe(2);
 });
 
-test("a set that fails is written again item by item: the bad item fails alone, the others commit", async () => {
-  const calls: number[][] = [];
-  const write = groupCommit(sql, writeSet(calls));
-  const items = [200, 201, 7, 202, 203];
-  const outcomes = await Promise.allSettled(items.map((n) => write(n)));
-  expect(outcomes.map((o) => o.status)).toEqual([
-    "fulfilled",
-    "fulfilled",
-    "rejected",
-    "fulfilled",
-    "fulfilled",
-  ]);
-  expect((await rowsFrom(200)).map((r) => r.n)).toEqual([200, 201, 202, 203]);
-  expect(calls).toEqual([[200], [201, 7, 202, 203], [201], [7], [202], [203]]);
-});
-
-test("a write set of one statement commits on its own: one statement per set, a bad item alone", async () => {
-  const calls: number[][] = [];
-  const write = groupCommit(sql, { statement: writeSet(calls) });
-  const items = [300, 301, 7, 302];
-  const outcomes = await Promise.allSettled(items.map((n) => write(n)));
-  expect(outcomes.map((o) => o.status)).toEqual([
-    "fulfilled",
-    "fulfilled",
-    "rejected",
-    "fulfilled",
-  ]);
-  const rows = await rowsFrom(300);
-  expect(rows.map((r) => r.n)).toEqual([300, 301, 302]);
-  expect(calls).toEqual([[300], [301, 7, 302], [301], [7], [302]]);
-  expect(new Set(rows.map((r) => r.txid)).size).toBe(3);
-});
+test.each([
+  ["in a transaction", 200, (write: WriteStatement<number, number>) => write],
+  [
+    "as one statement, which commits on its own",
+    300,
+    (write: WriteStatement<number, number>) => ({ statement: write }),
+  ],
+])(
+  "a set written %s that fails is written again item by item: the bad item fails alone, the others commit",
+  async (_, from, shape) => {
+    const calls: number[][] = [];
+    const write = groupCommit(sql, shape(writeSet(calls)));
+    const items = [from, from + 1, 7, from + 2, from + 3];
+    const outcomes = await Promise.allSettled(items.map((n) => write(n)));
+    expect(outcomes.map((o) => o.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    const rows = await rowsFrom(from);
+    expect(rows.map((r) => r.n)).toEqual([from, from + 1, from + 2, from + 3]);
+    expect(new Set(rows.map((r) => r.txid)).size).toBe(4);
+    expect(calls).toEqual([
+      [from],
+      [from + 1, 7, from + 2, from + 3],
+      [from + 1],
+      [7],
+      [from + 2],
+      [from + 3],
+    ]);
+  },
+);
