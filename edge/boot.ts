@@ -18,6 +18,7 @@ import type { EdgeDeps } from "./deps.ts";
 import { edgeTelemetry } from "./observability.ts";
 import { RateShares } from "./rate-shares.ts";
 import { groupedReservations } from "./reservations.ts";
+import { spareHolds } from "./spare-holds.ts";
 import { EdgeState } from "./state.ts";
 import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
@@ -51,8 +52,11 @@ export async function bootEdge(
   state: EdgeState;
   log: Logger;
   logError: EdgeDeps["logError"];
-  /** Flushes the spans still queued (none when traces are not exported). */
-  flushTraces(): Promise<void>;
+  /**
+   * After the last call: gives back the credits held ahead for streams, and flushes the spans
+   * still queued (none when traces are not exported).
+   */
+  finish(): Promise<void>;
 }> {
   const config = loadEdgeConfig(env);
   const tracing = startTracing(config, "relay-edge");
@@ -101,6 +105,10 @@ export async function bootEdge(
           logError: telemetry.logError,
         })
       : undefined;
+  const reserveDeliveries = groupedReservations(control);
+  const releaseDeliveries: EdgeDeps["releaseDeliveries"] = (project, requestId, targetIds) =>
+    control.releaseDeliveries(project, requestId, targetIds);
+  const newRequestId = () => newId("req");
   // A call of its own is a workflow of one request (the metric batches are counted against).
   const temporal: WorkflowStarter = {
     ...temporalStarts,
@@ -110,6 +118,12 @@ export async function bootEdge(
         return status;
       }),
   };
+  const spares = spareHolds({
+    reserve: reserveDeliveries,
+    release: releaseDeliveries,
+    newRequestId,
+    logError: telemetry.logError,
+  });
   const relay = createEdge({
     state,
     edgeDomain: config.RELAY_EDGE_DOMAIN,
@@ -126,9 +140,9 @@ export async function bootEdge(
       ),
     }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
-    reserveDeliveries: groupedReservations(control),
-    releaseDeliveries: (project, requestId, targetIds) =>
-      control.releaseDeliveries(project, requestId, targetIds),
+    reserveDeliveries,
+    releaseDeliveries,
+    spareHolds: spares,
     temporal,
     ...(batch && { batch }),
     recordStream: streamRecorder({
@@ -136,7 +150,7 @@ export async function bootEdge(
       logError: telemetry.logError,
       observe: telemetry.streamRecorded,
     }),
-    newRequestId: () => newId("req"),
+    newRequestId,
     maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
     bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,
     trustedProxies: config.RELAY_TRUSTED_PROXIES,
@@ -178,6 +192,9 @@ export async function bootEdge(
     state,
     log: telemetry.log,
     logError: telemetry.logError,
-    flushTraces: async () => tracing?.shutdown(),
+    finish: async () => {
+      await spares.stop();
+      await tracing?.shutdown();
+    },
   };
 }

@@ -10,6 +10,7 @@ import type { CallTarget } from "../core/target-request.ts";
 import type { Batch } from "./batcher.ts";
 import type { ControlPlane } from "./control.ts";
 import type { RateShares } from "./rate-shares.ts";
+import type { SpareHolds } from "./spare-holds.ts";
 import type { EdgeState } from "./state.ts";
 import type { WorkflowStarter } from "./temporal.ts";
 
@@ -34,6 +35,8 @@ export interface EdgeDeps {
   /** Holds a call's credits and a delayed call's place before it is queued (control plane). */
   reserveDeliveries: ControlPlane["reserveDeliveries"];
   releaseDeliveries: ControlPlane["releaseDeliveries"];
+  /** Stream calls' credit holds made one call ahead (./spare-holds.ts); without, each reserves. */
+  spareHolds?: SpareHolds;
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
   callTarget: CallTarget;
   newRequestId: () => string;

@@ -153,7 +153,7 @@ function callTarget(rules: TargetRules): CallTarget {
   };
 }
 
-const { config, handler, state, log, flushTraces } = await bootEdge(Deno.env.toObject(), {
+const { config, handler, state, log, finish } = await bootEdge(Deno.env.toObject(), {
   fetch,
   callTarget,
 });
@@ -188,7 +188,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     void server
       .shutdown()
       .then(() => released)
-      .then(flushTraces)
+      .then(finish)
       .finally(() => Deno.exit(0));
   });
 }

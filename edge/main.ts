@@ -5,7 +5,7 @@ import { machineAddresses, targetCaller, targetDispatcher } from "../platform/ta
 import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
-const { config, handler, state, log, logError, flushTraces } = await bootEdge(process.env, {
+const { config, handler, state, log, logError, finish } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
   pooledFetch,
   hashKey: sha256,
@@ -25,7 +25,7 @@ const shutdown = () => {
   // The lease goes back at once: calls still arriving while connections drain get 503, and a
   // caller's retry finds an edge that still follows the control plane's changes.
   const released = state.stop();
-  server.close(() => void released.then(flushTraces).finally(() => process.exit(0)));
+  server.close(() => void released.then(finish).finally(() => process.exit(0)));
 };
 process.once("SIGTERM", shutdown);
 process.once("SIGINT", shutdown);

@@ -22,6 +22,11 @@ export interface StreamCall {
   signingKeys: SigningKey[];
   /** The edge's span: the attempt's is its child. */
   trace: TraceContext;
+  /**
+   * Told once, when the answer's first chunk is on its way to the caller (or the answer ended
+   * or failed first): what can wait goes after the first byte.
+   */
+  answerBegun?: () => void;
 }
 
 /**
@@ -57,17 +62,21 @@ export async function proxyStream(
     timeoutBounds: "start",
     trace: call.trace,
   });
+  const answerBegun = call.answerBegun ?? (() => {});
   if ("failure" in sent) {
     const failure = callFailure(sent.failure);
+    answerBegun();
     record(null, 0, failure.logged);
     throw failure.answer;
   }
   const upstream = sent.answer;
   const headers = answerHeaders(upstream.headers, call.responseHeaders, requestId);
   const meter = new StreamMeter(upstream.headers.get("content-type"));
-  const body = metered(upstream.body, meter, (cut) =>
-    record(upstream.status, meter.finish(), cut ? "the stream was cut short" : null),
-  );
+  const body = metered(upstream.body, meter, {
+    begun: answerBegun,
+    ended: (cut) =>
+      record(upstream.status, meter.finish(), cut ? "the stream was cut short" : null),
+  });
   return new Response(body, { status: upstream.status, headers });
 }
 
@@ -87,20 +96,28 @@ function callFailure(failure: TargetFailure): { logged: string; answer: RelayErr
 }
 
 /**
- * The target's body passed on as it is, counted on the way; `onEnd` runs once, when it ends or
- * is cut short (the caller hung up, the target failed). A target's failure errors the stream,
- * so the caller's connection is cut too rather than ended as if the answer were whole.
+ * The target's body passed on as it is, counted on the way; `begun` runs once, after the first
+ * chunk was handed on (or at the end of a body without any), and `ended` once, when the body
+ * ends or is cut short (the caller hung up, the target failed). A target's failure errors the
+ * stream, so the caller's connection is cut too rather than ended as if the answer were whole.
  */
 function metered(
   body: AsyncIterable<Uint8Array> | null,
   meter: StreamMeter,
-  onEnd: (cut: boolean) => void,
+  on: { begun: () => void; ended: (cut: boolean) => void },
 ): ReadableStream<Uint8Array> | null {
+  let begun = false;
+  const begin = () => {
+    if (begun) return;
+    begun = true;
+    on.begun();
+  };
   let ended = false;
   const end = (cut: boolean) => {
     if (ended) return;
     ended = true;
-    onEnd(cut);
+    begin();
+    on.ended(cut);
   };
   if (!body) {
     end(false);
@@ -118,6 +135,7 @@ function metered(
         }
         meter.add(value);
         controller.enqueue(value);
+        begin();
       } catch (error) {
         controller.error(error);
         end(true);

@@ -9,6 +9,7 @@ import type { KeyMode } from "../../core/model.ts";
 import { waitingCapMessage } from "../../core/waiting.ts";
 import type { EdgeDeps } from "../deps.ts";
 import type { Received, Step } from "../pipeline.ts";
+import type { TakenSpare } from "../spare-holds.ts";
 
 /**
  * What the edge knows without asking: a key's credit pool the control plane reports empty takes
@@ -48,7 +49,6 @@ export async function reserveCall(
 ): Promise<Reserved> {
   const reservation = reservationOf(call, requestId);
   if (reservation.holds.length === 0 && !call.notBefore) return nothingReserved;
-  const { project, pool } = reservation;
   const refusal = await deps.reserveDeliveries(reservation).catch((err: unknown) => {
     // An edge cut off from the control plane serves from its cache for its lease (its pools'
     // and held deliveries' flags, checked above): the call goes on without a reservation, so
@@ -57,7 +57,16 @@ export async function reserveCall(
     return "unreserved" as const;
   });
   if (refusal === "unreserved") return nothingReserved;
-  if (refusal) throw refusalError(pool, refusal);
+  if (refusal) throw refusalError(reservation.pool, refusal);
+  return reservedFor(deps, call.project, requestId);
+}
+
+/** A request's reservation, made: what is not queued after all goes back. */
+export function reservedFor(
+  deps: Pick<EdgeDeps, "releaseDeliveries" | "logError">,
+  project: string,
+  requestId: string,
+): Reserved {
   return {
     release(targetIds) {
       if (targetIds.length === 0) return;
@@ -69,6 +78,21 @@ export async function reserveCall(
   };
 }
 
+/**
+ * A metered call to one stream target looks for the credit held ahead for it
+ * (../spare-holds.ts): its request id, when there is one, is the call's. Null for other calls.
+ */
+export async function spareHold(
+  deps: Pick<EdgeDeps, "spareHolds">,
+  call: Received,
+): Promise<TakenSpare | null> {
+  const [target, ...others] = call.endpoint.targets;
+  const pool = call.key.mode;
+  const streamAlone = target?.deliveryMode === "stream" && others.length === 0;
+  if (!deps.spareHolds || !streamAlone || !isMetered(call.projectState.plan, pool)) return null;
+  const [hold] = deliveryHolds([target], call.body.byteLength);
+  return hold ? deps.spareHolds.take(call.project, pool, hold) : null;
+}
 /** What a call holds: its deliveries' credits from a metered pool, a delayed call's place. */
 export function reservationOf(call: Received, requestId: string): CallReservation {
   const pool = call.key.mode;

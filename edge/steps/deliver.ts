@@ -20,7 +20,7 @@ import { type Batch, joinsBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
-import { refusalError, reservationOf, reserveCall } from "./credits.ts";
+import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from "./credits.ts";
 
 /**
  * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
@@ -31,22 +31,35 @@ import { refusalError, reservationOf, reserveCall } from "./credits.ts";
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
     const ordering = await orderingOf(call);
-    const requestId = await requestIdOf(deps, call);
+    // A stream call may find its credit held already, and its request id with it.
+    const spare = await spareHold(deps, call);
+    const heldAhead = spare?.requestId ?? null;
+    const requestId = heldAhead
+      ? { id: heldAhead, bodyTag: undefined }
+      : await requestIdOf(deps, call);
     const batched = deps.batch && batchedInput(deps, call, requestId.id, ordering);
     if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
     // A call answered by its one sync target reserves in the worker, just before the target's
     // call (SyncInput.holds): the caller's wait has no control-plane round trip.
     const workerReserves = syncAlone(call);
-    const reserved = workerReserves ? null : await reserveCall(deps, call, requestId.id);
+    const reserved = workerReserves
+      ? null
+      : heldAhead
+        ? reservedFor(deps, call.project, heldAhead)
+        : await reserveCall(deps, call, requestId.id);
     // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
     const pending = new Set(call.endpoint.targets.map((t) => t.id));
     const handedOn = (targets: readonly { id: string }[]) => {
       for (const target of targets) pending.delete(target.id);
     };
     try {
-      return await relayCall(deps, call, requestId, ordering, handedOn, workerReserves);
+      return await relayCall(deps, call, requestId, ordering, handedOn, {
+        workerReserves,
+        ...(spare && { answerBegun: spare.holdNext }),
+      });
     } catch (error) {
       reserved?.release([...pending]);
+      spare?.holdNext();
       throw error;
     }
   };
@@ -117,6 +130,14 @@ async function requestIdOf(
   return { id: requestId, bodyTag };
 }
 
+/** How a call's reservation was made, and what waits for its answer to begin. */
+interface Relaying {
+  /** Left to the worker (a sync call alone). */
+  workerReserves: boolean;
+  /** Told once a stream's answer began (../stream.ts `StreamCall.answerBegun`). */
+  answerBegun?: () => void;
+}
+
 /**
  * The call, its id chosen and its reservation made (or left to the worker); `handedOn` told of
  * each target queued.
@@ -127,7 +148,7 @@ async function relayCall(
   { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
   ordering: LaneRef | undefined,
   handedOn: (targets: readonly { id: string }[]) => void,
-  workerReserves: boolean,
+  { workerReserves, answerBegun }: Relaying,
 ): Promise<Response> {
   const { endpoint } = call;
   // A failed delivery's answer names the request too, so its log entry can be found.
@@ -169,6 +190,7 @@ async function relayCall(
       responseHeaders: call.responseHeaders,
       trace: call.trace,
       signingKeys: call.projectState.signingKeys.get(endpointName(endpoint)) ?? [],
+      ...(answerBegun && { answerBegun }),
     };
     return proxyStream(deps, streamCall, { ...record, target: answering, ownsStatus: !queued });
   }
