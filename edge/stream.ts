@@ -110,7 +110,8 @@ function metered(
   const begin = () => {
     if (begun) return;
     begun = true;
-    on.begun();
+    // On a timer: it runs once the adapter has written the head and first bytes.
+    setTimeout(on.begun, 0);
   };
   let ended = false;
   const end = (cut: boolean) => {
