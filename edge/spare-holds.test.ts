@@ -26,7 +26,7 @@ function controlPlane(answer: () => Promise<ReservationRefusal | null> = async (
 }
 
 /** A stream call of `project`'s: takes its spare, and its answer begins at once. */
-async function streamCall(spares: SpareHolds, project = "acme", target = "t") {
+async function streamCall(spares: SpareHolds, project = "acme", target = hold) {
   const taken = await spares.take(project, "live", target);
   taken.holdNext();
   return taken.requestId;
@@ -47,9 +47,9 @@ test("a target's first stream call finds no spare and has one held for the next,
   expect(await streamCall(spares)).toBe("req_1");
   await settled();
   expect(await streamCall(spares)).toBe("req_2");
-  // Another pool or target is another spare.
-  expect((await spares.take("acme", "test", "t")).requestId).toBeNull();
-  expect(await streamCall(spares, "acme", "u")).toBeNull();
+  // Another pool, target or size is another spare.
+  expect((await spares.take("acme", "test", hold)).requestId).toBeNull();
+  expect(await streamCall(spares, "acme", { targetId: "u", credits: 1 })).toBeNull();
   await spares.stop();
 });
 
@@ -58,12 +58,12 @@ test("the next spare is held only once the call's answer has begun", async () =>
   const spares = spareHolds(cp.options);
   await streamCall(spares);
   await settled();
-  const taken = await spares.take("acme", "live", "t");
+  const taken = await spares.take("acme", "live", hold);
   expect(taken.requestId).toBe("req_1");
   await settled();
   expect(cp.reserved).toHaveLength(1);
   // Meanwhile another call to the target reserves its own.
-  expect((await spares.take("acme", "live", "t")).requestId).toBeNull();
+  expect((await spares.take("acme", "live", hold)).requestId).toBeNull();
   taken.holdNext();
   taken.holdNext();
   await settled();
@@ -125,7 +125,7 @@ test("a spare whose call never began its answer is forgotten after the idle time
   const spares = spareHolds({ ...cp.options, idleMs: 60_000 });
   await streamCall(spares);
   await vi.advanceTimersByTimeAsync(1_000);
-  const hung = await spares.take("acme", "live", "t");
+  const hung = await spares.take("acme", "live", hold);
   expect(hung.requestId).toBe("req_1");
   await vi.advanceTimersByTimeAsync(80_000);
   hung.holdNext(); // too late: its spare was forgotten
@@ -156,8 +156,10 @@ test("stopping gives every spare back, and one held after the stop goes back as 
 test("spares are bounded per project and in all", async () => {
   const cp = controlPlane();
   const spares = spareHolds({ ...cp.options, maxPerProject: 2, maxSpares: 3 });
-  for (const target of ["a", "b", "c"]) await streamCall(spares, "acme", target);
-  for (const target of ["a", "b"]) await streamCall(spares, "other", target);
+  for (const target of ["a", "b", "c"])
+    await streamCall(spares, "acme", { targetId: target, credits: 1 });
+  for (const target of ["a", "b"])
+    await streamCall(spares, "other", { targetId: target, credits: 1 });
   await settled();
   expect(cp.reserved.map((r) => `${r.project}/${r.holds[0]?.targetId}`)).toEqual([
     "acme/a",

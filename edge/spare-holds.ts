@@ -1,12 +1,10 @@
 /**
- * Credit holds made one call ahead, for the calls a target answers itself (stream, sync). A
- * metered call holds its credits before its target is called (docs/api.md "Holds"), and asking
- * for them was a round trip on the caller's wait: the control plane's for a stream, before its
- * first byte; the database's in the worker for a sync call. So once such a target has had a
- * call, the edge holds one credit for the next, under a request id of its own making: that call
- * takes the hold and its request id and asks nothing, and once its answer is on its way the next
- * spare is held in the background. A call costing more than one credit (a sync call's body over
- * 64 KiB) reserves its own.
+ * Stream calls' credit holds, made one call ahead. A metered stream call holds its credit before
+ * its target is called (docs/api.md "Holds"), and asking the control plane for it was the one
+ * round trip on a stream's way to its first byte. So once a stream target has had a call, the
+ * edge holds the next call's credit ahead, under a request id of its own making: that call takes
+ * the hold and its request id and asks nothing, and once its first byte is out the next spare is
+ * held in the background.
  *
  * A spare is a hold like any other: it counts as held in the pool, and a pool that cannot fit it
  * gets none (its calls then reserve on their way, and are 402 when they do not fit). Bounded: one
@@ -14,6 +12,7 @@
  * `idleMs` goes back, as every spare does when the edge stops. One left by a lost edge is swept
  * like any orphan hold (store/retention.ts).
  */
+import type { CreditHold } from "../core/billing.ts";
 import type { KeyMode } from "../core/model.ts";
 import type { ControlPlane } from "./control.ts";
 
@@ -45,7 +44,7 @@ export interface SpareHolds {
    * A call's spare. One being held when the call comes is waited for: the edge does not reserve
    * the call's credit beside its own spare's, and so take more than its calls need.
    */
-  take(project: string, pool: KeyMode, targetId: string): Promise<TakenSpare>;
+  take(project: string, pool: KeyMode, hold: CreditHold): Promise<TakenSpare>;
   /** Gives every spare back, and holds no more. */
   stop(): Promise<void>;
 }
@@ -69,7 +68,7 @@ function once(run: () => void): () => void {
 interface Spare {
   project: string;
   pool: KeyMode;
-  targetId: string;
+  hold: CreditHold;
   /** The request id its hold is under; null once taken, until the next is held. */
   requestId: string | null;
   /** Settles when the next hold, being made, is answered. */
@@ -89,8 +88,8 @@ export function spareHolds(options: SpareHoldOptions): SpareHolds {
   let stopped = false;
 
   const giveBack = (spare: Spare, requestId: string) =>
-    options.release(spare.project, requestId, [spare.targetId]).catch((err: unknown) => {
-      options.logError({ err, requestId }, "a spare credit hold could not be given back");
+    options.release(spare.project, requestId, [spare.hold.targetId]).catch((err: unknown) => {
+      options.logError({ err, requestId }, "a spare stream hold could not be given back");
     });
 
   const forget = (key: string, spare: Spare) => {
@@ -104,9 +103,9 @@ export function spareHolds(options: SpareHoldOptions): SpareHolds {
   const holdNext = (key: string, spare: Spare) => {
     if (stopped || spares.get(key) !== spare) return; // swept while its call ran
     const requestId = options.newRequestId();
-    const { project, pool, targetId } = spare;
+    const { project, pool, hold } = spare;
     spare.holding = options
-      .reserve({ project, pool, requestId, holds: [{ targetId, credits: 1 }], notBefore: null })
+      .reserve({ project, pool, requestId, holds: [hold], notBefore: null })
       .then(
         (refusal) => {
           const current = !stopped && spares.get(key) === spare;
@@ -148,9 +147,9 @@ export function spareHolds(options: SpareHoldOptions): SpareHolds {
   (timer as { unref?: () => void }).unref?.();
 
   return {
-    async take(project, pool, targetId) {
+    async take(project, pool, hold) {
       if (stopped) return nothingTaken;
-      const key = `${project}\u0000${pool}\u0000${targetId}`;
+      const key = `${project}\u0000${pool}\u0000${hold.targetId}\u0000${hold.credits}`;
       const spare = spares.get(key);
       if (spare) {
         spare.usedAt = now();
@@ -160,14 +159,7 @@ export function spareHolds(options: SpareHoldOptions): SpareHolds {
       }
       const projectSpares = perProject.get(project) ?? 0;
       if (projectSpares >= maxPerProject || spares.size >= maxSpares) return nothingTaken;
-      const fresh: Spare = {
-        project,
-        pool,
-        targetId,
-        requestId: null,
-        holding: null,
-        usedAt: now(),
-      };
+      const fresh: Spare = { project, pool, hold, requestId: null, holding: null, usedAt: now() };
       spares.set(key, fresh);
       perProject.set(project, projectSpares + 1);
       return { requestId: null, holdNext: once(() => holdNext(key, fresh)) };

@@ -79,9 +79,8 @@ export function reservedFor(
 }
 
 /**
- * A metered call answered by its one target, stream or sync, looks for the credit held ahead for
- * it (../spare-holds.ts): its request id, when there is one, is the call's. Null for other calls:
- * one costing more than a credit, or whose Idempotency-Key makes its request id.
+ * A metered call to one stream target looks for the credit held ahead for it
+ * (../spare-holds.ts): its request id, when there is one, is the call's. Null for other calls.
  */
 export async function spareHold(
   deps: Pick<EdgeDeps, "spareHolds">,
@@ -89,14 +88,11 @@ export async function spareHold(
 ): Promise<TakenSpare | null> {
   const [target, ...others] = call.endpoint.targets;
   const pool = call.key.mode;
-  if (!deps.spareHolds || !target || target.deliveryMode === "async" || others.length > 0) {
-    return null;
-  }
-  const [hold] = reservationOf(call, "").holds;
-  if (hold?.credits !== 1 || call.idempotencyKey !== null) return null;
-  return deps.spareHolds.take(call.project, pool, target.id);
+  const streamAlone = target?.deliveryMode === "stream" && others.length === 0;
+  if (!deps.spareHolds || !streamAlone || !isMetered(call.projectState.plan, pool)) return null;
+  const [hold] = deliveryHolds([target], call.body.byteLength);
+  return hold ? deps.spareHolds.take(call.project, pool, hold) : null;
 }
-
 /** What a call holds: its deliveries' credits from a metered pool, a delayed call's place. */
 export function reservationOf(call: Received, requestId: string): CallReservation {
   const pool = call.key.mode;

@@ -31,7 +31,7 @@ import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
     const ordering = await orderingOf(call);
-    // A stream or sync call may find its credit held already, and its request id with it.
+    // A stream call may find its credit held already, and its request id with it.
     const spare = await spareHold(deps, call);
     const heldAhead = spare?.requestId ?? null;
     const requestId = heldAhead
@@ -39,10 +39,9 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       : await requestIdOf(deps, call);
     const batched = deps.batch && batchedInput(deps, call, requestId.id, ordering);
     if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
-    // A call answered by its one sync target and held nothing ahead reserves in the worker,
-    // just before the target's call (SyncInput.holds): the caller's wait has no control-plane
-    // round trip.
-    const workerReserves = syncAlone(call) && !heldAhead;
+    // A call answered by its one sync target reserves in the worker, just before the target's
+    // call (SyncInput.holds): the caller's wait has no control-plane round trip.
+    const workerReserves = syncAlone(call);
     const reserved = workerReserves
       ? null
       : heldAhead
@@ -135,10 +134,7 @@ async function requestIdOf(
 interface Relaying {
   /** Left to the worker (a sync call alone). */
   workerReserves: boolean;
-  /**
-   * Told once the answer began: a stream's first chunk is out (../stream.ts
-   * `StreamCall.answerBegun`), a sync call's outcome came back.
-   */
+  /** Told once a stream's answer began (../stream.ts `StreamCall.answerBegun`). */
   answerBegun?: () => void;
 }
 
@@ -213,11 +209,7 @@ async function relayCall(
         call.trace,
         bodyTag,
       )
-      .finally(() => {
-        syncSlot?.release();
-        // On a timer: after the answer is on its way to the caller.
-        if (answerBegun) setTimeout(answerBegun, 0);
-      }),
+      .finally(() => syncSlot?.release()),
   ]).catch(async (error: unknown) => {
     await queued?.catch(() => {}); // whether the async targets were handed on after all
     throw error;
