@@ -93,6 +93,7 @@ export async function spareHold(
   const [hold] = deliveryHolds([target], call.body.byteLength);
   return hold ? deps.spareHolds.take(call.project, pool, hold) : null;
 }
+
 /** What a call holds: its deliveries' credits from a metered pool, a delayed call's place. */
 export function reservationOf(call: Received, requestId: string): CallReservation {
   const pool = call.key.mode;
