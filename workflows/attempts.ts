@@ -21,6 +21,7 @@ import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
+import type { SigningKey } from "../core/signing.ts";
 import {
   readAnswer,
   readAnswerStart,
@@ -129,6 +130,7 @@ export async function deliver(
  */
 export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncOutcome> {
   const { target, headers, bodyBase64, ownsStatus, holds = [], ...request } = input;
+  const signing = signingOf(deps, target.id); // beside the reservation: one round trip, not two
   if (holds.length > 0) {
     const { project, keyMode: pool, requestId } = request;
     if (!(await reserveCredits(deps.sql, { project, pool, requestId, holds }))) {
@@ -136,6 +138,7 @@ export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promis
     }
   }
   const sent = await postToTarget(deps, {
+    signing: await signing,
     requestId: request.requestId,
     project: request.project,
     keyMode: request.keyMode,
@@ -161,6 +164,22 @@ interface Attempt extends DeliverInput {
   sync?: boolean;
   /** The request's status after this attempt, when it ends the request. */
   finishing?: (sent: Sent) => Finishing | undefined;
+  /** Its time and keys when read already (`signingOf`). */
+  signing?: Signing;
+}
+
+type Signing = { signedAt: Date; keys: Promise<SigningKey[]> };
+
+/**
+ * When an attempt is signed and the keys that sign it then, being read (so that the caller's
+ * next statement goes beside them): on the stack's clock (the dev clock's, under tests), as the
+ * edge signs streams and stamps requests, so the usage chart counts the attempt in that hour.
+ */
+async function signingOf(deps: AttemptDeps, targetId: string): Promise<Signing> {
+  const signedAt = await deps.now();
+  const keys = deps.signingKeysOf(targetId, signedAt);
+  keys.catch(() => {}); // awaited by the attempt; a failure is not unhandled meanwhile
+  return { signedAt, keys };
 }
 
 /**
@@ -174,10 +193,7 @@ async function postToTarget(
 ): Promise<Sent & { status: RequestStatus | undefined }> {
   const { requestId, target } = call;
   const body = await bodyOf(deps.sql, call);
-  // Signed and logged on the stack's clock (the dev clock's, under tests), as the edge signs
-  // streams and stamps requests: the usage chart counts an attempt in its hour by that clock.
-  const signedAt = await deps.now();
-  const signingKeys = await deps.signingKeysOf(target.id, signedAt);
+  const { signedAt, keys } = call.signing ?? (await signingOf(deps, target.id));
   const starting = deps.startAttempt({
     opening: call.opening && { ...call.opening, received: receivedOf(call, call.opening) },
     requestId,
@@ -187,6 +203,7 @@ async function postToTarget(
   starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
   // An async attempt is in the log before the call, so one lost with its worker shows.
   const attempt = call.sync ? 1 : (await starting).attempt;
+  const signingKeys = await keys;
   const started = performance.now();
   const called = await callAndRead(
     deps.callTarget,
