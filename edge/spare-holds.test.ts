@@ -47,7 +47,7 @@ test("a target's first stream call finds no spare and has one held for the next,
   expect(await streamCall(spares)).toBe("req_1");
   await settled();
   expect(await streamCall(spares)).toBe("req_2");
-  // Another pool, target or size is another spare.
+  // Another pool or target is another spare.
   expect((await spares.take("acme", "test", hold)).requestId).toBeNull();
   expect(await streamCall(spares, "acme", { targetId: "u", credits: 1 })).toBeNull();
   await spares.stop();

@@ -149,7 +149,8 @@ export function spareHolds(options: SpareHoldOptions): SpareHolds {
   return {
     async take(project, pool, hold) {
       if (stopped) return nothingTaken;
-      const key = `${project}\u0000${pool}\u0000${hold.targetId}\u0000${hold.credits}`;
+      // A stream target's hold is always the same (core/billing.ts `deliveryHolds`).
+      const key = `${project}\u0000${pool}\u0000${hold.targetId}`;
       const spare = spares.get(key);
       if (spare) {
         spare.usedAt = now();
