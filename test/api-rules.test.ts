@@ -98,10 +98,12 @@ test("an IP allowlist entry is an address or CIDR, and a notification URL is htt
   }
 });
 
-test("null is no body for a signing-secret rotation; no body at all takes the defaults", async () => {
+test("null or blanks are no body for a signing-secret rotation; no body at all takes the defaults", async () => {
   const target = [{ name: "t", targetUrl: "http://127.0.0.1:9/hook" }];
   await owner("POST", "/lines/v1/endpoints", { path: "signed", targets: target });
   const path = "/lines/v1/endpoints/signed/signing-secret/rotate";
-  expect((await owner("POST", path, "null")).status).toBe(400);
+  for (const body of ["null", " ", "\n"]) {
+    expect([body, (await owner("POST", path, body)).status]).toEqual([body, 400]);
+  }
   expect((await owner("POST", path)).status).toBe(201);
 });

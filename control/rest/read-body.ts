@@ -7,10 +7,13 @@ import { RelayError } from "../../core/errors.ts";
 import { readCapped, TOO_LARGE } from "../../core/read-capped.ts";
 import type { Req } from "../panel.ts";
 
-/** The body as JSON, at most `maxBytes` of it (`readText`); an empty body is `{}`. */
+/**
+ * The body as JSON, at most `maxBytes` of it (`readText`). No body at all is `{}`; blanks are
+ * not JSON, so they are refused like any other text that is not.
+ */
 export async function readJson(req: Req, maxBytes: number): Promise<unknown> {
   const text = await readText(req, maxBytes);
-  if (text.trim() === "") return {};
+  if (text === "") return {};
   try {
     return JSON.parse(text);
   } catch {
