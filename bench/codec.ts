@@ -16,7 +16,7 @@ import { Client, Connection } from "@temporalio/client";
 import { defaultPayloadConverter } from "@temporalio/common";
 import { request } from "undici";
 import { type Payload, PayloadCipher, SEALED_ENCODING, webAesGcm } from "../core/payload-codec.ts";
-import { nodeAesGcm } from "../platform/aes-gcm.ts";
+import { nodeAesGcm } from "../platform/node-crypto.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
 import { deliveredPerSecond } from "./delivery.ts";
 import { benchStack, followReceipts, processCpuMs, quick, runBench } from "./harness.ts";

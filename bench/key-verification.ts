@@ -11,9 +11,9 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { Agent, fetch as undiciFetch } from "undici";
 import { hashSecret } from "../core/secrets.ts";
 import type { Stack } from "../dev/stack.ts";
-import { sha256 } from "../edge/adapters/node.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import { EdgeState } from "../edge/state.ts";
+import { sha256 } from "../platform/node-crypto.ts";
 import { quick } from "./harness.ts";
 
 /** Calls per in-process measurement, and per control-plane RPC measurement. */

@@ -6,7 +6,7 @@ import { derivePayloadKeys, PayloadCipher } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
-import { nodeAesGcm } from "../platform/aes-gcm.ts";
+import { nodeAesGcm } from "../platform/node-crypto.ts";
 import { pooledFetch } from "../platform/pooled-fetch.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
@@ -66,7 +66,7 @@ const server = createControlServer(
         temporalUiMemberSafe: config.RELAY_TEMPORAL_UI_MEMBER_SAFE,
       },
     },
-    credentials: await credentialsFrom(config),
+    credentials: credentialsFrom(config),
     codec: {
       cipher: payloadCipher,
       sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),

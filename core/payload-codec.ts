@@ -41,7 +41,7 @@ export interface PayloadKey {
 
 /**
  * AES-256-GCM under one key, as a runtime offers it: Web Crypto anywhere (`webAesGcm`, the
- * edge's), or node:crypto, cheaper per call (platform/aes-gcm.ts: the worker's and the control
+ * edge's), or node:crypto, cheaper per call (platform/node-crypto.ts: the worker's and the control
  * plane's). Sealed bytes are the ciphertext, then its 16-byte tag, as Web Crypto writes them.
  */
 export interface AesGcmKey {

@@ -1,8 +1,8 @@
 /** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash, HMAC and AES-GCM. */
-import { nodeAesGcm } from "../platform/aes-gcm.ts";
+import { hmacSha256, nodeAesGcm, sha256 } from "../platform/node-crypto.ts";
 import { pooledFetch } from "../platform/pooled-fetch.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
-import { hmacSha256, serveNode, sha256 } from "./adapters/node.ts";
+import { serveNode } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 const { config, handler, state, log, logError, finish } = await bootEdge(process.env, {

@@ -23,8 +23,8 @@ import {
   ROTATION_WORKFLOW,
   TASK_QUEUE,
 } from "../core/temporal.ts";
-import { nodeAesGcm } from "./aes-gcm.ts";
 import { siblingModule } from "./modules.ts";
+import { nodeAesGcm } from "./node-crypto.ts";
 
 export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;

@@ -31,6 +31,7 @@ import {
 } from "../core/target-call.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import { activeTrace } from "../core/tracing.ts";
+import { hmacSha256 } from "../platform/node-crypto.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
 import { reserveCredits } from "../store/credits.ts";
@@ -256,7 +257,7 @@ async function callAndRead(
   input: TargetCallInput,
   sync: boolean,
 ): Promise<Pick<Sent, "answer" | "failure">> {
-  const sent = await sendToTarget(callTarget, input);
+  const sent = await sendToTarget(callTarget, { ...input, hmac: hmacSha256 });
   if ("failure" in sent) return { answer: null, failure: sent.failure };
   const { status, headers } = sent.answer;
   if (!sync) {
@@ -269,10 +270,7 @@ async function callAndRead(
   return { answer: { status, headers, body, truncated: body === null }, failure: null };
 }
 
-/**
- * What the log keeps of the request as received: its headers, less those a target marks secret,
- * and its body when inline.
- */
+/** The request as the log keeps it: its headers less those marked secret, its body when inline. */
 function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Received {
   const secret = new Set(request.secretHeaders ?? []);
   const headers = Object.fromEntries(

@@ -4,24 +4,10 @@
  * shared with the worker, is platform/targets.ts.)
  */
 
-import { createHash, createHmac, KeyObject } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { RelayError } from "../../core/errors.ts";
 import { type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
 import type { EdgeDeps } from "../deps.ts";
-
-/** Node's synchronous SHA-256: a few microseconds, where Web Crypto's digest costs tens. */
-export function sha256(plaintext: string): Uint8Array {
-  return createHash("sha256").update(plaintext).digest();
-}
-
-/**
- * Node's synchronous HMAC-SHA256, for signing streams: a few microseconds, where Web Crypto's
- * sign costs tens and a trip through the thread pool before the stream's call can start.
- */
-export function hmacSha256(key: CryptoKey, content: Uint8Array): Uint8Array {
-  return createHmac("sha256", KeyObject.from(key)).update(content).digest();
-}
 
 /** `logError` gets a failure the handler did not answer. */
 export function serveNode(handler: EdgeHandler, logError: EdgeDeps["logError"]): Server {
