@@ -64,3 +64,31 @@ test("a ledger written before pools kept their balance is carried into them, the
     { projectId: "prj_b", pool: "test", balance: "-1", used: "1" },
   ]);
 });
+
+test("a statement of many ledger rows and holds moves each pool by its sum, deletes too", async () => {
+  await migrate(db);
+  await db`insert into projects (id, slug, name, plan) values
+    ('prj_c', 'c', 'c', 'paid'), ('prj_d', 'd', 'd', 'paid')`;
+  await db`insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
+    values ('prj_c', 'live', 50, 'grant', null, null), ('prj_c', 'live', -2, 'delivery', 'c1', 't'),
+      ('prj_c', 'live', -3, 'delivery', 'c2', 't'), ('prj_c', 'test', 9, 'grant', null, null),
+      ('prj_d', 'live', 4, 'grant', null, null)`;
+  await db`insert into credit_holds (request_id, target_id, project_id, pool, amount)
+    values ('c3', 't', 'prj_c', 'live', 1), ('c3', 'u', 'prj_c', 'live', 2),
+      ('c4', 't', 'prj_c', 'test', 3), ('d1', 't', 'prj_d', 'live', 4)`;
+  await db`delete from credit_holds where target_id = 't'`;
+  const pools = () =>
+    db<{ projectId: string; pool: string; balance: string; used: string; held: string }[]>`
+      select project_id, pool, balance, used, held from credit_pools
+      where project_id in ('prj_c', 'prj_d') order by project_id, pool`;
+  expect(await pools()).toEqual([
+    { projectId: "prj_c", pool: "live", balance: "45", used: "5", held: "2" },
+    { projectId: "prj_c", pool: "test", balance: "9", used: "0", held: "0" },
+    { projectId: "prj_d", pool: "live", balance: "4", used: "0", held: "0" },
+  ]);
+  // A project's deletion takes its holds with it: the cascade's statement finds no pool left.
+  await db`delete from projects where id = 'prj_c'`;
+  expect(await pools()).toEqual([
+    { projectId: "prj_d", pool: "live", balance: "4", used: "0", held: "0" },
+  ]);
+});
