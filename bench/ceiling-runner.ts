@@ -17,13 +17,19 @@ export async function startCeilingWorker(
   dir: string,
   name: string,
   temporalAddress: string,
+  /** Its own task queue, and BENCH_PAYLOAD_SECRET to seal its payloads (bench/sync-gap.ts). */
+  options: { taskQueue?: string; payloadSecret?: string } = {},
 ): Promise<ManagedProcess> {
   const worker = new ManagedProcess(
     {
       name: `${name} worker`,
       entry: "bench/ceiling-worker.ts",
       readyLine: "ceiling worker polling",
-      env: { TEMPORAL_ADDRESS: temporalAddress, BENCH_TASK_QUEUE: CEILING_TASK_QUEUE },
+      env: {
+        TEMPORAL_ADDRESS: temporalAddress,
+        BENCH_TASK_QUEUE: options.taskQueue ?? CEILING_TASK_QUEUE,
+        ...(options.payloadSecret && { BENCH_PAYLOAD_SECRET: options.payloadSecret }),
+      },
     },
     logFile(join(dir, `${name}-worker.log`)),
   );

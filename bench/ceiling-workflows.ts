@@ -3,6 +3,7 @@
  * do nothing but the round trips their shape costs Temporal, so their rate is the server's.
  */
 import { proxyActivities, proxyLocalActivities } from "@temporalio/workflow";
+import { setStatus } from "../workflows/status.ts";
 import type * as activities from "./ceiling-activities.ts";
 
 const { noop } = proxyActivities<typeof activities>({ startToCloseTimeout: "10 seconds" });
@@ -32,4 +33,15 @@ export async function localAndThreeActivities(): Promise<void> {
   await noop();
   await noop();
   await noop();
+}
+
+/**
+ * One local activity, answering when it ran (bench/sync-gap.ts); with `setsStatus`, the request
+ * status search attribute set at the end, as a sync call's workflow sets it. `_input` stands for
+ * a sync call's input: carried, not read.
+ */
+export async function stampedLocalActivity(setsStatus = false, _input?: string): Promise<number> {
+  const ran = await local.stamp();
+  if (setsStatus) setStatus("delivered");
+  return ran;
 }
