@@ -27,7 +27,10 @@ const LOOPBACK = ["127.0.0.0/8", "::1/128"].map((c) => parseCidr(c) as Cidr);
 export const PROXY_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"];
 const CHECK_TIMEOUT_MS = 2000;
 
-export type OpsHandler = (request: Request, peer: string) => Promise<Response | null>;
+/** What the ops paths read of a request: any runtime's Request, or the edge's `InboundRequest`. */
+export type OpsRequest = Pick<Request, "method" | "url" | "headers">;
+
+export type OpsHandler = (request: OpsRequest, peer: string) => Promise<Response | null>;
 
 const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
@@ -71,7 +74,7 @@ export function opsHandler(options: OpsOptions): OpsHandler {
 }
 
 async function metricsAllowed(
-  request: Request,
+  request: OpsRequest,
   peer: string,
   tokenHash: Promise<Uint8Array> | null,
 ): Promise<boolean> {

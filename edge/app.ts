@@ -12,7 +12,14 @@ import { hashSecret } from "../core/secrets.ts";
 import { markRefused, untraced } from "../core/tracing.ts";
 import type { EdgeDeps } from "./deps.ts";
 import { EndpointRuntime } from "./endpoints.ts";
-import { type ConnInfo, type Envelope, json, Pipeline, type With } from "./pipeline.ts";
+import {
+  type ConnInfo,
+  type Envelope,
+  type InboundRequest,
+  json,
+  Pipeline,
+  type With,
+} from "./pipeline.ts";
 import { allowlist } from "./steps/allowlist.ts";
 import { auth } from "./steps/auth.ts";
 import { body } from "./steps/body.ts";
@@ -29,7 +36,7 @@ import { rate, rateHeaders } from "./steps/rate.ts";
 import { schedule } from "./steps/schedule.ts";
 import { trace } from "./steps/trace.ts";
 
-export type EdgeHandler = (request: Request, conn: ConnInfo) => Promise<Response>;
+export type EdgeHandler = (request: InboundRequest, conn: ConnInfo) => Promise<Response>;
 
 /** A call whose Host named its project: what the checks before the key's see. */
 type Named = With<"project">;

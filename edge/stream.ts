@@ -11,10 +11,11 @@ import type { SigningKey } from "../core/signing.ts";
 import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
 import type { TraceContext } from "../core/tracing.ts";
 import type { EdgeDeps } from "./deps.ts";
+import type { InboundRequest } from "./pipeline.ts";
 
 export interface StreamCall {
   /** The caller's request: its headers to forward, its signal to follow. */
-  request: Request;
+  request: InboundRequest;
   body: Uint8Array<ArrayBuffer>;
   /** Relay's own answer headers (key status, rate limit, request id). */
   responseHeaders: Headers;

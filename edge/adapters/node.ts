@@ -1,5 +1,5 @@
 /**
- * Serves the edge handler with node:http. The caller hanging up aborts the Request's signal,
+ * Serves the edge handler with node:http. The caller hanging up aborts the call's signal,
  * and response bodies are written chunk by chunk as they arrive. (The connection to targets,
  * shared with the worker, is platform/targets.ts.)
  */
@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { RelayError } from "../../core/errors.ts";
 import { type EdgeHandler, errorAnswer, NOT_A_PATH } from "../app.ts";
 import type { EdgeDeps } from "../deps.ts";
+import type { InboundRequest } from "../pipeline.ts";
 
 /** `logError` gets a failure the handler did not answer. */
 export function serveNode(handler: EdgeHandler, logError: EdgeDeps["logError"]): Server {
@@ -76,70 +77,78 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
   });
 }
 
+/** Methods fetch refuses to carry: refused here, as a web Request would refuse them. */
+const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
+
 /**
- * The Request the handler sees. Only an origin-form target (`/path`) is relayed: the project
- * comes from the Host header, which the handler checks; an absolute-form or `*` target, or a
- * method fetch refuses to carry (CONNECT, TRACE), is refused here.
+ * The call the handler sees, built without a web Request or stream (`InboundRequest` says why).
+ * Only an origin-form target (`/path`) is relayed: the project comes from the Host header, which
+ * the handler checks; an absolute-form or `*` target, or a method fetch refuses to carry, is
+ * refused here.
  */
-function toRequest(req: IncomingMessage, signal: AbortSignal): Request | RelayError {
+function toRequest(req: IncomingMessage, signal: AbortSignal): InboundRequest | RelayError {
   const target = req.url ?? "/";
-  if (!target.startsWith("/")) {
+  // The URL's host is a placeholder: a Host header may be anything, and the handler reads it.
+  const url = `http://edge.invalid${target}`;
+  if (!target.startsWith("/") || !URL.canParse(url)) {
     return new RelayError("bad_request", NOT_A_PATH);
+  }
+  const method = req.method ?? "GET";
+  if (FORBIDDEN_METHODS.has(method)) {
+    return new RelayError("method_not_allowed", "only POST is relayed");
   }
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
   }
-  const method = req.method ?? "GET";
   const hasBody = method !== "GET" && method !== "HEAD";
-  try {
-    // The URL's host is a placeholder: a Host header may be anything, and the handler reads it.
-    return new Request(`http://edge.invalid${target}`, {
-      method,
-      headers,
-      body: hasBody ? bodyOf(req) : null,
-      signal,
-      // @ts-expect-error: Node's fetch needs `duplex` for a streamed body; lib.dom lacks it.
-      duplex: "half",
-    });
-  } catch {
-    return new RelayError("method_not_allowed", "only POST is relayed");
-  }
+  return { method, url, headers, signal, body: hasBody ? bodyOf(req) : null };
 }
 
 /**
- * The body as a web stream. Cancelling it (a 413, or an answer before the body) stops it without
- * destroying the socket, which `drain` then empties so the caller can read the answer.
+ * The body as chunks, one per read: the socket resumes for each and pauses after it. Stopping
+ * early (a 413, an answer before the body) pauses it without destroying the socket, which
+ * `drain` then empties so the caller can read the answer.
  */
-function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let over = false;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.on("data", (chunk: Buffer) => {
-        if (over) return;
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
-      });
-      req.once("end", () => {
-        if (over) return;
-        over = true;
-        controller.close();
-      });
-      req.once("close", () => {
-        if (over) return;
-        over = true;
-        controller.error(new Error("the caller hung up"));
-      });
-      req.pause();
-    },
-    pull() {
-      req.resume();
-    },
-    cancel() {
-      over = true;
-      req.pause();
-    },
+function bodyOf(req: IncomingMessage): AsyncIterable<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let state: "reading" | "ended" | "stopped" = "reading";
+  let failure: Error | null = null;
+  let wake = () => {};
+  req.on("data", (chunk: Buffer) => {
+    if (state === "stopped") return;
+    chunks.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    req.pause();
+    wake();
   });
+  req.once("end", () => {
+    if (state === "reading") state = "ended";
+    wake();
+  });
+  req.once("close", () => {
+    if (state === "reading") failure = new Error("the caller hung up");
+    wake();
+  });
+  req.pause();
+  const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    for (;;) {
+      const chunk = chunks.shift();
+      if (chunk) return { done: false, value: chunk };
+      if (failure) throw failure;
+      if (state !== "reading") return { done: true, value: undefined };
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        req.resume();
+      });
+    }
+  };
+  const stop = async (): Promise<IteratorResult<Uint8Array>> => {
+    state = "stopped";
+    chunks.length = 0;
+    req.pause();
+    return { done: true, value: undefined };
+  };
+  return { [Symbol.asyncIterator]: () => ({ next, return: stop }) };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { RelayError } from "../../core/errors.ts";
 import { readCapped, TOO_LARGE } from "../../core/read-capped.ts";
-import type { Received, Routed, Step, With } from "../pipeline.ts";
+import type { InboundRequest, Received, Routed, Step, With } from "../pipeline.ts";
 
 /** The whole body, at most `limit` bytes (413) arriving within `timeoutMs` (408). */
 export function body(
@@ -15,7 +15,7 @@ export function body(
 
 /** Reads at most `limit` bytes within `timeoutMs`; refuses a longer or slower body early. */
 async function readBody(
-  request: Request,
+  request: InboundRequest,
   limit: number,
   timeoutMs: number,
 ): Promise<Uint8Array<ArrayBuffer>> {
