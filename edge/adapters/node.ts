@@ -106,49 +106,51 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): InboundRequest | 
 }
 
 /**
- * The body as chunks, one per read: the socket resumes for each and pauses after it. Stopping
- * early (a 413, an answer before the body) pauses it without destroying the socket, which
- * `drain` then empties so the caller can read the answer.
+ * The body as chunks, read in paused mode: what has arrived is taken at once (a small body has,
+ * by the time the handler reads it), and only a body still arriving is waited for. Until the
+ * first read, and once stopped early (a 413, an answer before the body), no listener is left
+ * on it, so `drain` can empty it for the caller to read the answer.
  */
 function bodyOf(req: IncomingMessage): AsyncIterable<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let state: "reading" | "ended" | "stopped" = "reading";
-  let failure: Error | null = null;
   let wake = () => {};
-  req.on("data", (chunk: Buffer) => {
-    if (state === "stopped") return;
-    chunks.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    req.pause();
-    wake();
-  });
-  req.once("end", () => {
-    if (state === "reading") state = "ended";
-    wake();
-  });
-  req.once("close", () => {
-    if (state === "reading") failure = new Error("the caller hung up");
-    wake();
-  });
-  req.pause();
+  const arrived = () => wake();
+  let listening = false;
+  const stop = () => {
+    listening = false;
+    req.off("readable", arrived);
+    req.off("close", arrived);
+  };
   const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    if (!listening) {
+      listening = true;
+      req.on("readable", arrived);
+      req.on("close", arrived);
+    }
     for (;;) {
-      const chunk = chunks.shift();
-      if (chunk) return { done: false, value: chunk };
-      if (failure) throw failure;
-      if (state !== "reading") return { done: true, value: undefined };
+      const chunk: Buffer | null = req.read();
+      if (chunk)
+        return {
+          done: false,
+          value: new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength),
+        };
+      if (req.complete) {
+        stop();
+        return { done: true, value: undefined };
+      }
+      if (req.destroyed) {
+        stop();
+        throw new Error("the caller hung up");
+      }
       await new Promise<void>((resolve) => {
         wake = resolve;
-        req.resume();
       });
     }
   };
-  const stop = async (): Promise<IteratorResult<Uint8Array>> => {
-    state = "stopped";
-    chunks.length = 0;
-    req.pause();
+  const early = async (): Promise<IteratorResult<Uint8Array>> => {
+    stop();
     return { done: true, value: undefined };
   };
-  return { [Symbol.asyncIterator]: () => ({ next, return: stop }) };
+  return { [Symbol.asyncIterator]: () => ({ next, return: early }) };
 }
 
 /**
