@@ -1,9 +1,10 @@
-/** The Node adapter: the dispatcher that reaches targets, and the response write loop. */
+/** The Node adapter: the dispatcher that reaches targets, the body it hands over, and the response write loop. */
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { fetch } from "undici";
 import { afterAll, expect, test } from "vitest";
 import { ownListeners } from "../core/listeners.ts";
+import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { serveNode } from "../edge/adapters/node.ts";
 import { targetDispatcher } from "../platform/targets.ts";
 
@@ -95,4 +96,57 @@ test("a caller that stops reading and leaves ends the write loop: the body is ca
   const deadline = Date.now() + 5000;
   while (!cancelled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   expect(cancelled).toBe(true);
+});
+
+/** A handler that answers what it read of the body: its bytes, 413 past `limit`, or the error. */
+const bodyEcho = (limit: number, failures: string[]) =>
+  serveNode(
+    async (request) => {
+      const read = await readCapped(request.body, limit).catch((error: Error) => {
+        failures.push(error.message);
+        return null;
+      });
+      if (read === null) return new Response("failed", { status: 400 });
+      if (read === TOO_LARGE) return new Response("too large", { status: 413 });
+      return new Response(new TextDecoder().decode(read));
+    },
+    () => {},
+  );
+
+/** Writes `parts` to a raw connection `pauseMs` apart; answers what came back. */
+async function sendInParts(port: number, parts: string[], pauseMs: number): Promise<string> {
+  const socket = connect(port, "127.0.0.1");
+  let answer = "";
+  socket.on("data", (chunk) => {
+    answer += chunk.toString();
+  });
+  for (const part of parts) {
+    socket.write(part);
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  socket.destroy();
+  return answer;
+}
+
+test("a body arriving in pieces after the handler started is read whole, in order", async () => {
+  const port = await listen(bodyEcho(1024, []));
+  const head = "POST /v1/hook HTTP/1.1\r\nhost: a.localhost\r\ncontent-length: 13\r\n\r\n";
+  const answer = await sendInParts(port, [head, '{"a":', "1,", '"b":2}'], 30);
+  expect(answer).toMatch(/^HTTP\/1\.1 200/);
+  expect(answer).toContain('{"a":1,"b":2}');
+});
+
+test("a caller hanging up mid-body fails the read; a body past the cap still gets its 413", async () => {
+  const failures: string[] = [];
+  const port = await listen(bodyEcho(8, failures));
+  const head = (length: number) =>
+    `POST /v1/hook HTTP/1.1\r\nhost: a.localhost\r\ncontent-length: ${length}\r\n\r\n`;
+  await sendInParts(port, [head(100), '{"a":'], 30);
+  const deadline = Date.now() + 2000;
+  while (failures.length === 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  expect(failures).toEqual(["the caller hung up"]);
+  const refused = await sendInParts(port, [head(10), "0123", "456789"], 30);
+  expect(refused).toMatch(/^HTTP\/1\.1 413/);
 });
