@@ -216,6 +216,7 @@ async function postToTarget(
       body,
       signingKeys,
       signedAt,
+      hmac: hmacSha256,
       signal: Context.current().cancellationSignal,
       timeoutBounds: "answer",
       // The activity's span, when the worker traces (Temporal's interceptor started it).
@@ -257,7 +258,7 @@ async function callAndRead(
   input: TargetCallInput,
   sync: boolean,
 ): Promise<Pick<Sent, "answer" | "failure">> {
-  const sent = await sendToTarget(callTarget, { ...input, hmac: hmacSha256 });
+  const sent = await sendToTarget(callTarget, input);
   if ("failure" in sent) return { answer: null, failure: sent.failure };
   const { status, headers } = sent.answer;
   if (!sync) {

@@ -1,8 +1,7 @@
 -- Pools follow the ledger and the holds once per statement, by each pool's sum, not once per
 -- row: a batch's charges and holds are sets of 25 or more rows of one pool, and a trigger per
 -- row updated that pool's row as many times, each update a new version of the row and a WAL
--- record (three per delivery: a quarter of the time Relay's statements took under issue 27's
--- load, pg_stat_statements). The sums are the same, and each statement still locks its pools'
+-- record, three per delivery. The sums are the same, and each statement still locks its pools'
 -- rows until its transaction commits.
 
 create function credit_pools_follow_ledger_rows() returns trigger language plpgsql as $$
