@@ -5,8 +5,10 @@
  * by Relay's codec; its start's search attributes, fairness key, timeout and input, and its
  * status set at the end), then the sync call itself through the edge, less the target's own time
  * (a direct call). The bare workflows' local activity says when it ran, so their time splits into
- * the start, the wait for the local activity, and the way back to the result. The kinds take
- * turns, a few calls each, so the machine's drift falls on all of them alike.
+ * the start, the wait for the local activity, and the way back to the result. Each kind's CPU per
+ * call is read too, by process, less what the processes spend idle over the same time: one call
+ * at a time keeps the stack's processes busy on this machine's two cores, so a call's time follows
+ * its CPU. The kinds take turns, a few calls each, so the machine's drift falls on all of them alike.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
@@ -19,13 +21,16 @@ import { fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import { nodeAesGcm } from "../platform/node-crypto.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
 import { CEILING_TASK_QUEUE, startCeilingWorker } from "./ceiling-runner.ts";
-import { benchStack, percentile, quick, runBench } from "./harness.ts";
+import { benchStack, percentile, quick, runBench, treeCpuMs } from "./harness.ts";
+import { stackCpu } from "./publish.ts";
 
 const rounds = quick ? 2 : 6;
 const callsPerTurn = quick ? 5 : 25;
 /** Between calls, as a caller one at a time leaves the stack idle. */
 const PAUSE_MS = 20;
 const SEALED_QUEUE = "ceiling-sealed";
+/** A turn of pauses alone, each round: what the processes spend idle. */
+const IDLE = "idle: the pauses alone";
 
 /** One call's times in ms; the split is known for the bare workflows only. */
 interface Timing {
@@ -35,15 +40,39 @@ interface Timing {
 
 const clock = () => performance.timeOrigin + performance.now();
 
+/** Who spends a call's CPU: the caller is this process (the bench's client, or its HTTP call). */
+const CPU_COLUMNS = ["caller", "edge", "control", "worker", "temporal", "postgres"] as const;
+type CpuColumn = (typeof CPU_COLUMNS)[number];
+type CpuMs = Record<CpuColumn, number>;
+const cpuDelta = (from: CpuMs, to: CpuMs): CpuMs =>
+  Object.fromEntries(CPU_COLUMNS.map((name) => [name, to[name] - from[name]])) as CpuMs;
+
 await runBench(async (cleanup) => {
   const dir = await mkdtemp(join(tmpdir(), "relay-sync-gap-"));
   const { stack, targetPort, slug, key } = await benchStack(cleanup, dir);
   const payloadSecret = randomBytes(32).toString("hex");
-  await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address);
-  await startCeilingWorker(cleanup, dir, "sealed", stack.temporal.address, {
-    taskQueue: SEALED_QUEUE,
-    payloadSecret,
-  });
+  const bareWorkers = [
+    await startCeilingWorker(cleanup, dir, "ceiling", stack.temporal.address),
+    await startCeilingWorker(cleanup, dir, "sealed", stack.temporal.address, {
+      taskQueue: SEALED_QUEUE,
+      payloadSecret,
+    }),
+  ];
+  const stackMs = stackCpu(stack);
+  const ownMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  /** Every process's CPU so far; the caller's read on the side of the /proc scan `scanFirst` says. */
+  const cpuNow = async (scanFirst: boolean): Promise<CpuMs> => {
+    const before = scanFirst ? undefined : ownMs();
+    const processes = await stackMs();
+    const bare = await treeCpuMs(
+      Object.fromEntries(bareWorkers.map((w, i) => [i, w.child?.pid ?? null])),
+    );
+    const bareMs = Object.values(bare).reduce((sum, ms) => sum + ms, 0);
+    return { caller: before ?? ownMs(), ...processes, worker: processes.worker + bareMs };
+  };
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanup.add(() => connection.close());
   const plain = new Client({ connection });
@@ -107,13 +136,34 @@ await runBench(async (cleanup) => {
   for (const [, call] of kinds) for (let i = 0; i < 5; i++) await call(); // warm-up
 
   const timings = new Map<string, Timing[]>(kinds.map(([name]) => [name, []]));
+  const zero = () => Object.fromEntries(CPU_COLUMNS.map((name) => [name, 0])) as CpuMs;
+  /** CPU spent and wall time taken, per kind over its turns, and idle (the pauses alone). */
+  const spent = new Map<string, { cpu: CpuMs; ms: number }>(
+    [...kinds.map(([name]) => name), IDLE].map((name) => [name, { cpu: zero(), ms: 0 }]),
+  );
+  const turn = async (name: string, run: () => Promise<void>) => {
+    const from = await cpuNow(true);
+    const startedAt = performance.now();
+    await run();
+    const ms = performance.now() - startedAt;
+    const used = cpuDelta(from, await cpuNow(false));
+    const total = spent.get(name) as { cpu: CpuMs; ms: number };
+    for (const column of CPU_COLUMNS) total.cpu[column] += used[column];
+    total.ms += ms;
+  };
+  const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
   for (let round = 0; round < rounds; round++) {
     for (const [name, call] of kinds) {
-      for (let i = 0; i < callsPerTurn; i++) {
-        timings.get(name)?.push(await call());
-        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-      }
+      await turn(name, async () => {
+        for (let i = 0; i < callsPerTurn; i++) {
+          timings.get(name)?.push(await call());
+          await pause();
+        }
+      });
     }
+    await turn(IDLE, async () => {
+      for (let i = 0; i < callsPerTurn; i++) await pause();
+    });
   }
 
   const p50 = (values: number[]) => percentile(values, 0.5);
@@ -142,4 +192,31 @@ await runBench(async (cleanup) => {
   console.log(
     `| the sync call less the direct call (issue 27's "added"), over the bare workflow | | | | ${cell(syncAdded)} | ${cell(syncAdded - bareMs)} |`,
   );
+
+  // Each process's idle CPU per ms of wall time, taken off each kind's over its turns' time.
+  const idle = spent.get(IDLE) as { cpu: CpuMs; ms: number };
+  const perCall = (name: string): CpuMs => {
+    const { cpu, ms } = spent.get(name) as { cpu: CpuMs; ms: number };
+    const calls = timings.get(name)?.length ?? 1;
+    return Object.fromEntries(
+      CPU_COLUMNS.map((column) => [
+        column,
+        (cpu[column] - (idle.cpu[column] / idle.ms) * ms) / calls,
+      ]),
+    ) as CpuMs;
+  };
+  const sum = (cpu: CpuMs) => CPU_COLUMNS.reduce((total, column) => total + cpu[column], 0);
+  const bareCpu = sum(perCall("bare one-local-activity workflow"));
+  console.log(
+    `\nCPU per call by process (ms; /proc's 10 ms ticks over each kind's turns), less each process's idle CPU over the same time (idle: ${CPU_COLUMNS.map((c) => `${c} ${((idle.cpu[c] / idle.ms) * 1000).toFixed(0)}`).join(", ")} ms/s)\n`,
+  );
+  console.log(
+    "| kind | caller | edge | control plane | worker | Temporal | Postgres | total | over the bare workflow |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const [name] of kinds) {
+    const cpu = perCall(name);
+    const columns = CPU_COLUMNS.map((column) => cell(cpu[column])).join(" | ");
+    console.log(`| ${name} | ${columns} | ${cell(sum(cpu))} | ${cell(sum(cpu) - bareCpu)} |`);
+  }
 });
