@@ -7,7 +7,7 @@ import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { nodeAesGcm } from "../platform/node-crypto.ts";
-import { pooledFetch } from "../platform/pooled-fetch.ts";
+import { pooledWholeFetch } from "../platform/pooled-fetch.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
@@ -97,7 +97,7 @@ const sweep = startAcceptedSweep({
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
   },
-  fetch: pooledFetch(8, config.TEMPORAL_TLS_CA),
+  fetch: pooledWholeFetch(8, config.TEMPORAL_TLS_CA),
   logError: (fields, message) => log.error(fields, message),
 });
 

@@ -25,14 +25,15 @@ import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
 import { taskQueueHealth } from "./workers.ts";
 
 export interface Runtime {
-  /** Used for the control plane and Temporal's HTTP API. */
+  /** Used for the control plane, and for Temporal's HTTP API without `pooledFetch`. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
   hmac?: EdgeDeps["hmac"];
   /**
-   * A fetch on a connection pool of its own, at most `connections` to a host (no cap when
-   * unset), trusting the CA in the PEM file `caFile` beside the system's roots. Without it
-   * `fetch` serves: Deno's pools per host without a cap, its trust set by DENO_CERT.
+   * A fetch for Temporal's HTTP API on a connection pool of its own, at most `connections` to a
+   * host (no cap when unset), trusting the CA in the PEM file `caFile` beside the system's roots;
+   * its answers may be read whole before they are handed on. Without it `fetch` serves: Deno's
+   * pools per host without a cap, its trust set by DENO_CERT.
    */
   pooledFetch?: (connections?: number, caFile?: string) => typeof fetch;
   /** AES-GCM for the payload codec; Web Crypto's without it (every runtime has it). */

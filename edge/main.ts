@@ -1,13 +1,13 @@
-/** The edge on Node.js: undici's keep-alive pool for every outbound call, node:crypto's hash, HMAC and AES-GCM. */
+/** The edge on Node.js: undici's keep-alive pools for every outbound call, node:crypto's hash, HMAC and AES-GCM. */
 import { hmacSha256, nodeAesGcm, sha256 } from "../platform/node-crypto.ts";
-import { pooledFetch } from "../platform/pooled-fetch.ts";
+import { pooledFetch, pooledWholeFetch } from "../platform/pooled-fetch.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import { serveNode } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
 const { config, handler, state, log, logError, finish } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
-  pooledFetch,
+  pooledFetch: pooledWholeFetch,
   hashKey: sha256,
   hmac: hmacSha256,
   // node:crypto seals in the call's own turn, not on libuv's pool (docs/benchmarks.md, codec).
