@@ -16,6 +16,39 @@ export type Sql = ReturnType<typeof connect>;
 
 export type Transaction = postgres.TransactionSql<Record<string, never>>;
 
+/**
+ * A transaction whose BEGIN travels with its first statements: postgres.js's `begin` waits for
+ * BEGIN's answer before it sends them, a round trip of its own. On a connection held for it,
+ * BEGIN is sent and `run`'s statements are pipelined behind it; COMMIT once `run` is done,
+ * ROLLBACK when anything failed. Postgres runs them in order as ever: a statement that fails
+ * aborts the transaction, and those behind it fail too. `run` may not use savepoints.
+ */
+export async function pipelinedTransaction<T>(
+  sql: Sql,
+  run: (tx: Transaction) => Promise<T>,
+): Promise<T> {
+  const held = await sql.reserve();
+  try {
+    const begun = held`begin`.execute();
+    begun.catch(() => {}); // awaited below; `run` fails too meanwhile
+    let result: T;
+    try {
+      // Its statements run on the held connection only, as a transaction's do.
+      result = await run(held as unknown as Transaction);
+      await begun;
+    } catch (error) {
+      await held`rollback`.catch(() => {});
+      throw error;
+    }
+    // A statement `run` did not wait for may have failed: COMMIT then answers ROLLBACK.
+    const committed = await held`commit`;
+    if (committed.command !== "COMMIT") throw new Error("the transaction was rolled back");
+    return result;
+  } finally {
+    held.release();
+  }
+}
+
 /** The pool or a transaction: what a query helper can run on. */
 export type Queryable = Sql | Transaction;
 

@@ -7,7 +7,7 @@
  * fails is written again item by item, so one bad item fails alone and the others commit.
  */
 import { grouped } from "../core/grouped.ts";
-import type { Queryable, Sql, Transaction } from "./db.ts";
+import { pipelinedTransaction, type Queryable, type Sql, type Transaction } from "./db.ts";
 
 /** Writes `items` in `tx`; answers each one's answer, in order. */
 export type WriteSet<Item, Answer> = (tx: Transaction, items: Item[]) => Promise<Answer[]>;
@@ -24,11 +24,12 @@ export function groupCommit<Item, Answer>(
   sql: Sql,
   write: WriteSet<Item, Answer> | { statement: WriteStatement<Item, Answer> },
 ): (item: Item) => Promise<Answer> {
-  // One statement commits on its own: no begin and commit, two round trips fewer.
+  // One statement commits on its own: no begin and commit, two round trips fewer; a set of
+  // statements has its begin sent with them.
   const written = (items: Item[]) =>
     "statement" in write
       ? write.statement(sql, items)
-      : (sql.begin((tx) => write(tx, items)) as Promise<Answer[]>);
+      : pipelinedTransaction(sql, (tx) => write(tx, items));
   const committed = (items: Item[]): Promise<Outcome<Answer>[]> =>
     written(items).then((answers) => answers.map((value) => ({ ok: true, value })));
   const together = grouped<Item, Outcome<Answer>>({

@@ -75,3 +75,31 @@ test.each([
     ]);
   },
 );
+
+test("a set Postgres refuses midway commits nothing of it: its first insert is rolled back, and its connection goes back ready", async () => {
+  const calls: number[][] = [];
+  // Each item's row, then a statement that fails for 13 once the rows are in.
+  const write = groupCommit(sql, async (tx: Queryable, items: number[]) => {
+    calls.push(items);
+    const [inserted] = await Promise.all([
+      tx`insert into ${sql(table)} select n, txid_current() from unnest(${items}::int[]) as n`,
+      tx`select 1 / (${items.includes(13) ? 0 : 1})::int`,
+    ]);
+    return items.map(() => inserted.count);
+  });
+  const outcomes = await Promise.allSettled([400, 401, 13, 402].map((n) => write(n)));
+  expect(outcomes.map((o) => o.status)).toEqual([
+    "fulfilled",
+    "fulfilled",
+    "rejected",
+    "fulfilled",
+  ]);
+  expect((outcomes[2] as PromiseRejectedResult).reason.message).toMatch(/division by zero/);
+  // Only the rows of the sets that committed, each alone once its set failed; none for 13.
+  expect((await rowsFrom(400)).map((r) => r.n)).toEqual([400, 401, 402]);
+  expect((await sql`select 1 from ${sql(table)} where n = 13`).length).toBe(0);
+  expect(calls).toEqual([[400], [401, 13, 402], [401], [13], [402]]);
+  // The connections went back to the pool (of 4) in a state to take the next transaction.
+  const again = await Promise.all(Array.from({ length: 8 }, (_, i) => write(410 + i)));
+  expect(again).toHaveLength(8);
+});
