@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { Agent, request, fetch as undiciFetch } from "undici";
+import { NULL_BODY_STATUSES } from "./targets.ts";
 
 /**
  * A fetch on a keep-alive pool of its own: at most `connections` to a host, no cap when unset;
@@ -41,9 +42,6 @@ export function pooledWholeFetch(connections?: number, caFile?: string): typeof 
     });
   }) as typeof fetch;
 }
-
-/** The statuses a Response may not have a body with. */
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 function poolOf(connections: number | undefined, caFile: string | undefined): Agent {
   return new Agent({

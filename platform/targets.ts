@@ -112,7 +112,7 @@ export function targetCaller(dispatcher: Dispatcher): CallTarget {
 }
 
 /** The statuses whose answer has no body (fetch's null body statuses, less the 1xx never seen). */
-const NULL_BODY_STATUSES = new Set([204, 205, 304]);
+export const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /** Inflated as fetch and curl do it: whatever has arrived, flushed out at once. */
 const SYNC_FLUSH = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
