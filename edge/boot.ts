@@ -25,7 +25,7 @@ import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
 import { taskQueueHealth } from "./workers.ts";
 
 export interface Runtime {
-  /** Used for the control plane, and for Temporal's HTTP API without `pooledFetch`. */
+  /** Used for the control plane, and for Temporal's HTTP API without `temporalFetch`. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
   hmac?: EdgeDeps["hmac"];
@@ -35,7 +35,7 @@ export interface Runtime {
    * its answers may be read whole before they are handed on. Without it `fetch` serves: Deno's
    * pools per host without a cap, its trust set by DENO_CERT.
    */
-  pooledFetch?: (connections?: number, caFile?: string) => typeof fetch;
+  temporalFetch?: (connections?: number, caFile?: string) => typeof fetch;
   /** AES-GCM for the payload codec; Web Crypto's without it (every runtime has it). */
   aesGcm?: AesGcm;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
@@ -83,7 +83,7 @@ export async function bootEdge(
   // The first report learns how many edges share each limit; it must answer, as the keys below.
   await rateShares.start();
   const ownPool = (connections?: number) =>
-    runtime.pooledFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
+    runtime.temporalFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
   const temporalStarts = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
