@@ -28,8 +28,10 @@ export async function portFree(port: number): Promise<boolean> {
 }
 
 /**
- * Free ports below 32768, the OS's ephemeral range on Linux: Temporal's server stores each
- * service's membership port in a SMALLINT column (cluster_membership.rpc_port).
+ * Free ports below 32768, where Linux's ephemeral range starts: for listeners that bind a while
+ * after the ports are chosen (a stack's processes), since no outbound connection takes one of
+ * these meanwhile; and Temporal's server stores each service's membership port in a SMALLINT
+ * column (cluster_membership.rpc_port).
  */
 export async function freeLowPorts(count: number): Promise<number[]> {
   const ports: number[] = [];

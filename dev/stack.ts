@@ -5,7 +5,7 @@
  */
 import { mkdir, readFile } from "node:fs/promises";
 import { buildPanel } from "./panel.ts";
-import { freePorts } from "./ports.ts";
+import { freeLowPorts } from "./ports.ts";
 import { embeddedPostgresDir, embeddedPostgresUrl, postmasterPid } from "./postgres.ts";
 import {
   defaultRestartPolicy,
@@ -34,9 +34,13 @@ export interface StackPorts {
   demo: number;
 }
 
-/** A whole stack's ports, all free now: for tests and benchmarks beside a running stack. */
+/**
+ * A whole stack's ports, all free now, for tests and benchmarks beside a running stack: outside
+ * the ephemeral range, which the other stacks' outbound connections draw from while this one's
+ * processes start.
+ */
 export async function freeStackPorts(): Promise<StackPorts> {
-  const [postgres, grpc, http, ui, control, edge, worker, demo] = (await freePorts(8)) as [
+  const [postgres, grpc, http, ui, control, edge, worker, demo] = (await freeLowPorts(8)) as [
     number,
     number,
     number,
