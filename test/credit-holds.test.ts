@@ -149,7 +149,7 @@ test("a delivered request is charged once, its hold turned into the charge; a sy
   }
 });
 
-test("sync calls reserve in the worker, not through the control plane: a pool of 5 answers 5 of 8 calls and refuses 3 with 402, their target never called", async () => {
+test("sync calls reserve in the worker, not through the control plane: a pool of 5 answers 5 of 8 calls and refuses 3 with 402, their target never called and nothing of them logged", async () => {
   const ok = await target();
   const p = await projectWithEndpoint([{ name: "s", targetUrl: ok.url, deliveryMode: "sync" }]);
   await spendDownTo(sql, p.slug, 5);
@@ -168,6 +168,8 @@ test("sync calls reserve in the worker, not through the control plane: a pool of
   expect(ok.received).toHaveLength(5);
   expect(await livePool(p)).toEqual({ used: 100, remaining: 0, held: 0 });
   expect(await reservations()).toBe(reservationsBefore);
+  // A refused call opened nothing: the log holds the 5 answered.
+  expect(await logged(p)).toHaveLength(5);
 });
 
 test("a stream's credit is held a call ahead, as a hold of its pool, that goes back when the edge stops; the pool still promises no more than it has", async () => {
