@@ -6,6 +6,8 @@ import { quick } from "./harness.ts";
 
 export const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 8));
 export const streamRuns = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 5 : 30));
+/** Unmeasured streams per path first: the edge's first calls run cold code. */
+export const streamWarmUp = quick ? 2 : 10;
 export const deliverySeconds = Number(process.env.BENCH_DELIVERY_SECONDS ?? (quick ? 3 : 60));
 /** Starters and callers for the sustained-delivery section, as many as the ceiling probe's. */
 export const deliveryConcurrency = 32;

@@ -25,11 +25,12 @@ import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
+import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { asyncBurst, printBurst } from "./burst.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import { chargeCost } from "./charges.ts";
 import { deliveredPerSecond } from "./delivery.ts";
-import { benchStack, percentile, requireTools, runBench } from "./harness.ts";
+import { benchStack, type Cleanup, percentile, requireTools, runBench } from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
 import { startNginx } from "./nginx.ts";
 import { publishComparison } from "./publish.ts";
@@ -48,6 +49,7 @@ import {
   only,
   seconds,
   streamRuns,
+  streamWarmUp,
 } from "./relay-settings.ts";
 import { wrk } from "./wrk.ts";
 
@@ -148,18 +150,19 @@ await runBench(async (cleanup) => {
     return;
   }
 
-  // (a) stream: time to first byte and each chunk's lag behind its writing.
-  const stream: Record<
-    string,
-    { ttfbP50: number; ttfbP99: number; chunkP50: number; chunkP99: number }
-  > = {};
-  for (const [name, url, host] of [
-    ["direct", `${direct}/stream`, undefined],
-    ["nginx", `${viaNginx}/stream`, undefined],
-    ["edge (stream)", `${stack.edgeUrl}/v1/stream`, edgeHost],
-  ] as const) {
-    stream[name] = await measureStream(url, host ? { host, authorization: auth } : {});
-  }
+  // (a) stream: time to first byte and each chunk's lag behind its writing, the paths in turn.
+  const stream = await measureStreams({
+    direct: { url: `${direct}/stream`, headers: {} },
+    nginx: { url: `${viaNginx}/stream`, headers: {} },
+    "bare Node proxy": {
+      url: `${await startNodeProxy(cleanup, dir, targetPort)}/stream`,
+      headers: {},
+    },
+    "edge (stream)": {
+      url: `${stack.edgeUrl}/v1/stream`,
+      headers: { host: edgeHost, authorization: auth },
+    },
+  });
   if (only === "stream") {
     printStream(stream);
     return;
@@ -217,27 +220,63 @@ await runBench(async (cleanup) => {
   await publishComparison(cleanup);
 });
 
-async function measureStream(url: string, headers: Record<string, string>) {
-  const ttfb: number[] = [];
-  const lag: number[] = [];
-  for (let i = 0; i < streamRuns; i++) {
-    const started = wallClock();
-    const response = await request(url, { method: "POST", headers });
-    let first = true;
-    for await (const chunk of response.body) {
-      const now = wallClock();
-      if (first) ttfb.push(now - started);
-      first = false;
-      for (const sent of chunk.toString().matchAll(/data: ([\d.]+)/g))
-        lag.push(now - Number(sent[1]));
+/**
+ * `streamRuns` streams per path, one path after another in each run, so the machine's drift falls
+ * on every path alike: time to first byte, and each chunk's lag behind the time written in it.
+ */
+async function measureStreams(
+  paths: Record<string, { url: string; headers: Record<string, string> }>,
+) {
+  const names = Object.keys(paths);
+  const ttfb = new Map(names.map((name) => [name, [] as number[]]));
+  const lag = new Map(names.map((name) => [name, [] as number[]]));
+  for (let run = -streamWarmUp; run < streamRuns; run++) {
+    for (const [name, { url, headers }] of Object.entries(paths)) {
+      const started = wallClock();
+      const response = await request(url, { method: "POST", headers });
+      let first = true;
+      for await (const chunk of response.body) {
+        const now = wallClock();
+        if (run < 0) continue;
+        if (first) ttfb.get(name)?.push(now - started);
+        first = false;
+        for (const sent of chunk.toString().matchAll(/data: ([\d.]+)/g))
+          lag.get(name)?.push(now - Number(sent[1]));
+      }
     }
   }
-  return {
-    ttfbP50: percentile(ttfb, 0.5),
-    ttfbP99: percentile(ttfb, 0.99),
-    chunkP50: percentile(lag, 0.5),
-    chunkP99: percentile(lag, 0.99),
-  };
+  return Object.fromEntries(
+    names.map((name) => {
+      const [firsts, lags] = [ttfb.get(name) ?? [], lag.get(name) ?? []];
+      const stats = {
+        ttfbP50: percentile(firsts, 0.5),
+        ttfbP99: percentile(firsts, 0.99),
+        chunkP50: percentile(lags, 0.5),
+        chunkP99: percentile(lags, 0.99),
+      };
+      return [name, stats];
+    }),
+  );
+}
+
+/** bench/node-proxy.ts in front of the target, in a process of its own; answers its URL. */
+async function startNodeProxy(cleanup: Cleanup, dir: string, targetPort: number) {
+  const [port = 0] = await freePorts(1);
+  const proxy = new ManagedProcess(
+    {
+      name: "node proxy",
+      entry: "bench/node-proxy.ts",
+      readyLine: "node proxy listening",
+      env: {
+        BENCH_PROXY_PORT: String(port),
+        BENCH_PROXY_TARGET: `http://127.0.0.1:${targetPort}`,
+      },
+    },
+    logFile(join(dir, "node-proxy.log")),
+  );
+  cleanup.add(() => proxy.stop());
+  await proxy.start();
+  return `http://127.0.0.1:${port}`;
 }
 
 /**
