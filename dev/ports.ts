@@ -28,6 +28,13 @@ export async function portFree(port: number): Promise<boolean> {
 }
 
 /**
+ * The low ports this process handed out: free when chosen, they may stay unbound a while (a
+ * stack's control plane binds its port after its Temporal server chose its own), so none is
+ * handed out twice.
+ */
+const handedOut = new Set<number>();
+
+/**
  * Free ports below 32768, where Linux's ephemeral range starts: for listeners that bind a while
  * after the ports are chosen (a stack's processes), since no outbound connection takes one of
  * these meanwhile; and Temporal's server stores each service's membership port in a SMALLINT
@@ -37,7 +44,9 @@ export async function freeLowPorts(count: number): Promise<number[]> {
   const ports: number[] = [];
   while (ports.length < count) {
     const port = 10_000 + Math.floor(Math.random() * 22_768);
-    if (!ports.includes(port) && (await portFree(port))) ports.push(port);
+    if (handedOut.has(port) || !(await portFree(port))) continue;
+    handedOut.add(port);
+    ports.push(port);
   }
   return ports;
 }
