@@ -24,18 +24,22 @@ import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
 import { taskQueueHealth } from "./workers.ts";
 
+/** The most connections the edge keeps to the control plane for its calls. */
+const CONTROL_CONNECTIONS = 128;
+
 export interface Runtime {
-  /** Used for the control plane, and for Temporal's HTTP API without `temporalFetch`. */
+  /** Used for the control plane's change stream, and for every other call without `wholeFetch`. */
   fetch: typeof fetch;
   hashKey?: EdgeDeps["hashKey"];
   hmac?: EdgeDeps["hmac"];
   /**
-   * A fetch for Temporal's HTTP API on a connection pool of its own, at most `connections` to a
-   * host (no cap when unset), trusting the CA in the PEM file `caFile` beside the system's roots;
-   * its answers may be read whole before they are handed on. Without it `fetch` serves: Deno's
-   * pools per host without a cap, its trust set by DENO_CERT.
+   * A fetch on a connection pool of its own, at most `connections` to a host (no cap when unset),
+   * trusting the CA in the PEM file `caFile` beside the system's roots; its answers may be read
+   * whole before they are handed on. It serves Temporal's HTTP API and the control plane's calls
+   * but its change stream. Without it `fetch` serves: Deno's pools per host without a cap, its
+   * trust set by DENO_CERT.
    */
-  temporalFetch?: (connections?: number, caFile?: string) => typeof fetch;
+  wholeFetch?: (connections?: number, caFile?: string) => typeof fetch;
   /** AES-GCM for the payload codec; Web Crypto's without it (every runtime has it). */
   aesGcm?: AesGcm;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
@@ -66,6 +70,7 @@ export async function bootEdge(
     baseUrl: config.RELAY_CONTROL_URL,
     edgeToken: config.RELAY_EDGE_TOKEN,
     fetch: runtime.fetch,
+    unaryFetch: runtime.wholeFetch?.(CONTROL_CONNECTIONS),
   });
   const edgeId = config.RELAY_EDGE_ID ?? newId("edge");
   const state = new EdgeState({
@@ -83,7 +88,7 @@ export async function bootEdge(
   // The first report learns how many edges share each limit; it must answer, as the keys below.
   await rateShares.start();
   const ownPool = (connections?: number) =>
-    runtime.temporalFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
+    runtime.wholeFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
   const temporalStarts = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,

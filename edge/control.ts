@@ -99,22 +99,31 @@ export interface ControlPlane {
 export function connectControlPlane(options: {
   baseUrl: string;
   edgeToken: string;
+  /** Carries the change stream, whose answer streams. */
   fetch: typeof fetch;
+  /**
+   * Carries every other call, whose answers are read whole: a runtime's cheaper fetch for those
+   * (`Runtime.wholeFetch`); `fetch` without it.
+   */
+  unaryFetch?: typeof fetch;
 }): ControlPlane {
-  const client: Client<typeof EdgeService> = createClient(
-    EdgeService,
-    createConnectTransport({
-      baseUrl: options.baseUrl,
-      useBinaryFormat: true,
-      fetch: options.fetch,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("authorization", `Bearer ${options.edgeToken}`);
-          return next(req);
-        },
-      ],
-    }),
-  );
+  const clientOver = (over: typeof fetch): Client<typeof EdgeService> =>
+    createClient(
+      EdgeService,
+      createConnectTransport({
+        baseUrl: options.baseUrl,
+        useBinaryFormat: true,
+        fetch: over,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${options.edgeToken}`);
+            return next(req);
+          },
+        ],
+      }),
+    );
+  const client = clientOver(options.unaryFetch ?? options.fetch);
+  const changes = options.unaryFetch ? clientOver(options.fetch) : client;
   return {
     async resolveKey(project, keyHash) {
       const { key } = await client.resolveKey({ project, keyHash });
@@ -132,7 +141,7 @@ export function connectControlPlane(options: {
       };
     },
     async *watch(edgeId, afterSequence, signal) {
-      for await (const batch of client.watchChanges({ edgeId, afterSequence }, { signal })) {
+      for await (const batch of changes.watchChanges({ edgeId, afterSequence }, { signal })) {
         yield {
           headSequence: batch.headSequence,
           clockOffsetMs: Number(batch.clockOffsetMs),

@@ -7,7 +7,7 @@ import { bootEdge } from "./boot.ts";
 
 const { config, handler, state, log, logError, finish } = await bootEdge(process.env, {
   fetch: pooledFetch(128),
-  temporalFetch: pooledWholeFetch,
+  wholeFetch: pooledWholeFetch,
   hashKey: sha256,
   hmac: hmacSha256,
   // node:crypto seals in the call's own turn, not on libuv's pool (docs/benchmarks.md, codec).
