@@ -109,13 +109,18 @@ export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promi
 }
 
 /** The customer's side (bench/target.ts) in a process of its own, logging into `dir`. */
-export function benchTarget(dir: string, port: number): ManagedProcess {
+/** `env` may shape its answers (bench/target.ts: BENCH_CHUNKS, BENCH_CHUNK_MS). */
+export function benchTarget(
+  dir: string,
+  port: number,
+  env: Record<string, string> = {},
+): ManagedProcess {
   return new ManagedProcess(
     {
       name: "target",
       entry: "bench/target.ts",
       readyLine: "bench target listening",
-      env: { BENCH_TARGET_PORT: String(port) },
+      env: { BENCH_TARGET_PORT: String(port), ...env },
     },
     logFile(join(dir, "target.log")),
   );
@@ -195,7 +200,12 @@ export async function followReceipts(
  * A stack in `dir` (settings `env` added), the bench target beside it and the bench project
  * (setUpProject) on it; `cleanup` stops both, also when the bench is interrupted mid-start.
  */
-export async function benchStack(cleanup: Cleanup, dir: string, env: Record<string, string> = {}) {
+export async function benchStack(
+  cleanup: Cleanup,
+  dir: string,
+  env: Record<string, string> = {},
+  targetEnv: Record<string, string> = {},
+) {
   const ports = await freeStackPorts();
   // Credits enough for any run here: a project starts with 10,000, which issue 27's load spends
   // in 16 s (its last calls would be 402s).
@@ -208,7 +218,7 @@ export async function benchStack(cleanup: Cleanup, dir: string, env: Record<stri
   cleanup.add(async () => (await starting.catch(() => null))?.stop());
   const stack = await starting;
   const [targetPort = 0] = await freePorts(1);
-  const target = benchTarget(dir, targetPort);
+  const target = benchTarget(dir, targetPort, targetEnv);
   cleanup.add(() => target.stop());
   await target.start();
   const project = await setUpProject(stack.controlUrl, stack.secrets.adminToken, targetPort);
