@@ -7,8 +7,8 @@
  */
 import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/delivery.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
-import { chargeDelivery, releaseHolds } from "./credits.ts";
-import type { Queryable, Sql } from "./db.ts";
+import { balancesAfter, ledgerCharges, noteEmptiedPools, releaseHolds } from "./credits.ts";
+import { pipelinedTransaction, type Queryable, type Sql } from "./db.ts";
 import { forgetWaiting, type PlanCaps } from "./waiting.ts";
 
 /**
@@ -171,37 +171,54 @@ export type LoggedStream = Omit<StreamRecord, "target"> & {
  * it, in one transaction. A stream is tried once, so a repeat of its record (an edge retrying a
  * call whose answer it lost) finds the attempt there and changes nothing; the request's row lock
  * orders two repeats arriving at once.
+ *
+ * The statements travel together, BEGIN with them (two round trips in all, where one per
+ * statement took eight), and Postgres runs them in order: the attempt's insert, after the lock,
+ * sees an attempt a repeat committed meanwhile, and the status follows a new attempt only. The
+ * charge, or the hold's release, changes nothing a second time, so it needs no such guard; a
+ * request whose project is gone opens no row, and nothing of it is written.
  */
 export async function recordStream(sql: Sql, record: LoggedStream): Promise<void> {
   const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
-  await sql.begin(async (tx) => {
-    await insertRequest(tx, request);
-    const [opened] = await tx`select 1 from requests where id = ${request.requestId} for update`;
-    if (!opened) return; // its project is gone
-    const [logged] = await tx`
-      select 1 from attempts where request_id = ${request.requestId} and target_id = ${target.id}`;
-    if (logged) return;
-    await tx`
+  const { requestId } = request;
+  const charge = {
+    project: request.project,
+    pool: request.keyMode,
+    requestId,
+    targetId: target.id,
+    bytes,
+  };
+  await pipelinedTransaction(sql, async (tx) => {
+    const attempt = tx`
       insert into attempts (request_id, target_id, target_name, attempt, started_at, status_code,
         latency_ms, error)
-      values (${request.requestId}, ${target.id}, ${target.name}, 1, ${request.receivedAt},
-        ${statusCode}, ${latencyMs}, ${error})`;
-    if (statusCode !== null) {
-      await chargeDelivery(tx, {
-        project: request.project,
-        pool: request.keyMode,
-        requestId: request.requestId,
-        targetId: target.id,
-        bytes,
-      });
-    } else {
-      await releaseHolds(tx, request.requestId, [target.id]);
-    }
-    if (ownsStatus) {
-      await tx`
-        update requests set status = ${answeredStatus(statusCode)}, updated_at = now()
-        where id = ${request.requestId}`;
-    }
+      select ${requestId}, ${target.id}, ${target.name}, 1, ${request.receivedAt}, ${statusCode},
+        ${latencyMs}, ${error}
+      where exists (select 1 from requests where id = ${requestId})
+        and not exists (select 1 from attempts where request_id = ${requestId}
+          and target_id = ${target.id})
+      returning request_id`;
+    // Sent in this order (`execute`): a query waits for its `then` otherwise, and the credit
+    // helpers send theirs when called.
+    const written = [
+      insertRequest(tx, request).execute(),
+      tx`select 1 from requests where id = ${requestId} for update`.execute(),
+      (ownsStatus
+        ? tx`
+          with attempt as (${attempt})
+          update requests set status = ${answeredStatus(statusCode)}, updated_at = now()
+          where id in (select request_id from attempt)`
+        : attempt
+      ).execute(),
+    ];
+    const [charged, balances] = await Promise.all([
+      statusCode === null
+        ? releaseHolds(tx, requestId, [target.id]).then(() => [])
+        : ledgerCharges(tx, [charge]),
+      statusCode === null ? [] : balancesAfter(tx, [charge]),
+      ...written,
+    ]);
+    await noteEmptiedPools(tx, charged, balances);
   });
 }
 
