@@ -55,14 +55,22 @@ afterAll(async () => {
 });
 
 const HANG = { targetUrl: hanging.url, timeoutSeconds: 60 };
-const NEVER_OPENS = { circuitBreaker: { failureThreshold: 1000 } };
+/**
+ * The attacker's endpoints: no circuit opens on the hanging targets, and no rate limit refuses
+ * the calls, not even a share of it (an edge applies 1/N of a limit it has no share of yet, N
+ * being the edges live a moment ago: an earlier test's extra edge may still count).
+ */
+const ATTACKER_ENDPOINT = {
+  circuitBreaker: { failureThreshold: 1000 },
+  rateLimit: { requestsPerSecond: 1000, burst: 1000 },
+};
 
 test("a victim's async delivery and sync answer stay prompt while another project hangs 300 attempts", async () => {
   const fanOut = await projectWithEndpoint(
     Array.from({ length: 50 }, (_, i) => ({ name: `hang-${i}`, ...HANG })),
-    NEVER_OPENS,
+    ATTACKER_ENDPOINT,
   );
-  const slow = await projectWithEndpoint([{ name: "hang", ...HANG }], NEVER_OPENS);
+  const slow = await projectWithEndpoint([{ name: "hang", ...HANG }], ATTACKER_ENDPOINT);
   // Every accepted delivery holds its credits: enough for all of them.
   for (const p of [fanOut, slow]) await grantCredits(p.slug, 1000);
   // In tens: the edge bounds each project's workflow starts in flight (a 503 past it).
