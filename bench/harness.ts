@@ -108,8 +108,10 @@ export async function runBench(main: (cleanup: Cleanup) => Promise<void>): Promi
   }
 }
 
-/** The customer's side (bench/target.ts) in a process of its own, logging into `dir`. */
-/** `env` may shape its answers (bench/target.ts: BENCH_CHUNKS, BENCH_CHUNK_MS). */
+/**
+ * The customer's side (bench/target.ts) in a process of its own, logging into `dir`; `env` may
+ * shape its answers (BENCH_CHUNKS, BENCH_CHUNK_MS).
+ */
 export function benchTarget(
   dir: string,
   port: number,
@@ -197,8 +199,9 @@ export async function followReceipts(
 }
 
 /**
- * A stack in `dir` (settings `env` added), the bench target beside it and the bench project
- * (setUpProject) on it; `cleanup` stops both, also when the bench is interrupted mid-start.
+ * A stack in `dir` (settings `env` added), the bench target beside it (its settings
+ * `targetEnv`) and the bench project (setUpProject) on it; `cleanup` stops both, also when the
+ * bench is interrupted mid-start.
  */
 export async function benchStack(
   cleanup: Cleanup,
