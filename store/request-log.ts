@@ -172,8 +172,8 @@ export type LoggedStream = Omit<StreamRecord, "target"> & {
  * call whose answer it lost) finds the attempt there and changes nothing; the request's row lock
  * orders two repeats arriving at once.
  *
- * The statements travel together, BEGIN with them (two round trips in all, where one per
- * statement took eight), and Postgres runs them in order: the attempt's insert, after the lock,
+ * The statements travel together, BEGIN with them (two round trips in all, three when the charge
+ * empties its pool, where one per statement took eight), and Postgres runs them in order: the attempt's insert, after the lock,
  * sees an attempt a repeat committed meanwhile, and the status follows a new attempt only. The
  * charge, or the hold's release, changes nothing a second time, so it needs no such guard; a
  * request whose project is gone opens no row, and nothing of it is written.
