@@ -300,6 +300,17 @@ export interface StreamEnd {
 /** A finished stream, as the edge reports it for the request log and billing. */
 export interface StreamRecord extends StreamStart, StreamEnd {}
 
+/** Where a worker takes the sync calls edges hand it (workflows/sync-calls.ts). */
+export const SYNC_CALLS_PATH = "/v1/sync-calls";
+
+/**
+ * How long a sync call may take in all: its target's timeout, and room for the workflow task
+ * around it. Its workflow's execution timeout, and the longest anyone waits for its answer.
+ */
+export function syncBudgetSeconds(target: { timeoutSeconds: number }): number {
+  return target.timeoutSeconds + 10;
+}
+
 /** A sync call's workflow id: the request id, unless async targets' workflow holds it. */
 export function syncWorkflowId(input: { requestId: string; ownsStatus: boolean }) {
   return input.ownsStatus ? input.requestId : `${input.requestId}-sync`;

@@ -237,6 +237,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_CONTROL_PORT: String(ports.control),
       RELAY_EDGE_PORT: String(ports.edge),
       RELAY_WORKER_PORT: String(ports.worker),
+      RELAY_WORKER_URL: `http://127.0.0.1:${ports.worker}`,
       RELAY_DEMO_PORT: String(ports.demo),
       RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
       // No delivery may call the edge where it listens (the worker cannot tell by itself).

@@ -32,6 +32,10 @@ export const temporalDynamicConfig: DynamicConfig = {
   // the completion's answer when the worker has a free slot: no trip through the transfer
   // queue and matching. Off by default on the server; the TypeScript SDK asks for it.
   "system.enableActivityEagerExecution": true,
+  // A sync call handed to a worker is started by that worker asking for eager start: the
+  // workflow's first task comes back in the start's answer (workflows/sync-calls.ts). On by
+  // default in recent servers; said here, as the cluster's file says it.
+  "system.enableEagerWorkflowStart": true,
   // Task queue fairness (a pre-release in v1.29, generally available from v1.31): tasks carry
   // their project as fairness key (core/temporal.ts `fairnessOf`), and matching dispatches the
   // keys in turn, so one project's backlog of thousands does not queue another's task behind it.

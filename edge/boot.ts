@@ -22,6 +22,7 @@ import { spareHolds } from "./spare-holds.ts";
 import { EdgeState } from "./state.ts";
 import { streamRecorder } from "./stream-records.ts";
 import { temporalHttpStarter, type WorkflowStarter } from "./temporal.ts";
+import { workerSyncCalls } from "./worker-sync.ts";
 import { taskQueueHealth } from "./workers.ts";
 
 /** The most connections the edge keeps to the control plane for its calls. */
@@ -97,6 +98,15 @@ export async function bootEdge(
     cipher: await PayloadCipher.fromKeys(await control.payloadKeys(), runtime.aesGcm),
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
+    handOver:
+      config.RELAY_WORKER_URL === undefined
+        ? undefined
+        : workerSyncCalls({
+            url: config.RELAY_WORKER_URL,
+            edgeToken: config.RELAY_EDGE_TOKEN,
+            fetch: ownPool(),
+            logError: telemetry.logError,
+          }),
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,
     maxStartsInFlight: config.RELAY_TEMPORAL_MAX_STARTS,
     maxStartWaitMs: config.RELAY_TEMPORAL_START_WAIT_MS,

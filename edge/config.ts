@@ -6,6 +6,11 @@ const schema = z.object({
   RELAY_EDGE_HOST: listenHost,
   RELAY_EDGE_PORT: listenPort(8787),
   RELAY_CONTROL_URL: z.url().default("http://127.0.0.1:8788"),
+  /**
+   * A worker's listener (its RELAY_WORKER_PORT, or a balancer in front of several): sync calls
+   * go to it first, answered sooner (workflows/sync-calls.ts). Unset: through Temporal only.
+   */
+  RELAY_WORKER_URL: z.url().optional(),
   RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,

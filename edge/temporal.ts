@@ -17,6 +17,7 @@ import {
   type DeliveryInput,
   type SyncInput,
   type SyncOutcome,
+  syncBudgetSeconds,
   syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
@@ -48,6 +49,7 @@ import {
 } from "../core/tracing.ts";
 import { StartAdmission } from "./admission.ts";
 import { laneJoiner } from "./lane-join.ts";
+import type { HandOver } from "./worker-sync.ts";
 
 /**
  * `bodyTag` marks a call with an Idempotency-Key: its workflow id repeats with the key, and a
@@ -108,6 +110,8 @@ export interface TemporalHttpOptions {
   fetch: typeof fetch;
   /** For the long polls on sync results: a pool apart from `fetch`'s (Node), or the same. */
   syncWaitFetch: typeof fetch;
+  /** Hands a sync call to a worker first, when one is configured (./worker-sync.ts). */
+  handOver?: HandOver | undefined;
   /** Sync calls one project may have in flight on this edge. */
   maxSyncPerProject: number;
   /** Starts for callers in flight on this edge at once (RELAY_TEMPORAL_MAX_STARTS). */
@@ -119,9 +123,6 @@ export interface TemporalHttpOptions {
   /** Told how long each start took, by workflow type (a metric). */
   onStart?: (workflowType: string, seconds: number) => void;
 }
-
-/** Room beyond the target's own timeout for the workflow task around it. */
-const SYNC_SLACK_SECONDS = 10;
 
 interface StartedEvent {
   workflowExecutionStartedEventAttributes?: { input?: { payloads?: PayloadJson[] } };
@@ -348,8 +349,11 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     },
 
     async runSync(input, signal, trace, bodyTag) {
+      // A call with an Idempotency-Key keeps this path: Temporal's start tells its repeats apart.
+      const handedOver = !bodyTag && (await options.handOver?.(input, signal, trace));
+      if (handedOver) return handedOver;
       const workflowId = syncWorkflowId(input);
-      const budget = input.target.timeoutSeconds + SYNC_SLACK_SECONDS;
+      const budget = syncBudgetSeconds(input.target);
       await admitted(input.project, () =>
         start(
           workflowId,

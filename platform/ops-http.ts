@@ -1,9 +1,9 @@
 /**
  * The ops handler (core/ops.ts) on node:http: the control plane answers it beside its REST
- * routes, and the worker, which has no other HTTP to serve, listens for it alone. Also the log
+ * routes, and the worker beside the sync calls edges hand it (workflows/sync-calls.ts). Also the log
  * and registry both processes start from.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import pino from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { isOpsPath, type OpsHandler, opsMethodNotAllowed, PROXY_HEADERS } from "../core/ops.ts";
@@ -50,9 +50,16 @@ function requestOf(url: string, req: NodeRequest): Request {
   return new Request(url, { headers });
 }
 
-/** A listener that answers the ops paths and 404s everything else. */
-export function serveOps(ops: OpsHandler): Server {
+/**
+ * A listener that answers the ops paths, then `route`'s (true when it took the request), and
+ * 404s everything else.
+ */
+export function serveOps(
+  ops: OpsHandler,
+  route: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined = undefined,
+): Server {
   return createServer((req, res) => {
+    if (route?.(req, res)) return;
     void answerOps(ops, req, res).then((answered) => {
       if (answered) return;
       res.writeHead(404, { "content-type": "application/json" });

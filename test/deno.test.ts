@@ -12,13 +12,18 @@ import {
   eventually,
   projectWithEndpoint,
   relay,
+  stack,
   stackLog,
+  starterOf,
   targetServer,
 } from "./helpers.ts";
 
 const [port = 0] = await freePorts(1);
 const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
-const deno = denoEdgeProcess(edgeEnv(port, { RELAY_ALLOW_PRIVATE_TARGETS: "1" }), stackLog());
+const deno = denoEdgeProcess(
+  edgeEnv(port, { RELAY_ALLOW_PRIVATE_TARGETS: "1", RELAY_WORKER_URL: stack().workerUrl }),
+  stackLog(),
+);
 const sink = await targetServer();
 let streamClosedAt = 0;
 const streaming = createServer((req, res) => {
@@ -70,7 +75,7 @@ test("async under Deno: 202 queued, delivered by the worker", async () => {
   expect(delivery.headers.authorization).toBeUndefined();
 });
 
-test("sync under Deno: the target's own answer", async () => {
+test("sync under Deno: the target's own answer, the call handed to the worker", async () => {
   const p = await projectWithEndpoint([
     { name: "live", targetUrl: urlOf(answering), deliveryMode: "sync" },
   ]);
@@ -78,6 +83,7 @@ test("sync under Deno: the target's own answer", async () => {
   expect(answer.status).toBe(200);
   expect(answer.text).toBe("sync answer");
   expect(answer.headers["x-from"]).toBe("sync-target");
+  expect(await starterOf(String(answer.headers["x-relay-request-id"]))).toMatch(/@relay-worker$/);
 });
 
 test("stream under Deno: chunks arrive as produced; hanging up aborts the target", async () => {

@@ -2,7 +2,7 @@
  * Relay's activities: the I/O of its workflows. Every call to a target is logged as an attempt
  * before its outcome is reported to Temporal, so the request log shows every try (./attempts.ts).
  */
-import { ApplicationFailure } from "@temporalio/activity";
+import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { Hold } from "../core/circuit.ts";
 import type { DeliveryInput, StreamRecord, SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
@@ -160,8 +160,18 @@ export function createActivities(deps: ActivityDeps) {
     },
     relaySyncCall: async (input: SyncInput): Promise<SyncOutcome> => {
       const release = deps.slots.sync.take(input.project);
-      if (!release) return { kind: "busy" };
-      return relaySyncCall(attempts, input).finally(release);
+      const outcome: Promise<SyncOutcome> = release
+        ? relaySyncCall(attempts, input).finally(release)
+        : Promise.resolve({ kind: "busy" });
+      // A call handed to this worker answers its edge now, logged and charged (./sync-calls.ts).
+      const workflowId = Context.current().info.workflowExecution?.workflowId;
+      if (workflowId) {
+        outcome.then(
+          (answered) => deps.syncAnswers?.settle(workflowId, answered),
+          () => deps.syncAnswers?.settle(workflowId, undefined),
+        );
+      }
+      return outcome;
     },
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),

@@ -18,6 +18,7 @@ import type {
 import type { Sql } from "../store/db.ts";
 import type { PlanCaps } from "../store/waiting.ts";
 import type { AttemptOutcome } from "./observability.ts";
+import type { SyncAnswers } from "./sync-calls.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
 export interface RetryPolicy extends Backoff {
@@ -58,6 +59,8 @@ export interface ActivityDeps {
   ensureDrain: (targetId: string) => Promise<void>;
   /** Each project's share of this worker, by pool (core/project-slots.ts). */
   slots: WorkerSlots;
+  /** Where a sync call handed to this worker waits for its answer (./sync-calls.ts). */
+  syncAnswers?: SyncAnswers;
   /** Ordering lanes (./lanes.ts): a request joins one; a lane checks its heads still run. */
   lanes: {
     join: (laneId: string, project: string, join: LaneJoin) => Promise<void>;

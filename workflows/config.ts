@@ -36,7 +36,9 @@ const schema = z.object({
   RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(2),
   /** How long a stopping worker lets its attempts in flight finish. */
   RELAY_WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(8000),
-  /** The worker's own listener: /healthz, /readyz and /metrics only. */
+  /** Edges hand sync calls to the worker with their token (./sync-calls.ts); unset, it takes none. */
+  RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN.optional(),
+  /** The worker's own listener: /healthz, /readyz, /metrics, and edges' sync calls. */
   RELAY_WORKER_HOST: listenHost,
   RELAY_WORKER_PORT: listenPort(8790),
   RELAY_METRICS_TOKEN: sharedEnv.RELAY_METRICS_TOKEN,

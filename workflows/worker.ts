@@ -33,6 +33,7 @@ import { createActivities } from "./activities.ts";
 import { workflowBundleFor } from "./bundle.ts";
 import { loadWorkerConfig } from "./config.ts";
 import { log, observeAttempt, observeCircuit, observeSlots, registry } from "./observability.ts";
+import { eagerSyncStarter, SyncAnswers, syncCallsRoute, syncResultOf } from "./sync-calls.ts";
 import { workerTracing } from "./tracing.ts";
 import { workerPolling } from "./tuning.ts";
 
@@ -54,8 +55,11 @@ const targetRules = {
 };
 // Keep-alive connections to targets, only to addresses the rules allow (checked as they open).
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
+const syncAnswers = new SyncAnswers();
+const payloadCipher = await payloadCipherOf(config);
 const activities = createActivities({
   sql,
+  syncAnswers,
   callTarget: targetCaller(dispatcher),
   now: workerClock(sql, config.RELAY_DEV_CLOCK),
   sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
@@ -103,7 +107,7 @@ const shared = {
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
   // Every payload leaves sealed (core/payload-codec.ts); histories from before still open.
-  dataConverter: relayDataConverter(await payloadCipherOf(config)),
+  dataConverter: relayDataConverter(payloadCipher),
   workflowBundle,
   activities,
   ...(tracing.options.interceptors && { interceptors: tracing.options.interceptors }),
@@ -158,6 +162,19 @@ const ops = serveOps(
     metricsContentType: registry.contentType,
     metricsToken: config.RELAY_METRICS_TOKEN,
   }),
+  config.RELAY_EDGE_TOKEN === undefined
+    ? undefined
+    : syncCallsRoute({
+        edgeToken: config.RELAY_EDGE_TOKEN,
+        slots: new ProjectSlots({
+          slots: config.RELAY_WORKER_SYNC_SLOTS,
+          perProject: config.RELAY_PROJECT_SYNC_IN_FLIGHT,
+        }),
+        answers: syncAnswers,
+        start: eagerSyncStarter(connection, config.TEMPORAL_NAMESPACE, payloadCipher),
+        result: syncResultOf(client),
+        logError: (fields, message) => log.error(fields, message),
+      }),
 )
   .once("error", (err) => {
     log.fatal(
