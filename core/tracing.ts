@@ -16,6 +16,7 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
+import { RelayError } from "./errors.ts";
 
 export { type Context as TraceContext, type Span, SpanKind } from "@opentelemetry/api";
 
@@ -92,4 +93,26 @@ export function markRefused(context: Context, code: string): void {
 export function endFailed(span: Span, message: string): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message });
   span.end();
+}
+
+/**
+ * `run`'s result, `span` ended as it settles: failed with the error's code when it throws (a
+ * RelayError's; "failed" for anything else), or with `failure`'s message for a result it names.
+ */
+export async function endingSpan<T>(
+  span: Span,
+  run: () => Promise<T>,
+  failure: (result: T) => string | undefined = () => undefined,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await run();
+  } catch (error) {
+    endFailed(span, error instanceof RelayError ? error.code : "failed");
+    throw error;
+  }
+  const message = failure(result);
+  if (message) endFailed(span, message);
+  else span.end();
+  return result;
 }

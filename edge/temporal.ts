@@ -41,7 +41,7 @@ import {
   TRACE_HEADER,
 } from "../core/temporal.ts";
 import {
-  endFailed,
+  endingSpan,
   spanAttribute,
   startClientSpan,
   type TraceContext,
@@ -214,15 +214,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     return {
       workflowId,
       body: new TextEncoder().encode(body),
-      async send() {
-        try {
-          await send(workflowId, workflowType, body, bodyTag);
-          span.span.end();
-        } catch (error) {
-          endFailed(span.span, error instanceof RelayError ? error.code : "failed");
-          throw error;
-        }
-      },
+      send: () => endingSpan(span.span, () => send(workflowId, workflowType, body, bodyTag)),
     };
   }
 

@@ -15,7 +15,7 @@ import {
 import { RelayError } from "../core/errors.ts";
 import { SYNC_WORKFLOW } from "../core/temporal.ts";
 import {
-  endFailed,
+  endingSpan,
   spanAttribute,
   startClientSpan,
   type TraceContext,
@@ -48,15 +48,11 @@ export function workerSyncCalls(options: WorkerSyncOptions): HandOver {
     const span = startClientSpan(`StartWorkflow:${SYNC_WORKFLOW}`, trace, {
       [spanAttribute.workflowId]: syncWorkflowId(input),
     });
-    try {
-      const outcome = await call(input, signal, span.context);
-      if (outcome) span.span.end();
-      else endFailed(span.span, "the worker did not take the call");
-      return outcome;
-    } catch (error) {
-      endFailed(span.span, error instanceof RelayError ? error.code : "failed");
-      throw error;
-    }
+    return endingSpan(
+      span.span,
+      () => call(input, signal, span.context),
+      (outcome) => (outcome ? undefined : "the worker did not take the call"),
+    );
   };
 
   async function call(
