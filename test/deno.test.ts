@@ -14,9 +14,9 @@ import {
   relay,
   stack,
   stackLog,
-  starterOf,
   targetServer,
 } from "./helpers.ts";
+import { starterOf } from "./starters.ts";
 
 const [port = 0] = await freePorts(1);
 const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
@@ -83,7 +83,8 @@ test("sync under Deno: the target's own answer, the call handed to the worker", 
   expect(answer.status).toBe(200);
   expect(answer.text).toBe("sync answer");
   expect(answer.headers["x-from"]).toBe("sync-target");
-  expect(await starterOf(String(answer.headers["x-relay-request-id"]))).toMatch(/@relay-worker$/);
+  const starter = await starterOf(String(answer.headers["x-relay-request-id"]));
+  expect(starter.identity).toMatch(/@relay-worker$/);
 });
 
 test("stream under Deno: chunks arrive as produced; hanging up aborts the target", async () => {

@@ -332,20 +332,6 @@ export const relayTemporal = () =>
     RELAY_ENCRYPTION_KEY: stack().encryptionKey,
   });
 
-/**
- * Who started a workflow, by its history's first event: `{pid}@relay-worker` for a sync call a
- * worker took from its edge (workflows/sync-calls.ts).
- */
-export async function starterOf(workflowId: string): Promise<string> {
-  const temporal = await relayTemporal();
-  try {
-    const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
-    return history.events?.[0]?.workflowExecutionStartedEventAttributes?.identity ?? "";
-  } finally {
-    await temporal.connection.close();
-  }
-}
-
 /** What another control plane, worker or edge beside the stack's needs to join it. */
 export const stackEnv = () => ({
   DATABASE_URL: stack().databaseUrl,

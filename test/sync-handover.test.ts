@@ -15,9 +15,9 @@ import {
   relay,
   relayTemporal,
   stack,
-  starterOf,
   targetServer,
 } from "./helpers.ts";
+import { starterOf } from "./starters.ts";
 
 const target = await targetServer();
 const [edgePort = 0, deadPort = 0] = await freePorts(2);
@@ -38,7 +38,7 @@ async function syncProject() {
   return projectWithEndpoint([{ name: "rpc", targetUrl: target.url, deliveryMode: "sync" }]);
 }
 
-test("a sync call handed to the worker: the target's answer, the request delivered and billed, its workflow found by request id", async () => {
+test("a sync call handed to the worker: the target's answer, the request delivered, its workflow found by request id and started eagerly", async () => {
   const p = await syncProject();
   const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: '{"n":1}' });
   expect(answer.status).toBe(200);
@@ -49,7 +49,10 @@ test("a sync call handed to the worker: the target's answer, the request deliver
     requestId,
   );
   expect(log).toMatchObject({ status: "delivered", attempts: [{ statusCode: 200 }] });
-  expect(await starterOf(requestId)).toMatch(/@relay-worker$/);
+  expect(await starterOf(requestId)).toEqual({
+    identity: expect.stringMatching(/@relay-worker$/),
+    eager: true,
+  });
   const handle = temporal.workflow.getHandle(requestId);
   expect(await handle.result()).toMatchObject({ kind: "answered", status: 200 });
 });
@@ -64,7 +67,7 @@ test("an edge whose worker does not answer starts the sync call through Temporal
   expect(answer.status).toBe(200);
   const requestId = String(answer.headers["x-relay-request-id"]);
   expect((await finishedLog(p, requestId)).status).toBe("delivered");
-  expect(await starterOf(requestId)).not.toMatch(/@relay-worker$/);
+  expect((await starterOf(requestId)).identity).not.toMatch(/@relay-worker$/);
 });
 
 describe("the worker's listener takes nothing but an edge's sync call", () => {
