@@ -1,7 +1,7 @@
 /**
  * The ops handler (core/ops.ts) on node:http: the control plane answers it beside its REST
- * routes, and the worker beside the sync calls edges hand it (workflows/sync-calls.ts). Also the log
- * and registry both processes start from.
+ * routes, and the worker beside the sync calls edges hand it (workflows/sync-calls.ts). Also the
+ * log and registry both processes start from.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import pino from "pino";
@@ -56,7 +56,7 @@ function requestOf(url: string, req: NodeRequest): Request {
  */
 export function serveOps(
   ops: OpsHandler,
-  route: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined = undefined,
+  route?: (req: IncomingMessage, res: ServerResponse) => boolean,
 ): Server {
   return createServer((req, res) => {
     if (route?.(req, res)) return;

@@ -45,7 +45,12 @@ async function call(token: string, method: string, path: string, body?: unknown)
 }
 
 /** A paid project `slug` with line v1, endpoint `hook` to `targetUrl`, and a live key. */
-async function projectWithTarget(slug: string, targetUrl: string, timeoutSeconds: number) {
+async function projectWithTarget(
+  slug: string,
+  targetUrl: string,
+  timeoutSeconds: number,
+  deliveryMode: "async" | "sync" = "async",
+) {
   const created = await call(stack.secrets.adminToken, "POST", "/projects", {
     slug,
     name: slug,
@@ -55,7 +60,7 @@ async function projectWithTarget(slug: string, targetUrl: string, timeoutSeconds
   await call(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
   await call(ownerToken, "POST", `/projects/${slug}/lines/v1/endpoints`, {
     path: "hook",
-    targets: [{ name: "t", targetUrl, timeoutSeconds }],
+    targets: [{ name: "t", targetUrl, timeoutSeconds, deliveryMode }],
   });
   const minted = await call(ownerToken, "POST", `/projects/${slug}/keys`, {
     name: "k",
@@ -145,6 +150,43 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
     { attempt: 1, statusCode: null, error: expect.stringMatching(/^lost/) },
     { attempt: 2, statusCode: 200, error: null },
   ]);
+  target.close();
+}, 120_000);
+
+test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through Temporal, and the caller gets the target's answer", async () => {
+  const target = await holdsFirstRequest();
+  const { ownerToken, key: plaintext } = await projectWithTarget(
+    "syncdurable",
+    target.url,
+    30,
+    "sync",
+  );
+
+  const answering = request(`${stack.edgeUrl}/v1/hook`, {
+    method: "POST",
+    headers: {
+      host: `syncdurable.localhost:${edgePort}`,
+      authorization: `Bearer ${plaintext}`,
+      "content-type": "application/json",
+    },
+    body: '{"must":"answer"}',
+  });
+  // The call is at the target, through the worker the edge handed it to: kill that worker.
+  await eventually(async () => target.bodies.length === 1);
+  stack.processes.worker.kill();
+  await stack.processes.worker.start();
+
+  const answer = await answering;
+  expect(answer.statusCode).toBe(200);
+  expect(await answer.body.text()).toBe("ok");
+  const requestId = String(answer.headers["x-relay-request-id"]);
+  // Called again once the lost workflow task timed out: at least once, as async deliveries.
+  expect(target.bodies).toEqual(['{"must":"answer"}', '{"must":"answer"}']);
+  const log = await eventually(async () => {
+    const found = await call(ownerToken, "GET", `/projects/syncdurable/requests/${requestId}`);
+    return found.status === "delivered" && found;
+  });
+  expect(log.status).toBe("delivered");
   target.close();
 }, 120_000);
 
