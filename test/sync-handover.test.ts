@@ -55,6 +55,8 @@ test("a sync call handed to the worker: the target's answer, the request deliver
   });
   const handle = temporal.workflow.getHandle(requestId);
   expect(await handle.result()).toMatchObject({ kind: "answered", status: 200 });
+  const metrics = await (await request(`${stack().workerUrl}/metrics`)).body.text();
+  expect(metrics).toMatch(/^relay_worker_sync_calls_handed_over_total\{start="eager"\} [1-9]/m);
 });
 
 test("an edge whose worker does not answer starts the sync call through Temporal", async () => {

@@ -69,7 +69,9 @@ const turnedAway = new Counter({
 });
 
 /** The in-flight gauge and the busy counter of one of the worker's pools. */
-export function observeSlots(pool: "attempts" | "sync" | "notifications"): SlotObserver {
+export function observeSlots(
+  pool: "attempts" | "sync" | "notifications" | "sync handed over",
+): SlotObserver {
   return {
     inFlight: (project, count) => {
       if (count > 0) inFlight.set({ pool, project }, count);
@@ -77,4 +79,16 @@ export function observeSlots(pool: "attempts" | "sync" | "notifications"): SlotO
     },
     turnedAway: () => turnedAway.inc({ pool }),
   };
+}
+
+const handedOver = new Counter({
+  name: "relay_worker_sync_calls_handed_over_total",
+  help: "Sync calls edges handed this worker, by how Temporal started them: eager (the first task came back here in the start's answer) or matched (through matching, no slot free here)",
+  labelNames: ["start"],
+  registers: [registry],
+});
+
+/** Counts a sync call an edge handed this worker, as its workflow was started (./sync-calls.ts). */
+export function observeHandedOver(eager: boolean): void {
+  handedOver.inc({ start: eager ? "eager" : "matched" });
 }

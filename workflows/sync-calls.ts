@@ -92,6 +92,8 @@ export interface SyncCallsOptions {
   start(input: SyncInput, workflowId: string, trace: Record<string, string>): Promise<boolean>;
   /** The workflow's result, when its local activity ran elsewhere or failed. */
   result(workflowId: string): Promise<SyncOutcome>;
+  /** Told of each call started, eagerly or not (a metric). */
+  observeStart(eager: boolean): void;
   logError(fields: Record<string, unknown>, message: string): void;
 }
 
@@ -150,6 +152,7 @@ async function answer(
       }),
     );
     const eager = await options.start(input, workflowId, trace);
+    options.observeStart(eager);
     // Its task went elsewhere (no free slot here): the workflow's result answers, or this
     // worker's activity if matching hands the task back here after all.
     const answered = await withBudget(

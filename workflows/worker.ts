@@ -32,7 +32,14 @@ import { connect, postgresAnswers } from "../store/db.ts";
 import { createActivities } from "./activities.ts";
 import { workflowBundleFor } from "./bundle.ts";
 import { loadWorkerConfig } from "./config.ts";
-import { log, observeAttempt, observeCircuit, observeSlots, registry } from "./observability.ts";
+import {
+  log,
+  observeAttempt,
+  observeCircuit,
+  observeHandedOver,
+  observeSlots,
+  registry,
+} from "./observability.ts";
 import { eagerSyncStarter, SyncAnswers, syncCallsRoute, syncResultOf } from "./sync-calls.ts";
 import { workerTracing } from "./tracing.ts";
 import { workerPolling } from "./tuning.ts";
@@ -166,13 +173,17 @@ const ops = serveOps(
     ? undefined
     : syncCallsRoute({
         edgeToken: config.RELAY_EDGE_TOKEN,
-        slots: new ProjectSlots({
-          slots: config.RELAY_WORKER_SYNC_SLOTS,
-          perProject: config.RELAY_PROJECT_SYNC_IN_FLIGHT,
-        }),
+        slots: new ProjectSlots(
+          {
+            slots: config.RELAY_WORKER_SYNC_SLOTS,
+            perProject: config.RELAY_PROJECT_SYNC_IN_FLIGHT,
+          },
+          observeSlots("sync handed over"),
+        ),
         answers: syncAnswers,
         start: eagerSyncStarter(connection, config.TEMPORAL_NAMESPACE, payloadCipher),
         result: syncResultOf(client),
+        observeStart: observeHandedOver,
         logError: (fields, message) => log.error(fields, message),
       }),
 )
