@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { freePorts, portFree } from "../dev/ports.ts";
+import { freeLowPorts, portFree } from "../dev/ports.ts";
 
 const READY = "Ctrl-C stops everything.";
 let dataDir = "";
@@ -18,7 +18,9 @@ let ports: number[] = [];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "relay-start-"));
-  ports = await freePorts(8);
+  // Bound only once npm start has its Postgres and Temporal up, seconds later: below the
+  // ephemeral range, where no other test's listener or outbound connection takes one meanwhile.
+  ports = await freeLowPorts(8);
   const [postgres, temporal, temporalHttp, temporalUi, control, edge, worker, demo] = ports;
   env = {
     RELAY_DATA_DIR: dataDir,
