@@ -153,18 +153,51 @@ async function answer(
     );
     const eager = await options.start(input, workflowId, trace);
     options.observeStart(eager);
-    // Its task went elsewhere (no free slot here): the workflow's result answers, or this
+    // Its task went elsewhere (no free slot here): the workflow's result answers at once, or this
     // worker's activity if matching hands the task back here after all.
-    const answered = await withBudget(
-      eager ? expected.answer : Promise.race([expected.answer, options.result(workflowId)]),
+    return await withBudget(
+      answerOrResult(
+        expected.answer,
+        () => options.result(workflowId),
+        eager ? RESULT_BACKSTOP_MS : 0,
+      ),
       syncBudgetSeconds(input.target),
-    );
-    return (
-      answered ?? (await withBudget(options.result(workflowId), syncBudgetSeconds(input.target)))
     );
   } finally {
     expected.forget();
     release();
+  }
+}
+
+/**
+ * How long an eager start's answer is awaited from this worker's activity alone: past it the
+ * workflow's result is asked too, since a first task handed back may still run elsewhere (Core
+ * turned it down, or it failed and was retried). One long poll for a slow call, none for the rest.
+ */
+const RESULT_BACKSTOP_MS = 1000;
+
+/**
+ * The answer this worker's activity gives, or the workflow's result: asked after `afterMs`, or
+ * at once when the activity here failed (its answer `undefined`); asked once at most.
+ */
+async function answerOrResult(
+  here: Promise<SyncOutcome | undefined>,
+  result: () => Promise<SyncOutcome>,
+  afterMs: number,
+): Promise<SyncOutcome> {
+  let asked: Promise<SyncOutcome> | undefined;
+  const ask = () => {
+    asked ??= result();
+    return asked;
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const backstop = new Promise<SyncOutcome>((resolve, reject) => {
+    timer = setTimeout(() => ask().then(resolve, reject), afterMs);
+  });
+  try {
+    return (await Promise.race([here, backstop])) ?? (await ask());
+  } finally {
+    clearTimeout(timer);
   }
 }
 
