@@ -47,11 +47,14 @@ const hanging = await hangingServer();
 const attackerRequests: { base: string; ownerToken: string; ids: string[] }[] = [];
 
 afterAll(async () => {
-  // Cancelled, so the attacker's deliveries stop retrying for the rest of the run.
-  for (const { base, ownerToken, ids } of attackerRequests) {
-    await Promise.all(ids.map((id) => api(ownerToken, "DELETE", `${base}/requests/${id}`)));
-  }
+  // Closed first, so the attempts in flight fail now (a batch's first attempt cannot be cancelled
+  // during it); then cancelled, so the attacker's deliveries stop retrying for the rest of the run.
   await hanging.close();
+  await Promise.all(
+    attackerRequests.flatMap(({ base, ownerToken, ids }) =>
+      ids.map((id) => api(ownerToken, "DELETE", `${base}/requests/${id}`)),
+    ),
+  );
 });
 
 const HANG = { targetUrl: hanging.url, timeoutSeconds: 60 };
