@@ -9,6 +9,7 @@ import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
+import { temporalServerKindFromEnv } from "../dev/temporal-server.ts";
 
 export const quick = process.env.BENCH_QUICK === "1";
 
@@ -217,6 +218,8 @@ export async function benchStack(
     ports,
     output: join(dir, "stack.log"),
     env: { RELAY_INITIAL_CREDITS: "100000000", ...env },
+    // RELAY_TEMPORAL_SERVER=postgres: Temporal's own server on PostgreSQL, as in production.
+    temporalServer: temporalServerKindFromEnv(),
   });
   cleanup.add(async () => (await starting.catch(() => null))?.stop());
   const stack = await starting;
