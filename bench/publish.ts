@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { Agent, request } from "undici";
 import type { Stack } from "../dev/stack.ts";
+import { temporalServerKindFromEnv } from "../dev/temporal-server.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import {
   benchStack,
@@ -327,12 +328,16 @@ function printPublish(report: {
   console.log("\nCPU ms per delivery, by process (first POST to drain end)\n");
   console.log(`| process | ${results.map((r) => r.name).join(" | ")} |`);
   console.log(`|---|${results.map(() => "---|").join("")}`);
+  // On Temporal's own server (RELAY_TEMPORAL_SERVER=postgres) its store is the stack's Postgres.
+  const ownServer = temporalServerKindFromEnv() === "postgres";
   const names: Record<StackProcess, string> = {
     edge: "edge",
     control: "control plane",
     worker: "worker",
-    temporal: "Temporal dev server",
-    postgres: "Postgres (postmaster and all its backends)",
+    temporal: ownServer ? "Temporal's own server" : "Temporal dev server",
+    postgres: ownServer
+      ? "Postgres (postmaster and all its backends: Relay's and Temporal's stores)"
+      : "Postgres (postmaster and all its backends)",
   };
   for (const name of STACK_PROCESSES) {
     console.log(
