@@ -130,6 +130,29 @@ export function benchTarget(
 }
 
 /**
+ * bench/node-proxy.ts in front of the target on `targetPort`, in a process of its own, logging
+ * into `dir`: the floor a stream through any Node proxy pays. Its URL, and the process.
+ */
+export async function benchNodeProxy(cleanup: Cleanup, dir: string, targetPort: number) {
+  const [port = 0] = await freePorts(1);
+  const proxy = new ManagedProcess(
+    {
+      name: "node proxy",
+      entry: "bench/node-proxy.ts",
+      readyLine: "node proxy listening",
+      env: {
+        BENCH_PROXY_PORT: String(port),
+        BENCH_PROXY_TARGET: `http://127.0.0.1:${targetPort}`,
+      },
+    },
+    logFile(join(dir, "node-proxy.log")),
+  );
+  cleanup.add(() => proxy.stop());
+  await proxy.start();
+  return { url: `http://127.0.0.1:${port}`, process: proxy };
+}
+
+/**
  * A project "bench" with one endpoint per delivery mode (sync, stream, async) on line v1, each
  * to the bench target on `targetPort` with no rate limit, and a live key for it.
  */

@@ -25,12 +25,11 @@ import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
-import { logFile, ManagedProcess } from "../dev/processes.ts";
 import { asyncBurst, printBurst } from "./burst.ts";
 import { completedPerSecond, startCeilingWorker } from "./ceiling-runner.ts";
 import { chargeCost } from "./charges.ts";
 import { deliveredPerSecond } from "./delivery.ts";
-import { benchStack, type Cleanup, percentile, requireTools, runBench } from "./harness.ts";
+import { benchNodeProxy, benchStack, percentile, requireTools, runBench } from "./harness.ts";
 import { keyVerification } from "./key-verification.ts";
 import { startNginx } from "./nginx.ts";
 import { publishComparison } from "./publish.ts";
@@ -155,7 +154,7 @@ await runBench(async (cleanup) => {
     direct: { url: `${direct}/stream`, headers: {} },
     nginx: { url: `${viaNginx}/stream`, headers: {} },
     "bare Node proxy": {
-      url: `${await startNodeProxy(cleanup, dir, targetPort)}/stream`,
+      url: `${(await benchNodeProxy(cleanup, dir, targetPort)).url}/stream`,
       headers: {},
     },
     "edge (stream)": {
@@ -257,26 +256,6 @@ async function measureStreams(
       return [name, stats];
     }),
   );
-}
-
-/** bench/node-proxy.ts in front of the target, in a process of its own; answers its URL. */
-async function startNodeProxy(cleanup: Cleanup, dir: string, targetPort: number) {
-  const [port = 0] = await freePorts(1);
-  const proxy = new ManagedProcess(
-    {
-      name: "node proxy",
-      entry: "bench/node-proxy.ts",
-      readyLine: "node proxy listening",
-      env: {
-        BENCH_PROXY_PORT: String(port),
-        BENCH_PROXY_TARGET: `http://127.0.0.1:${targetPort}`,
-      },
-    },
-    logFile(join(dir, "node-proxy.log")),
-  );
-  cleanup.add(() => proxy.stop());
-  await proxy.start();
-  return `http://127.0.0.1:${port}`;
 }
 
 /**
