@@ -1,11 +1,13 @@
 /**
- * Where a stream's first byte waits inside the edge, against a bare Node proxy in the same run
- * (`npm run bench:stream-trace`; Linux, with strace and the right to trace). One-event streams go
- * through each, some milliseconds apart, first untraced for the time to first byte the caller
- * sees, then with `strace` on each process's main thread. Between reading the caller's request
- * and writing the call to the target, and between reading the target's answer and writing it on,
- * neither process makes a system call: those two stretches are its own CPU on the way to the
- * first byte, timed by strace's timestamps, apart from the network, the target and the client.
+ * Where a stream's first byte waits inside the edge (`npm run bench:stream-trace`; Linux, with
+ * strace and the right to trace). First the edge's handler alone in this process, against the
+ * web-standard shape with no steps (bench/edge-handler.ts), back to back and with the process idle
+ * between calls. Then one-event streams through the edge and a bare Node proxy, some milliseconds
+ * apart, untraced for the time to first byte the caller sees, then with `strace` on each process's
+ * main thread. Between reading the caller's request and writing the call to the target, and
+ * between reading the target's answer and writing it on, neither process makes a system call:
+ * those two stretches are its own CPU on the way to the first byte, timed by strace's timestamps,
+ * apart from the network, the target and the client.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
@@ -14,6 +16,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import type { ManagedProcess } from "../dev/processes.ts";
+import { handlerCost } from "./edge-handler.ts";
 import {
   benchNodeProxy,
   benchStack,
@@ -24,8 +27,12 @@ import {
 } from "./harness.ts";
 
 const streams = Number(process.env.BENCH_STREAM_RUNS ?? (quick ? 20 : 150));
-/** Between streams: each starts on an idle process, as a caller's lone stream does. */
-const GAP_MS = 30;
+/**
+ * Between streams (BENCH_STREAM_GAP_MS): each starts on an idle process, as a caller's lone
+ * stream does. With less, the edge's work after one stream (its record, the next stream's hold)
+ * meets the next one's way to its first byte.
+ */
+const GAP_MS = Number(process.env.BENCH_STREAM_GAP_MS ?? 30);
 
 interface Path {
   url: string;
@@ -34,6 +41,18 @@ interface Path {
 
 await runBench(async (cleanup) => {
   await requireTools([{ command: "strace", debianPackage: "strace" }]);
+  const handler = await handlerCost(quick ? 50 : 300, [0, 1, 5, 30]);
+  console.log(
+    "\nthe edge's handler alone, in this process: a stream call to a target answering at once, call to first chunk (p50 µs)\n",
+  );
+  console.log("| idle between calls | edge handler | web-standard shape, no steps | the steps |");
+  console.log("|---|---|---|---|");
+  for (const { gapMs, edgeUs, noStepsUs } of handler) {
+    const idle = gapMs === 0 ? "none (back to back)" : `${gapMs} ms`;
+    console.log(
+      `| ${idle} | ${edgeUs.toFixed(0)} | ${noStepsUs.toFixed(0)} | ${(edgeUs - noStepsUs).toFixed(0)} |`,
+    );
+  }
   const dir = await mkdtemp(join(tmpdir(), "relay-stream-trace-"));
   const { stack, slug, key, targetPort } = await benchStack(
     cleanup,
@@ -55,7 +74,7 @@ await runBench(async (cleanup) => {
   const firstByte = new Map<string, number[]>(Object.keys(paths).map((name) => [name, []]));
   for (let run = -10; run < streams; run++) {
     for (const [name, path] of Object.entries(paths)) {
-      await sleep(GAP_MS);
+      await pause();
       const ms = await streamOnce(path);
       if (run >= 0) firstByte.get(name)?.push(ms);
     }
@@ -94,6 +113,10 @@ await runBench(async (cleanup) => {
   }
 });
 
+function pause(): Promise<unknown> {
+  return GAP_MS > 0 ? sleep(GAP_MS) : Promise.resolve();
+}
+
 /** One stream's time to its first byte, its body read to the end. */
 async function streamOnce(path: Path): Promise<number> {
   const started = performance.now();
@@ -130,7 +153,7 @@ async function traceStreams(dir: string, pid: number, path: Path): Promise<Stret
     strace.once("exit", (code) => reject(new Error(`strace ended (${code}): may it trace?`)));
   });
   for (let i = 0; i < streams; i++) {
-    await sleep(GAP_MS);
+    await pause();
     await streamOnce(path);
   }
   await sleep(200);
