@@ -86,18 +86,27 @@ await runBench(async (cleanup) => {
     ["edge", paths.edge, stack.processes.edge],
   ];
   const rows: string[] = [];
-  const medians: Record<string, Stretches> = {};
+  const measured: Record<string, Stretches & { added: number }> = {};
   for (const [name, path, managed] of traced) {
     const pid = managed.child?.pid;
     if (pid === undefined) throw new Error(`${name} is not running`);
     const stretches = await traceStreams(dir, pid, path);
     const added = percentile(firstByte.get(name) ?? [], 0.5) - direct;
-    medians[name] = { toCall: median(stretches.toCall), toAnswer: median(stretches.toAnswer) };
+    measured[name] = {
+      added,
+      toCall: median(stretches.toCall),
+      toAnswer: median(stretches.toAnswer),
+    };
     rows.push(
       `| ${name} | ${f(added)} | ${quartiles(stretches.toCall)} | ${quartiles(stretches.toAnswer)} | ${stretches.toCall.length} |`,
     );
   }
-  const [bare, edge] = [medians["bare Node proxy"], medians.edge];
+  const [bare, edge] = [measured["bare Node proxy"], measured.edge];
+  if (bare && edge) {
+    rows.push(
+      `| edge less the proxy | ${f(edge.added - bare.added)} | ${f(edge.toCall - bare.toCall)} | ${f(edge.toAnswer - bare.toAnswer)} | |`,
+    );
+  }
   console.log(
     `\nstream trace: one-event streams ${GAP_MS} ms apart; time to first byte over ${streams} untraced streams per path (direct p50 ${f(direct)} ms), then each process's CPU stretches on the way to the first byte under strace (ms, p50 and p25-p75)\n`,
   );
@@ -106,11 +115,6 @@ await runBench(async (cleanup) => {
   );
   console.log("|---|---|---|---|---|");
   for (const row of rows) console.log(row);
-  if (bare && edge) {
-    console.log(
-      `| edge over the proxy | ${f(edge.toCall + edge.toAnswer - bare.toCall - bare.toAnswer)} (the two stretches) | ${f(edge.toCall - bare.toCall)} | ${f(edge.toAnswer - bare.toAnswer)} | |`,
-    );
-  }
 });
 
 function pause(): Promise<unknown> {
