@@ -156,13 +156,17 @@ async function traceStreams(dir: string, pid: number, path: Path): Promise<Stret
     });
     strace.once("exit", (code) => reject(new Error(`strace ended (${code}): may it trace?`)));
   });
-  for (let i = 0; i < streams; i++) {
-    await pause();
-    await streamOnce(path);
+  try {
+    for (let i = 0; i < streams; i++) {
+      await pause();
+      await streamOnce(path);
+    }
+    await sleep(200);
+  } finally {
+    // Detached even when a stream failed: the traced process goes on as it was.
+    strace.kill("SIGINT");
+    await exited;
   }
-  await sleep(200);
-  strace.kill("SIGINT");
-  await exited;
   return stretchesOf(await readFile(output, "utf8"));
 }
 
