@@ -2,8 +2,11 @@
  * The customer's side for the benchmark, in a process of its own: /sync answers at once,
  * /stream sends `BENCH_CHUNKS` SSE events `BENCH_CHUNK_MS` apart, each carrying the wall-clock
  * time it was written, /sink takes async deliveries. GET /receipts streams the request id of
- * every delivery to /sink from then on, one per line, so a bench can time 202 to receipt;
- * GET /receipts/count answers how many deliveries and distinct requests /sink has had.
+ * every delivery to /sink from then on, one per line, so a bench can time 202 to receipt; a
+ * delivery to /sink/{name} is streamed as "{request id} {name} {X-Bench-Seq}" (bench/shapes.ts
+ * tells targets and ordered calls apart by them), and /sink/flaky answers 503 to every fourth
+ * request's first delivery, 200 to its retry. GET /receipts/count answers how many deliveries
+ * and distinct requests /sink has had.
  */
 import { createServer, type ServerResponse } from "node:http";
 
@@ -15,6 +18,8 @@ const wallClock = () => performance.timeOrigin + performance.now();
 const watchers = new Set<ServerResponse>();
 const delivered = new Set<string>();
 let deliveries = 0;
+/** /sink/flaky's requests seen, and how many: every fourth one's first delivery fails. */
+const flakySeen = new Set<string>();
 
 createServer((req, res) => {
   if (req.method === "GET" && req.url === "/receipts") {
@@ -44,9 +49,18 @@ createServer((req, res) => {
     }
     if (req.url?.startsWith("/sink")) {
       const requestId = String(req.headers["x-relay-request-id"]);
+      const name = req.url.slice("/sink/".length);
+      if (name === "flaky" && !flakySeen.has(requestId)) {
+        flakySeen.add(requestId);
+        if (flakySeen.size % 4 === 0) {
+          res.writeHead(503).end();
+          return;
+        }
+      }
       deliveries++;
       delivered.add(requestId);
-      for (const watcher of watchers) watcher.write(`${requestId}\n`);
+      const receipt = name ? `${requestId} ${name} ${req.headers["x-bench-seq"] ?? ""}` : requestId;
+      for (const watcher of watchers) watcher.write(`${receipt}\n`);
     }
     res.writeHead(200, { "content-type": "application/json" });
     res.end('{"ok":true}');

@@ -56,6 +56,17 @@ export interface CallsAcceptance extends BatchReservation {
   start: Uint8Array;
   /** Workflows the edge started since its last acceptance: their starts are kept no longer. */
   started: string[];
+  /**
+   * Bodies of calls that travel by reference (too large for the start's input), stored in the
+   * same transaction whether or not the start is kept.
+   */
+  bodies?: StoredBody[];
+}
+
+/** A call's body, stored under its request id (its reference) for its deliveries to read. */
+export interface StoredBody {
+  requestId: string;
+  body: Uint8Array;
 }
 
 /** Each call's refusal (null when reserved); accepted when none was refused and the start kept. */

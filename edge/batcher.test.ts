@@ -8,7 +8,12 @@ import { type BatchedCall, batcher } from "./batcher.ts";
  * control plane accepts a group unless one of its calls is in `tooFew`.
  */
 function fakeStack(
-  options: { startFails?: boolean; tooFew?: string[]; acceptHangs?: boolean } = {},
+  options: {
+    startFails?: boolean;
+    tooFew?: string[];
+    acceptHangs?: boolean;
+    storeFails?: boolean;
+  } = {},
 ) {
   const trips: string[] = [];
   const released: string[] = [];
@@ -35,7 +40,10 @@ function fakeStack(
     },
     {
       acceptCalls: async (a: CallsAcceptance) => {
-        trips.push(`accept ${idsOf(a.calls)}${a.started.length ? ` (${a.started} made)` : ""}`);
+        const bodies = a.bodies?.length ? ` storing ${idsOf(a.bodies)}` : "";
+        trips.push(
+          `accept ${idsOf(a.calls)}${bodies}${a.started.length ? ` (${a.started} made)` : ""}`,
+        );
         if (options.acceptHangs) await new Promise(() => {});
         const refusals = a.calls.map((c) => refusalOf(c.requestId));
         return { refusals, accepted: refusals.every((r) => r === null) };
@@ -51,8 +59,13 @@ function fakeStack(
       releaseDeliveries: async (_, requestId) => {
         released.push(requestId);
       },
+      storeBody: async (_, requestId) => {
+        trips.push(`store ${requestId}`);
+        if (options.storeFails) throw new Error("the control plane is down");
+        return requestId;
+      },
     },
-    { maxItems: 32, logError: () => {} },
+    { maxItems: 32, maxStoredBytes: 1000, logError: () => {} },
   );
   return { batch, trips, released, answerFirst: () => answerFirst() };
 }
@@ -79,6 +92,16 @@ const callOf = (requestId: string): BatchedCall => ({
     notBefore: null,
   },
 });
+
+/** A call whose body of `bytes` travels by reference. */
+const largeCallOf = (requestId: string, bytes: number): BatchedCall => {
+  const call = callOf(requestId);
+  return {
+    ...call,
+    input: { ...call.input, bodyRef: requestId },
+    storedBody: new Uint8Array(bytes),
+  };
+};
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -134,4 +157,40 @@ test("an acceptance not answered in time: the group is reserved, started and the
   expect(await stack.batch(callOf("r1"))).toEqual({ accepted: "queued" });
   expect(await stack.batch(callOf("r2"))).toEqual({ accepted: "queued" });
   expect(stack.trips).toEqual(["accept r1", "reserve r1", "start r1", "reserve r2", "start r2"]);
+});
+
+test("bodies that travel by reference are stored in their group's acceptance, a group holding one inbound body's size of them at most", async () => {
+  const stack = fakeStack();
+  stack.answerFirst();
+  const calls = [
+    stack.batch(callOf("r1")),
+    stack.batch(largeCallOf("r2", 600)),
+    stack.batch(largeCallOf("r3", 300)),
+    stack.batch(largeCallOf("r4", 600)),
+  ];
+  expect(await Promise.all(calls)).toEqual(calls.map(() => ({ accepted: "queued" })));
+  await tick();
+  expect(stack.trips).toEqual([
+    "accept r1",
+    "accept r2,r3 storing r2,r3",
+    "start r1",
+    "start r2,r3",
+    "accept r4 storing r4 (r2,r3,r1 made)",
+    "start r4",
+  ]);
+});
+
+test("on the older path a body is stored before its start; a call whose body could not be stored is not queued, and gives its reservation back", async () => {
+  const stack = fakeStack({ acceptHangs: true, storeFails: true });
+  stack.answerFirst();
+  expect(await stack.batch(largeCallOf("r1", 10))).toEqual({ unstored: true });
+  expect(stack.released).toEqual(["r1"]);
+  expect(await stack.batch(callOf("r2"))).toEqual({ accepted: "queued" });
+  expect(stack.trips).toEqual([
+    "accept r1 storing r1",
+    "reserve r1",
+    "store r1",
+    "reserve r2",
+    "start r2",
+  ]);
 });

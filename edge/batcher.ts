@@ -15,11 +15,12 @@
  * started, then answered (a failed start gives its reservations back and the callers 503).
  *
  * A caller sending one call at a time always goes alone: nothing of its project is in flight.
- * Calls with an Idempotency-Key, a delay, a large body, an ordering lane or a sync or stream
- * target never come here (`joinsBatch`): their workflow id, timer, stored body, place in their
- * lane or answer is theirs alone.
+ * A body too large for the batch's input (`travelsInBatch`) goes by reference: stored in
+ * Postgres in the acceptance's transaction, so it costs no round trip of its own. Calls with an
+ * Idempotency-Key, a delay, an ordering lane or a sync or stream target never come here
+ * (`joinsBatch`): their workflow id, timer, place in their lane or answer is theirs alone.
  */
-import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
+import type { CallReservation, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
 import { grouped } from "../core/grouped.ts";
 import type { TraceContext } from "../core/tracing.ts";
@@ -29,6 +30,11 @@ import type { BatchStarter, PreparedStart } from "./temporal.ts";
 export interface BatchOptions {
   /** Requests one batch carries at most (RELAY_BATCH_MAX_ITEMS). */
   maxItems: number;
+  /**
+   * Bytes of bodies stored by reference one group carries at most (RELAY_MAX_BODY_BYTES: an
+   * acceptance's message takes one inbound body's size beside its start).
+   */
+  maxStoredBytes: number;
   /** Told how many calls each start carried once it was answered (a metric). */
   onStarted?: (requests: number) => void;
   logError: (fields: Record<string, unknown>, message: string) => void;
@@ -46,26 +52,33 @@ export interface BatchedCall {
   input: DeliveryInput;
   trace: TraceContext;
   reservation: CallReservation;
+  /** Its body, when it travels by reference (`input.bodyRef`): stored as the call is accepted. */
+  storedBody?: Uint8Array;
 }
 
-/** A call started (what its caller is told), or refused by its reservation. */
-export type BatchAnswer = { accepted: Accepted } | { refused: ReservationRefusal };
+/**
+ * A call started (what its caller is told), refused by its reservation, or not queued: its
+ * body could not be stored (503).
+ */
+export type BatchAnswer =
+  | { accepted: Accepted }
+  | { refused: ReservationRefusal }
+  | { unstored: true };
 
 /** Reserves and starts a call with its project's others of the moment. */
 export type Batch = (call: BatchedCall) => Promise<BatchAnswer>;
 
 /**
- * Whether a call of `input` (to async targets only) may share a batch: immediate, small body,
- * unordered (an ordered call joins its lane once its own workflow runs, before its 202).
+ * Whether a call (to async targets only) may share a batch: immediate and unordered (an ordered
+ * call joins its lane once its own workflow runs, before its 202).
  */
-export function joinsBatch(input: DeliveryInput, idempotent: boolean): boolean {
-  return (
-    !idempotent &&
-    input.ordering === undefined &&
-    input.notBefore === undefined &&
-    input.bodyRef === undefined &&
-    input.bodyBase64.length <= BATCHABLE_BODY_CHARS
-  );
+export function joinsBatch(call: { idempotent: boolean; delayed: boolean; ordered: boolean }) {
+  return !call.idempotent && !call.delayed && !call.ordered;
+}
+
+/** Whether a body of `bodyBytes` travels in a batch's input; else by reference. */
+export function travelsInBatch(bodyBytes: number): boolean {
+  return Math.ceil(bodyBytes / 3) * 4 <= BATCHABLE_BODY_CHARS;
 }
 
 /** Starts an edge confirms at most in one acceptance; older ones are left to the sweep. */
@@ -82,7 +95,11 @@ export function batcher(
   starter: BatchStarter,
   control: Pick<
     ControlPlane,
-    "reserveDeliveries" | "reserveDeliveriesBatch" | "releaseDeliveries" | "acceptCalls"
+    | "reserveDeliveries"
+    | "reserveDeliveriesBatch"
+    | "releaseDeliveries"
+    | "acceptCalls"
+    | "storeBody"
   >,
   options: BatchOptions,
 ): Batch {
@@ -118,6 +135,7 @@ export function batcher(
           workflowId: start.workflowId,
           start: start.body,
           started,
+          bodies: storedBodiesOf(calls),
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -197,15 +215,38 @@ export function batcher(
     }
   }
 
+  /**
+   * Stores the bodies of calls going by reference, on the older path (a store replaces what an
+   * acceptance may have stored); answers the calls whose body could not be stored.
+   */
+  async function storeBodies(calls: BatchedCall[]): Promise<Set<BatchedCall>> {
+    const unstored = new Set<BatchedCall>();
+    await Promise.all(
+      calls.map(async (call) => {
+        if (!call.storedBody) return;
+        const { project, requestId } = call.input;
+        await control.storeBody(project, requestId, call.storedBody).catch((err: unknown) => {
+          options.logError({ err, requestId }, "a large body could not be stored");
+          unstored.add(call);
+        });
+      }),
+    );
+    return unstored;
+  }
+
   const accepted = (calls: BatchedCall[]): BatchAnswer[] =>
     calls.map((call) => ({ accepted: acceptedStatus(call.input) }));
+
+  const sum = (calls: readonly BatchedCall[], size: (call: BatchedCall) => number) =>
+    calls.reduce((total, call) => total + size(call), 0);
+  const inlineChars = (call: BatchedCall) => call.input.bodyBase64.length;
+  const storedBytes = (call: BatchedCall) => call.storedBody?.byteLength ?? 0;
 
   const together = grouped<BatchedCall, BatchAnswer>({
     maxItems: options.maxItems,
     fits: (gathered, call) =>
-      gathered.reduce((chars, c) => chars + c.input.bodyBase64.length, 0) +
-        call.input.bodyBase64.length <=
-      BATCH_BODY_CHARS,
+      sum(gathered, inlineChars) + inlineChars(call) <= BATCH_BODY_CHARS &&
+      sum(gathered, storedBytes) + storedBytes(call) <= options.maxStoredBytes,
     async run(_, calls, answerNow) {
       const [first] = calls as [BatchedCall];
       const { project } = first.input;
@@ -226,7 +267,11 @@ export function batcher(
           return accepted(calls);
         }
         const refusals = acceptance?.refusals ?? (await reserve(calls));
-        const going = calls.filter((_, i) => !refusals[i]);
+        const fitting = calls.filter((_, i) => !refusals[i]);
+        // An acceptance that was answered stored the bodies; one that was not may not have.
+        const unstored = acceptance?.refusals ? new Set() : await storeBodies(fitting);
+        release(fitting.filter((call) => unstored.has(call)));
+        const going = fitting.filter((call) => !unstored.has(call));
         if (going.length > 0) {
           const goingStart = start && going.length === calls.length ? start : await prepare(going);
           await goingStart.send().catch((error: unknown) => {
@@ -238,7 +283,8 @@ export function batcher(
         }
         return calls.map((call, i) => {
           const refused = refusals[i];
-          return refused ? { refused } : { accepted: acceptedStatus(call.input) };
+          if (refused) return { refused };
+          return unstored.has(call) ? { unstored: true } : { accepted: acceptedStatus(call.input) };
         });
       } finally {
         freeSlot();
@@ -247,3 +293,8 @@ export function batcher(
   });
   return (call) => together(`${call.input.project}/${call.reservation.pool}`, call);
 }
+
+const storedBodiesOf = (calls: readonly BatchedCall[]): StoredBody[] =>
+  calls.flatMap(({ input, storedBody }) =>
+    storedBody ? [{ requestId: input.requestId, body: storedBody }] : [],
+  );

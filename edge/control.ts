@@ -194,6 +194,7 @@ export function connectControlPlane(options: {
         workflowId: acceptance.workflowId,
         start: acceptance.start,
         started: acceptance.started,
+        bodies: acceptance.bodies ?? [],
       });
       return { refusals: refusalsIn(refusals, acceptance.calls.length), accepted };
     },

@@ -2,7 +2,8 @@
  * Large request bodies, kept in Postgres while their deliveries need them: the edge stores a
  * body over INLINE_BODY_BYTES before queueing, and the worker reads it back by reference.
  */
-import type { Sql } from "./db.ts";
+import type { StoredBody } from "../core/billing.ts";
+import type { Queryable, Sql } from "./db.ts";
 
 /** Stores (or replaces) a request's body; answers its reference, or null for no such project. */
 export async function insertBody(
@@ -18,6 +19,30 @@ export async function insertBody(
     returning request_id`;
   return stored?.requestId ?? null;
 }
+
+/**
+ * Stores the bodies of calls accepted together (control/api/edge.ts `acceptCalls`), in one
+ * statement; a body stored already (the edge's retry) is replaced.
+ */
+export async function insertBodies(
+  q: Queryable,
+  project: string,
+  bodies: readonly StoredBody[],
+): Promise<void> {
+  if (bodies.length === 0) return;
+  await q`
+    insert into bodies (request_id, project_id, body)
+    select b.request_id, p.id, decode(b.hex, 'hex')
+    from projects p,
+      unnest(${bodies.map((b) => b.requestId)}::text[], ${bodies.map(hexOf)}::text[])
+        as b(request_id, hex)
+    where p.slug = ${project}
+    on conflict (request_id) do update set body = excluded.body`;
+}
+
+/** A body as the driver passes it inside an array (it has no bytea[] of Buffers). */
+const hexOf = ({ body }: StoredBody) =>
+  Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("hex");
 
 export async function loadBody(sql: Sql, ref: string): Promise<Uint8Array<ArrayBuffer>> {
   const [row] = await sql<{ body: Buffer }[]>`select body from bodies where request_id = ${ref}`;

@@ -92,6 +92,34 @@ describe("calls of one project that arrive together", () => {
     }
   });
 
+  test("calls with large bodies share batch workflows too, the bodies by reference, each delivered whole", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    // Over what a batch's input carries inline (16 KiB in base64): 32 KiB and 256 KiB.
+    const bodies = Array.from({ length: 16 }, (_, i) =>
+      JSON.stringify({ i, pad: String(i % 10).repeat(i % 4 === 0 ? 256 * 1024 : 32 * 1024) }),
+    );
+    const answers = await Promise.all(
+      bodies.map((body) => relay(project.slug, "/v1/hook", { key: project.key, body })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    const ids = answers.map((a) => a.json().requestId as string);
+
+    const logs = await Promise.all(ids.map((id) => finishedLog<RequestLog>(project, id)));
+    expect(logs.map((log) => log.status)).toEqual(ids.map(() => "delivered"));
+    const byId = new Map(sink.received.map((r) => [r.headers["x-relay-request-id"], r.body]));
+    expect(ids.map((id) => byId.get(id))).toEqual(bodies);
+    expect(sink.received).toHaveLength(ids.length);
+
+    const batches = await eventually(async () => {
+      const listed = await workflowsOf(project.slug, "deliverBatch");
+      const own = await workflowsOf(project.slug, "deliverRequest");
+      const placed = [...listed.flatMap(requestIdsOf), ...own.map((w) => w.workflowId)];
+      return placed.length === ids.length && listed;
+    });
+    expect(batches.flatMap(requestIdsOf).length).toBeGreaterThan(1);
+  });
+
   /** The first request id of the project's first batch, once the batch is visible. */
   async function firstBatched(slug: string): Promise<string> {
     const batches = await eventually(async () => {

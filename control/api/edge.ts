@@ -21,6 +21,7 @@ import {
   splitEndpoint,
 } from "../../core/rate-shares.ts";
 import { acceptLoneCall, forgetStarts, keepStart } from "../../store/accepted-starts.ts";
+import { insertBodies } from "../../store/bodies.ts";
 import {
   ackChanges,
   type ChangeNotifier,
@@ -196,8 +197,8 @@ const MAX_WORKFLOW_ID = 256;
  * Accepts immediate calls durably (docs/architecture.md, "Accepted before started"): their
  * reservation as `reserveDeliveriesBatch` makes it and, when every call fits, the start of their
  * workflow, in one transaction. A refused call leaves nothing kept: the edge starts the others
- * itself before it answers, as without acceptance. The edge's confirmed starts are forgotten in
- * the same transaction.
+ * itself before it answers, as without acceptance. The edge's confirmed starts are forgotten, and
+ * the bodies of calls that travel by reference stored, in the same transaction.
  */
 export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promise<CallsAccepted> {
   requireEdge(ctx.caller);
@@ -214,8 +215,13 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
   ) {
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
   }
+  const bodies = acceptance.bodies ?? [];
+  const requestIds = acceptance.calls.map((call) => call.requestId);
+  if (bodies.some((stored) => !requestIds.includes(stored.requestId))) {
+    throw new RelayError("bad_request", "an acceptance stores bodies of its own calls only");
+  }
   const [lone, ...others] = acceptance.calls;
-  if (lone && others.length === 0) {
+  if (lone && others.length === 0 && bodies.length === 0) {
     const { project, pool, started } = acceptance;
     const { reserved, kept } = await acceptLoneCall(
       ctx.sql,
@@ -233,8 +239,8 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
         ? fitCredits(tx, acceptance)
         : { fits: acceptance.calls.map(() => true), holding: Promise.resolve() },
       forgetStarts(tx, acceptance.started),
+      insertBodies(tx, acceptance.project, bodies),
     ]);
-    const requestIds = acceptance.calls.map((call) => call.requestId);
     const [, kept] = await Promise.all([
       holding,
       fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),

@@ -21,8 +21,8 @@ import {
 const ENVELOPE_BYTES = 64 * 1024;
 
 /**
- * `edgeBytes`: the largest inbound body StoreBody carries (MessageLimits.edgeBytes); an
- * acceptance's start may be larger.
+ * `edgeBytes`: the largest inbound body StoreBody carries (MessageLimits.edgeBytes), and the
+ * bodies an acceptance stores in all; its start may be larger.
  */
 export function edgeService(
   router: ConnectRouter,
@@ -100,6 +100,7 @@ export function edgeService(
           workflowId: req.workflowId,
           start: req.start,
           started: req.started,
+          bodies: req.bodies.map(({ requestId, body }) => ({ requestId, body })),
         });
         return { refusals: refusals.map(refusalOut), accepted };
       },
@@ -152,7 +153,8 @@ export function edgeService(
         };
       },
     },
-    { readMaxBytes: Math.max(edgeBytes, edge.MAX_START_BYTES) + ENVELOPE_BYTES },
+    // An acceptance carries a start and, beside it, stored bodies up to one inbound body's size.
+    { readMaxBytes: edgeBytes + edge.MAX_START_BYTES + ENVELOPE_BYTES },
   );
 }
 

@@ -16,7 +16,7 @@ import {
 } from "../../core/lanes.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
-import { type Batch, joinsBatch } from "../batcher.ts";
+import { type Batch, type BatchedCall, joinsBatch, travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
@@ -37,7 +37,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const requestId = heldAhead
       ? { id: heldAhead, bodyTag: undefined }
       : await requestIdOf(deps, call);
-    const batched = deps.batch && batchedInput(deps, call, requestId.id, ordering);
+    const batched = deps.batch && batchedCall(deps, call, requestId.id, ordering);
     if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
     // A call answered by its one sync target reserves in the worker, just before the target's
     // call (SyncInput.holds): the caller's wait has no control-plane round trip.
@@ -71,32 +71,48 @@ function syncAlone(call: Received): boolean {
   return only?.deliveryMode === "sync" && others.length === 0 && !call.notBefore;
 }
 
-/** The call's input when it may share a batch (../batcher.ts): immediate, to async targets only. */
-function batchedInput(
+/**
+ * The call's input when it may share a batch (../batcher.ts): immediate, to async targets only.
+ * A body too large for the batch's input goes by reference, stored as the call is accepted.
+ */
+function batchedCall(
   deps: EdgeDeps,
   call: Received,
   requestId: string,
   ordering: LaneRef | undefined,
-): DeliveryInput | null {
+): Pick<BatchedCall, "input" | "storedBody"> | null {
   const { targets } = call.endpoint;
   const queuedOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
-  if (!queuedOnly || !bodyTravelsInline(call.body.byteLength, targets.length)) return null;
-  const input = deliveryInput(deps, call, requestId, undefined, ordering);
-  return joinsBatch(input, call.idempotencyKey !== null) ? { ...input, targets } : null;
+  const joins = joinsBatch({
+    idempotent: call.idempotencyKey !== null,
+    delayed: Boolean(call.notBefore),
+    ordered: ordering !== undefined,
+  });
+  if (!queuedOnly || !joins) return null;
+  const inline = travelsInBatch(call.body.byteLength);
+  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, ordering);
+  return { input: { ...input, targets }, ...(!inline && { storedBody: call.body }) };
 }
 
 /** Reserved and started with the project's calls of the moment; 202 once its start is durable. */
-async function queueInBatch(batch: Batch, call: Received, input: DeliveryInput): Promise<Response> {
-  const { requestId } = input;
+async function queueInBatch(
+  batch: Batch,
+  call: Received,
+  batched: Pick<BatchedCall, "input" | "storedBody">,
+): Promise<Response> {
+  const { requestId } = batched.input;
   call.responseHeaders.set("x-relay-request-id", requestId);
   const answer = await batch({
-    input,
+    ...batched,
     trace: call.trace,
     reservation: reservationOf(call, requestId),
   });
   if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
+  if ("unstored" in answer) throw unqueued();
   return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
 }
+
+const unqueued = () => new RelayError("unavailable", "the request could not be queued; try again");
 
 /**
  * An ordered endpoint's call's lane (core/lanes.ts): its Relay-Ordering-Key's, or the endpoint's
@@ -163,7 +179,7 @@ async function relayCall(
         await deps
           .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
           .catch(() => {
-            throw new RelayError("unavailable", "the request could not be queued; try again");
+            throw unqueued();
           })
       : undefined;
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef, ordering);

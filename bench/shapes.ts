@@ -1,0 +1,338 @@
+/**
+ * Every kind of call a real sender makes, beside the plain one, on one stack in one run (issue
+ * 45; `npm run bench:shapes`): 32 callers for BENCH_SHAPES_SECONDS (10 s; 3 s quick) per kind,
+ * each posting its next call on its last one's answer, each kind in a project of its own, then
+ * the drain, until every delivery the kind owes reached the bench target (lost: not there 60 s
+ * after the calls ended). CPU is the whole stack's (edge, control plane, worker, Temporal,
+ * Postgres; /proc) over first call to drain end, per delivery (a fan-out's three targets are
+ * three). Plain runs first and last: the two say how far the machine drifted during the run.
+ * Checked per kind: every delivery made, none twice without a retry cause, every ordered key
+ * in order (a call answered before another of its key was sent is delivered first).
+ * `BENCH_SHAPES=plain,idempotent` runs some kinds only (plain always runs).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import type { Stack } from "../dev/stack.ts";
+import { benchStack, followReceipts, percentile, quick, runBench } from "./harness.ts";
+import { STACK_PROCESSES, type StackProcess, stackCpu } from "./publish.ts";
+
+const seconds = Number(process.env.BENCH_SHAPES_SECONDS ?? (quick ? 3 : 10));
+const CALLERS = 32;
+const LOST_AFTER_MS = 60_000;
+const ORDERED_KEYS = 1000;
+
+/** A JSON body of about `bytes`. */
+const bodyOf = (bytes: number) => JSON.stringify({ pad: "x".repeat(Math.max(0, bytes - 10)) });
+
+interface Kind {
+  name: string;
+  /** The endpoint: its targets (names under the target's /sink/), mode, ordering. */
+  targets: string[];
+  mode?: "async" | "sync";
+  ordering?: "fifo";
+  body?: string;
+  /** Headers of the `n`th call (0-based) of caller `caller`. */
+  headers?: (caller: number, n: number, seq: number) => Record<string, string>;
+  /** The ordering key of a call, when the kind is ordered. */
+  orderingKey?: (caller: number, seq: number) => string;
+}
+
+const KINDS: Kind[] = [
+  { name: "plain", targets: ["plain"] },
+  {
+    name: "idempotent",
+    targets: ["idempotent"],
+    headers: (caller, n) => ({ "idempotency-key": `c${caller}-n${n}-${Date.now()}` }),
+  },
+  { name: "fan-out (3 targets)", targets: ["fan-a", "fan-b", "fan-c"] },
+  { name: "32 KiB body", targets: ["large"], body: bodyOf(32 * 1024) },
+  { name: "256 KiB body", targets: ["huge"], body: bodyOf(256 * 1024) },
+  {
+    name: "ordered, a key per caller",
+    targets: ["ordered"],
+    ordering: "fifo",
+    orderingKey: (caller) => `caller-${caller}`,
+  },
+  {
+    name: `ordered, ${ORDERED_KEYS} keys`,
+    targets: ["ordered-many"],
+    ordering: "fifo",
+    orderingKey: (_, seq) => `key-${seq % ORDERED_KEYS}`,
+  },
+  { name: "first attempt 503 in four", targets: ["flaky"] },
+  { name: "Relay-Delay: 2s", targets: ["delayed"], headers: () => ({ "relay-delay": "2s" }) },
+  { name: "sync", targets: ["sync"], mode: "sync" },
+];
+
+interface KindResult {
+  name: string;
+  calls: number;
+  refused: number;
+  deliveries: number;
+  owed: number;
+  lost: number;
+  duplicates: number;
+  outOfOrder: number;
+  callP50Ms: number;
+  deliveredPerSecond: number;
+  drainSeconds: number;
+  cpuMs: Record<StackProcess, number>;
+}
+
+interface KindProject {
+  url: string;
+  host: string;
+  auth: string;
+}
+
+async function setUpKind(
+  stack: Stack,
+  targetPort: number,
+  slug: string,
+  kind: Kind,
+): Promise<KindProject> {
+  const call = async (token: string, path: string, body: unknown) => {
+    const response = await fetch(`${stack.controlUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
+    return (await response.json()) as Record<string, string>;
+  };
+  const { ownerToken = "" } = await call(stack.secrets.adminToken, "/projects", {
+    slug,
+    name: kind.name,
+    plan: "paid",
+  });
+  await call(ownerToken, `/projects/${slug}/lines`, { key: "v1" });
+  await call(ownerToken, `/projects/${slug}/lines/v1/endpoints`, {
+    path: "in",
+    targets: kind.targets.map((name) => ({
+      name,
+      targetUrl: `http://127.0.0.1:${targetPort}/${kind.mode === "sync" ? "sync" : `sink/${name}`}`,
+      deliveryMode: kind.mode ?? "async",
+    })),
+    rateLimit: { requestsPerSecond: 1_000_000, burst: 1_000_000 },
+    ...(kind.ordering && { ordering: kind.ordering }),
+  });
+  const { plaintext } = await call(ownerToken, `/projects/${slug}/keys`, {
+    name: "bench",
+    mode: "live",
+  });
+  return {
+    url: `${stack.edgeUrl}/v1/in`,
+    host: `${slug}.localhost`,
+    auth: `Bearer ${plaintext}`,
+  };
+}
+
+/** One ordered call: when it was sent and answered, and its first receipt. */
+interface OrderedCall {
+  sentAt: number;
+  answeredAt: number;
+  requestId: string;
+}
+
+async function runKind(
+  project: KindProject,
+  kind: Kind,
+  cpu: () => Promise<Record<StackProcess, number>>,
+  targetPort: number,
+  forSeconds: number,
+): Promise<KindResult> {
+  const sync = kind.mode === "sync";
+  const perCall = sync ? 1 : kind.targets.length;
+  /** Receipts of each request id, by target name; first receipt times. */
+  const receipts = new Map<string, Map<string, number>>();
+  const firstAt = new Map<string, number>();
+  let owed = 0;
+  let received = 0;
+  let duplicates = 0;
+  const follow = await followReceipts(`http://127.0.0.1:${targetPort}`, (line) => {
+    const [id = "", target = ""] = line.split(" ");
+    if (!kind.targets.includes(target)) return;
+    const byTarget = receipts.get(id) ?? new Map<string, number>();
+    receipts.set(id, byTarget);
+    if (byTarget.has(target)) duplicates++;
+    else {
+      byTarget.set(target, performance.now());
+      received++;
+    }
+    if (!firstAt.has(id)) firstAt.set(id, performance.now());
+  });
+  const dispatcher = new Agent({ connections: CALLERS });
+  const callMs: number[] = [];
+  const ordered = new Map<string, OrderedCall[]>();
+  let calls = 0;
+  let refused = 0;
+  let seq = 0;
+  const cpuStart = await cpu();
+  const started = performance.now();
+  const deadline = started + forSeconds * 1000;
+  await Promise.all(
+    Array.from({ length: CALLERS }, async (_, caller) => {
+      for (let n = 0; performance.now() < deadline; n++) {
+        const mySeq = seq++;
+        const key = kind.orderingKey?.(caller, mySeq);
+        const sentAt = performance.now();
+        calls++;
+        const answer = await request(project.url, {
+          method: "POST",
+          dispatcher,
+          headers: {
+            host: project.host,
+            authorization: project.auth,
+            "content-type": "application/json",
+            "x-bench-seq": String(mySeq),
+            ...(key && { "relay-ordering-key": key }),
+            ...kind.headers?.(caller, n, mySeq),
+          },
+          body: kind.body ?? "{}",
+        });
+        const requestId = String(answer.headers["x-relay-request-id"] ?? "");
+        await answer.body.dump();
+        const ok = sync ? answer.statusCode === 200 : answer.statusCode === 202;
+        if (!ok || !requestId) {
+          refused++;
+          continue;
+        }
+        const answeredAt = performance.now();
+        callMs.push(answeredAt - sentAt);
+        if (sync) {
+          received++;
+          firstAt.set(requestId, answeredAt);
+        } else owed += perCall;
+        if (key) {
+          const calls = ordered.get(key) ?? [];
+          calls.push({ sentAt, answeredAt, requestId });
+          ordered.set(key, calls);
+        }
+      }
+    }),
+  );
+  const callsEnded = performance.now();
+  if (sync) owed = received;
+  while (received < owed && performance.now() - callsEnded < LOST_AFTER_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const cpuEnd = await cpu();
+  const drained = performance.now();
+  await follow.stop();
+  await dispatcher.close();
+  const lastReceipt = [...firstAt.values()].reduce((last, at) => Math.max(last, at), started);
+  return {
+    name: kind.name,
+    calls,
+    refused,
+    deliveries: received,
+    owed,
+    lost: owed - received,
+    duplicates,
+    outOfOrder: inversions(ordered, firstAt),
+    callP50Ms: percentile(callMs, 0.5),
+    deliveredPerSecond: (received * 1000) / (lastReceipt - started),
+    drainSeconds:
+      ((received < owed ? drained : Math.max(lastReceipt, callsEnded)) - callsEnded) / 1000,
+    cpuMs: Object.fromEntries(
+      STACK_PROCESSES.map((name) => [name, cpuEnd[name] - cpuStart[name]]),
+    ) as Record<StackProcess, number>,
+  };
+}
+
+/**
+ * Ordered calls delivered before a call of their key that was answered before they were sent:
+ * the order Relay promises is its accept order, and calls in flight together have none.
+ */
+function inversions(ordered: Map<string, OrderedCall[]>, firstAt: Map<string, number>): number {
+  let count = 0;
+  for (const calls of ordered.values()) {
+    for (const [i, later] of calls.entries()) {
+      const laterAt = firstAt.get(later.requestId) ?? Number.POSITIVE_INFINITY;
+      const overtaken = calls
+        .slice(0, i)
+        .some(
+          (earlier) =>
+            earlier.answeredAt < later.sentAt &&
+            (firstAt.get(earlier.requestId) ?? Number.POSITIVE_INFINITY) > laterAt,
+        );
+      if (overtaken) count++;
+    }
+  }
+  return count;
+}
+
+const stackMs = (r: KindResult) =>
+  STACK_PROCESSES.reduce((sum, name) => sum + r.cpuMs[name], 0) / Math.max(1, r.deliveries);
+
+function summary(r: KindResult) {
+  return {
+    deliveredPerSecond: Number(r.deliveredPerSecond.toFixed(1)),
+    cpuMsPerDelivery: Number(stackMs(r).toFixed(2)),
+    lost: r.lost,
+    duplicates: r.duplicates,
+    outOfOrder: r.outOfOrder,
+    drainSeconds: Number(r.drainSeconds.toFixed(1)),
+  };
+}
+
+function print(report: {
+  loadAverage: { before: number[]; after: number[] };
+  results: KindResult[];
+}) {
+  const f = (n: number, digits = 1) => n.toFixed(digits);
+  const [plain] = report.results as [KindResult];
+  const load = (averages: number[]) => averages.map((a) => a.toFixed(2)).join(" ");
+  console.log(
+    `\nShapes: ${CALLERS} callers for ${seconds} s per kind, each posting its next call on its answer, each kind in its own project, then the drain; CPU of the whole stack from /proc over first call to drain end (load average ${load(report.loadAverage.before)} before, ${load(report.loadAverage.after)} after)\n`,
+  );
+  console.log(
+    "| kind of call | calls | refused | deliveries | delivered/s | vs plain | CPU ms per delivery | vs plain | call p50 ms | drain s | lost | duplicates | out of order |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const r of report.results) {
+    console.log(
+      `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plain.deliveredPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / stackMs(plain), 2)}x | ${f(r.callP50Ms, 2)} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
+    );
+  }
+  console.log("\nCPU ms per delivery, by process\n");
+  console.log(`| kind | ${STACK_PROCESSES.join(" | ")} |`);
+  console.log(`|---|${STACK_PROCESSES.map(() => "---|").join("")}`);
+  for (const r of report.results) {
+    console.log(
+      `| ${r.name} | ${STACK_PROCESSES.map((p) => f(r.cpuMs[p] / Math.max(1, r.deliveries), 2)).join(" | ")} |`,
+    );
+  }
+}
+
+await runBench(async (cleanup) => {
+  const only = process.env.BENCH_SHAPES?.split(",");
+  const kinds = KINDS.filter((k) => !only || k.name === "plain" || only.includes(k.name));
+  const dir = await mkdtemp(join(tmpdir(), "relay-shapes-"));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  const { stack, targetPort } = await benchStack(cleanup, dir);
+  const cpu = stackCpu(stack);
+  const loadBefore = loadavg();
+  const results: KindResult[] = [];
+  const [plain, ...rest] = kinds as [Kind, ...Kind[]];
+  const runs = [plain, ...rest, { ...plain, name: "plain (again, last)" }];
+  for (const [i, kind] of runs.entries()) {
+    const project = await setUpKind(stack, targetPort, `shape${i}`, kind);
+    if (i === 0) await runKind(project, kind, cpu, targetPort, 2); // warm-up
+    const result = await runKind(project, kind, cpu, targetPort, seconds);
+    results.push(result);
+    console.log(JSON.stringify({ kind: result.name, ...summary(result) }));
+  }
+  const report = {
+    at: new Date(),
+    seconds,
+    callers: CALLERS,
+    loadAverage: { before: loadBefore, after: loadavg() },
+    results,
+  };
+  print(report);
+  await writeFile("bench/results/shapes.json", JSON.stringify(report, null, 2));
+  console.log("\nwrote bench/results/shapes.json");
+});
