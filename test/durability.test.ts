@@ -190,26 +190,33 @@ test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through T
   target.close();
 }, 120_000);
 
-test("a batch whose first attempts are in flight when its worker is SIGKILLed: every 202'd request arrives", async () => {
+test("a batch whose first attempts are in flight when its worker is SIGKILLed: every 202'd request arrives, large bodies (by reference) whole", async () => {
   // Answers after 1 s, so the batch's attempts are in flight when the worker dies.
-  const received = new Set<string>();
+  const received = new Map<string, string>();
   const slow = createServer((req, res) => {
-    req.resume();
-    setTimeout(() => {
-      received.add(String(req.headers["x-relay-request-id"]));
-      res.end("ok");
-    }, 1000);
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      setTimeout(() => {
+        received.set(String(req.headers["x-relay-request-id"]), Buffer.concat(chunks).toString());
+        res.end("ok");
+      }, 1000);
+    });
   });
   await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
   const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/in`;
   const { ownerToken, key: plaintext } = await projectWithTarget("batched", slowUrl, 30);
 
+  // Every other body is over what a batch carries inline: it travels by reference.
+  const bodies = Array.from({ length: 16 }, (_, i) =>
+    JSON.stringify({ i, ...(i % 2 === 1 && { pad: "x".repeat(40 * 1024) }) }),
+  );
   const answers = await Promise.all(
-    Array.from({ length: 16 }, (_, i) =>
+    bodies.map((body) =>
       request(`${stack.edgeUrl}/v1/hook`, {
         method: "POST",
         headers: { host: `batched.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
-        body: JSON.stringify({ i }),
+        body,
       }),
     ),
   );
@@ -227,6 +234,7 @@ test("a batch whose first attempts are in flight when its worker is SIGKILLed: e
   await stack.processes.worker.start();
 
   await eventually(async () => ids.every((id) => received.has(id)), 90_000);
+  expect(ids.map((id) => received.get(id))).toEqual(bodies);
   await eventually(
     async () => (await Promise.all(ids.map(log))).every((l) => l.status === "delivered"),
     30_000,
