@@ -60,6 +60,7 @@ function relayHandler(): EdgeHandler {
     callTarget,
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large body here")),
+    claimIdempotencyKey: async () => "claimed" as const,
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},

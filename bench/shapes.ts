@@ -320,7 +320,7 @@ await runBench(async (cleanup) => {
   const runs = [plain, ...rest, { ...plain, name: "plain (again, last)" }];
   for (const [i, kind] of runs.entries()) {
     const project = await setUpKind(stack, targetPort, `shape${i}`, kind);
-    if (i === 0) await runKind(project, kind, cpu, targetPort, 2); // warm-up
+    if (i === 0) await runKind(project, kind, cpu, targetPort, seconds); // warm-up
     const result = await runKind(project, kind, cpu, targetPort, seconds);
     results.push(result);
     console.log(JSON.stringify({ kind: result.name, ...summary(result) }));

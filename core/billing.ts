@@ -3,6 +3,7 @@
  * max(1, ceil(bytes / 64 KiB)) credits from the pool its key's mode picks, once however many
  * tries it took. Free-tier projects relay live traffic unmetered.
  */
+import type { KeyClaim, KeyClaimOutcome } from "./idempotency.ts";
 import type { DeliveryMode, KeyMode, Plan } from "./model.ts";
 
 export const CREDIT_UNIT_BYTES = 64 * 1024;
@@ -61,6 +62,8 @@ export interface CallsAcceptance extends BatchReservation {
    * same transaction whether or not the start is kept.
    */
   bodies?: StoredBody[];
+  /** The Idempotency-Keys of calls that carry one, claimed in the same transaction. */
+  claims?: KeyClaim[];
 }
 
 /** A call's body, stored under its request id (its reference) for its deliveries to read. */
@@ -73,6 +76,11 @@ export interface StoredBody {
 export interface CallsAccepted {
   refusals: (ReservationRefusal | null)[];
   accepted: boolean;
+  /**
+   * Set when a call's Idempotency-Key was claimed before: what each call is ("claimed" for the
+   * others), and nothing was reserved or kept.
+   */
+  claims?: KeyClaimOutcome[];
 }
 
 /** A hold as stored: a request's delivery to one target. */

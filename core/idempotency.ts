@@ -1,11 +1,14 @@
 /**
  * Idempotency-Key. A repeat of a call (same project, endpoint, API key and Idempotency-Key)
- * answers the first call's answer and queues nothing, with no store of Relay's own: the request id
- * is derived from them, so a repeat starts the same workflow id, and the start's own request id
- * carries the body's hash. Temporal deduplicates a start whose request id it has seen (same body)
- * and refuses another one for the same workflow id (a different body), for as long as it keeps
- * the first workflow: while it runs and for the namespace's retention after.
+ * answers the first call's answer and queues nothing. The request id is derived from them, and
+ * the body's tag from its hash. A call that goes as a workflow of its own (id = request id) is
+ * told from its repeats by Temporal: the start's own request id carries the body's tag, and
+ * Temporal deduplicates a start whose request id it has seen (same body) and refuses another one
+ * for the same workflow id (a different body), while it keeps the first workflow. A call that
+ * shares a batch workflow (an async-only, unordered endpoint's) is told apart in Postgres: its
+ * key is claimed in the transaction that keeps the batch's start (store/idempotency.ts).
  */
+import { RelayError } from "./errors.ts";
 import { base64url } from "./secrets.ts";
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -54,3 +57,33 @@ export async function idempotent(
     bodyTag: base64url((await sha256(body)).subarray(0, 18)),
   };
 }
+
+/** A call's Idempotency-Key as it is claimed in Postgres (store/idempotency.ts). */
+export interface KeyClaim {
+  requestId: string;
+  bodyTag: string;
+}
+
+/**
+ * What claiming a key finds: none before it ("claimed"), or a first call with it that shared a
+ * batch ("repeat" with the same body, "reused" with another) or went as a workflow of its own
+ * ("own_workflow": the repeat goes that way too, where Temporal tells them apart).
+ */
+export type KeyClaimOutcome = "claimed" | (typeof EARLIER_CLAIMS)[number];
+
+/** What an earlier claim makes of a call, in the contract's order (ClaimOutcome, 1 on). */
+export const EARLIER_CLAIMS = ["repeat", "reused", "own_workflow"] as const;
+
+/** A claim's outcome as the contract's ClaimOutcome numbers it (0: "claimed"). */
+export const claimOutcomeNumber = (outcome: KeyClaimOutcome): number =>
+  outcome === "claimed" ? 0 : EARLIER_CLAIMS.indexOf(outcome) + 1;
+
+export const claimOutcomeOf = (number: number): KeyClaimOutcome =>
+  EARLIER_CLAIMS[number - 1] ?? "claimed";
+
+/** A repeat of a key with another body (422). */
+export const keyReused = () =>
+  new RelayError(
+    "idempotency_key_reused",
+    "this Idempotency-Key was already used with a different body",
+  );

@@ -35,6 +35,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     callTarget: () => Promise.reject(new Error("no targets in this test")),
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
+    claimIdempotencyKey: async () => "claimed" as const,
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},

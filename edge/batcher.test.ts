@@ -1,7 +1,9 @@
 import { expect, test } from "vitest";
 import type { BatchReservation, CallReservation, CallsAcceptance } from "../core/billing.ts";
+import type { KeyClaimOutcome } from "../core/idempotency.ts";
 import { untraced } from "../core/tracing.ts";
-import { type BatchedCall, batcher } from "./batcher.ts";
+import type { BatchedCall } from "./batched-calls.ts";
+import { batcher } from "./batcher.ts";
 
 /**
  * A stack whose first start the test answers (`answerFirst`); the rest answer at once. Its
@@ -13,6 +15,8 @@ function fakeStack(
     tooFew?: string[];
     acceptHangs?: boolean;
     storeFails?: boolean;
+    /** Keys claimed before, by request id, and what claiming them again finds. */
+    claimedBefore?: Record<string, KeyClaimOutcome>;
   } = {},
 ) {
   const trips: string[] = [];
@@ -45,6 +49,10 @@ function fakeStack(
           `accept ${idsOf(a.calls)}${bodies}${a.started.length ? ` (${a.started} made)` : ""}`,
         );
         if (options.acceptHangs) await new Promise(() => {});
+        const claims = a.calls.map((c) => options.claimedBefore?.[c.requestId] ?? "claimed");
+        if (claims.some((claim) => claim !== "claimed")) {
+          return { refusals: a.calls.map(() => null), accepted: false, claims };
+        }
         const refusals = a.calls.map((c) => refusalOf(c.requestId));
         return { refusals, accepted: refusals.every((r) => r === null) };
       },
@@ -102,6 +110,12 @@ const largeCallOf = (requestId: string, bytes: number): BatchedCall => {
     storedBody: new Uint8Array(bytes),
   };
 };
+
+/** A call with an Idempotency-Key. */
+const keyedCallOf = (requestId: string): BatchedCall => ({
+  ...callOf(requestId),
+  claim: { requestId, bodyTag: "tag" },
+});
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -192,5 +206,71 @@ test("on the older path a body is stored before its start; a call whose body cou
     "store r1",
     "reserve r2",
     "start r2",
+  ]);
+});
+
+test("keys claimed before: a repeat is answered as its batched first call was, a reuse refused, a key whose first call went alone goes alone, and the others are accepted without them", async () => {
+  const stack = fakeStack({ claimedBefore: { r2: "repeat", r3: "reused", r4: "own_workflow" } });
+  stack.answerFirst();
+  const calls = [
+    stack.batch(callOf("r0")),
+    stack.batch(keyedCallOf("r1")),
+    stack.batch(keyedCallOf("r2")),
+    stack.batch(keyedCallOf("r3")),
+    stack.batch(keyedCallOf("r4")),
+    stack.batch(callOf("r5")),
+  ];
+  expect(await Promise.all(calls)).toEqual([
+    { accepted: "queued" },
+    { accepted: "queued" },
+    { accepted: "queued" },
+    { reused: true },
+    { alone: true },
+    { accepted: "queued" },
+  ]);
+  expect(stack.trips).toEqual([
+    "accept r0",
+    "start r0",
+    "accept r1,r2,r3,r4,r5 (r0 made)",
+    "accept r1,r5",
+    "start r1,r5",
+  ]);
+});
+
+test("a call repeating a key of its group is answered as the group's first call of it: the same body alike, another one 422", async () => {
+  const stack = fakeStack();
+  stack.answerFirst();
+  const reusing = { ...keyedCallOf("r1"), claim: { requestId: "r1", bodyTag: "other" } };
+  const calls = [
+    stack.batch(callOf("r0")),
+    stack.batch(keyedCallOf("r1")),
+    stack.batch(keyedCallOf("r1")),
+    stack.batch(reusing),
+  ];
+  expect(await Promise.all(calls)).toEqual([
+    { accepted: "queued" },
+    { accepted: "queued" },
+    { accepted: "queued" },
+    { reused: true },
+  ]);
+  expect(stack.trips).toEqual(["accept r0", "start r0", "accept r1 (r0 made)", "start r1"]);
+});
+
+test("on the older path a call with an Idempotency-Key goes alone: its key is claimed with a kept start only", async () => {
+  const stack = fakeStack({ acceptHangs: true });
+  stack.answerFirst();
+  const calls = [
+    stack.batch(keyedCallOf("r1")),
+    stack.batch(keyedCallOf("r2")),
+    stack.batch(callOf("r3")),
+  ];
+  expect(await Promise.all(calls)).toEqual([
+    { alone: true },
+    { alone: true },
+    { accepted: "queued" },
+  ]);
+  expect(stack.trips.filter((trip) => !trip.startsWith("accept"))).toEqual([
+    "reserve r3",
+    "start r3",
   ]);
 });

@@ -16,14 +16,23 @@
  *
  * A caller sending one call at a time always goes alone: nothing of its project is in flight.
  * A body too large for the batch's input (`travelsInBatch`) goes by reference: stored in
- * Postgres in the acceptance's transaction, so it costs no round trip of its own. Calls with an
- * Idempotency-Key, a delay, an ordering lane or a sync or stream target never come here
- * (`joinsBatch`): their workflow id, timer, place in their lane or answer is theirs alone.
+ * Postgres in the acceptance's transaction, so it costs no round trip of its own. A call's
+ * Idempotency-Key is claimed in that transaction too (store/idempotency.ts): a repeat is told
+ * apart there, since a batch's workflow id is not its request's. Calls with a delay, an ordering
+ * lane or a sync or stream target never come here (edge/steps/deliver.ts): their timer, place in
+ * their lane (an ordered call joins it before its 202) or answer is theirs alone.
  */
-import type { CallReservation, ReservationRefusal, StoredBody } from "../core/billing.ts";
-import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
+import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
+import { acceptedStatus } from "../core/delivery.ts";
 import { grouped } from "../core/grouped.ts";
-import type { TraceContext } from "../core/tracing.ts";
+import {
+  answersAfterClaims,
+  type Batch,
+  type BatchAnswer,
+  type BatchedCall,
+  repeatsInGroup,
+  zip,
+} from "./batched-calls.ts";
 import type { ControlPlane } from "./control.ts";
 import type { BatchStarter, PreparedStart } from "./temporal.ts";
 
@@ -46,35 +55,6 @@ export interface BatchOptions {
  */
 const BATCHABLE_BODY_CHARS = 16 * 1024;
 const BATCH_BODY_CHARS = 256 * 1024;
-
-/** An immediate async call, ready to start: its input, its trace and the credits it holds. */
-export interface BatchedCall {
-  input: DeliveryInput;
-  trace: TraceContext;
-  reservation: CallReservation;
-  /** Its body, when it travels by reference (`input.bodyRef`): stored as the call is accepted. */
-  storedBody?: Uint8Array;
-}
-
-/**
- * A call started (what its caller is told), refused by its reservation, or not queued: its
- * body could not be stored (503).
- */
-export type BatchAnswer =
-  | { accepted: Accepted }
-  | { refused: ReservationRefusal }
-  | { unstored: true };
-
-/** Reserves and starts a call with its project's others of the moment. */
-export type Batch = (call: BatchedCall) => Promise<BatchAnswer>;
-
-/**
- * Whether a call (to async targets only) may share a batch: immediate and unordered (an ordered
- * call joins its lane once its own workflow runs, before its 202).
- */
-export function joinsBatch(call: { idempotent: boolean; delayed: boolean; ordered: boolean }) {
-  return !call.idempotent && !call.delayed && !call.ordered;
-}
 
 /** Whether a body of `bodyBytes` travels in a batch's input; else by reference. */
 export function travelsInBatch(bodyBytes: number): boolean {
@@ -118,7 +98,7 @@ export function batcher(
   async function accept(
     calls: BatchedCall[],
     start: PreparedStart,
-  ): Promise<{ accepted: boolean; refusals: (ReservationRefusal | null)[] | null }> {
+  ): Promise<Omit<CallsAccepted, "refusals"> & { refusals: (ReservationRefusal | null)[] | null }> {
     const [first] = calls as [BatchedCall];
     const started = made;
     made = [];
@@ -136,6 +116,7 @@ export function batcher(
           start: start.body,
           started,
           bodies: storedBodiesOf(calls),
+          claims: calls.flatMap(({ claim }) => (claim ? [claim] : [])),
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -250,47 +231,83 @@ export function batcher(
     async run(_, calls, answerNow) {
       const [first] = calls as [BatchedCall];
       const { project } = first.input;
-      const prepare = (going: BatchedCall[]) =>
-        starter.prepareStart(
-          project,
-          going.map((c) => c.input),
-          // The batch's spans continue its first call's trace.
-          (going[0] ?? first).trace,
-        );
       const freeSlot = await starter.admit(project);
       try {
-        const start = accepting() ? await prepare(calls) : null;
-        const acceptance = start ? await accept(calls, start) : null;
-        if (start && acceptance?.accepted) {
-          answerNow(accepted(calls));
-          await startAccepted(start, calls.length);
-          return accepted(calls);
-        }
-        const refusals = acceptance?.refusals ?? (await reserve(calls));
-        const fitting = calls.filter((_, i) => !refusals[i]);
-        // An acceptance that was answered stored the bodies; one that was not may not have.
-        const unstored = acceptance?.refusals ? new Set() : await storeBodies(fitting);
-        release(fitting.filter((call) => unstored.has(call)));
-        const going = fitting.filter((call) => !unstored.has(call));
-        if (going.length > 0) {
-          const goingStart = start && going.length === calls.length ? start : await prepare(going);
-          await goingStart.send().catch((error: unknown) => {
-            release(going);
-            throw error;
-          });
-          startsFailing = false;
-          options.onStarted?.(going.length);
-        }
-        return calls.map((call, i) => {
-          const refused = refusals[i];
-          if (refused) return { refused };
-          return unstored.has(call) ? { unstored: true } : { accepted: acceptedStatus(call.input) };
-        });
+        // A call repeating the key of one before it in the group is answered as that one is.
+        const { firsts, answersOfAll } = repeatsInGroup(calls);
+        const answers = await startGroup(firsts, (early) => answerNow(answersOfAll(early)));
+        return answersOfAll(answers);
       } finally {
         freeSlot();
       }
     },
   });
+
+  /**
+   * Accepts and starts `calls`, answering them early (`answerNow`) once accepted. When keys of
+   * some were claimed before, the others are tried once more (`retries`), then go alone.
+   */
+  async function startGroup(
+    calls: BatchedCall[],
+    answerNow: (answers: BatchAnswer[]) => void,
+    retries = 1,
+  ): Promise<BatchAnswer[]> {
+    const [first] = calls as [BatchedCall];
+    const prepare = (going: BatchedCall[]) =>
+      starter.prepareStart(
+        first.input.project,
+        going.map((c) => c.input),
+        // The batch's spans continue its first call's trace.
+        (going[0] ?? first).trace,
+      );
+    const start = accepting() ? await prepare(calls) : null;
+    const acceptance = start ? await accept(calls, start) : null;
+    if (start && acceptance?.accepted) {
+      answerNow(accepted(calls));
+      await startAccepted(start, calls.length);
+      return accepted(calls);
+    }
+    // Keys claimed before: nothing was reserved or kept. The repeats are answered as their first
+    // calls were; the others are accepted without them, or at last go alone.
+    if (acceptance?.claims) {
+      const { claims } = acceptance;
+      const rest = calls.filter((_, i) => claims[i] === "claimed");
+      const restAnswers =
+        rest.length > 0 && retries > 0
+          ? zip(rest, await startGroup(rest, () => {}, retries - 1))
+          : [];
+      return answersAfterClaims(calls, claims, new Map(restAnswers));
+    }
+    // The older path: reserved, started, then answered. A call with an Idempotency-Key goes as
+    // a workflow of its own, since its key is claimed here only with a kept start.
+    const older = calls.filter((call) => !call.claim);
+    const refusalOf = new Map(
+      acceptance?.refusals
+        ? calls.map((call, i) => [call, acceptance.refusals?.[i] ?? null])
+        : zip(older, await reserve(older)),
+    );
+    const fitting = older.filter((call) => !refusalOf.get(call));
+    // An acceptance that was answered stored the bodies; one that was not may not have.
+    const unstored = acceptance?.refusals ? new Set() : await storeBodies(fitting);
+    release(fitting.filter((call) => unstored.has(call)));
+    const going = fitting.filter((call) => !unstored.has(call));
+    if (going.length > 0) {
+      const goingStart = start && going.length === calls.length ? start : await prepare(going);
+      await goingStart.send().catch((error: unknown) => {
+        release(going);
+        throw error;
+      });
+      startsFailing = false;
+      options.onStarted?.(going.length);
+    }
+    return calls.map((call): BatchAnswer => {
+      const refused = refusalOf.get(call);
+      if (refused) return { refused };
+      if (call.claim) return { alone: true };
+      return unstored.has(call) ? { unstored: true } : { accepted: acceptedStatus(call.input) };
+    });
+  }
+
   return (call) => together(`${call.input.project}/${call.reservation.pool}`, call);
 }
 

@@ -157,6 +157,7 @@ export async function bootEdge(
       ),
     }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
+    claimIdempotencyKey: (project, claim) => control.claimIdempotencyKey(project, claim),
     reserveDeliveries,
     releaseDeliveries,
     spareHolds: spares,

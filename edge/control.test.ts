@@ -34,6 +34,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),
+    claimIdempotencyKey: async () => "claimed",
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

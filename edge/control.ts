@@ -15,6 +15,7 @@ import type {
   ReservationRefusal,
 } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
+import { claimOutcomeOf, type KeyClaim, type KeyClaimOutcome } from "../core/idempotency.ts";
 import { orderings } from "../core/lanes.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
@@ -88,6 +89,8 @@ export interface ControlPlane {
   reserveDeliveriesBatch(batch: BatchReservation): Promise<(ReservationRefusal | null)[]>;
   /** Immediate calls reserved and their workflow's start kept, so they may be answered first. */
   acceptCalls(acceptance: CallsAcceptance): Promise<CallsAccepted>;
+  /** Claims a call's Idempotency-Key as it goes as a workflow of its own (ClaimIdempotencyKey). */
+  claimIdempotencyKey(project: string, claim: KeyClaim): Promise<KeyClaimOutcome>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
@@ -189,14 +192,22 @@ export function connectControlPlane(options: {
       return refusalsIn(refusals, batch.calls.length);
     },
     async acceptCalls(acceptance) {
-      const { refusals, accepted } = await client.acceptCalls({
+      const { refusals, accepted, claims } = await client.acceptCalls({
         ...batchOut(acceptance),
         workflowId: acceptance.workflowId,
         start: acceptance.start,
         started: acceptance.started,
         bodies: acceptance.bodies ?? [],
+        claims: acceptance.claims ?? [],
       });
-      return { refusals: refusalsIn(refusals, acceptance.calls.length), accepted };
+      return {
+        refusals: refusalsIn(refusals, acceptance.calls.length),
+        accepted,
+        ...(claims.length > 0 && { claims: claims.map(claimOutcomeOf) }),
+      };
+    },
+    async claimIdempotencyKey(project, claim) {
+      return claimOutcomeOf((await client.claimIdempotencyKey({ project, claim })).outcome);
     },
     async releaseDeliveries(project, requestId, targetIds) {
       await client.releaseDeliveries({ project, requestId, targetIds });

@@ -7,7 +7,7 @@ import type { StreamRecord } from "../core/delivery.ts";
 import type { Cidr } from "../core/ip.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
-import type { Batch } from "./batcher.ts";
+import type { Batch } from "./batched-calls.ts";
 import type { ControlPlane } from "./control.ts";
 import type { RateShares } from "./rate-shares.ts";
 import type { SpareHolds } from "./spare-holds.ts";
@@ -32,6 +32,8 @@ export interface EdgeDeps {
   recordStream: (record: StreamRecord) => void;
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
+  /** Claims the Idempotency-Key of a call that goes as a workflow of its own (control plane). */
+  claimIdempotencyKey: ControlPlane["claimIdempotencyKey"];
   /** Holds a call's credits and a delayed call's place before it is queued (control plane). */
   reserveDeliveries: ControlPlane["reserveDeliveries"];
   releaseDeliveries: ControlPlane["releaseDeliveries"];

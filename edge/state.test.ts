@@ -41,6 +41,7 @@ function scripted() {
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),
+    claimIdempotencyKey: async () => "claimed",
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

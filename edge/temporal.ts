@@ -21,6 +21,7 @@ import {
   syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
+import { keyReused } from "../core/idempotency.ts";
 import {
   jsonPayload,
   jsonPayloadValue,
@@ -241,10 +242,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     if (response instanceof Error || !response.ok) {
       if (bodyTag && !(response instanceof Error) && response.status === 409) {
         await response.body?.cancel();
-        throw new RelayError(
-          "idempotency_key_reused",
-          "this Idempotency-Key was already used with a different body",
-        );
+        throw keyReused();
       }
       // Temporal's RESOURCE_EXHAUSTED: saturation, like a refusal of our own admission.
       if (!(response instanceof Error) && response.status === 429) {

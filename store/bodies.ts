@@ -21,28 +21,25 @@ export async function insertBody(
 }
 
 /**
- * Stores the bodies of calls accepted together (control/api/edge.ts `acceptCalls`), in one
- * statement; a body stored already (the edge's retry) is replaced.
+ * Stores the bodies of calls accepted together (control/api/edge.ts `acceptCalls`) in the
+ * caller's transaction, one statement each, sent together (each body a binary parameter); a body
+ * stored already (the edge's retry) is replaced.
  */
 export async function insertBodies(
   q: Queryable,
   project: string,
   bodies: readonly StoredBody[],
 ): Promise<void> {
-  if (bodies.length === 0) return;
-  await q`
-    insert into bodies (request_id, project_id, body)
-    select b.request_id, p.id, decode(b.hex, 'hex')
-    from projects p,
-      unnest(${bodies.map((b) => b.requestId)}::text[], ${bodies.map(hexOf)}::text[])
-        as b(request_id, hex)
-    where p.slug = ${project}
-    on conflict (request_id) do update set body = excluded.body`;
+  await Promise.all(
+    bodies.map(
+      ({ requestId, body }) => q`
+        insert into bodies (request_id, project_id, body)
+        select ${requestId}, id, ${Buffer.from(body.buffer, body.byteOffset, body.byteLength)}
+        from projects where slug = ${project}
+        on conflict (request_id) do update set body = excluded.body`,
+    ),
+  );
 }
-
-/** A body as the driver passes it inside an array (it has no bytea[] of Buffers). */
-const hexOf = ({ body }: StoredBody) =>
-  Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("hex");
 
 export async function loadBody(sql: Sql, ref: string): Promise<Uint8Array<ArrayBuffer>> {
   const [row] = await sql<{ body: Buffer }[]>`select body from bodies where request_id = ${ref}`;

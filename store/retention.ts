@@ -5,6 +5,7 @@
  * nothing any more: credit holds no delivery will settle, delayed calls past their time.
  */
 import type { Sql } from "./db.ts";
+import { pruneKeys } from "./idempotency.ts";
 
 const BATCH = 5000;
 
@@ -15,9 +16,14 @@ const BATCH = 5000;
  */
 export const ORPHAN_HOLD_MS = 60 * 60 * 1000;
 
+/** How long an Idempotency-Key claimed in Postgres is remembered at least. */
+export const IDEMPOTENCY_KEY_MS = 24 * 60 * 60 * 1000;
+
 export interface Pruned {
   requests: number;
   bodies: number;
+  /** Idempotency-Keys claimed before the cutoff whose request has ended (store/idempotency.ts). */
+  idempotencyKeys: number;
   /** Credit holds given back; delayed calls that reached their time, and ended lanes' waits. */
   holds: number;
   scheduled: number;
@@ -25,7 +31,7 @@ export interface Pruned {
 
 export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number): Promise<Pruned> {
   const cutoff = new Date(now.getTime() - retentionMs);
-  const pruned: Pruned = { requests: 0, bodies: 0, holds: 0, scheduled: 0 };
+  const pruned: Pruned = { requests: 0, bodies: 0, idempotencyKeys: 0, holds: 0, scheduled: 0 };
   for (;;) {
     // Attempts go with their request (on delete cascade).
     const deleted = await sql`
@@ -48,6 +54,13 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
         limit ${BATCH})`;
     pruned.bodies += deleted.count;
     if (deleted.count < BATCH) break;
+  }
+  // A key is remembered for a day at least, and while its request is under way.
+  const keysCutoff = new Date(now.getTime() - IDEMPOTENCY_KEY_MS);
+  for (;;) {
+    const count = await pruneKeys(sql, keysCutoff, BATCH);
+    pruned.idempotencyKeys += count;
+    if (count < BATCH) break;
   }
   for (;;) {
     // On real time: a hold's age is the database's, whatever the dev clock says.

@@ -211,22 +211,69 @@ describe("calls of one project that arrive together", () => {
     expect(new Set(arrived)).toEqual(new Set(ids.filter((id) => id !== waitingId)));
   });
 
-  test("calls with an Idempotency-Key keep a workflow of their own", async () => {
+  test("calls with Idempotency-Keys share batch workflows; a repeat, in the same batch or later, answers what the first call did and is delivered once", async () => {
     const sink = await target();
     const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const send = (key: string, body = "{}", headers: Record<string, string> = {}) =>
+      relay(project.slug, "/v1/hook", {
+        key: project.key,
+        body,
+        headers: { "idempotency-key": key, ...headers },
+      });
+    // Twelve keys, each sent twice at once: a repeat may share its first call's group.
     const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) =>
-        relay(project.slug, "/v1/hook", {
-          key: project.key,
-          body: "{}",
-          headers: { "idempotency-key": `order-${i}` },
-        }),
-      ),
+      Array.from({ length: 24 }, (_, n) => send(`order-${n % 12}`)),
     );
-    for (const answer of answers) {
-      expect(answer.status).toBe(202);
-      const described = await temporal.workflow.getHandle(answer.json().requestId).describe();
-      expect(described.type).toBe("deliverRequest");
-    }
+    expect(answers.map((a) => [a.status, a.json().status])).toEqual(
+      answers.map(() => [202, "queued"]),
+    );
+    const ids = answers.slice(0, 12).map((a) => a.json().requestId as string);
+    expect(answers.slice(12).map((a) => a.json().requestId)).toEqual(ids);
+    expect(new Set(ids).size).toBe(12);
+
+    // Later repeats: immediate ones, a delayed one (whatever delay a repeat asks for), another body.
+    const later = await Promise.all(ids.map((_, i) => send(`order-${i}`)));
+    expect(later.map((a) => [a.status, a.json().requestId])).toEqual(ids.map((id) => [202, id]));
+    const delayed = await send("order-0", "{}", { "relay-delay": "1s" });
+    expect([delayed.status, delayed.json()]).toEqual([
+      202,
+      { status: "queued", requestId: ids[0] },
+    ]);
+    const reused = await send("order-1", '{"other":true}');
+    expect([reused.status, reused.json().error.code]).toEqual([422, "idempotency_key_reused"]);
+
+    const logs = await Promise.all(ids.map((id) => finishedLog<RequestLog>(project, id)));
+    expect(logs.map((log) => log.status)).toEqual(ids.map(() => "delivered"));
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // past the delayed repeat's time
+    const receipts = sink.received.map((r) => r.headers["x-relay-request-id"]);
+    expect(receipts.sort()).toEqual([...ids].sort());
+
+    const batches = await eventually(async () => {
+      const listed = await workflowsOf(project.slug, "deliverBatch");
+      return listed.length > 0 && listed;
+    });
+    expect(batches.flatMap(requestIdsOf).length).toBeGreaterThan(1);
+  });
+
+  test("a key whose first call went as a workflow of its own (delayed) keeps it: repeats that would share a batch are answered from it", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const send = (headers: Record<string, string> = {}) =>
+      relay(project.slug, "/v1/hook", {
+        key: project.key,
+        body: "{}",
+        headers: { "idempotency-key": "late", ...headers },
+      });
+    const first = await send({ "relay-delay": "1s" });
+    expect([first.status, first.json().status]).toEqual([202, "scheduled"]);
+    const { requestId } = first.json();
+    const repeats = await Promise.all(Array.from({ length: 8 }, () => send()));
+    expect(repeats.map((a) => [a.status, a.json()])).toEqual(
+      repeats.map(() => [202, { status: "scheduled", requestId }]),
+    );
+    expect((await finishedLog<RequestLog>(project, requestId)).status).toBe("delivered");
+    expect(sink.received.map((r) => r.headers["x-relay-request-id"])).toEqual([requestId]);
+    const described = await temporal.workflow.getHandle(requestId).describe();
+    expect(described.type).toBe("deliverRequest");
   });
 });

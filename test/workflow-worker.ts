@@ -228,7 +228,7 @@ export const activities: Activities = {
   },
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
-    return { requests: 5, bodies: 2, holds: 1, scheduled: 0 };
+    return { requests: 5, bodies: 2, idempotencyKeys: 0, holds: 1, scheduled: 0 };
   },
 };
 

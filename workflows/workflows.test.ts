@@ -150,7 +150,13 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
     taskQueue,
     workflowId: nextId("prune"),
   });
-  expect(await retention.result()).toEqual({ requests: 5, bodies: 2, holds: 1, scheduled: 0 });
+  expect(await retention.result()).toEqual({
+    requests: 5,
+    bodies: 2,
+    idempotencyKeys: 0,
+    holds: 1,
+    scheduled: 0,
+  });
   await recordHistory(retention, "log-pruned");
 });
 

@@ -10,8 +10,10 @@ import type {
   CallsAcceptance,
   CallsAccepted,
   ReservationRefusal,
+  StoredBody,
 } from "../../core/billing.ts";
 import { RelayError } from "../../core/errors.ts";
+import type { KeyClaim, KeyClaimOutcome } from "../../core/idempotency.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
 import {
@@ -36,7 +38,8 @@ import {
   reserveCredits,
   reserveCreditsBatch,
 } from "../../store/credits.ts";
-import type { Queryable } from "../../store/db.ts";
+import type { Queryable, Transaction } from "../../store/db.ts";
+import { claimKeys, forgetKeys } from "../../store/idempotency.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
@@ -216,12 +219,16 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
   }
   const bodies = acceptance.bodies ?? [];
+  const claims = acceptance.claims ?? [];
   const requestIds = acceptance.calls.map((call) => call.requestId);
-  if (bodies.some((stored) => !requestIds.includes(stored.requestId))) {
-    throw new RelayError("bad_request", "an acceptance stores bodies of its own calls only");
+  if ([...bodies, ...claims].some(({ requestId }) => !requestIds.includes(requestId))) {
+    throw new RelayError("bad_request", "an acceptance stores bodies and keys of its calls only");
+  }
+  if (new Set(requestIds).size < requestIds.length) {
+    throw new RelayError("bad_request", "an acceptance names each request once");
   }
   const [lone, ...others] = acceptance.calls;
-  if (lone && others.length === 0 && bodies.length === 0) {
+  if (lone && others.length === 0 && bodies.length === 0 && claims.length === 0) {
     const { project, pool, started } = acceptance;
     const { reserved, kept } = await acceptLoneCall(
       ctx.sql,
@@ -231,24 +238,69 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     );
     return { refusals: [refusalOf(reserved)], accepted: kept };
   }
-  return ctx.sql.begin(async (tx) => {
-    const metered = acceptance.calls.some((call) => call.holds.length > 0);
-    // Pipelined: the confirmations with the reservation's reads, the holds with the start.
-    const [{ fits, holding }] = await Promise.all([
-      metered
-        ? fitCredits(tx, acceptance)
-        : { fits: acceptance.calls.map(() => true), holding: Promise.resolve() },
-      forgetStarts(tx, acceptance.started),
-      insertBodies(tx, acceptance.project, bodies),
-    ]);
-    const [, kept] = await Promise.all([
-      holding,
-      fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),
-    ]);
-    const refusals = fits.map(refusalOf);
-    const accepted = kept === true;
-    return { refusals, accepted };
-  });
+  return ctx.sql
+    .begin(async (tx) => {
+      const outcomes = await claimKeys(tx, acceptance.project, claims, false);
+      if (outcomes.some((outcome) => outcome !== "claimed")) {
+        const outcomeOf = new Map(claims.map((claim, i) => [claim.requestId, outcomes[i]]));
+        throw new ClaimedBefore(requestIds.map((id) => outcomeOf.get(id) ?? "claimed"));
+      }
+      const accepted = await acceptTogether(tx, acceptance, requestIds, bodies);
+      // Not kept: the keys' calls go as workflows of their own, and claim them that way.
+      if (!accepted.accepted) await forgetKeys(tx, claims);
+      return accepted;
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof ClaimedBefore)) throw error;
+      return { refusals: requestIds.map(() => null), accepted: false, claims: error.outcomes };
+    });
+}
+
+/** Keys claimed before: thrown out of an acceptance's transaction, so it rolls back whole. */
+class ClaimedBefore extends Error {
+  constructor(readonly outcomes: KeyClaimOutcome[]) {
+    super("claimed before");
+  }
+}
+
+/** The calls' reservation and, when every one fits, their start kept, in `tx`. */
+async function acceptTogether(
+  tx: Transaction,
+  acceptance: CallsAcceptance,
+  requestIds: string[],
+  bodies: StoredBody[],
+): Promise<CallsAccepted> {
+  const metered = acceptance.calls.some((call) => call.holds.length > 0);
+  // Pipelined: the confirmations with the reservation's reads, the holds with the start.
+  const [{ fits, holding }] = await Promise.all([
+    metered
+      ? fitCredits(tx, acceptance)
+      : { fits: acceptance.calls.map(() => true), holding: Promise.resolve() },
+    forgetStarts(tx, acceptance.started),
+    insertBodies(tx, acceptance.project, bodies),
+  ]);
+  const [, kept] = await Promise.all([
+    holding,
+    fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),
+  ]);
+  return { refusals: fits.map(refusalOf), accepted: kept === true };
+}
+
+/**
+ * Claims the Idempotency-Key of a call that goes as a workflow of its own (ClaimIdempotencyKey):
+ * what an earlier claim of it makes of the call.
+ */
+export async function claimIdempotencyKey(
+  ctx: Ctx,
+  project: string,
+  claim: KeyClaim,
+): Promise<KeyClaimOutcome> {
+  requireEdge(ctx.caller);
+  if (!claim.requestId || !claim.bodyTag) {
+    throw new RelayError("bad_request", "a claim needs a request id and a body tag");
+  }
+  const [outcome = "claimed"] = await claimKeys(ctx.sql, project, [claim], true);
+  return outcome;
 }
 
 /** A refusal thrown out of the reservation's transaction, so it rolls back whole. */

@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { CreditHold, ReservationRefusal } from "../../core/billing.ts";
+import { claimOutcomeNumber } from "../../core/idempotency.ts";
 import { keyModes } from "../../core/model.ts";
 import { type DeliveryHold, EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
@@ -90,7 +91,7 @@ export function edgeService(
         return { refusals: refusals.map(refusalOut) };
       },
       async acceptCalls(req, h) {
-        const { refusals, accepted } = await edge.acceptCalls(ctxOf(h), {
+        const { refusals, accepted, claims } = await edge.acceptCalls(ctxOf(h), {
           project: req.project,
           pool: fromEnum(keyModes, req.keyMode) ?? "live",
           calls: req.calls.map((call) => ({
@@ -101,8 +102,20 @@ export function edgeService(
           start: req.start,
           started: req.started,
           bodies: req.bodies.map(({ requestId, body }) => ({ requestId, body })),
+          claims: req.claims.map(({ requestId, bodyTag }) => ({ requestId, bodyTag })),
         });
-        return { refusals: refusals.map(refusalOut), accepted };
+        return {
+          refusals: refusals.map(refusalOut),
+          accepted,
+          claims: (claims ?? []).map(claimOutcomeNumber),
+        };
+      },
+      async claimIdempotencyKey(req, h) {
+        const outcome = await edge.claimIdempotencyKey(ctxOf(h), req.project, {
+          requestId: req.claim?.requestId ?? "",
+          bodyTag: req.claim?.bodyTag ?? "",
+        });
+        return { outcome: claimOutcomeNumber(outcome) };
       },
       getPayloadKeys(_, h) {
         return { keys: edge.payloadKeys(ctxOf(h)) };

@@ -7,6 +7,7 @@ import {
   type SyncOutcome,
 } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
+import type { KeyClaim, KeyClaimOutcome } from "../../core/idempotency.ts";
 import type { DeliveryTarget } from "../../core/model.ts";
 import type { EdgeDeps } from "../deps.ts";
 import type { WorkflowStarter } from "../temporal.ts";
@@ -26,8 +27,14 @@ const target = (id: string, deliveryMode: DeliveryTarget["deliveryMode"]): Deliv
 function edgeWith(
   sync: SyncOutcome = { kind: "timeout" },
   syncSlots = 1,
-  reservations: { refusal?: ReservationRefusal; startFails?: boolean } = {},
+  reservations: {
+    refusal?: ReservationRefusal;
+    startFails?: boolean;
+    /** What claiming an Idempotency-Key finds, or "fails": the control plane does not answer. */
+    claim?: KeyClaimOutcome | "fails";
+  } = {},
 ) {
+  const claims: KeyClaim[] = [];
   const started: { input: DeliveryInput; bodyTag: string | undefined }[] = [];
   const synced: SyncInput[] = [];
   const stored: string[] = [];
@@ -55,6 +62,11 @@ function edgeWith(
       stored.push(requestId);
       return `body_${requestId}`;
     },
+    claimIdempotencyKey: async (_project: string, claim: KeyClaim) => {
+      if (reservations.claim === "fails") throw new Error("the control plane is down");
+      claims.push(claim);
+      return reservations.claim ?? "claimed";
+    },
     reserveDeliveries: async (reservation: CallReservation) => {
       reserved.push(reservation);
       return reservations.refusal ?? null;
@@ -65,7 +77,7 @@ function edgeWith(
     newRequestId: () => "req_new",
     logError: () => {},
   } as unknown as EdgeDeps;
-  return { deps, started, synced, stored, reserved, released, slots: () => slots };
+  return { deps, started, synced, stored, reserved, released, claims, slots: () => slots };
 }
 
 const callTo = (targets: DeliveryTarget[], init: RequestInit = {}, body = new Uint8Array()) =>
@@ -163,6 +175,45 @@ test("an Idempotency-Key names the request: the same key gives the same id, tagg
   const [first, repeat, other] = started.map((s) => s.bodyTag);
   expect(first).toBe(repeat);
   expect(other).not.toBe(first);
+});
+
+describe("an Idempotency-Key's call to an async-only endpoint that goes as a workflow of its own", () => {
+  const keyed = () =>
+    Object.assign(callTo([target("a", "async")]), {
+      idempotencyKey: "order-1",
+      notBefore: new Date("2026-11-24T13:00:00Z"),
+    });
+
+  test("claims its key, then is queued as its own workflow", async () => {
+    const { deps, started, claims } = edgeWith(undefined, 1, { claim: "own_workflow" });
+    const answer = await deliver(deps)(keyed());
+    expect(answer.status).toBe(202);
+    const { requestId } = (await answer.json()) as { requestId: string };
+    expect(claims.map((c) => c.requestId)).toEqual([requestId]);
+    expect(started.map((s) => [s.input.requestId, s.bodyTag])).toEqual([
+      [requestId, claims[0]?.bodyTag],
+    ]);
+  });
+
+  test("is answered as its first call was when that one shared a batch, and queues nothing", async () => {
+    const { deps, started } = edgeWith(undefined, 1, { claim: "repeat" });
+    const answer = await deliver(deps)(keyed());
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toMatchObject({ status: "queued" });
+    expect(started).toEqual([]);
+  });
+
+  test("with another body than its batched first call's is 422, and queues nothing", async () => {
+    const { deps, started } = edgeWith(undefined, 1, { claim: "reused" });
+    await expect(deliver(deps)(keyed())).rejects.toMatchObject({ code: "idempotency_key_reused" });
+    expect(started).toEqual([]);
+  });
+
+  test("is 503 when its key cannot be claimed: a repeat of a batched call would go twice", async () => {
+    const { deps, started } = edgeWith(undefined, 1, { claim: "fails" });
+    await expect(deliver(deps)(keyed())).rejects.toMatchObject({ code: "unavailable" });
+    expect(started).toEqual([]);
+  });
 });
 
 describe("reservations", () => {

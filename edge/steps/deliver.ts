@@ -7,7 +7,7 @@ import {
 } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
-import { idempotent } from "../../core/idempotency.ts";
+import { idempotent, type KeyClaim, keyReused } from "../../core/idempotency.ts";
 import {
   type LaneRef,
   laneWorkflowId,
@@ -16,7 +16,8 @@ import {
 } from "../../core/lanes.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
-import { type Batch, type BatchedCall, joinsBatch, travelsInBatch } from "../batcher.ts";
+import type { Batch, BatchedCall } from "../batched-calls.ts";
+import { travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
@@ -37,8 +38,17 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const requestId = heldAhead
       ? { id: heldAhead, bodyTag: undefined }
       : await requestIdOf(deps, call);
-    const batched = deps.batch && batchedCall(deps, call, requestId.id, ordering);
-    if (deps.batch && batched) return queueInBatch(deps.batch, call, batched);
+    const batchable = queuesUnordered(call, ordering);
+    const { bodyTag } = requestId;
+    const claim = batchable && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
+    if (deps.batch && batchable && !call.notBefore) {
+      const batched = batchedCall(deps, call, requestId.id, claim);
+      const answered = await queueInBatch(deps.batch, call, batched);
+      if (answered) return answered;
+    }
+    // Its key is told apart from calls that share batches in Postgres: claimed there too.
+    const repeat = claim && (await claimAlone(deps, call, claim));
+    if (repeat) return repeat;
     // A call answered by its one sync target reserves in the worker, just before the target's
     // call (SyncInput.holds): the caller's wait has no control-plane round trip.
     const workerReserves = syncAlone(call);
@@ -72,34 +82,44 @@ function syncAlone(call: Received): boolean {
 }
 
 /**
- * The call's input when it may share a batch (../batcher.ts): immediate, to async targets only.
- * A body too large for the batch's input goes by reference, stored as the call is accepted.
+ * Whether the call's endpoint queues only (async targets), unordered: its immediate calls may
+ * share batch workflows (../batcher.ts), so its Idempotency-Keys are claimed in Postgres.
+ */
+function queuesUnordered(call: Received, ordering: LaneRef | undefined): boolean {
+  const { targets } = call.endpoint;
+  const queuesOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
+  return queuesOnly && ordering === undefined;
+}
+
+/**
+ * The call as it shares a batch. A body too large for the batch's input goes by reference,
+ * stored as the call is accepted; its Idempotency-Key is claimed then too.
  */
 function batchedCall(
   deps: EdgeDeps,
   call: Received,
   requestId: string,
-  ordering: LaneRef | undefined,
-): Pick<BatchedCall, "input" | "storedBody"> | null {
-  const { targets } = call.endpoint;
-  const queuedOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
-  const joins = joinsBatch({
-    idempotent: call.idempotencyKey !== null,
-    delayed: Boolean(call.notBefore),
-    ordered: ordering !== undefined,
-  });
-  if (!queuedOnly || !joins) return null;
+  claim: KeyClaim | undefined,
+): Pick<BatchedCall, "input" | "storedBody" | "claim"> {
   const inline = travelsInBatch(call.body.byteLength);
-  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, ordering);
-  return { input: { ...input, targets }, ...(!inline && { storedBody: call.body }) };
+  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, undefined);
+  return {
+    input: { ...input, targets: call.endpoint.targets },
+    ...(!inline && { storedBody: call.body }),
+    ...(claim && { claim }),
+  };
 }
 
-/** Reserved and started with the project's calls of the moment; 202 once its start is durable. */
+/**
+ * Reserved and started with the project's calls of the moment; 202 once its start is durable.
+ * Null when the call goes as a workflow of its own instead (an Idempotency-Key's that could not
+ * share the batch).
+ */
 async function queueInBatch(
   batch: Batch,
   call: Received,
-  batched: Pick<BatchedCall, "input" | "storedBody">,
-): Promise<Response> {
+  batched: Pick<BatchedCall, "input" | "storedBody" | "claim">,
+): Promise<Response | null> {
   const { requestId } = batched.input;
   call.responseHeaders.set("x-relay-request-id", requestId);
   const answer = await batch({
@@ -107,9 +127,28 @@ async function queueInBatch(
     trace: call.trace,
     reservation: reservationOf(call, requestId),
   });
+  if ("alone" in answer) return null;
   if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
   if ("unstored" in answer) throw unqueued();
+  if ("reused" in answer) throw keyReused();
   return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
+}
+
+/**
+ * Claims the key of a call that goes as a workflow of its own; its answer when the key's first
+ * call shared a batch (a repeat is answered as that call was), else null: the call goes on, and
+ * Temporal's workflow id tells it from its repeats. Without the claim a repeat could be
+ * delivered twice, so a control plane that does not answer is a 503.
+ */
+async function claimAlone(deps: EdgeDeps, call: Received, claim: KeyClaim) {
+  const outcome = await deps.claimIdempotencyKey(call.project, claim).catch((err: unknown) => {
+    deps.logError({ err, requestId: claim.requestId }, "an Idempotency-Key could not be claimed");
+    throw unqueued();
+  });
+  if (outcome === "reused") throw keyReused();
+  if (outcome !== "repeat") return null;
+  call.responseHeaders.set("x-relay-request-id", claim.requestId);
+  return json(202, { status: "queued", requestId: claim.requestId }, call.responseHeaders);
 }
 
 const unqueued = () => new RelayError("unavailable", "the request could not be queued; try again");

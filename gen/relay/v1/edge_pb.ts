@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCLJAQoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkSJAoGYm9kaWVzGAcgAygLMhQucmVsYXkudjEuU3RvcmVkQm9keSIuCgpTdG9yZWRCb2R5EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEYm9keRgCIAEoDCJTChNBY2NlcHRDYWxsc1Jlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSEAoIYWNjZXB0ZWQYAiABKAgiUwoYUmVsZWFzZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRISCgp0YXJnZXRfaWRzGAMgAygJIhsKGVJlbGVhc2VEZWxpdmVyaWVzUmVzcG9uc2UiFwoVR2V0UGF5bG9hZEtleXNSZXF1ZXN0IjwKFkdldFBheWxvYWRLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULnJlbGF5LnYxLlBheWxvYWRLZXkiJQoKUGF5bG9hZEtleRIKCgJpZBgBIAEoCRILCgNrZXkYAiABKAwidQoORW5kcG9pbnREZW1hbmQSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkSEAoIYWNjZXB0ZWQYBCABKAMSDwoHcmVmdXNlZBgFIAEoAxITCgtpbnRlcnZhbF9tcxgGIAEoBSJXChlFeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSKQoHZGVtYW5kcxgCIAMoCzIYLnJlbGF5LnYxLkVuZHBvaW50RGVtYW5kIkMKGkV4Y2hhbmdlUmF0ZVNoYXJlc1Jlc3BvbnNlEhEKCWZyYWN0aW9ucxgBIAMoARISCgpsaXZlX2VkZ2VzGAIgASgFKn8KDlJlc2VydmVSZWZ1c2FsEh8KG1JFU0VSVkVfUkVGVVNBTF9VTlNQRUNJRklFRBAAEigKJFJFU0VSVkVfUkVGVVNBTF9JTlNVRkZJQ0lFTlRfQ1JFRElUUxABEiIKHlJFU0VSVkVfUkVGVVNBTF9MSU1JVF9FWENFRURFRBACMuMICgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlElkKEEdldEVuZHBvaW50U3RhdGUSIS5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVxdWVzdBoiLnJlbGF5LnYxLkdldEVuZHBvaW50U3RhdGVSZXNwb25zZRJPCgxXYXRjaENoYW5nZXMSHS5yZWxheS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0Gh4ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwARJHCgpBY2tDaGFuZ2VzEhsucmVsYXkudjEuQWNrQ2hhbmdlc1JlcXVlc3QaHC5yZWxheS52MS5BY2tDaGFuZ2VzUmVzcG9uc2USRAoJU3RvcmVCb2R5EhoucmVsYXkudjEuU3RvcmVCb2R5UmVxdWVzdBobLnJlbGF5LnYxLlN0b3JlQm9keVJlc3BvbnNlEk0KDFJlY29yZFN0cmVhbRIdLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlcXVlc3QaHi5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXNwb25zZRJcChFSZXNlcnZlRGVsaXZlcmllcxIiLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzUmVxdWVzdBojLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzUmVzcG9uc2USawoWUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaBInLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXF1ZXN0GigucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaFJlc3BvbnNlEkoKC0FjY2VwdENhbGxzEhwucmVsYXkudjEuQWNjZXB0Q2FsbHNSZXF1ZXN0Gh0ucmVsYXkudjEuQWNjZXB0Q2FsbHNSZXNwb25zZRJcChFSZWxlYXNlRGVsaXZlcmllcxIiLnJlbGF5LnYxLlJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBojLnJlbGF5LnYxLlJlbGVhc2VEZWxpdmVyaWVzUmVzcG9uc2USUwoOR2V0UGF5bG9hZEtleXMSHy5yZWxheS52MS5HZXRQYXlsb2FkS2V5c1JlcXVlc3QaIC5yZWxheS52MS5HZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEl8KEkV4Y2hhbmdlUmF0ZVNoYXJlcxIjLnJlbGF5LnYxLkV4Y2hhbmdlUmF0ZVNoYXJlc1JlcXVlc3QaJC5yZWxheS52MS5FeGNoYW5nZVJhdGVTaGFyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCL1AQoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkSJAoGYm9kaWVzGAcgAygLMhQucmVsYXkudjEuU3RvcmVkQm9keRIqCgZjbGFpbXMYCCADKAsyGi5yZWxheS52MS5JZGVtcG90ZW5jeUNsYWltIjgKEElkZW1wb3RlbmN5Q2xhaW0SEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghib2R5X3RhZxgCIAEoCSJYChpDbGFpbUlkZW1wb3RlbmN5S2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEikKBWNsYWltGAIgASgLMhoucmVsYXkudjEuSWRlbXBvdGVuY3lDbGFpbSJGChtDbGFpbUlkZW1wb3RlbmN5S2V5UmVzcG9uc2USJwoHb3V0Y29tZRgBIAEoDjIWLnJlbGF5LnYxLkNsYWltT3V0Y29tZSIuCgpTdG9yZWRCb2R5EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEYm9keRgCIAEoDCJ7ChNBY2NlcHRDYWxsc1Jlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSEAoIYWNjZXB0ZWQYAiABKAgSJgoGY2xhaW1zGAMgAygOMhYucmVsYXkudjEuQ2xhaW1PdXRjb21lIlMKGFJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSEgoKdGFyZ2V0X2lkcxgDIAMoCSIbChlSZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlIhcKFUdldFBheWxvYWRLZXlzUmVxdWVzdCI8ChZHZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5yZWxheS52MS5QYXlsb2FkS2V5IiUKClBheWxvYWRLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgMInUKDkVuZHBvaW50RGVtYW5kEg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEhAKCGFjY2VwdGVkGAQgASgDEg8KB3JlZnVzZWQYBSABKAMSEwoLaW50ZXJ2YWxfbXMYBiABKAUiVwoZRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEikKB2RlbWFuZHMYAiADKAsyGC5yZWxheS52MS5FbmRwb2ludERlbWFuZCJDChpFeGNoYW5nZVJhdGVTaGFyZXNSZXNwb25zZRIRCglmcmFjdGlvbnMYASADKAESEgoKbGl2ZV9lZGdlcxgCIAEoBSp/Cg5SZXNlcnZlUmVmdXNhbBIfChtSRVNFUlZFX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIoCiRSRVNFUlZFX1JFRlVTQUxfSU5TVUZGSUNJRU5UX0NSRURJVFMQARIiCh5SRVNFUlZFX1JFRlVTQUxfTElNSVRfRVhDRUVERUQQAiqBAQoMQ2xhaW1PdXRjb21lEh0KGUNMQUlNX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRDTEFJTV9PVVRDT01FX1JFUEVBVBABEhgKFENMQUlNX09VVENPTUVfUkVVU0VEEAISHgoaQ0xBSU1fT1VUQ09NRV9PV05fV09SS0ZMT1cQAzLHCQoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEmsKFlJlc2VydmVEZWxpdmVyaWVzQmF0Y2gSJy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBooLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXNwb25zZRJKCgtBY2NlcHRDYWxscxIcLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVxdWVzdBodLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVzcG9uc2USYgoTQ2xhaW1JZGVtcG90ZW5jeUtleRIkLnJlbGF5LnYxLkNsYWltSWRlbXBvdGVuY3lLZXlSZXF1ZXN0GiUucmVsYXkudjEuQ2xhaW1JZGVtcG90ZW5jeUtleVJlc3BvbnNlElwKEVJlbGVhc2VEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZRJTCg5HZXRQYXlsb2FkS2V5cxIfLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVxdWVzdBogLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVzcG9uc2USXwoSRXhjaGFuZ2VSYXRlU2hhcmVzEiMucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBokLnJlbGF5LnYxLkV4Y2hhbmdlUmF0ZVNoYXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -865,6 +865,14 @@ export type AcceptCallsRequest = Message<"relay.v1.AcceptCallsRequest"> & {
    * @generated from field: repeated relay.v1.StoredBody bodies = 7;
    */
   bodies: StoredBody[];
+
+  /**
+   * The Idempotency-Keys of calls that carry one, claimed in the same transaction. When any was
+   * claimed before, nothing is kept or reserved, and `claims` says what each call is.
+   *
+   * @generated from field: repeated relay.v1.IdempotencyClaim claims = 8;
+   */
+  claims: IdempotencyClaim[];
 };
 
 /**
@@ -873,6 +881,69 @@ export type AcceptCallsRequest = Message<"relay.v1.AcceptCallsRequest"> & {
  */
 export const AcceptCallsRequestSchema: GenMessage<AcceptCallsRequest> = /*@__PURE__*/
   messageDesc(file_relay_v1_edge, 26);
+
+/**
+ * A call's Idempotency-Key: its request id (derived from the key) and its body's tag.
+ *
+ * @generated from message relay.v1.IdempotencyClaim
+ */
+export type IdempotencyClaim = Message<"relay.v1.IdempotencyClaim"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string body_tag = 2;
+   */
+  bodyTag: string;
+};
+
+/**
+ * Describes the message relay.v1.IdempotencyClaim.
+ * Use `create(IdempotencyClaimSchema)` to create a new message.
+ */
+export const IdempotencyClaimSchema: GenMessage<IdempotencyClaim> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 27);
+
+/**
+ * @generated from message relay.v1.ClaimIdempotencyKeyRequest
+ */
+export type ClaimIdempotencyKeyRequest = Message<"relay.v1.ClaimIdempotencyKeyRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: relay.v1.IdempotencyClaim claim = 2;
+   */
+  claim?: IdempotencyClaim | undefined;
+};
+
+/**
+ * Describes the message relay.v1.ClaimIdempotencyKeyRequest.
+ * Use `create(ClaimIdempotencyKeyRequestSchema)` to create a new message.
+ */
+export const ClaimIdempotencyKeyRequestSchema: GenMessage<ClaimIdempotencyKeyRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 28);
+
+/**
+ * @generated from message relay.v1.ClaimIdempotencyKeyResponse
+ */
+export type ClaimIdempotencyKeyResponse = Message<"relay.v1.ClaimIdempotencyKeyResponse"> & {
+  /**
+   * @generated from field: relay.v1.ClaimOutcome outcome = 1;
+   */
+  outcome: ClaimOutcome;
+};
+
+/**
+ * Describes the message relay.v1.ClaimIdempotencyKeyResponse.
+ * Use `create(ClaimIdempotencyKeyResponseSchema)` to create a new message.
+ */
+export const ClaimIdempotencyKeyResponseSchema: GenMessage<ClaimIdempotencyKeyResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 29);
 
 /**
  * A call's body, stored by reference (store/bodies.ts).
@@ -896,7 +967,7 @@ export type StoredBody = Message<"relay.v1.StoredBody"> & {
  * Use `create(StoredBodySchema)` to create a new message.
  */
 export const StoredBodySchema: GenMessage<StoredBody> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 27);
+  messageDesc(file_relay_v1_edge, 30);
 
 /**
  * @generated from message relay.v1.AcceptCallsResponse
@@ -916,6 +987,14 @@ export type AcceptCallsResponse = Message<"relay.v1.AcceptCallsResponse"> & {
    * @generated from field: bool accepted = 2;
    */
   accepted: boolean;
+
+  /**
+   * Set when a call's Idempotency-Key was claimed before: one per call, in the request's order
+   * (unspecified for a call without one); nothing was reserved or kept.
+   *
+   * @generated from field: repeated relay.v1.ClaimOutcome claims = 3;
+   */
+  claims: ClaimOutcome[];
 };
 
 /**
@@ -923,7 +1002,7 @@ export type AcceptCallsResponse = Message<"relay.v1.AcceptCallsResponse"> & {
  * Use `create(AcceptCallsResponseSchema)` to create a new message.
  */
 export const AcceptCallsResponseSchema: GenMessage<AcceptCallsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 28);
+  messageDesc(file_relay_v1_edge, 31);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesRequest
@@ -950,7 +1029,7 @@ export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesReques
  * Use `create(ReleaseDeliveriesRequestSchema)` to create a new message.
  */
 export const ReleaseDeliveriesRequestSchema: GenMessage<ReleaseDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 29);
+  messageDesc(file_relay_v1_edge, 32);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesResponse
@@ -963,7 +1042,7 @@ export type ReleaseDeliveriesResponse = Message<"relay.v1.ReleaseDeliveriesRespo
  * Use `create(ReleaseDeliveriesResponseSchema)` to create a new message.
  */
 export const ReleaseDeliveriesResponseSchema: GenMessage<ReleaseDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 30);
+  messageDesc(file_relay_v1_edge, 33);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysRequest
@@ -976,7 +1055,7 @@ export type GetPayloadKeysRequest = Message<"relay.v1.GetPayloadKeysRequest"> & 
  * Use `create(GetPayloadKeysRequestSchema)` to create a new message.
  */
 export const GetPayloadKeysRequestSchema: GenMessage<GetPayloadKeysRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 31);
+  messageDesc(file_relay_v1_edge, 34);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysResponse
@@ -995,7 +1074,7 @@ export type GetPayloadKeysResponse = Message<"relay.v1.GetPayloadKeysResponse"> 
  * Use `create(GetPayloadKeysResponseSchema)` to create a new message.
  */
 export const GetPayloadKeysResponseSchema: GenMessage<GetPayloadKeysResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 32);
+  messageDesc(file_relay_v1_edge, 35);
 
 /**
  * @generated from message relay.v1.PayloadKey
@@ -1021,7 +1100,7 @@ export type PayloadKey = Message<"relay.v1.PayloadKey"> & {
  * Use `create(PayloadKeySchema)` to create a new message.
  */
 export const PayloadKeySchema: GenMessage<PayloadKey> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 33);
+  messageDesc(file_relay_v1_edge, 36);
 
 /**
  * One endpoint's calls on one edge since its last report: those that reached the rate decision.
@@ -1068,7 +1147,7 @@ export type EndpointDemand = Message<"relay.v1.EndpointDemand"> & {
  * Use `create(EndpointDemandSchema)` to create a new message.
  */
 export const EndpointDemandSchema: GenMessage<EndpointDemand> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 34);
+  messageDesc(file_relay_v1_edge, 37);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesRequest
@@ -1092,7 +1171,7 @@ export type ExchangeRateSharesRequest = Message<"relay.v1.ExchangeRateSharesRequ
  * Use `create(ExchangeRateSharesRequestSchema)` to create a new message.
  */
 export const ExchangeRateSharesRequestSchema: GenMessage<ExchangeRateSharesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 35);
+  messageDesc(file_relay_v1_edge, 38);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesResponse
@@ -1118,7 +1197,7 @@ export type ExchangeRateSharesResponse = Message<"relay.v1.ExchangeRateSharesRes
  * Use `create(ExchangeRateSharesResponseSchema)` to create a new message.
  */
 export const ExchangeRateSharesResponseSchema: GenMessage<ExchangeRateSharesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 36);
+  messageDesc(file_relay_v1_edge, 39);
 
 /**
  * @generated from enum relay.v1.ReserveRefusal
@@ -1149,6 +1228,47 @@ export enum ReserveRefusal {
  */
 export const ReserveRefusalSchema: GenEnum<ReserveRefusal> = /*@__PURE__*/
   enumDesc(file_relay_v1_edge, 0);
+
+/**
+ * What an earlier claim of a call's Idempotency-Key makes of the call.
+ *
+ * @generated from enum relay.v1.ClaimOutcome
+ */
+export enum ClaimOutcome {
+  /**
+   * No earlier claim: the key is the call's.
+   *
+   * @generated from enum value: CLAIM_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The first call shared a batch, with the same body: answer what it was answered (queued).
+   *
+   * @generated from enum value: CLAIM_OUTCOME_REPEAT = 1;
+   */
+  REPEAT = 1,
+
+  /**
+   * The first call shared a batch, with another body (422 idempotency_key_reused).
+   *
+   * @generated from enum value: CLAIM_OUTCOME_REUSED = 2;
+   */
+  REUSED = 2,
+
+  /**
+   * The first call went as a workflow of its own: so does the repeat.
+   *
+   * @generated from enum value: CLAIM_OUTCOME_OWN_WORKFLOW = 3;
+   */
+  OWN_WORKFLOW = 3,
+}
+
+/**
+ * Describes the enum relay.v1.ClaimOutcome.
+ */
+export const ClaimOutcomeSchema: GenEnum<ClaimOutcome> = /*@__PURE__*/
+  enumDesc(file_relay_v1_edge, 1);
 
 /**
  * What edges ask the control plane. Callers authenticate with the edge token.
@@ -1265,6 +1385,18 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof AcceptCallsRequestSchema;
     output: typeof AcceptCallsResponseSchema;
+  },
+  /**
+   * Claims the Idempotency-Key of a call to an async-only, unordered endpoint that goes as a
+   * workflow of its own (a delayed one, say): its repeats that would share a batch go that way
+   * too. Answers what an earlier claim of the key makes of the call.
+   *
+   * @generated from rpc relay.v1.EdgeService.ClaimIdempotencyKey
+   */
+  claimIdempotencyKey: {
+    methodKind: "unary";
+    input: typeof ClaimIdempotencyKeyRequestSchema;
+    output: typeof ClaimIdempotencyKeyResponseSchema;
   },
   /**
    * Gives back the holds of deliveries the edge did not queue after all.
