@@ -3,7 +3,9 @@
  * stack on Temporal's own server (PostgreSQL, 4 history shards) with a second edge, control plane
  * and worker beside it, all supervised. A caller sends FAULTS_REQUESTS async calls at
  * FAULTS_RATE a second, round robin over the two edges, to a target that counts deliveries by
- * X-Relay-Delivery-Id. Meanwhile an edge, a control plane, a worker and the Temporal server are
+ * X-Relay-Delivery-Id. The calls are of every kind a sender makes (`MIX`): plain, to three targets,
+ * ordered by key, with a 32 KiB body, delayed 2 s; each with an Idempotency-Key, and every 202
+ * must reach each of its endpoint's targets. Meanwhile an edge, a control plane, a worker and the Temporal server are
  * each `kill -9`ed once, spaced out, and restarted by their supervision; and a few times a key is
  * minted, used on both edges, revoked, and tried again on every live edge the moment its DELETE
  * returns (it must be refused). A refused call is retried as docs/api.md has callers do: with the
@@ -13,7 +15,6 @@
  *   FAULTS_REQUESTS (10000), FAULTS_RATE (40 a second), FAULTS_DRAIN_SECONDS (600)
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -27,6 +28,7 @@ import {
   supervisorRestarts,
   temporalServerPid,
 } from "./fault-cluster.ts";
+import { kindOf, MIX, mixTarget } from "./fault-mix.ts";
 import { runBench } from "./harness.ts";
 
 const total = Number(process.env.FAULTS_REQUESTS ?? 10_000);
@@ -54,18 +56,7 @@ interface ManagementAnswer {
   key: { id: string };
 }
 
-/** The customer's side: every delivery of the measured endpoint, by delivery and request id. */
-const deliveries = new Map<string, number>();
-const deliveredRequests = new Set<string>();
-const target = createServer((req, res) => {
-  req.resume();
-  if (req.url === "/in") {
-    const id = String(req.headers["x-relay-delivery-id"]);
-    deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
-    deliveredRequests.add(String(req.headers["x-relay-request-id"]));
-  }
-  res.end("{}");
-});
+const { server: target, deliveries, reached } = mixTarget();
 
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 const count = (counts: Map<string, number>, key: string) =>
@@ -138,11 +129,20 @@ await runBench(async (cleanup) => {
   const base = `/projects/${slug}`;
   await manage(ownerToken, "POST", `${base}/lines`, { key: "v1" });
   const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
-  for (const path of ["in", "probe"]) {
+  const endpoints = [
+    ...MIX.filter((kind, i) => MIX.findIndex((k) => k.endpoint === kind.endpoint) === i),
+    { endpoint: "probe", targets: ["probe"] },
+  ];
+  for (const { endpoint, targets } of endpoints) {
     await manage(ownerToken, "POST", `${base}/lines/v1/endpoints`, {
-      path,
-      targets: [{ name: path, targetUrl: `${targetUrl}/${path}` }],
+      path: endpoint,
+      // The probe's target is not counted: its calls are the revocation rounds'.
+      targets: targets.map((name) => ({
+        name,
+        targetUrl: `${targetUrl}/${endpoint === "probe" ? "probe" : `in/${name}`}`,
+      })),
       rateLimit: unlimited,
+      ...(endpoint === "ordered" && { ordering: "fifo" }),
     });
   }
   await manage(stack.secrets.adminToken, "POST", `${base}/credits`, {
@@ -188,7 +188,8 @@ await runBench(async (cleanup) => {
   /** Answers refused on the way, by status; calls that gave up; request ids of the 202s. */
   const refusals = new Map<string, number>();
   const refused = new Map<string, number>();
-  const accepted = new Set<string>();
+  /** Request ids of the 202s, and how many targets each must reach. */
+  const accepted = new Map<string, number>();
   let retriedThenAccepted = 0;
   /** 202s and refusals by the 10 s of the run they were answered in. */
   const timeline: { accepted: number; refused: number }[] = [];
@@ -201,15 +202,16 @@ await runBench(async (cleanup) => {
     const started = Date.now();
     for (let tries = 0; ; tries++) {
       // The other edge on each retry, as a load balancer would.
+      const kind = kindOf(i);
       const answer = await call(
         (i + tries) % 2,
-        "in",
+        kind.endpoint,
         key,
-        { "idempotency-key": `call-${i}` },
-        `{"i":${i}}`,
+        { "idempotency-key": `call-${i}`, ...("headers" in kind && kind.headers(i)) },
+        JSON.stringify({ i, ...("pad" in kind && { pad: "x".repeat(kind.pad) }) }),
       );
       if (answer.status === "202") {
-        accepted.add(JSON.parse(answer.text).requestId);
+        accepted.set(JSON.parse(answer.text).requestId, kind.targets.length);
         tally("accepted");
         if (tries > 0) retriedThenAccepted++;
         return;
@@ -318,7 +320,10 @@ await runBench(async (cleanup) => {
   await Promise.all(background);
   console.log(`${seconds(answeredIn)} s: every call answered; draining`);
   const drainDeadline = Date.now() + drainMs;
-  const undelivered = () => [...accepted].filter((id) => !deliveredRequests.has(id));
+  const undelivered = () =>
+    [...accepted]
+      .filter(([id, targets]) => (reached.get(id)?.size ?? 0) < targets)
+      .map(([id]) => id);
   while (undelivered().length > 0 && Date.now() < drainDeadline) await sleep(1000);
   const drainedIn = Date.now() - t0;
   // Late duplicates of attempts still in flight, if any, land within a few seconds.
@@ -332,8 +337,8 @@ await runBench(async (cleanup) => {
     requests: total,
     accepted: accepted.size,
     refused: [...refused.values()].reduce((a, b) => a + b, 0),
-    delivered: [...accepted].filter((id) => deliveredRequests.has(id)).length,
-    deliveredWithout202: [...deliveredRequests].filter((id) => !accepted.has(id)).length,
+    delivered: accepted.size - lost.length,
+    deliveredWithout202: [...reached.keys()].filter((id) => !accepted.has(id)).length,
     lost: lost.length,
     // Calls that arrived together shared batch workflows (edge/batcher.ts): the batched path.
     batchWorkflows,

@@ -21,7 +21,7 @@ export async function insertBody(
 }
 
 /**
- * Stores the bodies of calls accepted together (control/api/edge.ts `acceptCalls`) in the
+ * Stores the bodies of calls accepted together (control/api/reservations.ts `acceptCalls`) in the
  * caller's transaction, one statement each, sent together (each body a binary parameter); a body
  * stored already (the edge's retry) is replaced.
  */

@@ -123,8 +123,8 @@ export async function sendAgain(
 }
 
 /**
- * What the edge reserves for a call it queues (control/api/edge.ts): refused while the project's
- * held deliveries fill its cap (409), and its credits held (402 when they do not fit).
+ * What the edge reserves for a call it queues (control/api/reservations.ts): refused while the
+ * project's held deliveries fill its cap (409), and its credits held (402 when they do not fit).
  */
 async function reserve(
   ctx: Ctx,

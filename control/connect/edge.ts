@@ -7,6 +7,7 @@ import { type DeliveryHold, EdgeService, ReserveRefusal } from "../../gen/relay/
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
 import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
+import * as reservations from "../api/reservations.ts";
 import type { ControlApp } from "../app.ts";
 import type { ContextOf } from "./caller.ts";
 import {
@@ -67,7 +68,7 @@ export function edgeService(
         return {};
       },
       async reserveDeliveries(req, h) {
-        const refusal = await edge.reserveDeliveries(ctxOf(h), {
+        const refusal = await reservations.reserveDeliveries(ctxOf(h), {
           project: req.project,
           pool: fromEnum(keyModes, req.keyMode) ?? "live",
           requestId: req.requestId,
@@ -80,7 +81,7 @@ export function edgeService(
           : { refusal: ReserveRefusal.LIMIT_EXCEEDED, limit: BigInt(refusal.cap) };
       },
       async reserveDeliveriesBatch(req, h) {
-        const refusals = await edge.reserveDeliveriesBatch(ctxOf(h), {
+        const refusals = await reservations.reserveDeliveriesBatch(ctxOf(h), {
           project: req.project,
           pool: fromEnum(keyModes, req.keyMode) ?? "live",
           calls: req.calls.map((call) => ({
@@ -91,7 +92,7 @@ export function edgeService(
         return { refusals: refusals.map(refusalOut) };
       },
       async acceptCalls(req, h) {
-        const { refusals, accepted, claims } = await edge.acceptCalls(ctxOf(h), {
+        const { refusals, accepted, claims } = await reservations.acceptCalls(ctxOf(h), {
           project: req.project,
           pool: fromEnum(keyModes, req.keyMode) ?? "live",
           calls: req.calls.map((call) => ({
@@ -111,7 +112,7 @@ export function edgeService(
         };
       },
       async claimIdempotencyKey(req, h) {
-        const outcome = await edge.claimIdempotencyKey(ctxOf(h), req.project, {
+        const outcome = await reservations.claimIdempotencyKey(ctxOf(h), req.project, {
           requestId: req.claim?.requestId ?? "",
           bodyTag: req.claim?.bodyTag ?? "",
         });
@@ -121,7 +122,7 @@ export function edgeService(
         return { keys: edge.payloadKeys(ctxOf(h)) };
       },
       async releaseDeliveries(req, h) {
-        await edge.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);
+        await reservations.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);
         return {};
       },
       async exchangeRateShares(req, h) {
@@ -167,7 +168,7 @@ export function edgeService(
       },
     },
     // An acceptance carries a start and, beside it, stored bodies up to one inbound body's size.
-    { readMaxBytes: edgeBytes + edge.MAX_START_BYTES + ENVELOPE_BYTES },
+    { readMaxBytes: edgeBytes + reservations.MAX_START_BYTES + ENVELOPE_BYTES },
   );
 }
 

@@ -1,0 +1,48 @@
+/**
+ * What bench/scale-faults.ts sends: the kinds of call a sender makes, and the target that counts
+ * what reached it.
+ */
+import { createServer } from "node:http";
+
+/**
+ * The kinds of call, by the call's number modulo their count: the endpoint, its targets' paths
+ * under the target's /in, the headers and the body. Ordered calls spread over 50 keys.
+ */
+export const MIX = [
+  { endpoint: "in", targets: ["in"] },
+  { endpoint: "fan", targets: ["fan-a", "fan-b", "fan-c"] },
+  {
+    endpoint: "ordered",
+    targets: ["ordered"],
+    headers: (i: number) => ({ "relay-ordering-key": `k${i % 50}` }),
+  },
+  { endpoint: "in", targets: ["in"], pad: 32 * 1024 },
+  { endpoint: "in", targets: ["in"], headers: () => ({ "relay-delay": "2s" }) },
+] as const satisfies {
+  endpoint: string;
+  targets: readonly string[];
+  headers?: (i: number) => Record<string, string>;
+  pad?: number;
+}[];
+export const kindOf = (i: number) => MIX[i % MIX.length] as (typeof MIX)[number];
+
+/**
+ * The customer's side: every delivery to the targets under /in, counted by delivery id, and the
+ * targets each request reached.
+ */
+export function mixTarget() {
+  const deliveries = new Map<string, number>();
+  const reached = new Map<string, Set<string>>();
+  const server = createServer((req, res) => {
+    req.resume();
+    if (req.url?.startsWith("/in/")) {
+      const id = String(req.headers["x-relay-delivery-id"]);
+      deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
+      const requestId = String(req.headers["x-relay-request-id"]);
+      const targets = reached.get(requestId) ?? new Set<string>();
+      reached.set(requestId, targets.add(req.url.slice("/in/".length)));
+    }
+    res.end("{}");
+  });
+  return { server, deliveries, reached };
+}
