@@ -274,3 +274,26 @@ test("on the older path a call with an Idempotency-Key goes alone: its key is cl
     "start r3",
   ]);
 });
+
+test("a fan-out's calls count by their deliveries: a batch holds no more first attempts than a batch of single calls", async () => {
+  const stack = fakeStack();
+  stack.answerFirst();
+  const fanOut = (requestId: string): BatchedCall => {
+    const call = callOf(requestId);
+    const target = {
+      ...{ id: "t", name: "t", targetUrl: "http://t", deliveryMode: "async" as const },
+      ...{ timeoutSeconds: 30, headers: {} },
+    };
+    const targets = Array.from({ length: 12 }, (_, i) => ({ ...target, id: `t${i}` }));
+    return { ...call, input: { ...call.input, targets } };
+  };
+  const calls = ["r0", "r1", "r2", "r3", "r4"].map((id) => stack.batch(fanOut(id)));
+  expect(await Promise.all(calls)).toEqual(calls.map(() => ({ accepted: "queued" })));
+  await tick();
+  // 32 deliveries a batch at most: two calls of 12 targets, not all four waiting.
+  expect(stack.trips.filter((trip) => trip.startsWith("start"))).toEqual([
+    "start r0",
+    "start r1,r2",
+    "start r3,r4",
+  ]);
+});

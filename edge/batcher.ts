@@ -222,10 +222,14 @@ export function batcher(
     calls.reduce((total, call) => total + size(call), 0);
   const inlineChars = (call: BatchedCall) => call.input.bodyBase64.length;
   const storedBytes = (call: BatchedCall) => call.storedBody?.byteLength ?? 0;
+  const deliveries = (call: BatchedCall) => call.input.targets.length;
 
   const together = grouped<BatchedCall, BatchAnswer>({
     maxItems: options.maxItems,
+    // A batch makes every first attempt in one local activity: a fan-out's calls count by their
+    // deliveries, so a batch of them holds no more attempts than a batch of single ones.
     fits: (gathered, call) =>
+      sum(gathered, deliveries) + deliveries(call) <= options.maxItems &&
       sum(gathered, inlineChars) + inlineChars(call) <= BATCH_BODY_CHARS &&
       sum(gathered, storedBytes) + storedBytes(call) <= options.maxStoredBytes,
     async run(_, calls, answerNow) {
