@@ -152,12 +152,9 @@ export async function benchNodeProxy(cleanup: Cleanup, dir: string, targetPort: 
   return { url: `http://127.0.0.1:${port}`, process: proxy };
 }
 
-/**
- * A project "bench" with one endpoint per delivery mode (sync, stream, async) on line v1, each
- * to the bench target on `targetPort` with no rate limit, and a live key for it.
- */
-export async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
-  const call = async (token: string, path: string, body: unknown) => {
+/** POSTs `body` to the control plane's management API as `token`: its JSON answer, or throws. */
+export function managementPost(controlUrl: string) {
+  return async (token: string, path: string, body: unknown) => {
     const response = await fetch(`${controlUrl}${path}`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -166,6 +163,14 @@ export async function setUpProject(controlUrl: string, adminToken: string, targe
     if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
     return (await response.json()) as Record<string, string>;
   };
+}
+
+/**
+ * A project "bench" with one endpoint per delivery mode (sync, stream, async) on line v1, each
+ * to the bench target on `targetPort` with no rate limit, and a live key for it.
+ */
+export async function setUpProject(controlUrl: string, adminToken: string, targetPort: number) {
+  const call = managementPost(controlUrl);
   const slug = "bench";
   const { ownerToken } = await call(adminToken, "/projects", { slug, name: "bench", plan: "paid" });
   const owner = ownerToken as string;

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { connect } from "../store/db.ts";
-import { benchStack, percentile, runBench } from "./harness.ts";
+import { benchStack, managementPost, percentile, runBench } from "./harness.ts";
 import { STACK_PROCESSES, stackCpu } from "./publish.ts";
 
 const REQUESTS = Number(process.env.BENCH_ORDERED_REQUESTS ?? 1000);
@@ -26,15 +26,7 @@ await runBench(async (cleanup) => {
   const { stack, targetPort } = await benchStack(cleanup, dir);
   const sql = connect(stack.databaseUrl, { max: 2 });
   cleanup.add(() => sql.end());
-  const call = async (token: string, path: string, body: unknown) => {
-    const response = await fetch(`${stack.controlUrl}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
-    return (await response.json()) as Record<string, string>;
-  };
+  const call = managementPost(stack.controlUrl);
   const slug = "ordered";
   const base = `/projects/${slug}`;
   const { ownerToken = "" } = await call(stack.secrets.adminToken, "/projects", {

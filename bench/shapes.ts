@@ -15,7 +15,14 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import type { Stack } from "../dev/stack.ts";
-import { benchStack, followReceipts, percentile, quick, runBench } from "./harness.ts";
+import {
+  benchStack,
+  followReceipts,
+  managementPost,
+  percentile,
+  quick,
+  runBench,
+} from "./harness.ts";
 import { STACK_PROCESSES, type StackProcess, stackCpu } from "./publish.ts";
 
 const seconds = Number(process.env.BENCH_SHAPES_SECONDS ?? (quick ? 3 : 10));
@@ -94,15 +101,7 @@ async function setUpKind(
   slug: string,
   kind: Kind,
 ): Promise<KindProject> {
-  const call = async (token: string, path: string, body: unknown) => {
-    const response = await fetch(`${stack.controlUrl}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${path}: ${await response.text()}`);
-    return (await response.json()) as Record<string, string>;
-  };
+  const call = managementPost(stack.controlUrl);
   const { ownerToken = "" } = await call(stack.secrets.adminToken, "/projects", {
     slug,
     name: kind.name,
