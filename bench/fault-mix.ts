@@ -33,16 +33,20 @@ export const kindOf = (i: number) => MIX[i % MIX.length] as (typeof MIX)[number]
 export function mixTarget() {
   const deliveries = new Map<string, number>();
   const reached = new Map<string, Set<string>>();
+  /** Deliveries made again, by target and by when (ms since the epoch). */
+  const again: { target: string; at: number }[] = [];
   const server = createServer((req, res) => {
     req.resume();
     if (req.url?.startsWith("/in/")) {
       const id = String(req.headers["x-relay-delivery-id"]);
-      deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
+      const before = deliveries.get(id) ?? 0;
+      deliveries.set(id, before + 1);
+      if (before > 0) again.push({ target: req.url.slice("/in/".length), at: Date.now() });
       const requestId = String(req.headers["x-relay-request-id"]);
       const targets = reached.get(requestId) ?? new Set<string>();
       reached.set(requestId, targets.add(req.url.slice("/in/".length)));
     }
     res.end("{}");
   });
-  return { server, deliveries, reached };
+  return { server, deliveries, reached, again };
 }

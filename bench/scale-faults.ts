@@ -56,7 +56,7 @@ interface ManagementAnswer {
   key: { id: string };
 }
 
-const { server: target, deliveries, reached } = mixTarget();
+const { server: target, deliveries, reached, again } = mixTarget();
 
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 const count = (counts: Map<string, number>, key: string) =>
@@ -364,6 +364,12 @@ await runBench(async (cleanup) => {
     `202s / refusals per 10 s of the run: ${timeline.map((t, i) => `${i * 10}: ${t.accepted}/${t.refused}`).join(", ")}`,
   );
   console.log(`delivered without a 202 (the caller had given up): ${figures.deliveredWithout202}`);
+  const againBy = (key: (d: (typeof again)[number]) => string) =>
+    show(again.reduce((counts, d) => count(counts, key(d)), new Map<string, number>()));
+  console.log(`deliveries made again, by target: ${againBy((d) => d.target)}`);
+  console.log(
+    `deliveries made again, by 10 s of the run: ${againBy((d) => String(Math.floor((d.at - t0) / 10_000) * 10))}`,
+  );
   console.log("\n| killed (kill -9) | pid | at s | serving again after s |\n|---|---|---|---|");
   for (const k of kills.sort((a, b) => Number(a.atS) - Number(b.atS)))
     console.log(`| ${k.name} | ${k.pid} | ${k.atS} | ${k.backAfterS} |`);
