@@ -61,6 +61,8 @@ function relayHandler(): EdgeHandler {
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large body here")),
     claimIdempotencyKey: async () => "claimed" as const,
+    joinLane: async () => true,
+    leaveLane: async () => {},
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},

@@ -17,6 +17,7 @@ import { startAcceptedSweep } from "./accepted-sweep.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
 import { loadControlConfig, projectLimitsOf } from "./config.ts";
+import { startLaneSweep } from "./lane-sweep.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
 
@@ -101,8 +102,15 @@ const sweep = startAcceptedSweep({
   logError: (fields, message) => log.error(fields, message),
 });
 
+const laneSweep = startLaneSweep({
+  sql,
+  temporal: temporalClient,
+  logError: (fields, message) => log.error(fields, message),
+});
+
 const shutdown = () => {
   sweep.stop();
+  laneSweep.stop();
   server.close();
   void sql.end({ timeout: 5 }).then(() => process.exit(0));
 };

@@ -63,6 +63,7 @@ const WORKFLOW_CODE = [
   "workflows/deliveries.ts",
   "workflows/circuit.ts",
   "workflows/lanes.ts",
+  "workflows/lanes-before.ts",
   "workflows/notifications.ts",
   "workflows/signals.ts",
   "workflows/status.ts",

@@ -36,6 +36,8 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
     claimIdempotencyKey: async () => "claimed" as const,
+    joinLane: async () => true,
+    leaveLane: async () => {},
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},

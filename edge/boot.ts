@@ -158,6 +158,8 @@ export async function bootEdge(
     }),
     storeBody: (project, requestId, body) => control.storeBody(project, requestId, body),
     claimIdempotencyKey: (project, claim) => control.claimIdempotencyKey(project, claim),
+    joinLane: (place) => control.joinLane(place),
+    leaveLane: (place) => control.leaveLane(place),
     reserveDeliveries,
     releaseDeliveries,
     spareHolds: spares,

@@ -16,7 +16,7 @@ import type {
 } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import { claimOutcomeOf, type KeyClaim, type KeyClaimOutcome } from "../core/idempotency.ts";
-import { orderings } from "../core/lanes.ts";
+import { type LanePlace, orderings } from "../core/lanes.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { deliveryModes, keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
@@ -91,6 +91,10 @@ export interface ControlPlane {
   acceptCalls(acceptance: CallsAcceptance): Promise<CallsAccepted>;
   /** Claims a call's Idempotency-Key as it goes as a workflow of its own (ClaimIdempotencyKey). */
   claimIdempotencyKey(project: string, claim: KeyClaim): Promise<KeyClaimOutcome>;
+  /** An ordered call takes its place in its lane; false when it was there already. */
+  joinLane(place: LanePlace): Promise<boolean>;
+  /** A call joined and then not started leaves its lane. */
+  leaveLane(place: LanePlace): Promise<void>;
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
@@ -208,6 +212,12 @@ export function connectControlPlane(options: {
     },
     async claimIdempotencyKey(project, claim) {
       return claimOutcomeOf((await client.claimIdempotencyKey({ project, claim })).outcome);
+    },
+    async joinLane(place) {
+      return (await client.joinLane({ place })).joined;
+    },
+    async leaveLane(place) {
+      await client.leaveLane({ place });
     },
     async releaseDeliveries(project, requestId, targetIds) {
       await client.releaseDeliveries({ project, requestId, targetIds });

@@ -34,6 +34,9 @@ export interface EdgeDeps {
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
   /** Claims the Idempotency-Key of a call that goes as a workflow of its own (control plane). */
   claimIdempotencyKey: ControlPlane["claimIdempotencyKey"];
+  /** An ordered call's place in its lane, taken before its start; left if the start fails. */
+  joinLane: ControlPlane["joinLane"];
+  leaveLane: ControlPlane["leaveLane"];
   /** Holds a call's credits and a delayed call's place before it is queued (control plane). */
   reserveDeliveries: ControlPlane["reserveDeliveries"];
   releaseDeliveries: ControlPlane["releaseDeliveries"];

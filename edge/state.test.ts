@@ -42,6 +42,8 @@ function scripted() {
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),
     claimIdempotencyKey: async () => "claimed",
+    joinLane: async () => true,
+    leaveLane: async () => {},
     releaseDeliveries: async () => {},
     payloadKeys: async () => [],
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),

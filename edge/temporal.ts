@@ -49,7 +49,6 @@ import {
   traceHeaders,
 } from "../core/tracing.ts";
 import { StartAdmission } from "./admission.ts";
-import { laneJoiner } from "./lane-join.ts";
 import type { HandOver } from "./worker-sync.ts";
 
 /**
@@ -283,8 +282,6 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     return acceptedStatus(first ?? {});
   }
 
-  const joinLane = laneJoiner({ fetch: options.fetch, workflows, headers, cipher, unavailable });
-
   /** One of the edge's start slots for `project`; refused when none came in time. */
   async function admit(project: string): Promise<() => void> {
     const release = await admission.acquire(project);
@@ -324,7 +321,6 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     async startDelivery(input, trace, bodyTag) {
       await admitted(input.project, async () => {
         await start(input.requestId, DELIVERY_WORKFLOW, input, trace, {}, bodyTag);
-        if (input.ordering?.joinedAtEdge) await joinLane(input, input.ordering);
       });
       return bodyTag ? firstAnswer(input.requestId) : acceptedStatus(input);
     },

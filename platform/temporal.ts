@@ -10,7 +10,13 @@ import {
 } from "@temporalio/client";
 import type { Payload } from "@temporalio/common";
 import { payloadSecretsFrom } from "../core/env.ts";
-import { LANE_JOIN_SIGNAL, LANE_WORKFLOW, type LaneInput, type LaneJoin } from "../core/lanes.ts";
+import { LANE_GO_SIGNAL } from "../core/lanes.ts";
+import {
+  LANE_JOIN_SIGNAL,
+  LANE_WORKFLOW,
+  type LaneInput,
+  type LaneJoin,
+} from "../core/lanes-before.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
 import {
   CIRCUIT_CHANGED_SIGNAL,
@@ -160,8 +166,8 @@ export async function ensureCircuit(client: Client, targetId: string): Promise<v
 }
 
 /**
- * A request takes its place in its ordering lane (core/lanes.ts): signal-with-start of the lane's
- * workflow, on the request's task queue and fairness key; the lane ignores a second join.
+ * A request of a release before lanes in Postgres takes its place in its lane's workflow
+ * (workflows/lanes-before.ts): signal-with-start, on its task queue and fairness key.
  */
 export async function joinOrderingLane(
   client: Client,
@@ -179,7 +185,7 @@ export async function joinOrderingLane(
   });
 }
 
-/** Which of these workflows still run (an ordering lane's heads it let go). */
+/** Which of these workflows still run (the heads of ordering lanes that have not moved). */
 export async function runningWorkflows(client: Client, workflowIds: string[]): Promise<string[]> {
   const described = await Promise.all(
     workflowIds.map((id) =>
@@ -194,4 +200,29 @@ export async function runningWorkflows(client: Client, workflowIds: string[]): P
     ),
   );
   return described.filter((id) => id !== null);
+}
+
+/**
+ * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLane`); answers
+ * those whose workflows are gone (the signal found none running).
+ */
+export async function signalTurns<T extends { requestId: string; targetId: string }>(
+  client: Client,
+  given: T[],
+): Promise<T[]> {
+  const gone = await Promise.all(
+    given.map((turn) =>
+      client.workflow
+        .getHandle(turn.requestId)
+        .signal(LANE_GO_SIGNAL, { targetId: turn.targetId })
+        .then(
+          () => [],
+          (error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return [turn];
+            throw error;
+          },
+        ),
+    ),
+  );
+  return gone.flat();
 }

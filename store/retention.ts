@@ -6,6 +6,7 @@
  */
 import type { Sql } from "./db.ts";
 import { pruneKeys } from "./idempotency.ts";
+import { pruneLaneEntries } from "./lanes.ts";
 
 const BATCH = 5000;
 
@@ -24,6 +25,8 @@ export interface Pruned {
   bodies: number;
   /** Idempotency-Keys claimed before the cutoff whose request has ended (store/idempotency.ts). */
   idempotencyKeys: number;
+  /** Places in ordering lanes left before the cutoff (store/lanes.ts). */
+  laneEntries: number;
   /** Credit holds given back; delayed calls that reached their time, and ended lanes' waits. */
   holds: number;
   scheduled: number;
@@ -31,7 +34,14 @@ export interface Pruned {
 
 export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number): Promise<Pruned> {
   const cutoff = new Date(now.getTime() - retentionMs);
-  const pruned: Pruned = { requests: 0, bodies: 0, idempotencyKeys: 0, holds: 0, scheduled: 0 };
+  const pruned: Pruned = {
+    requests: 0,
+    bodies: 0,
+    idempotencyKeys: 0,
+    laneEntries: 0,
+    holds: 0,
+    scheduled: 0,
+  };
   for (;;) {
     // Attempts go with their request (on delete cascade).
     const deleted = await sql`
@@ -60,6 +70,11 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
   for (;;) {
     const count = await pruneKeys(sql, keysCutoff, BATCH);
     pruned.idempotencyKeys += count;
+    if (count < BATCH) break;
+  }
+  for (;;) {
+    const count = await pruneLaneEntries(sql, cutoff, BATCH);
+    pruned.laneEntries += count;
     if (count < BATCH) break;
   }
   for (;;) {

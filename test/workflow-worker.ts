@@ -123,6 +123,25 @@ function settled(requestId: string): RequestStatus {
   return delivered.some(Boolean) ? "partially_failed" : "failed";
 }
 
+/** Per lane and target, the requests in join order, as `lane_entries` holds them. */
+const lanes = new Map<string, { requestId: string; turn: boolean; parked: boolean }[]>();
+function laneQueue(laneId: string, targetId: string) {
+  const key = `${laneId}\n${targetId}`;
+  const queue = lanes.get(key) ?? [];
+  lanes.set(key, queue);
+  return queue;
+}
+
+/** A request joins its lane at each target, as an edge joins one before its start. */
+export function joinLaneAsEdge(laneId: string, requestId: string, targetIds: string[]): void {
+  for (const targetId of targetIds) {
+    const queue = laneQueue(laneId, targetId);
+    if (!queue.some((e) => e.requestId === requestId)) {
+      queue.push({ requestId, turn: false, parked: false });
+    }
+  }
+}
+
 /** Every activity the workflows call, by the real ones' names and signatures, logging calls. */
 export const activities: Activities = {
   async retryPolicy() {
@@ -160,9 +179,34 @@ export const activities: Activities = {
     return [];
   },
   async forgetHeldInBatch() {},
-  // Ordered delivery runs on the real stack (test/ordered-delivery.test.ts).
-  async joinOrderingLane() {},
+  // Lanes as store/lanes.ts keeps them, in memory; the real stack's: test/ordered-delivery.test.ts.
+  async enterLane(wait, targetIds, join) {
+    if (join) joinLaneAsEdge(wait.laneId, wait.requestId, targetIds);
+    const turns: Record<string, "turn" | "wait"> = {};
+    for (const targetId of targetIds) {
+      const queue = laneQueue(wait.laneId, targetId);
+      const entry = queue.find((e) => e.requestId === wait.requestId);
+      if (entry && queue[0] === entry) entry.turn = true;
+      else if (entry && !entry.turn) entry.parked = true;
+      turns[targetId] = !entry || entry.turn ? "turn" : "wait";
+    }
+    return turns;
+  },
+  async leaveLane(laneId, requestId, targetIds) {
+    calls.push({ name: "leaveLane", args: [laneId, requestId, targetIds] });
+    return targetIds.flatMap((targetId) => {
+      const queue = laneQueue(laneId, targetId);
+      const at = queue.findIndex((e) => e.requestId === requestId);
+      if (at >= 0) queue.splice(at, 1);
+      const [head] = queue;
+      if (!head || head.turn) return [];
+      head.turn = true;
+      return head.parked ? [{ laneId, requestId: head.requestId, targetId }] : [];
+    });
+  },
   async laneWait() {},
+  // Lanes' workflows of releases before (./lanes-before.ts): their histories replay only.
+  async joinOrderingLane() {},
   async runningWorkflows() {
     return [];
   },
@@ -228,7 +272,7 @@ export const activities: Activities = {
   },
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
-    return { requests: 5, bodies: 2, idempotencyKeys: 0, holds: 1, scheduled: 0 };
+    return { requests: 5, bodies: 2, idempotencyKeys: 0, laneEntries: 0, holds: 1, scheduled: 0 };
   },
 };
 

@@ -6,7 +6,7 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import type { Hold } from "../core/circuit.ts";
 import type { DeliveryInput, StreamRecord, SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
-import type { LaneJoin } from "../core/lanes.ts";
+import type { LaneJoin } from "../core/lanes-before.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
@@ -17,6 +17,7 @@ import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import * as waitingDeliveries from "../store/held.ts";
+import { claimTurns, joinLane, leaveLane, type Turn, type TurnGiven } from "../store/lanes.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
@@ -135,9 +136,27 @@ export function createActivities(deps: ActivityDeps) {
       if (hold === "circuit_open") await deps.ensureCircuit(targetId);
       return hold;
     },
+    /** A request begun before lanes in Postgres joins its lane's workflow (./lanes-before.ts). */
     joinOrderingLane: (laneId: string, project: string, join: LaneJoin): Promise<void> =>
       deps.lanes.join(laneId, project, join),
     runningWorkflows: (workflowIds: string[]): Promise<string[]> => deps.lanes.running(workflowIds),
+    /**
+     * An ordered request enters its lane (store/lanes.ts): counted as waiting, joined at the
+     * back when its edge did not join it, and its turn at each target claimed.
+     */
+    enterLane: (
+      wait: { requestId: string; project: string; laneId: string },
+      targetIds: string[],
+      join: boolean,
+    ): Promise<Record<string, Turn>> =>
+      sql.begin(async (tx) => {
+        await laneWait(tx, wait, true, waitingCaps);
+        if (join) await joinLane(tx, wait.laneId, wait.requestId, targetIds);
+        return claimTurns(tx, wait.laneId, wait.requestId, targetIds);
+      }),
+    /** It leaves its lane at these targets: the parked requests given their turn are answered. */
+    leaveLane: (laneId: string, requestId: string, targetIds: string[]): Promise<TurnGiven[]> =>
+      sql.begin((tx) => leaveLane(tx, laneId, requestId, targetIds)),
     /** An ordered request enters its lane (or leaves it): a waiting delivery of its project. */
     laneWait: (
       wait: { requestId: string; project: string; laneId: string },

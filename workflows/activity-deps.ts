@@ -5,7 +5,7 @@
  */
 import type { Hold } from "../core/circuit.ts";
 import type { Backoff } from "../core/delivery.ts";
-import type { LaneJoin } from "../core/lanes.ts";
+import type { LaneJoin } from "../core/lanes-before.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
@@ -61,7 +61,7 @@ export interface ActivityDeps {
   slots: WorkerSlots;
   /** Where a sync call handed to this worker waits for its answer (./sync-calls.ts). */
   syncAnswers?: SyncAnswers;
-  /** Ordering lanes (./lanes.ts): a request joins one; a lane checks its heads still run. */
+  /** Lanes begun before lanes in Postgres (./lanes-before.ts): joined, and their heads checked. */
   lanes: {
     join: (laneId: string, project: string, join: LaneJoin) => Promise<void>;
     running: (workflowIds: string[]) => Promise<string[]>;

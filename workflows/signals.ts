@@ -1,5 +1,9 @@
-/** Signals between a target's deliveries and its circuit workflow (circuit.ts), and to a batch. */
+/**
+ * Signals between a target's deliveries and its circuit workflow (circuit.ts), to a batch, and
+ * to an ordered request whose turn came (lanes.ts).
+ */
 import { defineSignal } from "@temporalio/workflow";
+import { LANE_GO_SIGNAL } from "../core/lanes.ts";
 import { HAND_ON_SIGNAL } from "../core/temporal.ts";
 
 /**
@@ -17,3 +21,6 @@ export const probedSignal = defineSignal("probed");
  * cancelled: the control plane's cancel sends it.
  */
 export const handOnSignal = defineSignal<[string]>(HAND_ON_SIGNAL);
+
+/** An ordered request's turn has come at a target (store/lanes.ts). */
+export const goSignal = defineSignal<[{ targetId: string }]>(LANE_GO_SIGNAL);

@@ -154,6 +154,7 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
     requests: 5,
     bodies: 2,
     idempotencyKeys: 0,
+    laneEntries: 0,
     holds: 1,
     scheduled: 0,
   });

@@ -5,7 +5,7 @@
  *   as activities; a cancel (Temporal's) stops it wherever it is.
  * - relaySync (sync.ts): one per sync call; the edge waits for its result.
  * - targetCircuit (circuit.ts): one per target while its deliveries wait for it.
- * - orderedLane (lanes.ts): one per ordering key of an ordered endpoint while deliveries wait in it.
+ * - orderedLane (lanes-before.ts): a key's lane, as releases before lanes in Postgres ran it.
  * - sendNotification (notifications.ts): one per operational event.
  * - recordStream: logs and bills a stream an edge of an older release proxied.
  * - rotateKeys: the daily auto-rotation, started by a Schedule.
@@ -46,14 +46,14 @@ import {
   type RequestRow,
   targetIdsOf,
 } from "./deliveries.ts";
-import { RequestLane } from "./lanes.ts";
+import { type Lane, RequestLane } from "./lanes.ts";
 import { raise, requestFailed } from "./notifications.ts";
 import { probedSignal, releaseSignal } from "./signals.ts";
 import { setStatus } from "./status.ts";
 
 export { deliverBatch } from "./batch.ts";
 export { targetCircuit } from "./circuit.ts";
-export { orderedLane } from "./lanes.ts";
+export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
 export { relaySync } from "./sync.ts";
 
@@ -179,7 +179,7 @@ function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
 async function deliverAll(
   input: ContinuedInput,
   released: Map<string, boolean>,
-  lane: RequestLane | null,
+  lane: Lane | null,
 ): Promise<RequestStatus> {
   const { targets, headers, bodyBase64, body, firstAttempts: madeInBatch, ...request } = input;
   const deliveries = asyncDeliveries(input);

@@ -2,11 +2,18 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { CreditHold, ReservationRefusal } from "../../core/billing.ts";
 import { claimOutcomeNumber } from "../../core/idempotency.ts";
+import type { LanePlace } from "../../core/lanes.ts";
 import { keyModes } from "../../core/model.ts";
-import { type DeliveryHold, EdgeService, ReserveRefusal } from "../../gen/relay/v1/edge_pb.ts";
+import {
+  type DeliveryHold,
+  EdgeService,
+  type LanePlace as LanePlaceMessage,
+  ReserveRefusal,
+} from "../../gen/relay/v1/edge_pb.ts";
 import type { EndpointSigningSecrets } from "../../store/signing.ts";
 import * as bodies from "../api/bodies.ts";
 import * as edge from "../api/edge.ts";
+import * as lanes from "../api/lanes.ts";
 import * as reservations from "../api/reservations.ts";
 import type { ControlApp } from "../app.ts";
 import type { ContextOf } from "./caller.ts";
@@ -118,6 +125,13 @@ export function edgeService(
         });
         return { outcome: claimOutcomeNumber(outcome) };
       },
+      async joinLane(req, h) {
+        return { joined: await lanes.joinOrderingLane(ctxOf(h), placeOf(req.place)) };
+      },
+      async leaveLane(req, h) {
+        await lanes.leaveOrderingLane(ctxOf(h), placeOf(req.place));
+        return {};
+      },
       getPayloadKeys(_, h) {
         return { keys: edge.payloadKeys(ctxOf(h)) };
       },
@@ -183,3 +197,10 @@ function holdIn(hold: DeliveryHold): CreditHold {
 function signingSecretOut(secret: EndpointSigningSecrets["secrets"][number]) {
   return { key: secret.key, expiresAt: optionalTs(secret.expiresAt) };
 }
+
+const placeOf = (place: LanePlaceMessage | undefined): LanePlace => ({
+  project: place?.project ?? "",
+  laneId: place?.laneId ?? "",
+  requestId: place?.requestId ?? "",
+  targetIds: place?.targetIds ?? [],
+});

@@ -10,7 +10,7 @@ import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent, type KeyClaim, keyReused } from "../../core/idempotency.ts";
 import {
   type LaneRef,
-  laneWorkflowId,
+  laneIdOf,
   ORDERING_KEY_HEADER,
   orderingKeyProblem,
 } from "../../core/lanes.ts";
@@ -163,7 +163,7 @@ async function orderingOf(call: Received): Promise<LaneRef | undefined> {
   const problem = orderingKeyProblem(key);
   if (problem) throw new RelayError("bad_request", problem);
   if (call.endpoint.ordering !== "fifo") return undefined;
-  return { laneId: await laneWorkflowId(call.project, call.endpoint, key), key };
+  return { laneId: await laneIdOf(call.project, call.endpoint, key), key };
 }
 
 /** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
@@ -183,6 +183,36 @@ async function requestIdOf(
     call.body,
   );
   return { id: requestId, bodyTag };
+}
+
+/**
+ * An immediate ordered call takes its place in its lane before its start, so the lane's order is
+ * the accept order; one that then does not start leaves it (best effort: a place whose workflow
+ * never runs is found by the control plane's sweep of lanes). Any other call just starts.
+ */
+async function inLane<T>(
+  deps: EdgeDeps,
+  input: DeliveryInput,
+  start: () => Promise<T>,
+): Promise<T> {
+  const { ordering } = input;
+  if (!ordering?.joinedAtEdge) return start();
+  const place = {
+    project: input.project,
+    laneId: ordering.laneId,
+    requestId: input.requestId,
+    targetIds: input.targets.map((t) => t.id),
+  };
+  const joined = await deps.joinLane(place).catch((err: unknown) => {
+    deps.logError({ err, requestId: input.requestId }, "an ordering lane could not be joined");
+    throw unqueued();
+  });
+  try {
+    return await start();
+  } catch (error) {
+    if (joined) await deps.leaveLane(place).catch(() => {});
+    throw error;
+  }
 }
 
 /** How a call's reservation was made, and what waits for its answer to begin. */
@@ -225,12 +255,12 @@ async function relayCall(
   const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
   const queued =
     async.length > 0
-      ? deps.temporal
-          .startDelivery({ ...request, targets: async }, call.trace, bodyTag)
-          .then((status) => {
-            handedOn(async);
-            return status;
-          })
+      ? inLane(deps, { ...request, targets: async }, () =>
+          deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag),
+        ).then((status) => {
+          handedOn(async);
+          return status;
+        })
       : null;
   if (!answering) {
     return json(202, { status: await queued, requestId }, call.responseHeaders);

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCL1AQoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkSJAoGYm9kaWVzGAcgAygLMhQucmVsYXkudjEuU3RvcmVkQm9keRIqCgZjbGFpbXMYCCADKAsyGi5yZWxheS52MS5JZGVtcG90ZW5jeUNsYWltIjgKEElkZW1wb3RlbmN5Q2xhaW0SEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghib2R5X3RhZxgCIAEoCSJYChpDbGFpbUlkZW1wb3RlbmN5S2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEikKBWNsYWltGAIgASgLMhoucmVsYXkudjEuSWRlbXBvdGVuY3lDbGFpbSJGChtDbGFpbUlkZW1wb3RlbmN5S2V5UmVzcG9uc2USJwoHb3V0Y29tZRgBIAEoDjIWLnJlbGF5LnYxLkNsYWltT3V0Y29tZSIuCgpTdG9yZWRCb2R5EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEYm9keRgCIAEoDCJ7ChNBY2NlcHRDYWxsc1Jlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSEAoIYWNjZXB0ZWQYAiABKAgSJgoGY2xhaW1zGAMgAygOMhYucmVsYXkudjEuQ2xhaW1PdXRjb21lIlMKGFJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSEgoKdGFyZ2V0X2lkcxgDIAMoCSIbChlSZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlIhcKFUdldFBheWxvYWRLZXlzUmVxdWVzdCI8ChZHZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5yZWxheS52MS5QYXlsb2FkS2V5IiUKClBheWxvYWRLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgMInUKDkVuZHBvaW50RGVtYW5kEg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEhAKCGFjY2VwdGVkGAQgASgDEg8KB3JlZnVzZWQYBSABKAMSEwoLaW50ZXJ2YWxfbXMYBiABKAUiVwoZRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEikKB2RlbWFuZHMYAiADKAsyGC5yZWxheS52MS5FbmRwb2ludERlbWFuZCJDChpFeGNoYW5nZVJhdGVTaGFyZXNSZXNwb25zZRIRCglmcmFjdGlvbnMYASADKAESEgoKbGl2ZV9lZGdlcxgCIAEoBSp/Cg5SZXNlcnZlUmVmdXNhbBIfChtSRVNFUlZFX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIoCiRSRVNFUlZFX1JFRlVTQUxfSU5TVUZGSUNJRU5UX0NSRURJVFMQARIiCh5SRVNFUlZFX1JFRlVTQUxfTElNSVRfRVhDRUVERUQQAiqBAQoMQ2xhaW1PdXRjb21lEh0KGUNMQUlNX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRDTEFJTV9PVVRDT01FX1JFUEVBVBABEhgKFENMQUlNX09VVENPTUVfUkVVU0VEEAISHgoaQ0xBSU1fT1VUQ09NRV9PV05fV09SS0ZMT1cQAzLHCQoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEmsKFlJlc2VydmVEZWxpdmVyaWVzQmF0Y2gSJy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBooLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXNwb25zZRJKCgtBY2NlcHRDYWxscxIcLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVxdWVzdBodLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVzcG9uc2USYgoTQ2xhaW1JZGVtcG90ZW5jeUtleRIkLnJlbGF5LnYxLkNsYWltSWRlbXBvdGVuY3lLZXlSZXF1ZXN0GiUucmVsYXkudjEuQ2xhaW1JZGVtcG90ZW5jeUtleVJlc3BvbnNlElwKEVJlbGVhc2VEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZRJTCg5HZXRQYXlsb2FkS2V5cxIfLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVxdWVzdBogLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVzcG9uc2USXwoSRXhjaGFuZ2VSYXRlU2hhcmVzEiMucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBokLnJlbGF5LnYxLkV4Y2hhbmdlUmF0ZVNoYXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IsMCCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgiXgoWRW5kcG9pbnRTaWduaW5nU2VjcmV0cxIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkSKAoHc2VjcmV0cxgDIAMoCzIXLnJlbGF5LnYxLlNpZ25pbmdTZWNyZXQiYAoNU2lnbmluZ1NlY3JldBILCgNrZXkYASABKAwSMwoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCI2ChFSZXNvbHZlS2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhAKCGtleV9oYXNoGAIgASgMIkEKElJlc29sdmVLZXlSZXNwb25zZRIjCgNrZXkYASABKAsyES5yZWxheS52MS5FZGdlS2V5SACIAQFCBgoEX2tleSIpChZHZXRQcm9qZWN0U3RhdGVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiTwoXR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKAsyFi5yZWxheS52MS5Qcm9qZWN0U3RhdGVIAIgBAUIICgZfc3RhdGUiRgoXR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkihAEKGEdldEVuZHBvaW50U3RhdGVSZXNwb25zZRIpCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50SACIAQESMAoPc2lnbmluZ19zZWNyZXRzGAIgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldEILCglfZW5kcG9pbnQiPgoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIpQBCgZDaGFuZ2USEAoIc2VxdWVuY2UYASABKAMSDwoHcHJvamVjdBgCIAEoCRIoCgtrZXlfY2hhbmdlZBgDIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIABIzCg9yb3V0aW5nX2NoYW5nZWQYBCABKAsyGC5yZWxheS52MS5Sb3V0aW5nQ2hhbmdlZEgAQggKBmNoYW5nZSIsCg5Sb3V0aW5nQ2hhbmdlZBIMCgRsaW5lGAEgASgJEgwKBHBhdGgYAiABKAkiaQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIQoHY2hhbmdlcxgBIAMoCzIQLnJlbGF5LnYxLkNoYW5nZRIVCg1oZWFkX3NlcXVlbmNlGAIgASgDEhcKD2Nsb2NrX29mZnNldF9tcxgDIAEoAyJIChFBY2tDaGFuZ2VzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEhAKCGxlYXNlX21zGAMgASgFIhQKEkFja0NoYW5nZXNSZXNwb25zZSJFChBTdG9yZUJvZHlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIMCgRib2R5GAMgASgMIiUKEVN0b3JlQm9keVJlc3BvbnNlEhAKCGJvZHlfcmVmGAEgASgJIo8DChNSZWNvcmRTdHJlYW1SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEhAKCGJvZHlfcmVmGAggASgJEhEKCXRhcmdldF9pZBgJIAEoCRITCgt0YXJnZXRfbmFtZRgKIAEoCRITCgtvd25zX3N0YXR1cxgLIAEoCBIYCgtzdGF0dXNfY29kZRgMIAEoBUgAiAEBEhIKCmxhdGVuY3lfbXMYDSABKAMSDQoFYnl0ZXMYDiABKAMSEgoFZXJyb3IYDyABKAlIAYgBARIVCgh0cmFjZV9pZBgQIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCCwoJX3RyYWNlX2lkIhYKFFJlY29yZFN0cmVhbVJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLPAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCL1AQoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkSJAoGYm9kaWVzGAcgAygLMhQucmVsYXkudjEuU3RvcmVkQm9keRIqCgZjbGFpbXMYCCADKAsyGi5yZWxheS52MS5JZGVtcG90ZW5jeUNsYWltIjgKEElkZW1wb3RlbmN5Q2xhaW0SEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghib2R5X3RhZxgCIAEoCSJYChpDbGFpbUlkZW1wb3RlbmN5S2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEikKBWNsYWltGAIgASgLMhoucmVsYXkudjEuSWRlbXBvdGVuY3lDbGFpbSJGChtDbGFpbUlkZW1wb3RlbmN5S2V5UmVzcG9uc2USJwoHb3V0Y29tZRgBIAEoDjIWLnJlbGF5LnYxLkNsYWltT3V0Y29tZSJVCglMYW5lUGxhY2USDwoHcHJvamVjdBgBIAEoCRIPCgdsYW5lX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSEgoKdGFyZ2V0X2lkcxgEIAMoCSI1Cg9Kb2luTGFuZVJlcXVlc3QSIgoFcGxhY2UYASABKAsyEy5yZWxheS52MS5MYW5lUGxhY2UiIgoQSm9pbkxhbmVSZXNwb25zZRIOCgZqb2luZWQYASABKAgiNgoQTGVhdmVMYW5lUmVxdWVzdBIiCgVwbGFjZRgBIAEoCzITLnJlbGF5LnYxLkxhbmVQbGFjZSITChFMZWF2ZUxhbmVSZXNwb25zZSIuCgpTdG9yZWRCb2R5EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEYm9keRgCIAEoDCJ7ChNBY2NlcHRDYWxsc1Jlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSEAoIYWNjZXB0ZWQYAiABKAgSJgoGY2xhaW1zGAMgAygOMhYucmVsYXkudjEuQ2xhaW1PdXRjb21lIlMKGFJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSEgoKdGFyZ2V0X2lkcxgDIAMoCSIbChlSZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlIhcKFUdldFBheWxvYWRLZXlzUmVxdWVzdCI8ChZHZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5yZWxheS52MS5QYXlsb2FkS2V5IiUKClBheWxvYWRLZXkSCgoCaWQYASABKAkSCwoDa2V5GAIgASgMInUKDkVuZHBvaW50RGVtYW5kEg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEhAKCGFjY2VwdGVkGAQgASgDEg8KB3JlZnVzZWQYBSABKAMSEwoLaW50ZXJ2YWxfbXMYBiABKAUiVwoZRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBIPCgdlZGdlX2lkGAEgASgJEikKB2RlbWFuZHMYAiADKAsyGC5yZWxheS52MS5FbmRwb2ludERlbWFuZCJDChpFeGNoYW5nZVJhdGVTaGFyZXNSZXNwb25zZRIRCglmcmFjdGlvbnMYASADKAESEgoKbGl2ZV9lZGdlcxgCIAEoBSp/Cg5SZXNlcnZlUmVmdXNhbBIfChtSRVNFUlZFX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIoCiRSRVNFUlZFX1JFRlVTQUxfSU5TVUZGSUNJRU5UX0NSRURJVFMQARIiCh5SRVNFUlZFX1JFRlVTQUxfTElNSVRfRVhDRUVERUQQAiqBAQoMQ2xhaW1PdXRjb21lEh0KGUNMQUlNX09VVENPTUVfVU5TUEVDSUZJRUQQABIYChRDTEFJTV9PVVRDT01FX1JFUEVBVBABEhgKFENMQUlNX09VVENPTUVfUkVVU0VEEAISHgoaQ0xBSU1fT1VUQ09NRV9PV05fV09SS0ZMT1cQAzLQCgoLRWRnZVNlcnZpY2USRwoKUmVzb2x2ZUtleRIbLnJlbGF5LnYxLlJlc29sdmVLZXlSZXF1ZXN0GhwucmVsYXkudjEuUmVzb2x2ZUtleVJlc3BvbnNlElYKD0dldFByb2plY3RTdGF0ZRIgLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlcXVlc3QaIS5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXNwb25zZRJZChBHZXRFbmRwb2ludFN0YXRlEiEucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlcXVlc3QaIi5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVzcG9uc2USTwoMV2F0Y2hDaGFuZ2VzEh0ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBoeLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESRwoKQWNrQ2hhbmdlcxIbLnJlbGF5LnYxLkFja0NoYW5nZXNSZXF1ZXN0GhwucmVsYXkudjEuQWNrQ2hhbmdlc1Jlc3BvbnNlEkQKCVN0b3JlQm9keRIaLnJlbGF5LnYxLlN0b3JlQm9keVJlcXVlc3QaGy5yZWxheS52MS5TdG9yZUJvZHlSZXNwb25zZRJNCgxSZWNvcmRTdHJlYW0SHS5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXF1ZXN0Gh4ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEmsKFlJlc2VydmVEZWxpdmVyaWVzQmF0Y2gSJy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBooLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXNwb25zZRJKCgtBY2NlcHRDYWxscxIcLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVxdWVzdBodLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVzcG9uc2USYgoTQ2xhaW1JZGVtcG90ZW5jeUtleRIkLnJlbGF5LnYxLkNsYWltSWRlbXBvdGVuY3lLZXlSZXF1ZXN0GiUucmVsYXkudjEuQ2xhaW1JZGVtcG90ZW5jeUtleVJlc3BvbnNlEkEKCEpvaW5MYW5lEhkucmVsYXkudjEuSm9pbkxhbmVSZXF1ZXN0GhoucmVsYXkudjEuSm9pbkxhbmVSZXNwb25zZRJECglMZWF2ZUxhbmUSGi5yZWxheS52MS5MZWF2ZUxhbmVSZXF1ZXN0GhsucmVsYXkudjEuTGVhdmVMYW5lUmVzcG9uc2USXAoRUmVsZWFzZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlElMKDkdldFBheWxvYWRLZXlzEh8ucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXF1ZXN0GiAucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXNwb25zZRJfChJFeGNoYW5nZVJhdGVTaGFyZXMSIy5yZWxheS52MS5FeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0GiQucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -946,6 +946,108 @@ export const ClaimIdempotencyKeyResponseSchema: GenMessage<ClaimIdempotencyKeyRe
   messageDesc(file_relay_v1_edge, 29);
 
 /**
+ * A request's place in an ordering lane (core/lanes.ts): its lane, and its async targets in order.
+ *
+ * @generated from message relay.v1.LanePlace
+ */
+export type LanePlace = Message<"relay.v1.LanePlace"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * The lane's id (core/lanes.ts laneIdOf): of the project named.
+   *
+   * @generated from field: string lane_id = 2;
+   */
+  laneId: string;
+
+  /**
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: repeated string target_ids = 4;
+   */
+  targetIds: string[];
+};
+
+/**
+ * Describes the message relay.v1.LanePlace.
+ * Use `create(LanePlaceSchema)` to create a new message.
+ */
+export const LanePlaceSchema: GenMessage<LanePlace> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 30);
+
+/**
+ * @generated from message relay.v1.JoinLaneRequest
+ */
+export type JoinLaneRequest = Message<"relay.v1.JoinLaneRequest"> & {
+  /**
+   * @generated from field: relay.v1.LanePlace place = 1;
+   */
+  place?: LanePlace | undefined;
+};
+
+/**
+ * Describes the message relay.v1.JoinLaneRequest.
+ * Use `create(JoinLaneRequestSchema)` to create a new message.
+ */
+export const JoinLaneRequestSchema: GenMessage<JoinLaneRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 31);
+
+/**
+ * @generated from message relay.v1.JoinLaneResponse
+ */
+export type JoinLaneResponse = Message<"relay.v1.JoinLaneResponse"> & {
+  /**
+   * False when the request was in the lane already.
+   *
+   * @generated from field: bool joined = 1;
+   */
+  joined: boolean;
+};
+
+/**
+ * Describes the message relay.v1.JoinLaneResponse.
+ * Use `create(JoinLaneResponseSchema)` to create a new message.
+ */
+export const JoinLaneResponseSchema: GenMessage<JoinLaneResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 32);
+
+/**
+ * @generated from message relay.v1.LeaveLaneRequest
+ */
+export type LeaveLaneRequest = Message<"relay.v1.LeaveLaneRequest"> & {
+  /**
+   * @generated from field: relay.v1.LanePlace place = 1;
+   */
+  place?: LanePlace | undefined;
+};
+
+/**
+ * Describes the message relay.v1.LeaveLaneRequest.
+ * Use `create(LeaveLaneRequestSchema)` to create a new message.
+ */
+export const LeaveLaneRequestSchema: GenMessage<LeaveLaneRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 33);
+
+/**
+ * @generated from message relay.v1.LeaveLaneResponse
+ */
+export type LeaveLaneResponse = Message<"relay.v1.LeaveLaneResponse"> & {
+};
+
+/**
+ * Describes the message relay.v1.LeaveLaneResponse.
+ * Use `create(LeaveLaneResponseSchema)` to create a new message.
+ */
+export const LeaveLaneResponseSchema: GenMessage<LeaveLaneResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 34);
+
+/**
  * A call's body, stored by reference (store/bodies.ts).
  *
  * @generated from message relay.v1.StoredBody
@@ -967,7 +1069,7 @@ export type StoredBody = Message<"relay.v1.StoredBody"> & {
  * Use `create(StoredBodySchema)` to create a new message.
  */
 export const StoredBodySchema: GenMessage<StoredBody> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 30);
+  messageDesc(file_relay_v1_edge, 35);
 
 /**
  * @generated from message relay.v1.AcceptCallsResponse
@@ -1002,7 +1104,7 @@ export type AcceptCallsResponse = Message<"relay.v1.AcceptCallsResponse"> & {
  * Use `create(AcceptCallsResponseSchema)` to create a new message.
  */
 export const AcceptCallsResponseSchema: GenMessage<AcceptCallsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 31);
+  messageDesc(file_relay_v1_edge, 36);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesRequest
@@ -1029,7 +1131,7 @@ export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesReques
  * Use `create(ReleaseDeliveriesRequestSchema)` to create a new message.
  */
 export const ReleaseDeliveriesRequestSchema: GenMessage<ReleaseDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 32);
+  messageDesc(file_relay_v1_edge, 37);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesResponse
@@ -1042,7 +1144,7 @@ export type ReleaseDeliveriesResponse = Message<"relay.v1.ReleaseDeliveriesRespo
  * Use `create(ReleaseDeliveriesResponseSchema)` to create a new message.
  */
 export const ReleaseDeliveriesResponseSchema: GenMessage<ReleaseDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 33);
+  messageDesc(file_relay_v1_edge, 38);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysRequest
@@ -1055,7 +1157,7 @@ export type GetPayloadKeysRequest = Message<"relay.v1.GetPayloadKeysRequest"> & 
  * Use `create(GetPayloadKeysRequestSchema)` to create a new message.
  */
 export const GetPayloadKeysRequestSchema: GenMessage<GetPayloadKeysRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 34);
+  messageDesc(file_relay_v1_edge, 39);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysResponse
@@ -1074,7 +1176,7 @@ export type GetPayloadKeysResponse = Message<"relay.v1.GetPayloadKeysResponse"> 
  * Use `create(GetPayloadKeysResponseSchema)` to create a new message.
  */
 export const GetPayloadKeysResponseSchema: GenMessage<GetPayloadKeysResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 35);
+  messageDesc(file_relay_v1_edge, 40);
 
 /**
  * @generated from message relay.v1.PayloadKey
@@ -1100,7 +1202,7 @@ export type PayloadKey = Message<"relay.v1.PayloadKey"> & {
  * Use `create(PayloadKeySchema)` to create a new message.
  */
 export const PayloadKeySchema: GenMessage<PayloadKey> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 36);
+  messageDesc(file_relay_v1_edge, 41);
 
 /**
  * One endpoint's calls on one edge since its last report: those that reached the rate decision.
@@ -1147,7 +1249,7 @@ export type EndpointDemand = Message<"relay.v1.EndpointDemand"> & {
  * Use `create(EndpointDemandSchema)` to create a new message.
  */
 export const EndpointDemandSchema: GenMessage<EndpointDemand> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 37);
+  messageDesc(file_relay_v1_edge, 42);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesRequest
@@ -1171,7 +1273,7 @@ export type ExchangeRateSharesRequest = Message<"relay.v1.ExchangeRateSharesRequ
  * Use `create(ExchangeRateSharesRequestSchema)` to create a new message.
  */
 export const ExchangeRateSharesRequestSchema: GenMessage<ExchangeRateSharesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 38);
+  messageDesc(file_relay_v1_edge, 43);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesResponse
@@ -1197,7 +1299,7 @@ export type ExchangeRateSharesResponse = Message<"relay.v1.ExchangeRateSharesRes
  * Use `create(ExchangeRateSharesResponseSchema)` to create a new message.
  */
 export const ExchangeRateSharesResponseSchema: GenMessage<ExchangeRateSharesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 39);
+  messageDesc(file_relay_v1_edge, 44);
 
 /**
  * @generated from enum relay.v1.ReserveRefusal
@@ -1397,6 +1499,28 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof ClaimIdempotencyKeyRequestSchema;
     output: typeof ClaimIdempotencyKeyResponseSchema;
+  },
+  /**
+   * An ordered call takes its place in its lane (store/lanes.ts) before its workflow's start and
+   * its 202, so the lane's order is the accept order. A repeated join joins nothing.
+   *
+   * @generated from rpc relay.v1.EdgeService.JoinLane
+   */
+  joinLane: {
+    methodKind: "unary";
+    input: typeof JoinLaneRequestSchema;
+    output: typeof JoinLaneResponseSchema;
+  },
+  /**
+   * A call the edge joined and then could not start leaves its lane; the next request there is
+   * given its turn.
+   *
+   * @generated from rpc relay.v1.EdgeService.LeaveLane
+   */
+  leaveLane: {
+    methodKind: "unary";
+    input: typeof LeaveLaneRequestSchema;
+    output: typeof LeaveLaneResponseSchema;
   },
   /**
    * Gives back the holds of deliveries the edge did not queue after all.

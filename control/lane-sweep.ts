@@ -1,0 +1,62 @@
+/**
+ * The sweep of ordering lanes' heads (store/lanes.ts): a head that has not moved for a while is
+ * looked up in Temporal; when its workflow no longer runs (terminated by hand, or its edge died
+ * between the join and the start), it leaves its lane on its behalf and the next request is given
+ * the turn, so no lane waits for good on a request that will never deliver.
+ */
+import type { Client } from "@temporalio/client";
+import { runningWorkflows, signalTurns } from "../platform/temporal.ts";
+import type { Sql } from "../store/db.ts";
+import { leaveLane, stillHeads, type TurnGiven } from "../store/lanes.ts";
+
+export interface LaneSweepOptions {
+  sql: Sql;
+  temporal: () => Promise<Client>;
+  logError: (fields: Record<string, unknown>, message: string) => void;
+}
+
+/** How long a head stays unchanged before its workflow is looked up (and again after that). */
+export const STILL_HEAD_MS = 10 * 60_000;
+/** Heads one sweep looks up at most; the rest wait for the next. */
+const SWEEP_HEADS = 64;
+/** How often the sweep looks. */
+const SWEEP_EVERY_MS = 60_000;
+
+/** One sweep; answers how many heads it found gone. */
+export async function sweepLaneHeads(options: LaneSweepOptions, stillForMs = STILL_HEAD_MS) {
+  const heads = await stillHeads(options.sql, stillForMs, SWEEP_HEADS);
+  if (heads.length === 0) return 0;
+  const client = await options.temporal();
+  const running = new Set(
+    await runningWorkflows(client, [...new Set(heads.map((h) => h.requestId))]),
+  );
+  let gone = heads.filter((head) => !running.has(head.requestId));
+  const found = gone.length;
+  while (gone.length > 0) {
+    const given: TurnGiven[] = [];
+    for (const { laneId, requestId, targetId } of gone) {
+      given.push(
+        ...(await options.sql.begin((tx) => leaveLane(tx, laneId, requestId, [targetId]))),
+      );
+    }
+    // A parked request whose workflow is gone too: passed over in its turn.
+    gone = await signalTurns(client, given);
+  }
+  return found;
+}
+
+/** Sweeps every SWEEP_EVERY_MS until stopped; a failed sweep is logged and the next goes on. */
+export function startLaneSweep(options: LaneSweepOptions): { stop(): void } {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    sweepLaneHeads(options)
+      .catch((err: unknown) => options.logError({ err }, "the sweep of lane heads failed"))
+      .finally(() => {
+        running = false;
+      });
+  }, SWEEP_EVERY_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

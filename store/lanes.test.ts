@@ -1,0 +1,98 @@
+import { afterAll, expect, test } from "vitest";
+import { newId } from "../core/secrets.ts";
+import { stack } from "../test/helpers.ts";
+import { connect } from "./db.ts";
+import { claimTurns, joinLane, leaveLane, pruneLaneEntries, stillHeads } from "./lanes.ts";
+
+const sql = connect(stack().databaseUrl, { max: 8 });
+const lanes: string[] = [];
+const newLane = () => {
+  const laneId = `lane:store-test:${newId("x")}`;
+  lanes.push(laneId);
+  return laneId;
+};
+afterAll(async () => {
+  await sql`delete from lane_entries where lane_id = any(${lanes}::text[])`;
+  await sql.end();
+});
+
+const join = (laneId: string, requestId: string, targetIds = ["a"]) =>
+  sql.begin((tx) => joinLane(tx, laneId, requestId, targetIds));
+const claim = (laneId: string, requestId: string, targetIds = ["a"]) =>
+  sql.begin((tx) => claimTurns(tx, laneId, requestId, targetIds));
+const leave = (laneId: string, requestId: string, targetIds = ["a"]) =>
+  sql.begin((tx) => leaveLane(tx, laneId, requestId, targetIds));
+
+test("the head has the turn; the others park, and leaving gives the turn to the next, told when parked", async () => {
+  const lane = newLane();
+  for (const r of ["r1", "r2", "r3"]) expect(await join(lane, r)).toBe(true);
+  expect(await join(lane, "r2")).toBe(false); // a repeated join joins nothing
+  expect(await claim(lane, "r2")).toEqual({ a: "wait" });
+  expect(await claim(lane, "r1")).toEqual({ a: "turn" });
+  expect(await claim(lane, "r1")).toEqual({ a: "turn" }); // a retried claim
+  expect(await leave(lane, "r1")).toEqual([{ laneId: lane, requestId: "r2", targetId: "a" }]);
+  // r3 never claimed: it is given its turn when r2 leaves, and finds it when it claims.
+  expect(await leave(lane, "r2")).toEqual([]);
+  expect(await claim(lane, "r3")).toEqual({ a: "turn" });
+  expect(await leave(lane, "r3")).toEqual([]);
+  // A join after its request left (an Idempotency-Key's repeat) joins nothing.
+  expect(await join(lane, "r1")).toBe(false);
+});
+
+test("each target is a queue of its own; a request leaving one target keeps its place at the other", async () => {
+  const lane = newLane();
+  await join(lane, "r1", ["a", "b"]);
+  await join(lane, "r2", ["a", "b"]);
+  expect(await claim(lane, "r2", ["a", "b"])).toEqual({ a: "wait", b: "wait" });
+  expect(await leave(lane, "r1", ["b"])).toEqual([
+    { laneId: lane, requestId: "r2", targetId: "b" },
+  ]);
+  expect(await claim(lane, "r2", ["a", "b"])).toEqual({ a: "wait", b: "turn" });
+  // A cancelled request that was not the head leaves without giving anyone the turn.
+  expect(await leave(lane, "r2", ["a", "b"])).toEqual([]);
+  expect(await leave(lane, "r1", ["a"])).toEqual([]);
+});
+
+test("a request with no entry (its place left on its behalf) is not held back", async () => {
+  const lane = newLane();
+  expect(await claim(lane, "nobody", ["a"])).toEqual({ a: "turn" });
+});
+
+test("concurrent joins of one lane each take a place, in one order every target agrees on", async () => {
+  const lane = newLane();
+  const ids = Array.from({ length: 40 }, (_, i) => `r${i}`);
+  await Promise.all(ids.map((id) => join(lane, id, ["a", "b"])));
+  const order = (target: string) =>
+    sql<{ requestId: string }[]>`
+      select request_id from lane_entries where lane_id = ${lane} and target_id = ${target}
+      order by seq`.then((rows) => rows.map((r) => r.requestId));
+  const a = await order("a");
+  expect(a).toHaveLength(40);
+  expect(await order("b")).toEqual(a);
+  // Drained in that order, one at a time: each has the turn only once the one before left.
+  for (const [i, id] of a.entries()) {
+    const next = a[i + 1];
+    if (next) expect(await claim(lane, next)).toEqual({ a: "wait" });
+    expect(await claim(lane, id)).toEqual({ a: "turn" });
+    await leave(lane, id, ["a"]);
+  }
+});
+
+test("a head that has not moved is found once per interval; left entries are pruned", async () => {
+  const lane = newLane();
+  await join(lane, "stuck");
+  await claim(lane, "stuck");
+  await sql`update lane_entries set changed_at = now() - interval '1 hour' where lane_id = ${lane}`;
+  const found = await stillHeads(sql, 10 * 60_000, 1000);
+  expect(found.filter((h) => h.laneId === lane)).toEqual([
+    { laneId: lane, targetId: "a", requestId: "stuck" },
+  ]);
+  const again = await stillHeads(sql, 10 * 60_000, 1000);
+  expect(again.filter((h) => h.laneId === lane)).toEqual([]);
+  await leave(lane, "stuck");
+  await sql`update lane_entries set done_at = now() - interval '40 days' where lane_id = ${lane}`;
+  expect(await pruneLaneEntries(sql, new Date(Date.now() - 30 * 86_400_000), 1000)).toBeGreaterThan(
+    0,
+  );
+  expect((await sql`select 1 from lane_entries where lane_id = ${lane}`).count).toBe(0);
+});
