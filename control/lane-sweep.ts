@@ -7,7 +7,7 @@
 import type { Client } from "@temporalio/client";
 import { runningWorkflows, signalTurns } from "../platform/temporal.ts";
 import type { Sql } from "../store/db.ts";
-import { leaveLane, stillHeads, type TurnGiven } from "../store/lanes.ts";
+import { passTurns, stillHeads } from "../store/lanes.ts";
 
 export interface LaneSweepOptions {
   sql: Sql;
@@ -30,19 +30,13 @@ export async function sweepLaneHeads(options: LaneSweepOptions, stillForMs = STI
   const running = new Set(
     await runningWorkflows(client, [...new Set(heads.map((h) => h.requestId))]),
   );
-  let gone = heads.filter((head) => !running.has(head.requestId));
-  const found = gone.length;
-  while (gone.length > 0) {
-    const given: TurnGiven[] = [];
-    for (const { laneId, requestId, targetId } of gone) {
-      given.push(
-        ...(await options.sql.begin((tx) => leaveLane(tx, laneId, requestId, [targetId]))),
-      );
-    }
-    // A parked request whose workflow is gone too: passed over in its turn.
-    gone = await signalTurns(client, given);
-  }
-  return found;
+  const gone = heads.filter((head) => !running.has(head.requestId));
+  await passTurns(
+    options.sql,
+    gone.map(({ laneId, requestId, targetId }) => ({ laneId, requestId, targetIds: [targetId] })),
+    (given) => signalTurns(client, given),
+  );
+  return gone.length;
 }
 
 /** Sweeps every SWEEP_EVERY_MS until stopped; a failed sweep is logged and the next goes on. */

@@ -75,8 +75,9 @@ export async function claimTurns(
 
 /**
  * A request leaves its lane at these targets (its series there ended, it was cancelled, or its
- * workflow is gone), and each target's next request gets the turn. Answers the parked ones given
- * it: their workflows wait for a signal; one not parked finds its turn when it claims.
+ * workflow is gone), and each target's next request gets the turn. Answers the heads there that
+ * have the turn and are parked: their workflows wait for a signal (one told before is told again,
+ * harmlessly, so a retried leave loses no signal); one not parked finds its turn when it claims.
  */
 export async function leaveLane(
   q: Transaction,
@@ -89,17 +90,50 @@ export async function leaveLane(
     update lane_entries set done_at = now(), changed_at = now()
     where lane_id = ${laneId} and request_id = ${requestId}
       and target_id = any(${targetIds}::text[]) and done_at is null`;
-  const given = await q<(TurnGiven & { parked: boolean })[]>`
-    update lane_entries e set turn = true, changed_at = now()
-    from (
-      select distinct on (target_id) target_id, seq from lane_entries
-      where lane_id = ${laneId} and target_id = any(${targetIds}::text[]) and done_at is null
-      order by target_id, seq
-    ) head
-    where e.lane_id = ${laneId} and e.target_id = head.target_id and e.seq = head.seq
-      and not e.turn
-    returning e.lane_id, e.request_id, e.target_id, e.parked`;
-  return given.filter((g) => g.parked).map(({ parked: _, ...turn }) => turn);
+  // Each target's head by the index, whatever the queue's length behind it.
+  const heads = await q<(TurnGiven & { seq: string; turn: boolean; parked: boolean })[]>`
+    select h.* from unnest(${targetIds}::text[]) as t(id) cross join lateral (
+      select lane_id, request_id, target_id, seq, turn, parked from lane_entries
+      where lane_id = ${laneId} and target_id = t.id and done_at is null
+      order by seq limit 1
+    ) h`;
+  const given = heads.filter((h) => !h.turn);
+  if (given.length > 0) {
+    await q`
+      update lane_entries set turn = true, changed_at = now()
+      where lane_id = ${laneId} and (target_id, seq) in (
+        select * from unnest(${given.map((h) => h.targetId)}::text[], ${given.map((h) => h.seq)}::bigint[]))`;
+  }
+  return heads
+    .filter((h) => h.parked)
+    .map(({ laneId, requestId, targetId }) => ({ laneId, requestId, targetId }));
+}
+
+/** Tells parked requests their turn came; answers those whose workflows are gone. */
+export type TellTurns = (given: TurnGiven[]) => Promise<TurnGiven[]>;
+
+/**
+ * Requests leave their lanes (`leaveLane`), and the parked ones given the turn are told; one
+ * whose workflow is gone leaves in its turn too, so a lane never waits on it.
+ */
+export async function passTurns(
+  sql: Sql,
+  left: { laneId: string; requestId: string; targetIds: string[] }[],
+  tell: TellTurns,
+): Promise<void> {
+  let leaving = left;
+  while (leaving.length > 0) {
+    const given = await Promise.all(
+      leaving.map(({ laneId, requestId, targetIds }) =>
+        sql.begin((tx) => leaveLane(tx, laneId, requestId, targetIds)),
+      ),
+    );
+    leaving = (await tell(given.flat())).map(({ laneId, requestId, targetId }) => ({
+      laneId,
+      requestId,
+      targetIds: [targetId],
+    }));
+  }
 }
 
 /** A lane's head that has not moved for a while: its workflow may be gone (`lane-sweep`). */

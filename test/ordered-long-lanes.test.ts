@@ -91,7 +91,12 @@ async function drainsInOrder(targets: number, requests: number) {
   );
   const drainedMs = performance.now() - openedAt;
   if (process.env.LANE_FIGURES) {
-    const figure = `${requests} on ${targets} target(s): sent in ${(sentMs / 1000).toFixed(1)} s, drained ${(drainedMs / 1000).toFixed(1)} s after the targets answered`;
+    const ok = gate.received.slice(since).filter((r) => answered.get(r) === 200);
+    const spanS = ((ok.at(-1)?.at ?? 0) - (ok[0]?.at ?? 0)) / 1000;
+    const figure =
+      `${requests} on ${targets} target(s): sent in ${(sentMs / 1000).toFixed(1)} s, drained ` +
+      `${(drainedMs / 1000).toFixed(1)} s after the targets answered; first to last delivery ` +
+      `${spanS.toFixed(1)} s (${(ok.length / spanS).toFixed(0)} deliveries/s)`;
     await appendFile(process.env.LANE_FIGURES, `${figure}\n`);
   }
   for (const [path, order] of deliveredByPath(gate.received, since)) {

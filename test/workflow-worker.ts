@@ -23,6 +23,7 @@ import {
   type SyncInput,
   type SyncOutcome,
 } from "../core/delivery.ts";
+import { LANE_GO_SIGNAL } from "../core/lanes.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
@@ -194,15 +195,17 @@ export const activities: Activities = {
   },
   async leaveLane(laneId, requestId, targetIds) {
     calls.push({ name: "leaveLane", args: [laneId, requestId, targetIds] });
-    return targetIds.flatMap((targetId) => {
+    for (const targetId of targetIds) {
       const queue = laneQueue(laneId, targetId);
       const at = queue.findIndex((e) => e.requestId === requestId);
       if (at >= 0) queue.splice(at, 1);
       const [head] = queue;
-      if (!head || head.turn) return [];
+      if (!head) continue;
       head.turn = true;
-      return head.parked ? [{ laneId, requestId: head.requestId, targetId }] : [];
-    });
+      if (head.parked) {
+        await env.client.workflow.getHandle(head.requestId).signal(LANE_GO_SIGNAL, { targetId });
+      }
+    }
   },
   async laneWait() {},
   // Lanes' workflows of releases before (./lanes-before.ts): their histories replay only.

@@ -17,7 +17,7 @@ import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import * as waitingDeliveries from "../store/held.ts";
-import { claimTurns, joinLane, leaveLane, type Turn, type TurnGiven } from "../store/lanes.ts";
+import { claimTurns, joinLane, passTurns, type Turn } from "../store/lanes.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
@@ -154,9 +154,12 @@ export function createActivities(deps: ActivityDeps) {
         if (join) await joinLane(tx, wait.laneId, wait.requestId, targetIds);
         return claimTurns(tx, wait.laneId, wait.requestId, targetIds);
       }),
-    /** It leaves its lane at these targets: the parked requests given their turn are answered. */
-    leaveLane: (laneId: string, requestId: string, targetIds: string[]): Promise<TurnGiven[]> =>
-      sql.begin((tx) => leaveLane(tx, laneId, requestId, targetIds)),
+    /**
+     * It leaves its lane at these targets: the parked requests given the turn are signalled
+     * from here (one client call each, not a workflow command's trip through Temporal's queues).
+     */
+    leaveLane: (laneId: string, requestId: string, targetIds: string[]): Promise<void> =>
+      passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns),
     /** An ordered request enters its lane (or leaves it): a waiting delivery of its project. */
     laneWait: (
       wait: { requestId: string; project: string; laneId: string },

@@ -16,6 +16,7 @@ import type {
   StartedAttempt,
 } from "../store/attempt-log.ts";
 import type { Sql } from "../store/db.ts";
+import type { TellTurns } from "../store/lanes.ts";
 import type { PlanCaps } from "../store/waiting.ts";
 import type { AttemptOutcome } from "./observability.ts";
 import type { SyncAnswers } from "./sync-calls.ts";
@@ -61,8 +62,12 @@ export interface ActivityDeps {
   slots: WorkerSlots;
   /** Where a sync call handed to this worker waits for its answer (./sync-calls.ts). */
   syncAnswers?: SyncAnswers;
-  /** Lanes begun before lanes in Postgres (./lanes-before.ts): joined, and their heads checked. */
+  /**
+   * Ordering lanes: parked requests told their turn (store/lanes.ts); lanes begun before lanes in
+   * Postgres (./lanes-before.ts) joined, and their heads checked.
+   */
   lanes: {
+    tellTurns: TellTurns;
     join: (laneId: string, project: string, join: LaneJoin) => Promise<void>;
     running: (workflowIds: string[]) => Promise<string[]>;
   };

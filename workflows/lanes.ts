@@ -9,7 +9,6 @@
 import {
   CancellationScope,
   condition,
-  getExternalWorkflowHandle,
   patched,
   proxyLocalActivities,
   setHandler,
@@ -96,29 +95,11 @@ export class RequestLane {
     await this.passOn(targetIds.filter((id) => !this.finished.has(id)));
   }
 
-  /**
-   * Leaves the lane at these targets; the requests given the turn are signalled, and one whose
-   * workflow is gone (the signal fails) leaves in its turn, so the lane never waits on it.
-   */
+  /** Leaves the lane at these targets; the requests given the turn there are told (./activities.ts). */
   private async passOn(targetIds: string[]): Promise<void> {
     for (const id of targetIds) this.finished.add(id);
-    if (targetIds.length === 0) return;
-    const { laneId } = this.lane;
-    let given = await leaveLane(laneId, workflowInfo().workflowId, targetIds);
-    while (given.length > 0) {
-      const gone = await Promise.all(
-        given.map(({ requestId, targetId }) =>
-          getExternalWorkflowHandle(requestId)
-            .signal(goSignal, { targetId })
-            .then(
-              () => [],
-              () => [{ requestId, targetId }],
-            ),
-        ),
-      );
-      given = (
-        await Promise.all(gone.flat().map((g) => leaveLane(laneId, g.requestId, [g.targetId])))
-      ).flat();
+    if (targetIds.length > 0) {
+      await leaveLane(this.lane.laneId, workflowInfo().workflowId, targetIds);
     }
   }
 }

@@ -23,6 +23,7 @@ import {
   payloadCipherOf,
   relayDataConverter,
   runningWorkflows,
+  signalTurns,
   temporalAnswers,
   temporalConnectionOptions,
   wakeCircuit,
@@ -77,6 +78,7 @@ const activities = createActivities({
   ensureCircuit: (targetId) => ensureCircuit(client, targetId),
   ensureDrain: (targetId) => wakeCircuit(client, targetId),
   lanes: {
+    tellTurns: (given) => signalTurns(client, given),
     join: (laneId, project, join) => joinOrderingLane(client, laneId, project, join),
     running: (workflowIds) => runningWorkflows(client, workflowIds),
   },

@@ -6,7 +6,7 @@
 import { RelayError } from "../../core/errors.ts";
 import type { LanePlace } from "../../core/lanes.ts";
 import { signalTurns } from "../../platform/temporal.ts";
-import { joinLane, leaveLane } from "../../store/lanes.ts";
+import { joinLane, passTurns } from "../../store/lanes.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
 
@@ -40,21 +40,7 @@ export async function joinOrderingLane(ctx: Ctx, place: LanePlace): Promise<bool
 export async function leaveOrderingLane(ctx: Ctx, place: LanePlace): Promise<void> {
   requireEdge(ctx.caller);
   checkPlace(place);
-  const { laneId, requestId, targetIds } = place;
-  let gone = [{ laneId, requestId, targetIds }];
-  while (gone.length > 0) {
-    const given = (
-      await Promise.all(
-        gone.map((left) =>
-          ctx.sql.begin((tx) => leaveLane(tx, left.laneId, left.requestId, left.targetIds)),
-        ),
-      )
-    ).flat();
-    if (given.length === 0) return;
-    const client = await ctx.temporal();
-    gone = (await signalTurns(client, given)).map((turn) => ({
-      ...turn,
-      targetIds: [turn.targetId],
-    }));
-  }
+  await passTurns(ctx.sql, [place], async (given) =>
+    given.length === 0 ? [] : signalTurns(await ctx.temporal(), given),
+  );
 }
