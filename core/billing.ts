@@ -4,6 +4,7 @@
  * tries it took. Free-tier projects relay live traffic unmetered.
  */
 import type { KeyClaim, KeyClaimOutcome } from "./idempotency.ts";
+import type { LanePlace } from "./lanes.ts";
 import type { DeliveryMode, KeyMode, Plan } from "./model.ts";
 
 export const CREDIT_UNIT_BYTES = 64 * 1024;
@@ -64,6 +65,8 @@ export interface CallsAcceptance extends BatchReservation {
   bodies?: StoredBody[];
   /** The Idempotency-Keys of calls that carry one, claimed in the same transaction. */
   claims?: KeyClaim[];
+  /** Ordered calls' places in their lanes, joined in the same transaction when it is kept. */
+  lanes?: LanePlace[];
 }
 
 /** A call's body, stored under its request id (its reference) for its deliveries to read. */

@@ -6,6 +6,7 @@
 import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
 import type { KeyClaim, KeyClaimOutcome } from "../core/idempotency.ts";
+import type { LanePlace } from "../core/lanes.ts";
 import type { TraceContext } from "../core/tracing.ts";
 
 /** An immediate async call, ready to start: its input, its trace and the credits it holds. */
@@ -17,12 +18,15 @@ export interface BatchedCall {
   storedBody?: Uint8Array;
   /** Its Idempotency-Key, claimed as the call is accepted (store/idempotency.ts). */
   claim?: KeyClaim;
+  /** An ordered call's place in its lane, joined as the call is accepted (store/lanes.ts). */
+  lane?: LanePlace;
 }
 
 /**
  * A call started or a repeat of one (what its caller is told), refused by its reservation, not
  * queued (its body could not be stored: 503), a reuse of an Idempotency-Key with another body
- * (422), or one to go as a workflow of its own (a key's call that could not share a batch).
+ * (422), or one to go as a workflow of its own (a key's or an ordered call that could not share
+ * a batch).
  */
 export type BatchAnswer =
   | { accepted: Accepted }

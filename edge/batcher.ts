@@ -18,9 +18,10 @@
  * A body too large for the batch's input (`travelsInBatch`) goes by reference: stored in
  * Postgres in the acceptance's transaction, so it costs no round trip of its own. A call's
  * Idempotency-Key is claimed in that transaction too (store/idempotency.ts): a repeat is told
- * apart there, since a batch's workflow id is not its request's. Calls with a delay, an ordering
- * lane or a sync or stream target never come here (edge/steps/deliver.ts): their timer, place in
- * their lane (an ordered call joins it before its 202) or answer is theirs alone.
+ * apart there, since a batch's workflow id is not its request's. An ordered call joins its lane in
+ * that transaction too (store/lanes.ts), so its place is its accept order. Calls with a delay,
+ * or a sync or stream target, never come here (edge/steps/deliver.ts): their timer or answer is
+ * theirs alone; nor do ordered calls with an Idempotency-Key.
  */
 import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";
@@ -117,6 +118,7 @@ export function batcher(
           started,
           bodies: storedBodiesOf(calls),
           claims: calls.flatMap(({ claim }) => (claim ? [claim] : [])),
+          lanes: calls.flatMap(({ lane }) => (lane ? [lane] : [])),
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -282,9 +284,11 @@ export function batcher(
           : [];
       return answersAfterClaims(calls, claims, new Map(restAnswers));
     }
-    // The older path: reserved, started, then answered. A call with an Idempotency-Key goes as
-    // a workflow of its own, since its key is claimed here only with a kept start.
-    const older = calls.filter((call) => !call.claim);
+    // The older path: reserved, started, then answered. A call with an Idempotency-Key, or an
+    // ordered one, goes as a workflow of its own: its key is claimed, and its lane joined, here
+    // only with a kept start.
+    const goesAlone = (call: BatchedCall) => call.claim !== undefined || call.lane !== undefined;
+    const older = calls.filter((call) => !goesAlone(call));
     const refusalOf = new Map(
       acceptance?.refusals
         ? calls.map((call, i) => [call, acceptance.refusals?.[i] ?? null])
@@ -307,7 +311,7 @@ export function batcher(
     return calls.map((call): BatchAnswer => {
       const refused = refusalOf.get(call);
       if (refused) return { refused };
-      if (call.claim) return { alone: true };
+      if (goesAlone(call)) return { alone: true };
       return unstored.has(call) ? { unstored: true } : { accepted: acceptedStatus(call.input) };
     });
   }

@@ -203,6 +203,7 @@ export function connectControlPlane(options: {
         started: acceptance.started,
         bodies: acceptance.bodies ?? [],
         claims: acceptance.claims ?? [],
+        lanes: acceptance.lanes ?? [],
       });
       return {
         refusals: refusalsIn(refusals, acceptance.calls.length),

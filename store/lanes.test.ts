@@ -53,6 +53,16 @@ test("each target is a queue of its own; a request leaving one target keeps its 
   expect(await leave(lane, "r1", ["a"])).toEqual([]);
 });
 
+test("a batch's claim does not park: no signal is sent before its request's workflow runs, which then finds its turn", async () => {
+  const lane = newLane();
+  await join(lane, "r1");
+  await join(lane, "r2");
+  expect(await claim(lane, "r1")).toEqual({ a: "turn" });
+  expect(await sql.begin((tx) => claimTurns(tx, lane, "r2", ["a"], false))).toEqual({ a: "wait" });
+  expect(await leave(lane, "r1")).toEqual([]);
+  expect(await claim(lane, "r2")).toEqual({ a: "turn" });
+});
+
 test("a request with no entry (its place left on its behalf) is not held back", async () => {
   const lane = newLane();
   expect(await claim(lane, "nobody", ["a"])).toEqual({ a: "turn" });

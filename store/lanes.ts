@@ -45,15 +45,34 @@ export async function joinLane(
 }
 
 /**
- * A request's turn at each of its targets: the head of a target's queue takes it; the others park
- * (their workflow waits for the signal `leaveLane` answers for). A request with no entry at a
- * target (its join lost, or its entry left on its behalf) goes in turn: nothing holds it back.
+ * Calls accepted together join their lanes, in their order; the lanes locked in one order (by
+ * id) whatever the calls', so two acceptances never wait on each other's locks.
+ */
+export async function joinLanes(
+  q: Transaction,
+  places: { laneId: string; requestId: string; targetIds: string[] }[],
+): Promise<void> {
+  const byLane = [...places].sort((a, b) =>
+    a.laneId < b.laneId ? -1 : a.laneId > b.laneId ? 1 : 0,
+  );
+  for (const { laneId, requestId, targetIds } of byLane) {
+    await joinLane(q, laneId, requestId, targetIds);
+  }
+}
+
+/**
+ * A request's turn at each of its targets: the head of a target's queue takes it. With `park`
+ * (the request's own workflow claims, and waits for the signal `leaveLane` answers for), the
+ * others park; without (a batch claims for a request whose workflow is yet to start, so no signal
+ * could reach it), they wait unparked and find their turn when that workflow claims. A request
+ * with no entry at a target (its join lost, or its entry left on its behalf) is not held back.
  */
 export async function claimTurns(
   q: Transaction,
   laneId: string,
   requestId: string,
   targetIds: string[],
+  park = true,
 ): Promise<Record<string, Turn>> {
   await lockLane(q, laneId);
   await q`
@@ -64,13 +83,13 @@ export async function claimTurns(
         select 1 from lane_entries o
         where o.lane_id = e.lane_id and o.target_id = e.target_id and o.done_at is null
           and o.seq < e.seq)`;
-  const parked = await q<{ targetId: string }[]>`
-    update lane_entries set parked = true
+  const waiting = await q<{ targetId: string }[]>`
+    update lane_entries set parked = parked or ${park}
     where lane_id = ${laneId} and request_id = ${requestId}
       and target_id = any(${targetIds}::text[]) and done_at is null and not turn
     returning target_id`;
-  const waiting = new Set(parked.map((p) => p.targetId));
-  return Object.fromEntries(targetIds.map((id) => [id, waiting.has(id) ? "wait" : "turn"]));
+  const waits = new Set(waiting.map((p) => p.targetId));
+  return Object.fromEntries(targetIds.map((id) => [id, waits.has(id) ? "wait" : "turn"]));
 }
 
 /**

@@ -243,6 +243,12 @@ export const activities: Activities = {
         attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
         settle: (requestId) => activities.settleRequest(requestId),
         slots: new ProjectSlots({ slots: 100, perProject: 100 }),
+        lanes: {
+          claim: (laneId, requestId, targetIds) =>
+            activities.enterLane({ laneId, requestId, project }, targetIds, false),
+          leave: (laneId, requestId, targetIds) =>
+            activities.leaveLane(laneId, requestId, targetIds),
+        },
       },
       project,
       requests,

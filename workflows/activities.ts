@@ -59,6 +59,12 @@ export function createActivities(deps: ActivityDeps) {
         firstAttempt(batch, request, delivery, only, takeSlot),
       settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
       slots: deps.slots.attempts,
+      lanes: {
+        claim: (laneId, requestId, targetIds) =>
+          sql.begin((tx) => claimTurns(tx, laneId, requestId, targetIds, false)),
+        leave: (laneId, requestId, targetIds) =>
+          passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns),
+      },
     };
   };
   /** Holds a batch's deliveries for their limited targets, each target's drain told. */

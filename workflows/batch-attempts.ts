@@ -2,11 +2,13 @@
  * A batch's first attempts, all in one local activity: one marker in the batch's history rather
  * than one per request. Each request's targets are tried once, as a lone request's first task
  * tries them, and a request they ended is settled here; the rest continue as workflows of their
- * own (./batch.ts).
+ * own (./batch.ts). An ordered request is tried only when it has its turn at every target, and
+ * passes the turn on where its series ended; otherwise its own workflow waits for its turn.
  */
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots, Release } from "../core/project-slots.ts";
+import type { Turn } from "../store/lanes.ts";
 import {
   asyncDeliveries,
   type BatchedFirst,
@@ -31,6 +33,11 @@ export interface BatchAttemptDeps {
   ): Promise<FirstAttempt>;
   settle(requestId: string, targetIds: string[]): Promise<RequestStatus>;
   slots: ProjectSlots;
+  /** An ordered request's turns in its lane, and its leaving (store/lanes.ts). */
+  lanes: {
+    claim(laneId: string, requestId: string, targetIds: string[]): Promise<Record<string, Turn>>;
+    leave(laneId: string, requestId: string, targetIds: string[]): Promise<void>;
+  };
 }
 
 /**
@@ -56,12 +63,25 @@ async function firstAttemptsOf(
 ): Promise<BatchedFirst> {
   const { targets, headers, bodyBase64, body, ...request } = input;
   const deliveries = asyncDeliveries(input);
+  const targetIds = targetIdsOf(deliveries);
+  const lane = input.ordering;
+  if (lane) {
+    // Not its turn at every target: its own workflow waits for it (../workflows/lanes.ts).
+    const turns = await deps.lanes.claim(lane.laneId, input.requestId, targetIds);
+    if (targetIds.some((id) => turns[id] !== "turn"))
+      return { verdicts: targetIds.map(() => null) };
+  }
   const only = deliveries.length === 1;
   const verdicts = await Promise.all(
     deliveries.map((delivery) =>
       deps.attempt(request, delivery, only, takeSlot).catch((): FirstAttempt | null => null),
     ),
   );
+  if (lane) {
+    // A target whose series ended here passes its turn on; the others keep it, going on alone.
+    const ended = targetIds.filter((_, i) => !goesOn(verdicts[i]));
+    if (ended.length > 0) await deps.lanes.leave(lane.laneId, input.requestId, ended);
+  }
   if (verdicts.some(goesOn)) return { verdicts };
   const [verdict] = verdicts;
   if (verdict && "settled" in verdict && verdict.settled) return { settled: verdict.settled };

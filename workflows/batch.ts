@@ -50,7 +50,8 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
   await Promise.all(
     outcomes.map(async ({ request, first }) => {
       if (first && "settled" in first) return settled(request, first.settled);
-      if (holding && first && waitsOnlyForRoom(first.verdicts)) {
+      // An ordered one waits in its lane's turn, in its own workflow.
+      if (holding && first && waitsOnlyForRoom(first.verdicts) && !request.ordering) {
         held.push({ request, verdicts: first.verdicts });
         return;
       }

@@ -163,6 +163,9 @@ export interface ContinuedInput extends DeliveryInput {
   firstAttempts?: (FirstAttempt | null)[];
 }
 
+/** An ordered request's retries find it logged (histories begun before replay without it). */
+const OPEN_BEFORE_LANE_RETRIES = "open-before-lane-retries";
+
 /** Failed requests raise `request.failed` (histories begun before replay without it). */
 const NOTIFY_FAILED = "notify-request-failed";
 
@@ -192,11 +195,17 @@ async function deliverAll(
     const policy = await retryPolicy();
     let settled: RequestStatus | undefined;
     await lane.inTurn(deliveries, async (delivery, waitedMs) => {
-      const verdict = await first.firstAttempt(request, delivery, only).catch(() => null);
+      // A batch that had the turn made the first attempt (../batch-attempts.ts).
+      const verdict =
+        madeInBatch?.[deliveries.indexOf(delivery)] ??
+        (await first.firstAttempt(request, delivery, only).catch(() => null));
       if (verdict && "settled" in verdict) settled = verdict.settled;
       const next = retryingOf(delivery, verdict);
       if (!next) return;
       setStatus("delivering");
+      // Logged before its retries, as an unordered request's is: a first attempt that found no
+      // slot (busy) wrote nothing (histories begun before this open nothing here).
+      if (patched(OPEN_BEFORE_LANE_RETRIES)) await openRequest(request);
       if (next.delayMs > 0) await sleep(next.delayMs);
       await deliverToTarget(delivery, policy, next.waiting, released, input.receivedAt, waitedMs);
     });

@@ -15,7 +15,8 @@ const MAX_TARGETS = 50;
 const MAX_ID = 256;
 const LANE_ID = /^lane:([^:]+):[0-9a-f]{32}$/;
 
-function checkPlace(place: LanePlace): void {
+/** A place an edge names: a lane of its project, a request, and 1 to 50 distinct targets. */
+export function checkPlace(place: LanePlace): void {
   const { project, laneId, requestId, targetIds } = place;
   if (LANE_ID.exec(laneId)?.[1] !== project) {
     throw new RelayError("bad_request", "a lane id names its project (core/lanes.ts)");

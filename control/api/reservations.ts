@@ -24,10 +24,12 @@ import {
 } from "../../store/credits.ts";
 import type { Queryable, Transaction } from "../../store/db.ts";
 import { claimKeys, forgetKeys } from "../../store/idempotency.ts";
+import { joinLanes } from "../../store/lanes.ts";
 import { projectBySlug } from "../../store/projects.ts";
 import { admitScheduled, capOf, forgetScheduled } from "../../store/waiting.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
+import { checkPlace } from "./lanes.ts";
 
 /**
  * Reserves what a call needs before an edge queues it (docs/design.md "Credits"): its credits
@@ -107,7 +109,8 @@ const MAX_WORKFLOW_ID = 256;
  * reservation as `reserveDeliveriesBatch` makes it and, when every call fits, the start of their
  * workflow, in one transaction. A refused call leaves nothing kept: the edge starts the others
  * itself before it answers, as without acceptance. The edge's confirmed starts are forgotten, and
- * the bodies of calls that travel by reference stored, in the same transaction.
+ * the bodies of calls that travel by reference stored, in the same transaction; ordered calls
+ * join their lanes in it when the start is kept.
  */
 export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promise<CallsAccepted> {
   requireEdge(ctx.caller);
@@ -126,15 +129,20 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
   }
   const bodies = acceptance.bodies ?? [];
   const claims = acceptance.claims ?? [];
+  const lanes = acceptance.lanes ?? [];
   const requestIds = acceptance.calls.map((call) => call.requestId);
-  if ([...bodies, ...claims].some(({ requestId }) => !requestIds.includes(requestId))) {
-    throw new RelayError("bad_request", "an acceptance stores bodies and keys of its calls only");
+  if ([...bodies, ...claims, ...lanes].some(({ requestId }) => !requestIds.includes(requestId))) {
+    throw new RelayError(
+      "bad_request",
+      "an acceptance stores bodies, keys and places of its calls only",
+    );
   }
+  for (const place of lanes) checkPlace({ ...place, project: acceptance.project });
   if (new Set(requestIds).size < requestIds.length) {
     throw new RelayError("bad_request", "an acceptance names each request once");
   }
   const [lone, ...others] = acceptance.calls;
-  if (lone && others.length === 0 && bodies.length === 0 && claims.length === 0) {
+  if (lone && others.length === 0 && [...bodies, ...claims, ...lanes].length === 0) {
     const { project, pool, started } = acceptance;
     const { reserved, kept } = await acceptLoneCall(
       ctx.sql,
@@ -189,6 +197,7 @@ async function acceptTogether(
     holding,
     fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),
   ]);
+  if (kept) await joinLanes(tx, acceptance.lanes ?? []);
   return { refusals: fits.map(refusalOf), accepted: kept === true };
 }
 

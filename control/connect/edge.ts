@@ -111,6 +111,7 @@ export function edgeService(
           started: req.started,
           bodies: req.bodies.map(({ requestId, body }) => ({ requestId, body })),
           claims: req.claims.map(({ requestId, bodyTag }) => ({ requestId, bodyTag })),
+          lanes: req.lanes.map(placeOf),
         });
         return {
           refusals: refusals.map(refusalOut),

@@ -38,11 +38,14 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const requestId = heldAhead
       ? { id: heldAhead, bodyTag: undefined }
       : await requestIdOf(deps, call);
-    const batchable = queuesUnordered(call, ordering);
+    const unordered = queuesUnordered(call, ordering);
     const { bodyTag } = requestId;
-    const claim = batchable && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
+    const claim = unordered && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
+    // An ordered call joins its lane as its batch is accepted; one with a key goes alone, where
+    // Temporal's workflow id tells its repeats apart.
+    const batchable = unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
     if (deps.batch && batchable && !call.notBefore) {
-      const batched = batchedCall(deps, call, requestId.id, claim);
+      const batched = batchedCall(deps, call, requestId.id, claim, ordering);
       const answered = await queueInBatch(deps.batch, call, batched);
       if (answered) return answered;
     }
@@ -86,9 +89,13 @@ function syncAlone(call: Received): boolean {
  * share batch workflows (../batcher.ts), so its Idempotency-Keys are claimed in Postgres.
  */
 function queuesUnordered(call: Received, ordering: LaneRef | undefined): boolean {
+  return queuesOnly(call) && ordering === undefined;
+}
+
+/** Whether the call's endpoint only queues (async targets). */
+function queuesOnly(call: Received): boolean {
   const { targets } = call.endpoint;
-  const queuesOnly = targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
-  return queuesOnly && ordering === undefined;
+  return targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
 }
 
 /**
@@ -100,25 +107,35 @@ function batchedCall(
   call: Received,
   requestId: string,
   claim: KeyClaim | undefined,
-): Pick<BatchedCall, "input" | "storedBody" | "claim"> {
+  ordering: LaneRef | undefined,
+): Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane"> {
   const inline = travelsInBatch(call.body.byteLength);
-  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, undefined);
+  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, ordering);
+  const { targets } = call.endpoint;
   return {
-    input: { ...input, targets: call.endpoint.targets },
+    input: { ...input, targets },
     ...(!inline && { storedBody: call.body }),
     ...(claim && { claim }),
+    ...(ordering && {
+      lane: {
+        project: call.project,
+        laneId: ordering.laneId,
+        requestId,
+        targetIds: targets.map((t) => t.id),
+      },
+    }),
   };
 }
 
 /**
  * Reserved and started with the project's calls of the moment; 202 once its start is durable.
- * Null when the call goes as a workflow of its own instead (an Idempotency-Key's that could not
- * share the batch).
+ * Null when the call goes as a workflow of its own instead (an Idempotency-Key's, or an ordered
+ * one's, that could not share the batch).
  */
 async function queueInBatch(
   batch: Batch,
   call: Received,
-  batched: Pick<BatchedCall, "input" | "storedBody" | "claim">,
+  batched: Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane">,
 ): Promise<Response | null> {
   const { requestId } = batched.input;
   call.responseHeaders.set("x-relay-request-id", requestId);
