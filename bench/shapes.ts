@@ -59,13 +59,13 @@ const KINDS: Kind[] = [
   { name: "32 KiB body", targets: ["large"], body: bodyOf(32 * 1024) },
   { name: "256 KiB body", targets: ["huge"], body: bodyOf(256 * 1024) },
   {
-    name: "ordered, a key per caller",
+    name: "ordered: a key per caller",
     targets: ["ordered"],
     ordering: "fifo",
     orderingKey: (caller) => `caller-${caller}`,
   },
   {
-    name: `ordered, ${ORDERED_KEYS} keys`,
+    name: `ordered: ${ORDERED_KEYS} keys`,
     targets: ["ordered-many"],
     ordering: "fifo",
     orderingKey: (_, seq) => `key-${seq % ORDERED_KEYS}`,
