@@ -233,3 +233,19 @@ async function moveCircuits(
   }
   return moved;
 }
+
+/**
+ * The targets already delivered of these requests (a 2xx logged), by "request id, space, target
+ * id", with that status: a batch's local activity run again (its workflow task lost with its
+ * worker, or timed out) delivers none of them twice.
+ */
+export async function deliveredTargets(
+  q: Queryable,
+  requestIds: string[],
+): Promise<Map<string, number>> {
+  const rows = await q<{ requestId: string; targetId: string; statusCode: number }[]>`
+    select request_id, target_id, max(status_code) as status_code from attempts
+    where request_id = any(${requestIds}::text[]) and status_code between 200 and 299
+    group by request_id, target_id`;
+  return new Map(rows.map((r) => [`${r.requestId} ${r.targetId}`, r.statusCode]));
+}

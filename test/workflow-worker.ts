@@ -242,6 +242,16 @@ export const activities: Activities = {
       {
         attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
         settle: (requestId) => activities.settleRequest(requestId),
+        deliveredBefore: async (requestIds) =>
+          new Map(
+            requestIds.flatMap((id) =>
+              attemptsOf(id).flatMap((a) =>
+                a.status !== null && a.status >= 200 && a.status < 300
+                  ? [[`${id} ${a.targetId}`, a.status] as const]
+                  : [],
+              ),
+            ),
+          ),
         slots: new ProjectSlots({ slots: 100, perProject: 100 }),
         lanes: {
           claim: (laneId, requestId, targetIds) =>

@@ -12,7 +12,7 @@ import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
-import { endAttempts, startAttempts } from "../store/attempt-log.ts";
+import { deliveredTargets, endAttempts, startAttempts } from "../store/attempt-log.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
@@ -58,6 +58,7 @@ export function createActivities(deps: ActivityDeps) {
       attempt: (request, delivery, only, takeSlot) =>
         firstAttempt(batch, request, delivery, only, takeSlot),
       settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
+      deliveredBefore: (requestIds) => deliveredTargets(sql, requestIds),
       slots: deps.slots.attempts,
       lanes: {
         claim: (laneId, requestId, targetIds) =>

@@ -33,6 +33,8 @@ export interface BatchAttemptDeps {
   ): Promise<FirstAttempt>;
   settle(requestId: string, targetIds: string[]): Promise<RequestStatus>;
   slots: ProjectSlots;
+  /** Targets of these requests a 2xx was logged for ("request id, space, target id"): its status. */
+  deliveredBefore(requestIds: string[]): Promise<Map<string, number>>;
   /** An ordered request's turns in its lane, and its leaving (store/lanes.ts). */
   lanes: {
     claim(laneId: string, requestId: string, targetIds: string[]): Promise<Record<string, Turn>>;
@@ -47,19 +49,22 @@ export interface BatchAttemptDeps {
  */
 const SLOT_WAIT_MS = 5000;
 
-export function firstAttemptsOfBatch(
+export async function firstAttemptsOfBatch(
   deps: BatchAttemptDeps,
   project: string,
   requests: DeliveryInput[],
 ): Promise<BatchedFirst[]> {
+  // This activity run again (its workflow task lost with its worker) delivers nothing twice.
+  const delivered = await deps.deliveredBefore(requests.map((r) => r.requestId));
   const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
-  return Promise.all(requests.map((input) => firstAttemptsOf(deps, input, takeSlot)));
+  return Promise.all(requests.map((input) => firstAttemptsOf(deps, input, takeSlot, delivered)));
 }
 
 async function firstAttemptsOf(
   deps: BatchAttemptDeps,
   input: DeliveryInput,
   takeSlot: TakeSlot,
+  deliveredBefore: Map<string, number>,
 ): Promise<BatchedFirst> {
   const { targets, headers, bodyBase64, body, ...request } = input;
   const deliveries = asyncDeliveries(input);
@@ -73,9 +78,11 @@ async function firstAttemptsOf(
   }
   const only = deliveries.length === 1;
   const verdicts = await Promise.all(
-    deliveries.map((delivery) =>
-      deps.attempt(request, delivery, only, takeSlot).catch((): FirstAttempt | null => null),
-    ),
+    deliveries.map((delivery): Promise<FirstAttempt | null> => {
+      const status = deliveredBefore.get(`${input.requestId} ${delivery.target.id}`);
+      if (status !== undefined) return Promise.resolve({ kind: "delivered", status });
+      return deps.attempt(request, delivery, only, takeSlot).catch(() => null);
+    }),
   );
   if (lane) {
     // A target whose series ended here passes its turn on; the others keep it, going on alone.
