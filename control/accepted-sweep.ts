@@ -8,6 +8,7 @@
  */
 import { claimDueStarts, forgetStarts } from "../store/accepted-starts.ts";
 import type { Sql } from "../store/db.ts";
+import { startSweep } from "./sweeps.ts";
 
 export interface SweepOptions {
   sql: Sql;
@@ -68,18 +69,11 @@ export async function sweepAcceptedStarts(options: SweepOptions): Promise<number
   return ids.length;
 }
 
-/** Sweeps every SWEEP_EVERY_MS until stopped; a failed sweep is logged and the next goes on. */
+/** Sweeps every SWEEP_EVERY_MS until stopped (./sweeps.ts). */
 export function startAcceptedSweep(options: SweepOptions): { stop(): void } {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepAcceptedStarts(options)
-      .catch((err: unknown) => options.logError({ err }, "the sweep of accepted starts failed"))
-      .finally(() => {
-        running = false;
-      });
-  }, SWEEP_EVERY_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return startSweep(
+    SWEEP_EVERY_MS,
+    () => sweepAcceptedStarts(options),
+    (err) => options.logError({ err }, "the sweep of accepted starts failed"),
+  );
 }

@@ -8,6 +8,7 @@ import type { Client } from "@temporalio/client";
 import { runningWorkflows, signalTurns } from "../platform/temporal.ts";
 import type { Sql } from "../store/db.ts";
 import { passTurns, stillHeads } from "../store/lanes.ts";
+import { startSweep } from "./sweeps.ts";
 
 export interface LaneSweepOptions {
   sql: Sql;
@@ -39,18 +40,11 @@ export async function sweepLaneHeads(options: LaneSweepOptions, stillForMs = STI
   return gone.length;
 }
 
-/** Sweeps every SWEEP_EVERY_MS until stopped; a failed sweep is logged and the next goes on. */
+/** Sweeps every SWEEP_EVERY_MS until stopped (./sweeps.ts). */
 export function startLaneSweep(options: LaneSweepOptions): { stop(): void } {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepLaneHeads(options)
-      .catch((err: unknown) => options.logError({ err }, "the sweep of lane heads failed"))
-      .finally(() => {
-        running = false;
-      });
-  }, SWEEP_EVERY_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return startSweep(
+    SWEEP_EVERY_MS,
+    () => sweepLaneHeads(options),
+    (err) => options.logError({ err }, "the sweep of lane heads failed"),
+  );
 }
