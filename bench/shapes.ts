@@ -14,6 +14,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client, Connection } from "@temporalio/client";
 import { Agent, request } from "undici";
 import type { Stack } from "../dev/stack.ts";
 import {
@@ -88,6 +89,28 @@ interface KindResult {
   deliveredPerSecond: number;
   drainSeconds: number;
   cpuMs: Record<StackProcess, number>;
+  /** Workflows started from first call to drain end: a batch's, a request's own, any other. */
+  workflows: WorkflowsStarted;
+}
+
+interface WorkflowsStarted {
+  batches: number;
+  requests: number;
+  other: number;
+}
+
+/** Counts by type in Temporal's visibility, read once the kind drained (it lags a little). */
+async function workflowsStarted(client: Client, from: Date, to: Date): Promise<WorkflowsStarted> {
+  const window = `StartTime >= "${from.toISOString()}" AND StartTime <= "${to.toISOString()}"`;
+  const count = async (type?: string) =>
+    (await client.workflow.count(type ? `${window} AND WorkflowType = "${type}"` : window)).count;
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const [batches, requests, all] = await Promise.all([
+    count("deliverBatch"),
+    count("deliverRequest"),
+    count(),
+  ]);
+  return { batches, requests, other: all - batches - requests };
 }
 
 interface KindProject {
@@ -141,6 +164,7 @@ async function runKind(
   project: KindProject,
   kind: Kind,
   cpu: () => Promise<Record<StackProcess, number>>,
+  temporal: Client,
   targetPort: number,
   forSeconds: number,
 ): Promise<KindResult> {
@@ -171,6 +195,7 @@ async function runKind(
   let refused = 0;
   let seq = 0;
   const cpuStart = await cpu();
+  const startedAt = new Date();
   const started = performance.now();
   const deadline = started + forSeconds * 1000;
   await Promise.all(
@@ -240,6 +265,7 @@ async function runKind(
     cpuMs: Object.fromEntries(
       STACK_PROCESSES.map((name) => [name, cpuEnd[name] - cpuStart[name]]),
     ) as Record<StackProcess, number>,
+    workflows: await workflowsStarted(temporal, startedAt, new Date()),
   };
 }
 
@@ -276,6 +302,7 @@ function summary(r: KindResult) {
     duplicates: r.duplicates,
     outOfOrder: r.outOfOrder,
     drainSeconds: Number(r.drainSeconds.toFixed(1)),
+    workflows: r.workflows,
   };
 }
 
@@ -298,12 +325,14 @@ function print(report: {
       `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plain.deliveredPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / stackMs(plain), 2)}x | ${f(r.callP50Ms, 2)} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
     );
   }
-  console.log("\nCPU ms per delivery, by process\n");
-  console.log(`| kind | ${STACK_PROCESSES.join(" | ")} |`);
-  console.log(`|---|${STACK_PROCESSES.map(() => "---|").join("")}`);
+  console.log("\nCPU ms per delivery, by process; workflows started per 100 calls\n");
+  console.log(`| kind | ${STACK_PROCESSES.join(" | ")} | batches | requests' own | other |`);
+  console.log(`|---|${STACK_PROCESSES.map(() => "---|").join("")}---|---|---|`);
   for (const r of report.results) {
+    const per100 = (n: number) => f((100 * n) / Math.max(1, r.calls));
+    const { batches, requests, other } = r.workflows;
     console.log(
-      `| ${r.name} | ${STACK_PROCESSES.map((p) => f(r.cpuMs[p] / Math.max(1, r.deliveries), 2)).join(" | ")} |`,
+      `| ${r.name} | ${STACK_PROCESSES.map((p) => f(r.cpuMs[p] / Math.max(1, r.deliveries), 2)).join(" | ")} | ${per100(batches)} | ${per100(requests)} | ${per100(other)} |`,
     );
   }
 }
@@ -317,14 +346,17 @@ await runBench(async (cleanup) => {
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
   const { stack, targetPort } = await benchStack(cleanup, dir);
   const cpu = stackCpu(stack);
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  cleanup.add(() => connection.close());
+  const temporal = new Client({ connection });
   const loadBefore = loadavg();
   const results: KindResult[] = [];
   const [plain, ...rest] = kinds as [Kind, ...Kind[]];
   const runs = [plain, ...rest, { ...plain, name: "plain (again, last)" }];
   for (const [i, kind] of runs.entries()) {
     const project = await setUpKind(stack, targetPort, `shape${i}`, kind);
-    if (i === 0) await runKind(project, kind, cpu, targetPort, seconds); // warm-up
-    const result = await runKind(project, kind, cpu, targetPort, seconds);
+    if (i === 0) await runKind(project, kind, cpu, temporal, targetPort, seconds); // warm-up
+    const result = await runKind(project, kind, cpu, temporal, targetPort, seconds);
     results.push(result);
     console.log(JSON.stringify({ kind: result.name, ...summary(result) }));
   }

@@ -30,19 +30,50 @@ describe("ProjectSlots", () => {
     expect(slots.take("a")).toBeNull();
   });
 
-  test("whenFreed resolves once a slot is given back, not when one is taken", async () => {
-    const slots = new ProjectSlots({ slots: 4, perProject: 2 });
-    const release = slots.take("a");
-    let freed = false;
-    const waiting = slots.whenFreed().then(() => {
-      freed = true;
-    });
+  test("takeWithin gives a freed slot to one waiting caller, in the order asked, or null in time", async () => {
+    const seen: string[] = [];
+    const slots = new ProjectSlots(
+      { slots: 2, perProject: 1 },
+      { turnedAway: (project) => seen.push(`${project} away`) },
+    );
+    const first = slots.take("a");
     slots.take("b");
+    const given: string[] = [];
+    const waiting = ["one", "two"].map((name) =>
+      slots.takeWithin("a", 1000).then((release) => {
+        given.push(name);
+        return release;
+      }),
+    );
+    const late = slots.takeWithin("a", 10);
+    expect(await late).toBeNull();
+    expect(seen).toEqual(["a away"]);
+    first?.();
+    const one = await waiting[0];
+    expect(given).toEqual(["one"]);
+    one?.();
+    expect(await waiting[1]).not.toBeNull();
+    expect(given).toEqual(["one", "two"]);
+  });
+
+  test("a slot freed goes to the next project whose share allows it, projects in turn", async () => {
+    const slots = new ProjectSlots({ slots: 4, perProject: 1 });
+    const [a, , b] = [slots.take("a"), slots.take("a"), slots.take("b"), slots.take("c")];
+    const order: string[] = [];
+    const asked = ["a", "b", "c"].map((project) =>
+      slots.takeWithin(project, 1000).then((release) => {
+        order.push(project);
+        return release;
+      }),
+    );
+    // a's slot: a is still at its share (one more in flight), b and c are too; nothing given.
+    a?.();
     await Promise.resolve();
-    expect(freed).toBe(false);
-    release?.();
-    await waiting;
-    expect(freed).toBe(true);
+    expect(order).toEqual([]);
+    // b's slot: b is under its share now, and gets it; a waits on.
+    b?.();
+    await asked[1];
+    expect(order).toEqual(["b"]);
   });
 
   test("the observer hears each count and each call turned away", () => {

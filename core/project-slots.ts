@@ -60,6 +60,11 @@ interface ProjectState {
   last: Counts;
 }
 
+/** A caller waiting for a slot (`takeWithin`). */
+interface Waiter {
+  give(release: Release): void;
+}
+
 /** A pool's slots and one project's share of them. */
 export interface PoolSize {
   slots: number;
@@ -70,8 +75,11 @@ export class ProjectSlots {
   private readonly projects = new Map<string, ProjectState>();
   private inUse = 0;
   private sweptAt: number;
-  /** Told of the next slot freed (`whenFreed`). */
-  private freed: (() => void)[] = [];
+  /**
+   * Callers waiting for a slot (`takeWithin`), by project, each project's in the order asked; a
+   * freed slot goes to one of them, not to all to race for it (thousands wait under a backlog).
+   */
+  private readonly waiters = new Map<string, Set<Waiter>>();
   readonly perProject: number;
 
   constructor(
@@ -83,19 +91,54 @@ export class ProjectSlots {
     this.sweptAt = now();
   }
 
+  /** A slot for `project`, or null when it has its share in flight and the pool is contended. */
+  take(project: string): Release | null {
+    const release = this.takeNow(project);
+    if (!release) this.turnAway(project);
+    return release;
+  }
+
   /**
-   * A slot for `project`, or null when it has its share in flight and the pool is contended. A
-   * caller that will wait for one (`whenFreed`) rather than leave is not counted as turned away.
+   * A slot for `project` now, or the first one freed that its share allows (a project's callers
+   * in the order they asked, projects in turn), or null once `waitMs` passed: for a caller that
+   * may wait (a batch's attempts), counted as turned away only then.
    */
-  take(project: string, waits = false): Release | null {
-    const state = this.stateOf(project);
-    if (state.inFlight >= this.perProject && 2 * this.inUse >= this.size.slots) {
-      if (!waits) {
-        state.current.turnedAway++;
-        this.observer.turnedAway?.(project);
-      }
-      return null;
+  takeWithin(project: string, waitMs: number): Promise<Release | null> {
+    const queue = this.waiters.get(project);
+    const now = queue ? null : this.takeNow(project);
+    if (now || waitMs <= 0) {
+      if (!now) this.turnAway(project);
+      return Promise.resolve(now);
     }
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        give: (release) => {
+          clearTimeout(timer);
+          resolve(release);
+        },
+      };
+      const waiting = queue ?? new Set<Waiter>();
+      const timer = setTimeout(() => {
+        waiting.delete(waiter);
+        if (waiting.size === 0 && this.waiters.get(project) === waiting) {
+          this.waiters.delete(project);
+        }
+        this.turnAway(project);
+        resolve(null);
+      }, waitMs);
+      waiting.add(waiter);
+      this.waiters.set(project, waiting);
+    });
+  }
+
+  private turnAway(project: string): void {
+    this.stateOf(project).current.turnedAway++;
+    this.observer.turnedAway?.(project);
+  }
+
+  private takeNow(project: string): Release | null {
+    const state = this.stateOf(project);
+    if (state.inFlight >= this.perProject && 2 * this.inUse >= this.size.slots) return null;
     this.move(project, state, +1);
     let released = false;
     return () => {
@@ -105,11 +148,6 @@ export class ProjectSlots {
       now.current.finished++;
       this.move(project, now, -1);
     };
-  }
-
-  /** Resolves once any slot is given back: for a caller that may wait for one (a batch). */
-  whenFreed(): Promise<void> {
-    return new Promise((resolve) => this.freed.push(resolve));
   }
 
   count(project: string): number {
@@ -150,12 +188,23 @@ export class ProjectSlots {
     state.inFlight += by;
     this.inUse += by;
     this.observer.inFlight?.(project, state.inFlight);
-    if (by < 0 && this.freed.length > 0) {
-      const waiting = this.freed;
-      this.freed = [];
-      for (const wake of waiting) wake();
-    }
     if (state.inFlight === 0) this.forgetIdle();
+    if (by < 0) this.handOff();
+  }
+
+  /** Freed slots to waiting callers, a project at a time, as far as each one's share allows. */
+  private handOff(): void {
+    for (const [project, queue] of this.waiters) {
+      const [first] = queue;
+      const release = first && this.takeNow(project);
+      if (!release) continue;
+      queue.delete(first);
+      first.give(release);
+      // Its turn taken: to the back of the line of projects.
+      this.waiters.delete(project);
+      if (queue.size > 0) this.waiters.set(project, queue);
+      return;
+    }
   }
 
   /**

@@ -232,7 +232,8 @@ test("a cancel while a batched first attempt is in flight that delivers answers 
 }, 90_000);
 
 test("a batched request that continues as its own workflow cancels as any, and the Temporal UI link lists it with its batch", async () => {
-  const down = await targetServer(() => ({ status: 503, headers: { "retry-after": "60" } }));
+  // A retry more than a minute away: it continues as its own workflow (a shorter one waits in the batch).
+  const down = await targetServer(() => ({ status: 503, headers: { "retry-after": "120" } }));
   closers.push(down.close);
   const p = await projectWithEndpoint([{ name: "down", targetUrl: down.url }]);
   const { idOfBody, batched } = await burst(p);

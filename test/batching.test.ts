@@ -132,7 +132,7 @@ describe("calls of one project that arrive together", () => {
   }
 
   // Fewer calls than the circuit's failure threshold (10), so the target is never held.
-  test("a batched request whose first attempt failed is retried by a workflow of its own", async () => {
+  test("a batched request whose first attempt failed is retried in its batch, with no workflow of its own", async () => {
     const seen = new Set<unknown>();
     const failsFirst = await target(({ headers }) => {
       const first = !seen.has(headers["x-relay-request-id"]);
@@ -140,27 +140,47 @@ describe("calls of one project that arrive together", () => {
       return { status: first ? 503 : 200 };
     });
     const project = await projectWithEndpoint([{ name: "flaky", targetUrl: failsFirst.url }]);
-    await together(project, 6);
+    const ids = await together(project, 6);
     const batchedId = await firstBatched(project.slug);
 
     const log = await finishedLog<RequestLog>(project, batchedId);
     expect(log.status).toBe("delivered");
     expect(log.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
-    const own = await temporal.workflow.getHandle(batchedId).describe();
-    expect(own.type).toBe("deliverRequest");
+    await expect(temporal.workflow.getHandle(batchedId).describe()).rejects.toThrow(/not found/i);
+    for (const id of ids)
+      expect((await finishedLog<RequestLog>(project, id)).status).toBe("delivered");
   });
 
-  test("a batched request waiting for its retry is cancelled by its id", async () => {
-    const busy = await target(() => ({ status: 503, headers: { "retry-after": "60" } }));
-    const project = await projectWithEndpoint([{ name: "busy", targetUrl: busy.url }]);
+  test("a batched request whose retry waits longer than a minute goes on as a workflow of its own", async () => {
+    const later = await target(() => ({ status: 503, headers: { "retry-after": "90" } }));
+    const project = await projectWithEndpoint([{ name: "later", targetUrl: later.url }]);
     const ids = await together(project, 6);
     const batchedId = await firstBatched(project.slug);
-    await eventually(() =>
+    const own = await eventually(() =>
       temporal.workflow
         .getHandle(batchedId)
         .describe()
         .catch(() => null),
     );
+    expect(own.type).toBe("deliverRequest");
+    for (const id of ids) await api(project.ownerToken, "DELETE", `${project.base}/requests/${id}`);
+  });
+
+  test("a batched request waiting in its batch for its retry is cancelled by its id", async () => {
+    const busy = await target(() => ({ status: 503, headers: { "retry-after": "30" } }));
+    const project = await projectWithEndpoint([{ name: "busy", targetUrl: busy.url }]);
+    const ids = await together(project, 6);
+    const batchedId = await firstBatched(project.slug);
+    // Its first attempt logged, its retry 30 s away.
+    await eventually(async () => {
+      const read = await api<RequestLog>(
+        project.ownerToken,
+        "GET",
+        `${project.base}/requests/${batchedId}`,
+      );
+      return read.body.attempts?.length === 1;
+    });
+    await expect(temporal.workflow.getHandle(batchedId).describe()).rejects.toThrow(/not found/i);
 
     const cancelled = await api<RequestLog>(
       project.ownerToken,

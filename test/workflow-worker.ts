@@ -32,7 +32,11 @@ import { findTemporalCli } from "../dev/temporal.ts";
 import { devServerFlags, temporalDynamicConfig } from "../dev/temporal-config.ts";
 import type { Activities } from "../workflows/activities.ts";
 import type { RetryPolicy } from "../workflows/activity-deps.ts";
-import { firstAttemptsOfBatch } from "../workflows/batch-attempts.ts";
+import {
+  type BatchAttemptDeps,
+  firstAttemptsOfBatch,
+  releasedAttemptsOfBatch,
+} from "../workflows/batch-attempts.ts";
 import type { DeliverInput, FirstAttempt, RequestRow } from "../workflows/deliveries.ts";
 import type { deliverRequest } from "../workflows/workflows.ts";
 
@@ -176,8 +180,13 @@ export const activities: Activities = {
   },
   // No target is limited here, so no batch holds a delivery: test/flow-control.test.ts does.
   async holdInBatch() {},
-  async releasedAttemptsOfBatch() {
-    return [];
+  releasedAttemptsOfBatch(project, _workflowId, released) {
+    calls.push({ name: "releasedAttemptsOfBatch", args: [released] });
+    return releasedAttemptsOfBatch(
+      { ...batchDeps(project), holdAgain: async () => {} },
+      project,
+      released,
+    );
   },
   async forgetHeldInBatch() {},
   // Lanes as store/lanes.ts keeps them, in memory; the real stack's: test/ordered-delivery.test.ts.
@@ -238,31 +247,7 @@ export const activities: Activities = {
   },
   firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
     calls.push({ name: "firstAttemptsOfBatch", args: [requests.map((r) => r.requestId)] });
-    return firstAttemptsOfBatch(
-      {
-        attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
-        settle: (requestId) => activities.settleRequest(requestId),
-        deliveredBefore: async (requestIds) =>
-          new Map(
-            requestIds.flatMap((id) =>
-              attemptsOf(id).flatMap((a) =>
-                a.status !== null && a.status >= 200 && a.status < 300
-                  ? [[`${id} ${a.targetId}`, a.status] as const]
-                  : [],
-              ),
-            ),
-          ),
-        slots: new ProjectSlots({ slots: 100, perProject: 100 }),
-        lanes: {
-          claim: (laneId, requestId, targetIds) =>
-            activities.enterLane({ laneId, requestId, project }, targetIds, false),
-          leave: (laneId, requestId, targetIds) =>
-            activities.leaveLane(laneId, requestId, targetIds),
-        },
-      },
-      project,
-      requests,
-    );
+    return firstAttemptsOfBatch(batchDeps(project), project, requests);
   },
   async deliver(input: DeliverInput) {
     calls.push({ name: "deliver", args: [input] });
@@ -294,6 +279,28 @@ export const activities: Activities = {
     return { requests: 5, bodies: 2, idempotencyKeys: 0, laneEntries: 0, holds: 1, scheduled: 0 };
   },
 };
+
+/** A batch's attempts as the worker makes them (workflows/batch-attempts.ts), on the mocks. */
+function batchDeps(project: string): BatchAttemptDeps {
+  return {
+    attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
+    settle: (requestId) => activities.settleRequest(requestId),
+    deliveredBefore: async (requestIds) =>
+      new Map(
+        requestIds.flatMap((id) =>
+          attemptsOf(id)
+            .filter((a) => a.status !== null && classifyStatus(a.status) === "delivered")
+            .map((a) => [`${id} ${a.targetId}`, a.status ?? 200] as const),
+        ),
+      ),
+    slots: new ProjectSlots({ slots: 100, perProject: 100 }),
+    lanes: {
+      claim: (laneId, requestId, targetIds) =>
+        activities.enterLane({ laneId, requestId, project }, targetIds, false),
+      leave: (laneId, requestId, targetIds) => activities.leaveLane(laneId, requestId, targetIds),
+    },
+  };
+}
 
 export const taskQueue = "workflow-tests";
 export let env: TestWorkflowEnvironment;

@@ -62,17 +62,16 @@ export async function firstAttempt(
   only: boolean,
   takeSlot: TakeSlot = async () => deps.slots.attempts.take(delivery.project),
 ): Promise<FirstAttempt> {
+  // One not tried is in the log all the same while it waits (in its batch, say).
+  const untried = async <V>(verdict: V) => {
+    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
+    return verdict;
+  };
   const hold = await deps.holdOf(delivery.target.id);
-  if (hold) {
-    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
-    return { kind: "held", hold };
-  }
+  if (hold) return untried({ kind: "held", hold });
   const release = await roomForAttempt(deps, delivery, takeSlot);
-  if (release === "busy") return busy(deps.slots.attempts, delivery.project);
-  if (release === "no room") {
-    await requestLog.openRequest(deps.sql, { ...request, received: receivedOf(delivery, request) });
-    return { kind: "held", hold: THROTTLED };
-  }
+  if (release === "busy") return untried(busy(deps.slots.attempts, delivery.project));
+  if (release === "no room") return untried({ kind: "held", hold: THROTTLED });
   const sent = await postToTarget(deps, {
     ...delivery,
     opening: request,

@@ -103,12 +103,14 @@ async function firstAttemptsOf(
 export interface ReleasedInBatch {
   request: DeliveryInput;
   targetIds: string[];
+  /** Of `targetIds`, those whose wait was for time (a retry, a busy share): not from the queue. */
+  timed?: string[];
 }
 
 /**
- * The attempts of a batch's requests let go by their limited targets' drains, as their first
- * attempts were made: by target id in the order asked; one that finds no room again is held
- * again (`holdAgain`), keeping its place.
+ * The attempts of a batch's requests let go by their limited targets' drains, or due after a
+ * wait for time, as their first attempts were made: by target id in the order asked; one that
+ * finds no room again is held again (`holdAgain`), keeping its place.
  */
 export function releasedAttemptsOfBatch(
   deps: BatchAttemptDeps & {
@@ -119,7 +121,7 @@ export function releasedAttemptsOfBatch(
 ): Promise<(FirstAttempt | null)[][]> {
   const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
   return Promise.all(
-    released.map(async ({ request, targetIds }) => {
+    released.map(async ({ request, targetIds, timed = [] }) => {
       const { targets, headers, bodyBase64, body, ...row } = request;
       const deliveries = asyncDeliveries(request);
       const only = deliveries.length === 1;
@@ -127,10 +129,8 @@ export function releasedAttemptsOfBatch(
         targetIds.map(async (targetId) => {
           const delivery = deliveries.find((d) => d.target.id === targetId);
           if (!delivery) return null;
-          const fromQueue = { ...delivery, fromQueue: true };
-          return deps
-            .attempt(row, fromQueue, only, takeSlot)
-            .catch((): FirstAttempt | null => null);
+          const asked = timed.includes(targetId) ? delivery : { ...delivery, fromQueue: true };
+          return deps.attempt(row, asked, only, takeSlot).catch((): FirstAttempt | null => null);
         }),
       );
       const again = targetIds.filter((_, i) => isThrottled(verdicts[i]));
@@ -140,21 +140,7 @@ export function releasedAttemptsOfBatch(
   );
 }
 
-/** The project's share, as a batch takes it: a slot at once, or the next one freed in time. */
+/** The project's share, as a batch takes it: a slot at once, or one freed for it in time. */
 function waitingFor(slots: ProjectSlots, project: string, deadline: number): TakeSlot {
-  return async function takeSlot() {
-    for (;;) {
-      const left = deadline - performance.now();
-      const release = slots.take(project, left > 0);
-      if (release || left <= 0) return release;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        slots.whenFreed(),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, left);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
-  };
+  return () => slots.takeWithin(project, deadline - performance.now());
 }

@@ -1,11 +1,13 @@
 /**
- * A batch's requests whose first attempts left them waiting only for limited targets' room
- * (core/flow.ts) wait in the batch, held under its workflow id, rather than each as a workflow of
- * its own: under load, a workflow per waiting delivery cost the worker and Temporal more than the
- * target's limit let through. Each target's drain (./circuit.ts) lets them go to the batch, which
- * makes their attempts in one local activity per wake. A request that needs more (a retry, its
- * target's circuit or pause, a cancel) continues as its own workflow from its verdicts, as the
- * batch's others do (./batch.ts).
+ * A batch's requests whose first attempts left them waiting, for limited targets' room
+ * (core/flow.ts), for a retry's backoff of a minute or less, or for their project's share of the
+ * worker, wait in the batch, under its workflow id, rather than each as a workflow of its own:
+ * under load, a workflow per waiting delivery cost the worker and Temporal more than the
+ * deliveries themselves (a fan-out whose share was full: 4-7x a plain call's CPU). Each target's
+ * drain (./circuit.ts) lets the room's waiters go to the batch, a timer the others; the batch
+ * makes their attempts in one local activity per wake. A request that needs more (a longer
+ * retry, its target's circuit or pause, a cancel) continues as its own workflow from its
+ * verdicts, as the batch's others do (./batch.ts).
  */
 import { condition, proxyLocalActivities, setHandler, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
@@ -28,19 +30,46 @@ export interface InBatch {
 /** How a batch lets a request leave it: settled (its verdicts all ended), or on its own. */
 export type Leave = (request: InBatch) => Promise<void>;
 
-/** Whether a request's first attempts left it waiting for limited targets' room and nothing else. */
-export function waitsOnlyForRoom(verdicts: (FirstAttempt | null)[]): boolean {
-  return verdicts.some(isThrottled) && verdicts.every((v) => isThrottled(v) || !goesOn(v));
+/**
+ * The longest wait for time a request waits in its batch: the default backoff (1 s, doubling)
+ * keeps a failing delivery here for six retries, about a minute, so a batch ends soon; past
+ * that, or a longer Retry-After, the request goes on as its own workflow.
+ */
+export const WAIT_IN_BATCH_MAX_MS = 60_000;
+
+/** How long a verdict's delivery waits for its next attempt when it waits for time, else null. */
+export function timedWaitMs(verdict: FirstAttempt | null | undefined): number | null {
+  if (verdict?.kind === "retry") return verdict.delayMs;
+  if (verdict?.kind === "busy") return verdict.waitMs;
+  return null;
+}
+
+/**
+ * Whether a request's verdicts let it wait in its batch: something goes on, and all that does
+ * waits for a limited target's room or (`forTime`, batches begun since) for time, briefly.
+ */
+export function waitsInBatch(verdicts: (FirstAttempt | null)[], forTime: boolean): boolean {
+  const here = (v: FirstAttempt | null) =>
+    isThrottled(v) ||
+    (forTime && (timedWaitMs(v) ?? Number.POSITIVE_INFINITY) <= WAIT_IN_BATCH_MAX_MS);
+  return verdicts.some(goesOn) && verdicts.every((v) => !goesOn(v) || here(v));
 }
 
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
 const HOLD_RECHECK = "1 hour";
+const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
 const LONG_HISTORY = 10_000;
 /** Room beyond the slowest target's timeout for a slot's wait, the room's, and the log's writes. */
 const ATTEMPT_SLACK_MS = 20_000;
 
-export async function waitInBatch(project: string, held: InBatch[], leave: Leave): Promise<void> {
+export async function waitInBatch(
+  project: string,
+  held: InBatch[],
+  leave: Leave,
+  /** Waits for time too (batches begun before waited only for room: Temporal's patching). */
+  forTime: boolean,
+): Promise<void> {
   const { workflowId } = workflowInfo();
   const released = new Set<string>();
   const handOn = new Set<string>();
@@ -64,8 +93,41 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
   });
   const waiting = new Set(held);
   const busy = new Set<InBatch>();
-  const holdAll = () =>
-    bookkeeping.holdInBatch(workflowId, [...waiting].filter((w) => !busy.has(w)).flatMap(heldOf));
+  /** When each target's next attempt is due (workflow time), for those waiting for time. */
+  const dueAt = new Map<InBatch, (number | null)[]>();
+  /** Sets when `targetIds` of `w` (all its targets when absent) are due by their verdicts. */
+  const setDue = (w: InBatch, targetIds?: string[]) => {
+    const all = targetIdsOf(asyncDeliveries(w.request));
+    const due = dueAt.get(w) ?? all.map(() => null);
+    all.forEach((targetId, i) => {
+      if (targetIds && !targetIds.includes(targetId)) return;
+      const ms = forTime ? timedWaitMs(w.verdicts[i]) : null;
+      due[i] = ms === null ? null : Date.now() + ms;
+    });
+    dueAt.set(w, due);
+  };
+  for (const w of held) setDue(w);
+  const dueTargets = (w: InBatch) => {
+    const targetIds = targetIdsOf(asyncDeliveries(w.request));
+    return (dueAt.get(w) ?? []).flatMap((at, i) =>
+      at !== null && at <= Date.now() ? [targetIds[i] as string] : [],
+    );
+  };
+  let recheckAt = Date.now() + HOLD_RECHECK_MS;
+  /** The next wake: the earliest due attempt, or the holds' recheck. */
+  const nextWake = () =>
+    Math.min(
+      recheckAt,
+      ...[...waiting]
+        .filter((w) => !busy.has(w))
+        .flatMap((w) => (dueAt.get(w) ?? []).filter((at) => at !== null)),
+    );
+  const holdAll = async () => {
+    const holds = [...waiting].filter((w) => !busy.has(w)).flatMap(heldOf);
+    // Waiting only for time holds nothing (batches begun before held all, even none).
+    if (forTime && holds.length === 0) return;
+    await bookkeeping.holdInBatch(workflowId, holds);
+  };
 
   /** Leaves the batch on its own: its deliveries held here wait in its own workflow. */
   const goAlone = async (request: InBatch) => {
@@ -73,15 +135,20 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
     await bookkeeping.forgetHeldInBatch(workflowId, [request.request.requestId]);
     await leave(request);
   };
-  const attemptReleased = async (group: { request: InBatch; targetIds: string[] }[]) => {
+  const attemptReleased = async (group: Group[]) => {
     for (const { request } of group) busy.add(request);
     const verdicts = await local
       .releasedAttemptsOfBatch(
         project,
         workflowId,
-        group.map(({ request, targetIds }) => ({ request: request.request, targetIds })),
+        group.map(({ request, targetIds, timed }) => ({
+          request: request.request,
+          targetIds,
+          ...(timed.length > 0 && { timed }),
+        })),
       )
       .catch(() => group.map(({ targetIds }) => targetIds.map(() => null)));
+    attemptsEnded++;
     await Promise.all(
       group.map(async ({ request, targetIds }, i) => {
         busy.delete(request);
@@ -89,8 +156,9 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
         targetIds.forEach((targetId, j) => {
           request.verdicts[all.indexOf(targetId)] = verdicts[i]?.[j] ?? null;
         });
+        setDue(request, targetIds);
         // A failed attempt (null) goes on on its own: its workflow tries again.
-        if (!request.verdicts.some(isThrottled)) {
+        if (!waitsInBatch(request.verdicts, forTime)) {
           waiting.delete(request);
           await leave(request);
         }
@@ -100,19 +168,28 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
 
   await holdAll();
   const running: Promise<void>[] = [];
+  /** Rounds of attempts ended: one that ended sets new times due, so the wait is timed again. */
+  let attemptsEnded = 0;
   while (waiting.size > 0) {
+    const endedBefore = attemptsEnded;
     const ready = () =>
       [...waiting].some(
         (w) =>
           !busy.has(w) &&
           (handOn.has(w.request.requestId) ||
-            targetsOf(w).some((t) => released.has(pair(w.request.requestId, t)))),
+            targetsOf(w).some((t) => released.has(pair(w.request.requestId, t))) ||
+            dueTargets(w).length > 0),
       );
-    if (!(await condition(() => ready() || waiting.size === 0, HOLD_RECHECK))) {
-      await holdAll();
-      continue;
+    const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK;
+    const retime = () => forTime && attemptsEnded !== endedBefore;
+    if (!(await condition(() => ready() || waiting.size === 0 || retime(), timeout))) {
+      if (!forTime || Date.now() >= recheckAt) {
+        await holdAll();
+        recheckAt = Date.now() + HOLD_RECHECK_MS;
+        continue;
+      }
     }
-    const group: { request: InBatch; targetIds: string[] }[] = [];
+    const group: Group[] = [];
     for (const w of [...waiting]) {
       if (busy.has(w)) continue;
       const { requestId } = w.request;
@@ -120,12 +197,24 @@ export async function waitInBatch(project: string, held: InBatch[], leave: Leave
         running.push(goAlone(w));
         continue;
       }
-      const targetIds = targetsOf(w).filter((t) => released.delete(pair(requestId, t)));
-      if (targetIds.length > 0) group.push({ request: w, targetIds });
+      const timed = dueTargets(w);
+      const targetIds = [
+        ...targetsOf(w).filter((t) => released.delete(pair(requestId, t))),
+        ...timed,
+      ];
+      if (targetIds.length > 0) group.push({ request: w, targetIds, timed });
     }
     if (group.length > 0) running.push(attemptReleased(group));
   }
   await Promise.all(running);
+}
+
+/** Requests of one wake and the targets each is tried at: let go by their drains, or due. */
+interface Group {
+  request: InBatch;
+  targetIds: string[];
+  /** Those of `targetIds` whose wait was for time: tried as any attempt, not from the queue. */
+  timed: string[];
 }
 
 /** A request's limited targets it waits for, by id. */

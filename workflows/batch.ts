@@ -1,18 +1,19 @@
 /**
  * deliverBatch: under load, one workflow for a project's immediate async calls (the edge's
  * batcher, edge/batcher.ts). It makes their first attempts in one local activity, in its first
- * workflow task, as a lone request's workflow does; each request that needs more (a retry, a
- * target that waits, a full share of the worker) continues as its own deliverRequest workflow,
- * id = request id, from the verdicts the batch got: retried, held, cancellable and replayable as
- * any other. One waiting only for limited targets' room waits in the batch (./batch-holds.ts).
- * The batch's RelayRequestIds search attribute finds it from any of its requests.
+ * workflow task, as a lone request's workflow does. One that waits only for limited targets'
+ * room, a retry a minute away or less, or a full share of the worker waits in the batch
+ * (./batch-holds.ts); one that needs more (a longer retry, a target's circuit or pause, a
+ * cancel) continues as its own deliverRequest workflow, id = request id, from the verdicts the
+ * batch got: retried, held, cancellable and replayable as any other. The batch's
+ * RelayRequestIds search attribute finds it from any of its requests.
  */
 import { ParentClosePolicy, patched, proxyLocalActivities, startChild } from "@temporalio/workflow";
 import type { DeliveryBatch, DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
-import { type InBatch, waitInBatch, waitsOnlyForRoom } from "./batch-holds.ts";
+import { type InBatch, waitInBatch, waitsInBatch } from "./batch-holds.ts";
 import {
   asyncDeliveries,
   type BatchedFirst,
@@ -41,6 +42,8 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
   );
   const outcomes = batch.requests.map((request, i) => ({ request, first: firsts[i] ?? null }));
   const holding = patched(HOLD_IN_BATCH);
+  // Asked only once a request goes on: a batch its attempts ended records no marker.
+  const forTime = () => patched(WAIT_IN_BATCH_FOR_TIME);
   let alone = 0;
   const goOn = async (request: DeliveryInput, verdicts?: (FirstAttempt | null)[]) => {
     alone++;
@@ -51,7 +54,13 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
     outcomes.map(async ({ request, first }) => {
       if (first && "settled" in first) return settled(request, first.settled);
       // An ordered one waits in its lane's turn, in its own workflow.
-      if (holding && first && waitsOnlyForRoom(first.verdicts) && !request.ordering) {
+      const waits =
+        holding &&
+        first &&
+        !request.ordering &&
+        first.verdicts.some(goesOn) &&
+        waitsInBatch(first.verdicts, forTime());
+      if (waits) {
         held.push({ request, verdicts: first.verdicts });
         return;
       }
@@ -59,21 +68,28 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
     }),
   );
   if (held.length > 0) {
-    await waitInBatch(batch.project, held, async ({ request, verdicts }) => {
-      if (verdicts.some(goesOn)) return goOn(request, verdicts);
-      const [only] = verdicts;
-      const status = only && "settled" in only && only.settled;
-      await settled(
-        request,
-        status || (await settleRequest(request.requestId, targetIdsOf(asyncDeliveries(request)))),
-      );
-    });
+    await waitInBatch(
+      batch.project,
+      held,
+      async ({ request, verdicts }) => {
+        if (verdicts.some(goesOn)) return goOn(request, verdicts);
+        const [only] = verdicts;
+        const status = only && "settled" in only && only.settled;
+        await settled(
+          request,
+          status || (await settleRequest(request.requestId, targetIdsOf(asyncDeliveries(request)))),
+        );
+      },
+      forTime(),
+    );
   }
   return alone;
 }
 
 /** Batches begun before they held their throttled requests hand them all on (Temporal's patching). */
 const HOLD_IN_BATCH = "hold-in-batch";
+/** Batches begun before they kept requests waiting briefly for time hand them on (retries, busy). */
+const WAIT_IN_BATCH_FOR_TIME = "wait-in-batch-for-time";
 
 const { settleRequest } = proxyLocalActivities<Activities>({
   startToCloseTimeout: "10 seconds",

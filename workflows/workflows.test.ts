@@ -19,6 +19,7 @@ import { relayDataConverter } from "../platform/temporal.ts";
 import {
   activities,
   attemptsOf,
+  busyTimes,
   callsOf,
   delivery,
   env,
@@ -28,6 +29,7 @@ import {
   script,
   target,
   taskQueue,
+  timers,
   withMockedWorker,
 } from "../test/workflow-worker.ts";
 import type {
@@ -43,33 +45,45 @@ import type {
 
 withMockedWorker();
 
-test("deliverBatch settles the requests its first attempts ended and continues the rest as their own workflows", async () => {
+test("deliverBatch settles the requests its attempts ended, retries briefly in itself, and continues the rest as their own workflows", async () => {
   const fine = target("fine");
   const flaky = target("flaky");
   const rejecting = target("rejecting");
-  script.set(flaky.id, [{ status: 503 }, { status: 200 }]);
+  const shared = target("shared");
+  const later = target("later");
+  script.set(flaky.id, [{ status: 503 }, { status: 503 }, { status: 200 }]);
   script.set(rejecting.id, [{ status: 404 }]);
-  const requests = [delivery([fine]), delivery([flaky]), delivery([rejecting])];
-  const [delivered, retried, failed] = requests.map((r) => r.requestId);
+  busyTimes.set(shared.id, 1);
+  script.set(later.id, [{ status: 503, retryAfter: "120" }, { status: 200 }]);
+  const requests = [fine, flaky, rejecting, shared, later].map((t) => delivery([t]));
+  const [delivered, retried, failed, waitedForShare, goesOn] = requests.map((r) =>
+    String(r.requestId),
+  ) as [string, string, string, string, string];
   const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
     taskQueue,
     workflowId: nextId("batch"),
     args: [{ project: "acme", requests }],
   });
+  // Only the one whose retry is more than a minute away goes on as a workflow of its own.
   expect(await batch.result()).toBe(1);
-  await recordHistory(batch, "batch-settled-and-continued");
-  // Only the one that goes on has a workflow of its own; it retries from the batch's verdict.
-  expect(await env.client.workflow.getHandle(String(retried)).result()).toBe("delivered");
-  expect(attemptsOf(String(retried)).map((a) => `${a.via} ${a.status}`)).toEqual([
+  await recordHistory(batch, "batch-waited-for-time");
+  // Retries a backoff away, and a turn its project's share had no room for: in the batch.
+  expect(attemptsOf(retried).map((a) => `${a.via} ${a.status}`)).toEqual([
     "firstAttempt 503",
-    "deliver 200",
+    "firstAttempt 503",
+    "firstAttempt 200",
   ]);
-  await recordHistory(env.client.workflow.getHandle(String(retried)), "batch-continued-retried");
-  for (const settledInBatch of [delivered, failed]) {
-    await expect(
-      env.client.workflow.getHandle(String(settledInBatch)).describe(),
-    ).rejects.toThrow();
+  expect(attemptsOf(waitedForShare).map((a) => `${a.via} ${a.status}`)).toEqual([
+    "firstAttempt 200",
+  ]);
+  for (const endedInBatch of [delivered, retried, failed, waitedForShare]) {
+    await expect(env.client.workflow.getHandle(endedInBatch).describe()).rejects.toThrow();
   }
+  const own = env.client.workflow.getHandle(goesOn);
+  expect((await own.describe()).type).toBe("deliverRequest");
+  expect(await timers(own)).toEqual([120_000]);
+  await own.cancel();
+  expect(await own.result()).toBe("cancelled");
   // The one that failed for good raised request.failed (its notification's workflow), as its own would.
   const notification = (id: unknown) => env.client.workflow.getHandle(`request.failed.${id}`);
   expect((await notification(failed).describe()).type).toBe("sendNotification");
