@@ -78,11 +78,11 @@ async function firstAttemptsOf(
   }
   const only = deliveries.length === 1;
   const verdicts = await Promise.all(
-    deliveries.map((delivery): Promise<FirstAttempt | null> => {
-      const status = deliveredBefore.get(`${input.requestId} ${delivery.target.id}`);
-      if (status !== undefined) return Promise.resolve({ kind: "delivered", status });
-      return deps.attempt(request, delivery, only, takeSlot).catch(() => null);
-    }),
+    deliveries.map(
+      (delivery): Promise<FirstAttempt | null> =>
+        deliveredAlready(deliveredBefore, delivery) ??
+        deps.attempt(request, delivery, only, takeSlot).catch(() => null),
+    ),
   );
   if (lane) {
     // A target whose series ended here passes its turn on; the others keep it, going on alone.
@@ -112,13 +112,15 @@ export interface ReleasedInBatch {
  * wait for time, as their first attempts were made: by target id in the order asked; one that
  * finds no room again is held again (`holdAgain`), keeping its place.
  */
-export function releasedAttemptsOfBatch(
+export async function releasedAttemptsOfBatch(
   deps: BatchAttemptDeps & {
     holdAgain(held: { request: DeliveryInput; targetId: string }[]): Promise<void>;
   },
   project: string,
   released: ReleasedInBatch[],
 ): Promise<(FirstAttempt | null)[][]> {
+  // As first attempts: this activity run again delivers nothing twice.
+  const delivered = await deps.deliveredBefore(released.map((r) => r.request.requestId));
   const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
   return Promise.all(
     released.map(async ({ request, targetIds, timed = [] }) => {
@@ -130,7 +132,10 @@ export function releasedAttemptsOfBatch(
           const delivery = deliveries.find((d) => d.target.id === targetId);
           if (!delivery) return null;
           const asked = timed.includes(targetId) ? delivery : { ...delivery, fromQueue: true };
-          return deps.attempt(row, asked, only, takeSlot).catch((): FirstAttempt | null => null);
+          return (
+            deliveredAlready(delivered, delivery) ??
+            deps.attempt(row, asked, only, takeSlot).catch((): FirstAttempt | null => null)
+          );
         }),
       );
       const again = targetIds.filter((_, i) => isThrottled(verdicts[i]));
@@ -138,6 +143,15 @@ export function releasedAttemptsOfBatch(
       return verdicts;
     }),
   );
+}
+
+/** The verdict of a delivery the log shows delivered (`deliveredBefore`), else undefined. */
+function deliveredAlready(
+  delivered: Map<string, number>,
+  { requestId, target }: DeliverInput,
+): Promise<FirstAttempt> | undefined {
+  const status = delivered.get(`${requestId} ${target.id}`);
+  return status === undefined ? undefined : Promise.resolve({ kind: "delivered", status });
 }
 
 /** The project's share, as a batch takes it: a slot at once, or one freed for it in time. */
