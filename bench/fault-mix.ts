@@ -6,7 +6,8 @@ import { createServer } from "node:http";
 
 /**
  * The kinds of call, by the call's number modulo their count: the endpoint, its targets' paths
- * under the target's /in, the headers and the body. Ordered calls spread over 50 keys.
+ * under the target's /in, the headers and the body. Ordered calls spread over 50 keys; the
+ * "flaky" target answers each delivery's first attempt 503 (retried, in its batch or alone).
  */
 export const MIX = [
   { endpoint: "in", targets: ["in"] },
@@ -18,6 +19,7 @@ export const MIX = [
   },
   { endpoint: "in", targets: ["in"], pad: 32 * 1024 },
   { endpoint: "in", targets: ["in"], headers: () => ({ "relay-delay": "2s" }) },
+  { endpoint: "flaky", targets: ["flaky"] },
 ] as const satisfies {
   endpoint: string;
   targets: readonly string[];
@@ -35,10 +37,18 @@ export function mixTarget() {
   const reached = new Map<string, Set<string>>();
   /** Deliveries made again, by target and by when (ms since the epoch). */
   const again: { target: string; at: number }[] = [];
+  /** Deliveries to the flaky target answered 503 once already. */
+  const failedOnce = new Set<string>();
   const server = createServer((req, res) => {
     req.resume();
     if (req.url?.startsWith("/in/")) {
       const id = String(req.headers["x-relay-delivery-id"]);
+      if (req.url === "/in/flaky" && !failedOnce.has(id)) {
+        failedOnce.add(id);
+        res.statusCode = 503;
+        res.end("{}");
+        return;
+      }
       const before = deliveries.get(id) ?? 0;
       deliveries.set(id, before + 1);
       if (before > 0) again.push({ target: req.url.slice("/in/".length), at: Date.now() });
