@@ -7,7 +7,8 @@ import { createServer } from "node:http";
 /**
  * The kinds of call, by the call's number modulo their count: the endpoint, its targets' paths
  * under the target's /in, the headers and the body. Ordered calls spread over 50 keys; the
- * "flaky" target answers each delivery's first attempt 503 (retried, in its batch or alone).
+ * "flaky" target answers the first attempt of one delivery in four 503 (retried, in its batch
+ * or alone; every one failing would keep its circuit opening, its deliveries held).
  */
 export const MIX = [
   { endpoint: "in", targets: ["in"] },
@@ -37,13 +38,15 @@ export function mixTarget() {
   const reached = new Map<string, Set<string>>();
   /** Deliveries made again, by target and by when (ms since the epoch). */
   const again: { target: string; at: number }[] = [];
-  /** Deliveries to the flaky target answered 503 once already. */
+  /** Deliveries to the flaky target seen, and those answered 503 once already. */
+  let flakySeen = 0;
   const failedOnce = new Set<string>();
   const server = createServer((req, res) => {
     req.resume();
     if (req.url?.startsWith("/in/")) {
       const id = String(req.headers["x-relay-delivery-id"]);
-      if (req.url === "/in/flaky" && !failedOnce.has(id)) {
+      const first = req.url === "/in/flaky" && !failedOnce.has(id) && !deliveries.has(id);
+      if (first && flakySeen++ % 4 === 0) {
         failedOnce.add(id);
         res.statusCode = 503;
         res.end("{}");

@@ -7,7 +7,9 @@
  * Postgres; /proc) over first call to drain end, per delivery (a fan-out's three targets are
  * three). Plain runs first and last: the two say how far the machine drifted during the run.
  * Checked per kind: every delivery made, none twice without a retry cause, every ordered key
- * in order (a call answered before another of its key was sent is delivered first).
+ * in order (a call answered before another of its key was sent is delivered first). Between
+ * kinds the bench waits (up to 10 min, not counted) until no delivery workflow runs, so one
+ * kind's backlog does not load the next.
  * `BENCH_SHAPES=idempotent,ordered` runs some kinds only, by the start of their names (plain
  * always runs).
  */
@@ -97,6 +99,24 @@ interface WorkflowsStarted {
   batches: number;
   requests: number;
   other: number;
+}
+
+/** The longest the bench waits between kinds for the last one's deliveries to end. */
+const QUIET_WAIT_MS = 600_000;
+
+/**
+ * Waits until no delivery workflow runs: a kind whose drain gave up (a contended key's backlog)
+ * would otherwise load the kinds after it.
+ */
+async function quiet(client: Client): Promise<void> {
+  const query = `ExecutionStatus = "Running" AND WorkflowType IN ("deliverRequest", "deliverBatch")`;
+  const started = performance.now();
+  while (performance.now() - started < QUIET_WAIT_MS) {
+    const { count } = await client.workflow.count(query);
+    if (count === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+  console.log(`still delivering ${QUIET_WAIT_MS / 1000} s after the kind's drain: going on`);
 }
 
 /** Counts by type in Temporal's visibility, read once the kind drained (it lags a little). */
@@ -359,6 +379,7 @@ await runBench(async (cleanup) => {
     const result = await runKind(project, kind, cpu, temporal, targetPort, seconds);
     results.push(result);
     console.log(JSON.stringify({ kind: result.name, ...summary(result) }));
+    await quiet(temporal);
   }
   const report = {
     at: new Date(),
