@@ -48,9 +48,9 @@ export interface BatchReservation {
 }
 
 /**
- * Immediate calls accepted together (AcceptCalls): reserved as a batch is, and the start of the
- * workflow that delivers them kept with the reservation, so the edge may answer 202 before it
- * makes the start.
+ * Async calls accepted together (AcceptCalls): reserved as a batch is (a delayed one's place
+ * taken too), and the start of the workflow that delivers them kept with the reservation, so the
+ * edge may answer 202 before it makes the start.
  */
 export interface CallsAcceptance extends BatchReservation {
   workflowId: string;
@@ -67,6 +67,14 @@ export interface CallsAcceptance extends BatchReservation {
   claims?: KeyClaim[];
   /** Ordered calls' places in their lanes, joined in the same transaction when it is kept. */
   lanes?: LanePlace[];
+  /** Delayed calls' places among their project's waiting deliveries, taken in it. */
+  scheduled?: ScheduledPlace[];
+}
+
+/** A delayed call's time: it takes a place among the project's waiting deliveries until then. */
+export interface ScheduledPlace {
+  requestId: string;
+  notBefore: Date;
 }
 
 /** A call's body, stored under its request id (its reference) for its deliveries to read. */

@@ -19,9 +19,11 @@
  * Postgres in the acceptance's transaction, so it costs no round trip of its own. A call's
  * Idempotency-Key is claimed in that transaction too (store/idempotency.ts): a repeat is told
  * apart there, since a batch's workflow id is not its request's. An ordered call joins its lane in
- * that transaction too (store/lanes.ts), so its place is its accept order. Calls with a delay,
- * or a sync or stream target, never come here (edge/steps/deliver.ts): their timer or answer is
- * theirs alone; nor do ordered calls with an Idempotency-Key.
+ * that transaction too (store/lanes.ts), so its place is its accept order. A delayed call takes
+ * its place among its project's waiting deliveries there too, and shares a batch only with calls
+ * due in the same second, which its workflow waits for. Calls with a sync or stream target never
+ * come here (edge/steps/deliver.ts): their answer is theirs alone; nor do ordered calls with an
+ * Idempotency-Key or a delay, nor delayed calls with a key.
  */
 import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";
@@ -119,6 +121,11 @@ export function batcher(
           bodies: storedBodiesOf(calls),
           claims: calls.flatMap(({ claim }) => (claim ? [claim] : [])),
           lanes: calls.flatMap(({ lane }) => (lane ? [lane] : [])),
+          scheduled: calls.flatMap(({ input }) =>
+            input.notBefore
+              ? [{ requestId: input.requestId, notBefore: new Date(input.notBefore) }]
+              : [],
+          ),
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -151,10 +158,25 @@ export function batcher(
     }
   }
 
-  /** Each call's refusal, or null: the calls holding credits reserved per pool, in order. */
+  /**
+   * Each call's refusal, or null: the calls holding credits reserved per pool, in order; a
+   * delayed one alone, as it takes its place among the waiting deliveries too.
+   */
   async function reserve(calls: BatchedCall[]): Promise<(ReservationRefusal | null)[]> {
     const refusals: (ReservationRefusal | null)[] = calls.map(() => null);
-    const holding = calls.flatMap((call, i) => (call.reservation.holds.length > 0 ? [i] : []));
+    const delayed = (call: BatchedCall) => call.reservation.notBefore !== null;
+    const holding = calls.flatMap((call, i) =>
+      call.reservation.holds.length > 0 && !delayed(call) ? [i] : [],
+    );
+    await Promise.all(
+      calls.map(async (call, i) => {
+        if (!delayed(call)) return;
+        refusals[i] = await control.reserveDeliveries(call.reservation).catch((err: unknown) => {
+          options.logError({ err, project: call.reservation.project }, "no reservation");
+          return null;
+        });
+      }),
+    );
     for (const pool of new Set(holding.map((i) => calls[i]?.reservation.pool))) {
       const ofPool = holding.filter((i) => calls[i]?.reservation.pool === pool);
       const reservations = ofPool.map((i) => (calls[i] as BatchedCall).reservation);
@@ -186,7 +208,8 @@ export function batcher(
   function release(calls: BatchedCall[]): void {
     for (const { reservation } of calls) {
       const targetIds = reservation.holds.map((h) => h.targetId);
-      if (targetIds.length === 0) continue;
+      // A delayed call's place goes back too.
+      if (targetIds.length === 0 && !reservation.notBefore) continue;
       control
         .releaseDeliveries(reservation.project, reservation.requestId, targetIds)
         .catch((err: unknown) => {
@@ -316,7 +339,12 @@ export function batcher(
     });
   }
 
-  return (call) => together(`${call.input.project}/${call.reservation.pool}`, call);
+  // A delayed call shares a batch with those due in the same second: the batch waits for the last.
+  return (call) => {
+    const { project, notBefore } = call.input;
+    const due = notBefore ? Math.ceil(Date.parse(notBefore) / 1000) : "now";
+    return together(`${project}/${call.reservation.pool}/${due}`, call);
+  };
 }
 
 const storedBodiesOf = (calls: readonly BatchedCall[]): StoredBody[] =>

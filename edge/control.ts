@@ -196,7 +196,7 @@ export function connectControlPlane(options: {
       return refusalsIn(refusals, batch.calls.length);
     },
     async acceptCalls(acceptance) {
-      const { refusals, accepted, claims } = await client.acceptCalls({
+      const { refusals, accepted, claims, limit } = await client.acceptCalls({
         ...batchOut(acceptance),
         workflowId: acceptance.workflowId,
         start: acceptance.start,
@@ -204,9 +204,13 @@ export function connectControlPlane(options: {
         bodies: acceptance.bodies ?? [],
         claims: acceptance.claims ?? [],
         lanes: acceptance.lanes ?? [],
+        scheduled: (acceptance.scheduled ?? []).map(({ requestId, notBefore }) => ({
+          requestId,
+          notBefore: timestampFromDate(notBefore),
+        })),
       });
       return {
-        refusals: refusalsIn(refusals, acceptance.calls.length),
+        refusals: refusalsIn(refusals, acceptance.calls.length, Number(limit)),
         accepted,
         ...(claims.length > 0 && { claims: claims.map(claimOutcomeOf) }),
       };
@@ -314,13 +318,19 @@ function batchOut(batch: BatchReservation) {
 }
 
 /** A batch's refusals as answered, one per call. */
-function refusalsIn(refusals: ReserveRefusal[], calls: number): (ReservationRefusal | null)[] {
+/** Each call's refusal; `cap`: the one a delayed call's place met (AcceptCalls). */
+function refusalsIn(
+  refusals: ReserveRefusal[],
+  calls: number,
+  cap = 0,
+): (ReservationRefusal | null)[] {
   if (refusals.length !== calls) {
     throw new Error(`${refusals.length} answers to a batch of ${calls} calls`);
   }
-  return refusals.map((refusal) =>
-    refusal === ReserveRefusal.INSUFFICIENT_CREDITS ? { code: "insufficient_credits" } : null,
-  );
+  return refusals.map((refusal): ReservationRefusal | null => {
+    if (refusal === ReserveRefusal.INSUFFICIENT_CREDITS) return { code: "insufficient_credits" };
+    return refusal === ReserveRefusal.LIMIT_EXCEEDED ? { code: "limit_exceeded", cap } : null;
+  });
 }
 
 function holdOut(hold: CreditHold) {

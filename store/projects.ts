@@ -5,7 +5,7 @@
 import { keyModes, type Plan, type Policy, type Role } from "../core/model.ts";
 import { newId } from "../core/secrets.ts";
 import { grantCredits } from "./credits.ts";
-import type { Sql } from "./db.ts";
+import type { Queryable, Sql } from "./db.ts";
 import { insertMember, type MemberView, type NewMember } from "./members.ts";
 
 export interface ProjectView {
@@ -49,7 +49,7 @@ export function createProject(
   });
 }
 
-export async function projectBySlug(sql: Sql, slug: string): Promise<ProjectRow | undefined> {
+export async function projectBySlug(sql: Queryable, slug: string): Promise<ProjectRow | undefined> {
   const [project] = await sql<ProjectRow[]>`
     select id, slug, name, plan, created_at from projects where slug = ${slug}`;
   return project;

@@ -137,7 +137,13 @@ test("a request its batch has not opened yet reads at once, only to its project;
     await relay(p.slug, "/v1/hook", { key: p.key, body: "{}", headers: { "Relay-Delay": "1h" } })
   ).json().requestId as string;
   closers.push(async () => void (await cancel(p, delayed)));
-  const history = await temporal.workflow.getHandle(delayed).fetchHistory();
+  // Started once accepted: just after its 202.
+  const history = await eventually(() =>
+    temporal.workflow
+      .getHandle(delayed)
+      .fetchHistory()
+      .catch(() => null),
+  );
   const [payload] =
     history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!payload) throw new Error("no input");

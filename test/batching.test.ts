@@ -231,6 +231,74 @@ describe("calls of one project that arrive together", () => {
     expect(new Set(arrived)).toEqual(new Set(ids.filter((id) => id !== waitingId)));
   });
 
+  test("delayed calls share batch workflows: each scheduled at once, delivered at its time and not before", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        relay(project.slug, "/v1/hook", {
+          key: project.key,
+          body: JSON.stringify({ i }),
+          headers: { "relay-delay": "3s" },
+        }),
+      ),
+    );
+    expect(answers.map((a) => [a.status, a.json().status])).toEqual(
+      answers.map(() => [202, "scheduled"]),
+    );
+    const ids = answers.map((a) => a.json().requestId as string);
+    const [batch] = await eventually(async () => {
+      const listed = await workflowsOf(project.slug, "deliverBatch");
+      return listed.length > 0 && listed;
+    });
+    const batched = requestIdsOf(batch as WorkflowExecutionInfo);
+    expect(batched.length).toBeGreaterThan(1);
+    // In the log as scheduled while their batch waits, with no workflow of their own.
+    for (const id of batched) {
+      const read = await api<RequestLog>(
+        project.ownerToken,
+        "GET",
+        `${project.base}/requests/${id}`,
+      );
+      expect(read.body.status).toBe("scheduled");
+      await expect(temporal.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
+    }
+    type Timed = { status: string; notBefore: string; attempts: { startedAt: string }[] };
+    const logs = await Promise.all(ids.map((id) => finishedLog<Timed>(project, id)));
+    for (const log of logs) {
+      expect(log.status).toBe("delivered");
+      const [attempt] = log.attempts;
+      expect(Date.parse(attempt?.startedAt ?? "")).toBeGreaterThanOrEqual(
+        Date.parse(log.notBefore),
+      );
+    }
+    expect(sink.received.map((r) => r.headers["x-relay-request-id"]).sort()).toEqual(ids.sort());
+  });
+
+  test("a delayed call waiting in its batch is cancelled by its id and never delivered", async () => {
+    const sink = await target();
+    const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+    const ids = await together(project, 6, { "relay-delay": "30s" });
+    const batchedId = await firstBatched(project.slug);
+    const cancelled = await api<RequestLog>(
+      project.ownerToken,
+      "DELETE",
+      `${project.base}/requests/${batchedId}`,
+    );
+    expect(cancelled.body.status).toBe("cancelled");
+    expect(await temporal.workflow.getHandle(batchedId).result()).toBe("cancelled");
+    for (const id of ids.filter((id) => id !== batchedId)) {
+      const read = await api<RequestLog>(
+        project.ownerToken,
+        "GET",
+        `${project.base}/requests/${id}`,
+      );
+      expect(read.body.status).toBe("scheduled");
+      await api(project.ownerToken, "DELETE", `${project.base}/requests/${id}`);
+    }
+    expect(sink.received).toEqual([]);
+  });
+
   test("calls with Idempotency-Keys share batch workflows; a repeat, in the same batch or later, answers what the first call did and is delivered once", async () => {
     const sink = await target();
     const project = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);

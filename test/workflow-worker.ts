@@ -156,14 +156,15 @@ export const activities: Activities = {
   async openRequest(request: RequestRow, status?: "scheduled" | "delivering") {
     calls.push({ name: "openRequest", args: status ? [request, status] : [request] });
   },
+  async openScheduled(requests: DeliveryInput[]) {
+    calls.push({ name: "openScheduled", args: [requests.map((r) => r.requestId)] });
+  },
   async cancelRequest(request: RequestRow) {
     calls.push({ name: "cancelRequest", args: [request] });
     return "cancelled";
   },
   // Targets never wait here: test/circuits.test.ts runs circuits on the real stack.
-  async holdDelivery() {
-    return null;
-  },
+  holdDelivery: async () => null,
   async circuitState() {
     return {
       hold: null,
@@ -175,9 +176,7 @@ export const activities: Activities = {
       target: null,
     };
   },
-  async releaseHeld() {
-    return [];
-  },
+  releaseHeld: async () => [],
   // No target is limited here, so no batch holds a delivery: test/flow-control.test.ts does.
   async holdInBatch() {},
   releasedAttemptsOfBatch(project, _workflowId, released) {

@@ -79,6 +79,11 @@ export function createActivities(deps: ActivityDeps) {
   return {
     openRequest: (input: RequestRow, status?: "scheduled" | "delivering"): Promise<void> =>
       requestLog.openRequest(sql, input, status),
+    /** A batch's delayed requests, opened in the log as scheduled in one statement (./delays.ts). */
+    openScheduled: async (requests: DeliveryInput[]): Promise<void> => {
+      const rows = requests.map(({ targets, headers, bodyBase64, body, ...row }) => row);
+      await requestLog.insertRequests(sql, rows, "scheduled");
+    },
     /** Cancelled, or how it settled when a target answered 2xx first. */
     cancelRequest: (input: RequestRow): Promise<RequestStatus> =>
       requestLog.cancelRequest(sql, input, waitingCaps),

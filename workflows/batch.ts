@@ -14,6 +14,7 @@ import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 import { type InBatch, waitInBatch, waitsInBatch } from "./batch-holds.ts";
+import { type WaitLeft, waitForTheirTime } from "./delays.ts";
 import {
   asyncDeliveries,
   type BatchedFirst,
@@ -36,15 +37,21 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
     startToCloseTimeout: longest * 1000 + BATCH_SLACK_MS,
     retry: { maximumAttempts: 1 },
   });
+  let alone = 0;
+  // Delayed ones wait for their time here first (./delays.ts); a cancel hands one on.
+  const requests = await waitForTheirTime(batch.requests, async (request, waitLeftMs) => {
+    alone++;
+    await continueAlone(batch.project, { ...request, waitLeftMs });
+  });
+  if (requests.length === 0) return alone;
   // Failed as a whole (the worker's database, say): every request goes on as its own.
-  const firsts = await firstAttemptsOfBatch(batch.project, batch.requests).catch(
+  const firsts = await firstAttemptsOfBatch(batch.project, requests).catch(
     (): (BatchedFirst | null)[] => [],
   );
-  const outcomes = batch.requests.map((request, i) => ({ request, first: firsts[i] ?? null }));
+  const outcomes = requests.map((request, i) => ({ request, first: firsts[i] ?? null }));
   const holding = patched(HOLD_IN_BATCH);
   // Asked only once a request goes on: a batch its attempts ended records no marker.
   const forTime = () => patched(WAIT_IN_BATCH_FOR_TIME);
-  let alone = 0;
   const goOn = async (request: DeliveryInput, verdicts?: (FirstAttempt | null)[]) => {
     alone++;
     await continueAlone(batch.project, request, verdicts);
@@ -104,7 +111,7 @@ async function settled(request: DeliveryInput, status: RequestStatus): Promise<v
 /** Goes on as the request's own workflow, id = request id, from the verdicts the batch got. */
 async function continueAlone(
   project: string,
-  request: DeliveryInput,
+  request: DeliveryInput & WaitLeft,
   verdicts?: (FirstAttempt | null)[],
 ): Promise<void> {
   await startChild(DELIVERY_WORKFLOW, {

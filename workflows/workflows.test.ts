@@ -15,6 +15,7 @@ import type { StreamRecord, SyncInput } from "../core/delivery.ts";
 import type { DeliveryTarget } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { PayloadCipher } from "../core/payload-codec.ts";
+import { HAND_ON_SIGNAL } from "../core/temporal.ts";
 import { relayDataConverter } from "../platform/temporal.ts";
 import {
   activities,
@@ -88,6 +89,37 @@ test("deliverBatch settles the requests its attempts ended, retries briefly in i
   const notification = (id: unknown) => env.client.workflow.getHandle(`request.failed.${id}`);
   expect((await notification(failed).describe()).type).toBe("sendNotification");
   await expect(notification(delivered).describe()).rejects.toThrow();
+});
+
+test("deliverBatch of delayed requests opens them scheduled, waits for the last one's time, and hands one on with the wait it has left", async () => {
+  const later = target("later");
+  const requests = [1, 2, 3].map(() => {
+    const request = delivery([later]);
+    const at = Date.parse(request.receivedAt);
+    return { ...request, notBefore: new Date(at + 1500).toISOString() };
+  });
+  const [handedOn, ...waited] = requests.map((r) => String(r.requestId)) as [string, ...string[]];
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "acme", requests }],
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await batch.signal(HAND_ON_SIGNAL, handedOn);
+  expect(await batch.result()).toBe(1);
+  await recordHistory(batch, "batch-delayed");
+  expect(callsOf("openScheduled").at(-1)?.args).toEqual([requests.map((r) => r.requestId)]);
+  const due = Date.parse(requests[2]?.notBefore ?? "");
+  for (const id of waited) {
+    const [attempt] = attemptsOf(id);
+    expect(attempt?.at).toBeGreaterThanOrEqual(due);
+  }
+  // Its own workflow waits what was left (less than the whole delay), then delivers.
+  const own = env.client.workflow.getHandle(handedOn);
+  expect(await own.result()).toBe("delivered");
+  const [left] = await timers(own);
+  expect(left).toBeLessThan(1500);
+  expect(left).toBeGreaterThan(500);
 });
 
 function sync(target: DeliveryTarget, ownsStatus: boolean) {

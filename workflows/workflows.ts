@@ -37,6 +37,7 @@ import { circuitWorkflowId } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type { Activities } from "./activities.ts";
 import type { RetryPolicy } from "./activity-deps.ts";
+import { timeToWait, type WaitLeft } from "./delays.ts";
 import {
   asyncDeliveries,
   type Busy,
@@ -159,7 +160,7 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
  * A request's input; from a batch (./batch.ts), also the verdicts of the first attempts the
  * batch made, by async target in order, so it goes on from there rather than try again.
  */
-export interface ContinuedInput extends DeliveryInput {
+export interface ContinuedInput extends DeliveryInput, WaitLeft {
   firstAttempts?: (FirstAttempt | null)[];
 }
 
@@ -168,16 +169,6 @@ const OPEN_BEFORE_LANE_RETRIES = "open-before-lane-retries";
 
 /** Failed requests raise `request.failed` (histories begun before replay without it). */
 const NOTIFY_FAILED = "notify-request-failed";
-
-/**
- * How long a delayed request still waits: the delay it asked for at the edge (both times on the
- * stack's clock), less what has passed since its workflow started (Temporal's clock).
- */
-function timeToWait({ notBefore, receivedAt }: DeliveryInput): number {
-  if (!notBefore) return 0;
-  const asked = Date.parse(notBefore) - Date.parse(receivedAt);
-  return asked - (Date.now() - workflowInfo().startTime.getTime());
-}
 
 async function deliverAll(
   input: ContinuedInput,

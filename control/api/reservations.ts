@@ -130,19 +130,24 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
   const bodies = acceptance.bodies ?? [];
   const claims = acceptance.claims ?? [];
   const lanes = acceptance.lanes ?? [];
+  const scheduled = acceptance.scheduled ?? [];
   const requestIds = acceptance.calls.map((call) => call.requestId);
-  if ([...bodies, ...claims, ...lanes].some(({ requestId }) => !requestIds.includes(requestId))) {
+  const named = [...bodies, ...claims, ...lanes, ...scheduled];
+  if (named.some(({ requestId }) => !requestIds.includes(requestId))) {
     throw new RelayError(
       "bad_request",
       "an acceptance stores bodies, keys and places of its calls only",
     );
+  }
+  if (scheduled.some(({ notBefore }) => Number.isNaN(notBefore.getTime()))) {
+    throw new RelayError("bad_request", "a delayed call's place needs its time");
   }
   for (const place of lanes) checkPlace({ ...place, project: acceptance.project });
   if (new Set(requestIds).size < requestIds.length) {
     throw new RelayError("bad_request", "an acceptance names each request once");
   }
   const [lone, ...others] = acceptance.calls;
-  if (lone && others.length === 0 && [...bodies, ...claims, ...lanes].length === 0) {
+  if (lone && others.length === 0 && named.length === 0) {
     const { project, pool, started } = acceptance;
     const { reserved, kept } = await acceptLoneCall(
       ctx.sql,
@@ -159,7 +164,7 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
         const outcomeOf = new Map(claims.map((claim, i) => [claim.requestId, outcomes[i]]));
         throw new ClaimedBefore(requestIds.map((id) => outcomeOf.get(id) ?? "claimed"));
       }
-      const accepted = await acceptTogether(tx, acceptance, requestIds, bodies);
+      const accepted = await acceptTogether(ctx, tx, acceptance, requestIds, bodies);
       // Not kept: the keys' calls go as workflows of their own, and claim them that way.
       if (!accepted.accepted) await forgetKeys(tx, claims);
       return accepted;
@@ -177,8 +182,12 @@ class ClaimedBefore extends Error {
   }
 }
 
-/** The calls' reservation and, when every one fits, their start kept, in `tx`. */
+/**
+ * The calls' reservation (a delayed call's place too, when its credits fit) and, when every one
+ * fits, their start kept, in `tx`.
+ */
 async function acceptTogether(
+  ctx: Ctx,
   tx: Transaction,
   acceptance: CallsAcceptance,
   requestIds: string[],
@@ -193,12 +202,39 @@ async function acceptTogether(
     forgetStarts(tx, acceptance.started),
     insertBodies(tx, acceptance.project, bodies),
   ]);
+  const refusals = await takePlaces(ctx, tx, acceptance, fits);
   const [, kept] = await Promise.all([
     holding,
-    fits.every(Boolean) && keepStart(tx, acceptance.project, requestIds, acceptance),
+    refusals.every((refusal) => refusal === null) &&
+      keepStart(tx, acceptance.project, requestIds, acceptance),
   ]);
   if (kept) await joinLanes(tx, acceptance.lanes ?? []);
-  return { refusals: fits.map(refusalOf), accepted: kept === true };
+  return { refusals, accepted: kept === true };
+}
+
+/**
+ * Each call's refusal: its credits' (`fits`), or for a delayed one whose credits fit, its place
+ * among the project's waiting deliveries (store/waiting.ts), taken here.
+ */
+async function takePlaces(
+  ctx: Ctx,
+  tx: Transaction,
+  acceptance: CallsAcceptance,
+  fits: boolean[],
+): Promise<(ReservationRefusal | null)[]> {
+  const refusals = fits.map(refusalOf);
+  const scheduled = acceptance.scheduled ?? [];
+  if (scheduled.length === 0) return refusals;
+  const project = await projectBySlug(tx, acceptance.project);
+  if (!project) throw new RelayError("not_found", `no project '${acceptance.project}'`);
+  const cap = await capOf(tx, project.id, ctx.waitingCaps);
+  for (const { requestId, notBefore } of scheduled) {
+    const i = acceptance.calls.findIndex((call) => call.requestId === requestId);
+    if (refusals[i] !== null) continue;
+    const place = { projectId: project.id, requestId, notBefore, cap, now: ctx.now() };
+    if (!(await admitScheduled(tx, place))) refusals[i] = { code: "limit_exceeded", cap };
+  }
+  return refusals;
 }
 
 /**

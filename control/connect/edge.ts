@@ -112,11 +112,17 @@ export function edgeService(
           bodies: req.bodies.map(({ requestId, body }) => ({ requestId, body })),
           claims: req.claims.map(({ requestId, bodyTag }) => ({ requestId, bodyTag })),
           lanes: req.lanes.map(placeOf),
+          scheduled: req.scheduled.map(({ requestId, notBefore }) => ({
+            requestId,
+            notBefore: notBefore ? timestampDate(notBefore) : new Date(Number.NaN),
+          })),
         });
+        const limited = refusals.find((refusal) => refusal?.code === "limit_exceeded");
         return {
           refusals: refusals.map(refusalOut),
           accepted,
           claims: (claims ?? []).map(claimOutcomeNumber),
+          limit: BigInt(limited?.code === "limit_exceeded" ? limited.cap : 0),
         };
       },
       async claimIdempotencyKey(req, h) {
@@ -188,7 +194,10 @@ export function edgeService(
 }
 
 function refusalOut(refusal: ReservationRefusal | null): ReserveRefusal {
-  return refusal ? ReserveRefusal.INSUFFICIENT_CREDITS : ReserveRefusal.UNSPECIFIED;
+  if (!refusal) return ReserveRefusal.UNSPECIFIED;
+  return refusal.code === "insufficient_credits"
+    ? ReserveRefusal.INSUFFICIENT_CREDITS
+    : ReserveRefusal.LIMIT_EXCEEDED;
 }
 
 function holdIn(hold: DeliveryHold): CreditHold {

@@ -42,9 +42,13 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const { bodyTag } = requestId;
     const claim = unordered && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
     // An ordered call joins its lane as its batch is accepted; one with a key goes alone, where
-    // Temporal's workflow id tells its repeats apart.
-    const batchable = unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
-    if (deps.batch && batchable && !call.notBefore) {
+    // Temporal's workflow id tells its repeats apart. A delayed call shares a batch due in the
+    // same second, unless ordered (it joins its lane at its time) or keyed (a repeat answers
+    // what its first call was told, and a batch's claim remembers no delay).
+    const batchable = call.notBefore
+      ? unordered && !bodyTag
+      : unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
+    if (deps.batch && batchable) {
       const batched = batchedCall(deps, call, requestId.id, claim, ordering);
       const answered = await queueInBatch(deps.batch, call, batched);
       if (answered) return answered;
