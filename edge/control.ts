@@ -3,7 +3,7 @@
  * endpoint's, the reservations of calls that hold credits or wait, where large bodies and
  * finished streams go, and this edge's shares of endpoints' rate limits.
  */
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type {
@@ -11,25 +11,29 @@ import type {
   CallReservation,
   CallsAcceptance,
   CallsAccepted,
-  CreditHold,
   ReservationRefusal,
 } from "../core/billing.ts";
 import type { StreamRecord } from "../core/delivery.ts";
 import { claimOutcomeOf, type KeyClaim, type KeyClaimOutcome } from "../core/idempotency.ts";
-import { type LanePlace, orderings } from "../core/lanes.ts";
+import type { LanePlace } from "../core/lanes.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
-import { deliveryModes, keyModes, plans } from "../core/model.ts";
+import { keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
 import type { EndpointDemand } from "../core/rate-shares.ts";
-import { importSigningKey, type SigningKey } from "../core/signing.ts";
+import type { SigningKey } from "../core/signing.ts";
 import {
-  type EdgeKey,
   EdgeService,
   type ProjectState as ProjectStateMessage,
   ReserveRefusal,
-  type SigningSecret,
 } from "../gen/relay/v1/edge_pb.ts";
-import type { Endpoint as EndpointMessage } from "../gen/relay/v1/routing_pb.ts";
+import {
+  batchOut,
+  endpointFrom,
+  holdOut,
+  keyFrom,
+  refusalsIn,
+  signingKeysFrom,
+} from "./control-messages.ts";
 
 export interface ProjectState {
   plan: Plan;
@@ -306,57 +310,6 @@ function withinIdle<T>(promise: Promise<T>, idleMs: number, what: string): Promi
   return Promise.race([promise, silence]).finally(() => clearTimeout(timer));
 }
 
-function batchOut(batch: BatchReservation) {
-  return {
-    project: batch.project,
-    keyMode: keyModes.indexOf(batch.pool) + 1,
-    calls: batch.calls.map((call) => ({
-      requestId: call.requestId,
-      holds: call.holds.map(holdOut),
-    })),
-  };
-}
-
-/** A batch's refusals as answered, one per call. */
-/** Each call's refusal; `cap`: the one a delayed call's place met (AcceptCalls). */
-function refusalsIn(
-  refusals: ReserveRefusal[],
-  calls: number,
-  cap = 0,
-): (ReservationRefusal | null)[] {
-  if (refusals.length !== calls) {
-    throw new Error(`${refusals.length} answers to a batch of ${calls} calls`);
-  }
-  return refusals.map((refusal): ReservationRefusal | null => {
-    if (refusal === ReserveRefusal.INSUFFICIENT_CREDITS) return { code: "insufficient_credits" };
-    return refusal === ReserveRefusal.LIMIT_EXCEEDED ? { code: "limit_exceeded", cap } : null;
-  });
-}
-
-function holdOut(hold: CreditHold) {
-  return { targetId: hold.targetId, credits: BigInt(hold.credits) };
-}
-
-function keyFrom(key: EdgeKey): KeyRecord {
-  return {
-    id: key.id,
-    project: key.project,
-    mode: keyModes[key.mode - 1] ?? "live",
-    expiresAt: key.expiresAt ? timestampDate(key.expiresAt) : null,
-    revokedAt: key.revokedAt ? timestampDate(key.revokedAt) : null,
-    successorUsable: key.successorUsable,
-  };
-}
-
-function signingKeysFrom(secrets: SigningSecret[]): Promise<SigningKey[]> {
-  return Promise.all(
-    secrets.map(async (secret) => ({
-      key: await importSigningKey(new Uint8Array(secret.key)),
-      expiresAt: secret.expiresAt ? timestampDate(secret.expiresAt) : null,
-    })),
-  );
-}
-
 async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
   const signingKeys = new Map<string, SigningKey[]>();
   for (const endpoint of state.signingSecrets) {
@@ -375,34 +328,5 @@ async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
       burst: state.defaultRateLimit?.burst ?? 20,
     },
     endpoints: new Map(state.endpoints.map((e) => [`${e.line}/${e.path}`, endpointFrom(e)])),
-  };
-}
-
-function endpointFrom(e: EndpointMessage): Endpoint {
-  return {
-    line: e.line,
-    path: e.path,
-    ipAllowlist: e.ipAllowlist,
-    schema: e.schema ?? null,
-    rateLimit: e.rateLimit
-      ? { requestsPerSecond: e.rateLimit.requestsPerSecond, burst: e.rateLimit.burst }
-      : null,
-    ordering: orderings[e.ordering - 1] ?? "none",
-    version: e.version,
-    updatedAt: e.updatedAt ? timestampDate(e.updatedAt) : new Date(0),
-    targets: e.targets.map((t) => ({
-      id: t.id,
-      name: t.name,
-      targetUrl: t.targetUrl,
-      deliveryMode: deliveryModes[t.deliveryMode - 1] ?? "async",
-      timeoutSeconds: t.timeoutSeconds ?? 30,
-      headers: t.headers,
-      // Absent when none, as the control plane's own read has them (store/routing.ts).
-      ...(t.maxDeliveriesPerSecond !== undefined && {
-        maxDeliveriesPerSecond: t.maxDeliveriesPerSecond,
-      }),
-      ...(t.maxConcurrent !== undefined && { maxConcurrent: t.maxConcurrent }),
-      ...(t.secretHeaders.length > 0 && { secretHeaders: t.secretHeaders }),
-    })),
   };
 }
