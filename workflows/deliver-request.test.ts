@@ -160,7 +160,10 @@ test("a delayed deliverRequest opens its request scheduled, waits on a timer, th
 
   expect(await handle.result()).toBe("delivered");
   const { targets: _, headers: __, bodyBase64: ___, ...request } = input;
-  expect(callsOf("openRequest").find((c) => c.args[1] === "scheduled")?.args[0]).toEqual(request);
+  const scheduled = callsOf("openRequest").find(
+    (c) => c.args[1] === "scheduled" && (c.args[0] as RequestRow).requestId === input.requestId,
+  );
+  expect(scheduled?.args[0]).toEqual(request);
   const [wait] = await timers(handle);
   expect(wait).toBeGreaterThan(1000);
   expect(wait).toBeLessThanOrEqual(1500);
