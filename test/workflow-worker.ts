@@ -37,7 +37,7 @@ import {
   firstAttemptsOfBatch,
   releasedAttemptsOfBatch,
 } from "../workflows/batch-attempts.ts";
-import type { DeliverInput, FirstAttempt, RequestRow } from "../workflows/deliveries.ts";
+import type { DeliverInput, RequestRow } from "../workflows/deliveries.ts";
 import type { deliverRequest } from "../workflows/workflows.ts";
 
 // The worker's state changes at INFO would fill the test output.
@@ -233,20 +233,22 @@ export const activities: Activities = {
     calls.push({ name: "settleRequest", args: [requestId] });
     return settled(requestId);
   },
-  async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean) {
+  async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean, mayHaveRun) {
     calls.push({ name: "firstAttempt", args: [request, delivery, only] });
+    const done = mayHaveRun ? await batchDeps("").deliveredBefore([delivery.requestId]) : null;
+    const status = done?.get(`${delivery.requestId} ${delivery.target.id}`);
+    if (status) return { kind: "delivered", status };
     if (turnedAway(delivery)) return BUSY;
     const verdict = attempt(delivery, "firstAttempt");
     const ends = only && verdict.kind !== "retry";
-    const answer: FirstAttempt = {
-      ...verdict,
-      ...(ends && { settled: settled(delivery.requestId) }),
-    };
-    return answer;
+    return { ...verdict, ...(ends && { settled: settled(delivery.requestId) }) };
   },
-  firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
+  async firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
     calls.push({ name: "firstAttemptsOfBatch", args: [requests.map((r) => r.requestId)] });
-    return firstAttemptsOfBatch(batchDeps(project), project, requests);
+    const firsts = await firstAttemptsOfBatch(batchDeps(project), project, requests);
+    // Project "lost-batch": its batch's activity delivers, then its answer is lost.
+    if (project === "lost-batch") throw new Error("the activity's answer was lost");
+    return firsts;
   },
   async deliver(input: DeliverInput) {
     calls.push({ name: "deliver", args: [input] });

@@ -91,12 +91,21 @@ export function createActivities(deps: ActivityDeps) {
     settleRequest: (requestId: string, targetIds: string[] = []): Promise<RequestStatus> =>
       requestLog.settleRequest(sql, requestId, targetIds),
     retryPolicy: async (): Promise<RetryPolicy> => retryPolicy,
-    firstAttempt: (
+    firstAttempt: async (
       request: RequestRow,
       delivery: DeliverInput,
       /** The request's only target: an attempt that ends it settles it in the same commit. */
       only: boolean,
-    ): Promise<FirstAttempt> => firstAttempt(attempts, request, delivery, only),
+      /** It may have run before (its task retried, its batch's activity lost): the log says. */
+      mayHaveRun = false,
+    ): Promise<FirstAttempt> => {
+      const { requestId } = request;
+      const delivered =
+        mayHaveRun &&
+        (await deliveredTargets(sql, [requestId])).get(`${requestId} ${delivery.target.id}`);
+      if (delivered) return { kind: "delivered", status: delivered };
+      return firstAttempt(attempts, request, delivery, only);
+    },
     /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
     firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>
       firstAttemptsOfBatch(batchDeps(), project, requests),

@@ -116,7 +116,7 @@ async function continueAlone(
 ): Promise<void> {
   await startChild(DELIVERY_WORKFLOW, {
     workflowId: request.requestId,
-    args: [{ ...request, ...(verdicts && { firstAttempts: verdicts }) }],
+    args: [{ ...request, fromBatch: true, ...(verdicts && { firstAttempts: verdicts }) }],
     // It outlives the batch: the batch ends once every request is settled or handed on.
     parentClosePolicy: ParentClosePolicy.ABANDON,
     searchAttributes: requestSearchAttributeLists(request, "delivering"),

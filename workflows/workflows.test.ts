@@ -122,6 +122,23 @@ test("deliverBatch of delayed requests opens them scheduled, waits for the last 
   expect(left).toBeGreaterThan(500);
 });
 
+test("requests a batch hands on after its activity's answer was lost deliver nothing again that the log shows delivered", async () => {
+  const fine = target("fine");
+  const requests = [delivery([fine]), delivery([fine])];
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "lost-batch", requests }],
+  });
+  expect(await batch.result()).toBe(2);
+  for (const { requestId } of requests) {
+    expect(await env.client.workflow.getHandle(String(requestId)).result()).toBe("delivered");
+    expect(attemptsOf(String(requestId)).map((a) => `${a.via} ${a.status}`)).toEqual([
+      "firstAttempt 200",
+    ]);
+  }
+});
+
 function sync(target: DeliveryTarget, ownsStatus: boolean) {
   const { targets: _, ...input } = delivery([target]);
   return env.client.workflow.start<typeof relaySync>("relaySync", {

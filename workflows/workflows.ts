@@ -162,7 +162,12 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
  */
 export interface ContinuedInput extends DeliveryInput, WaitLeft {
   firstAttempts?: (FirstAttempt | null)[];
+  /** Handed on by a batch: a first attempt made here may have been made there (its activity lost). */
+  fromBatch?: boolean;
 }
+
+/** The events before a workflow's first task runs: more, and that task was tried before. */
+const FIRST_TASK_EVENTS = 3;
 
 /** An ordered request's retries find it logged (histories begun before replay without it). */
 const OPEN_BEFORE_LANE_RETRIES = "open-before-lane-retries";
@@ -178,6 +183,9 @@ async function deliverAll(
   const { targets, headers, bodyBase64, body, firstAttempts: madeInBatch, ...request } = input;
   const deliveries = asyncDeliveries(input);
   const first = firstAttempts(deliveries);
+  // A first attempt that may have run before (a retried task: more events than a first task's,
+  // or its batch's activity lost) skips a target the log shows delivered.
+  const mayHaveRun = input.fromBatch === true || workflowInfo().historyLength > FIRST_TASK_EVENTS;
   // A first attempt that failed as a local activity (its writes to the log, say) is retried.
   const only = deliveries.length === 1;
   if (lane) {
@@ -189,7 +197,7 @@ async function deliverAll(
       // A batch that had the turn made the first attempt (../batch-attempts.ts).
       const verdict =
         madeInBatch?.[deliveries.indexOf(delivery)] ??
-        (await first.firstAttempt(request, delivery, only).catch(() => null));
+        (await first.firstAttempt(request, delivery, only, mayHaveRun).catch(() => null));
       if (verdict && "settled" in verdict) settled = verdict.settled;
       const next = retryingOf(delivery, verdict);
       if (!next) return;
@@ -209,7 +217,9 @@ async function deliverAll(
     madeInBatch ??
     (await Promise.all(
       deliveries.map((delivery) =>
-        first.firstAttempt(request, delivery, only).catch((): FirstAttempt | null => null),
+        first
+          .firstAttempt(request, delivery, only, mayHaveRun)
+          .catch((): FirstAttempt | null => null),
       ),
     ));
   const retrying = deliveries.flatMap((delivery, i) => retryingOf(delivery, verdicts[i]) ?? []);
