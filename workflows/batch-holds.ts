@@ -56,7 +56,6 @@ export function waitsInBatch(verdicts: (FirstAttempt | null)[], forTime: boolean
 }
 
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
-const HOLD_RECHECK = "1 hour";
 const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
 const LONG_HISTORY = 10_000;
@@ -180,7 +179,7 @@ export async function waitInBatch(
             targetsOf(w).some((t) => released.has(pair(w.request.requestId, t))) ||
             dueTargets(w).length > 0),
       );
-    const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK;
+    const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK_MS;
     const retime = () => forTime && attemptsEnded !== endedBefore;
     if (!(await condition(() => ready() || waiting.size === 0 || retime(), timeout))) {
       if (!forTime || Date.now() >= recheckAt) {
