@@ -1,7 +1,8 @@
 /**
  * The sweep of ordering lanes' heads (store/lanes.ts): a head that has not moved for a while is
- * looked up in Temporal; when its workflow no longer runs (terminated by hand, or its edge died
- * between the join and the start), it leaves its lane on its behalf and the next request is given
+ * looked up in Temporal; when the workflow carrying it (its own, or a batch's) no longer runs
+ * (terminated by hand, or its edge died between the join and the start), it leaves its lane on
+ * its behalf and the next request is given
  * the turn, so no lane waits for good on a request that will never deliver.
  */
 import type { Client } from "@temporalio/client";
@@ -29,12 +30,17 @@ export async function sweepLaneHeads(options: LaneSweepOptions, stillForMs = STI
   if (heads.length === 0) return 0;
   const client = await options.temporal();
   const running = new Set(
-    await runningWorkflows(client, [...new Set(heads.map((h) => h.requestId))]),
+    await runningWorkflows(client, [...new Set(heads.map((h) => h.workflowId))]),
   );
-  const gone = heads.filter((head) => !running.has(head.requestId));
+  const gone = heads.filter((head) => !running.has(head.workflowId));
   await passTurns(
     options.sql,
-    gone.map(({ laneId, requestId, targetId }) => ({ laneId, requestId, targetIds: [targetId] })),
+    gone.map(({ laneId, requestId, targetId, workflowId }) => ({
+      laneId,
+      requestId,
+      targetIds: [targetId],
+      carriedBy: workflowId,
+    })),
     (given) => signalTurns(client, given),
   );
   return gone.length;

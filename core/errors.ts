@@ -71,6 +71,10 @@ export class RelayError extends Error {
   }
 }
 
+/** A call Relay could not hand on (a store or Temporal did not take it): 503, to try again. */
+export const notQueued = () =>
+  new RelayError("unavailable", "the request could not be queued; try again");
+
 export function isErrorCode(value: string): value is ErrorCode {
   return Object.hasOwn(errorStatus, value);
 }

@@ -20,7 +20,7 @@ import {
   syncBudgetSeconds,
   syncWorkflowId,
 } from "../core/delivery.ts";
-import { RelayError } from "../core/errors.ts";
+import { notQueued, RelayError } from "../core/errors.ts";
 import { keyReused } from "../core/idempotency.ts";
 import {
   jsonPayload,
@@ -164,7 +164,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
           `${answer.name}: ${answer.message}${answer.cause ? ` (${String(answer.cause)})` : ""}`
         : `${answer.status} ${(await answer.text().catch(() => "")).slice(0, 300)}`;
     options.logError?.({ call, why }, "Temporal's HTTP API failed a call");
-    return new RelayError("unavailable", "the request could not be queued; try again");
+    return notQueued();
   }
 
   /**

@@ -203,18 +203,18 @@ export async function runningWorkflows(client: Client, workflowIds: string[]): P
 }
 
 /**
- * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLane`); answers
- * those whose workflows are gone (the signal found none running).
+ * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLane`), through
+ * the workflow carrying each (a batch's, or the request's own); answers those whose carriers are
+ * gone (the signal found none running).
  */
-export async function signalTurns<T extends { requestId: string; targetId: string }>(
-  client: Client,
-  given: T[],
-): Promise<T[]> {
+export async function signalTurns<
+  T extends { requestId: string; targetId: string; workflowId: string },
+>(client: Client, given: T[]): Promise<T[]> {
   const gone = await Promise.all(
     given.map((turn) =>
       client.workflow
-        .getHandle(turn.requestId)
-        .signal(LANE_GO_SIGNAL, { targetId: turn.targetId })
+        .getHandle(turn.workflowId)
+        .signal(LANE_GO_SIGNAL, { targetId: turn.targetId, requestId: turn.requestId })
         .then(
           () => [],
           (error: unknown) => {

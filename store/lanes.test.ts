@@ -2,7 +2,17 @@ import { afterAll, expect, test } from "vitest";
 import { newId } from "../core/secrets.ts";
 import { stack } from "../test/helpers.ts";
 import { connect } from "./db.ts";
-import { claimTurns, joinLane, leaveLane, pruneLaneEntries, stillHeads } from "./lanes.ts";
+import {
+  claimTurns,
+  claimTurnsInOrder,
+  joinLane,
+  leaveLane,
+  passTurns,
+  pruneLaneEntries,
+  releaseCarried,
+  stillHeads,
+  type TurnGiven,
+} from "./lanes.ts";
 
 const sql = connect(stack().databaseUrl, { max: 8 });
 const lanes: string[] = [];
@@ -30,7 +40,9 @@ test("the head has the turn; the others park, and leaving gives the turn to the 
   expect(await claim(lane, "r2")).toEqual({ a: "wait" });
   expect(await claim(lane, "r1")).toEqual({ a: "turn" });
   expect(await claim(lane, "r1")).toEqual({ a: "turn" }); // a retried claim
-  expect(await leave(lane, "r1")).toEqual([{ laneId: lane, requestId: "r2", targetId: "a" }]);
+  expect(await leave(lane, "r1")).toEqual([
+    { laneId: lane, requestId: "r2", targetId: "a", workflowId: "r2" },
+  ]);
   // r3 never claimed: it is given its turn when r2 leaves, and finds it when it claims.
   expect(await leave(lane, "r2")).toEqual([]);
   expect(await claim(lane, "r3")).toEqual({ a: "turn" });
@@ -45,7 +57,7 @@ test("each target is a queue of its own; a request leaving one target keeps its 
   await join(lane, "r2", ["a", "b"]);
   expect(await claim(lane, "r2", ["a", "b"])).toEqual({ a: "wait", b: "wait" });
   expect(await leave(lane, "r1", ["b"])).toEqual([
-    { laneId: lane, requestId: "r2", targetId: "b" },
+    { laneId: lane, requestId: "r2", targetId: "b", workflowId: "r2" },
   ]);
   expect(await claim(lane, "r2", ["a", "b"])).toEqual({ a: "wait", b: "turn" });
   // A cancelled request that was not the head leaves without giving anyone the turn.
@@ -53,14 +65,61 @@ test("each target is a queue of its own; a request leaving one target keeps its 
   expect(await leave(lane, "r1", ["a"])).toEqual([]);
 });
 
-test("a batch's claim does not park: no signal is sent before its request's workflow runs, which then finds its turn", async () => {
+test("a batch carries its parked requests: their turns are told to it, or kept when it leaves itself", async () => {
   const lane = newLane();
-  await join(lane, "r1");
-  await join(lane, "r2");
-  expect(await claim(lane, "r1")).toEqual({ a: "turn" });
-  expect(await sql.begin((tx) => claimTurns(tx, lane, "r2", ["a"], false))).toEqual({ a: "wait" });
-  expect(await leave(lane, "r1")).toEqual([]);
+  for (const r of ["r1", "r2", "r3"]) await join(lane, r);
+  const claims = ["r1", "r2", "r3"].map((requestId) => ({
+    laneId: lane,
+    requestId,
+    targetIds: ["a"],
+  }));
+  expect(await sql.begin((tx) => claimTurnsInOrder(tx, claims, "batch-1"))).toEqual([
+    { a: "turn" },
+    { a: "wait" },
+    { a: "wait" },
+  ]);
+  const told: TurnGiven[] = [];
+  const tell = async (given: TurnGiven[]) => {
+    told.push(...given);
+    return [];
+  };
+  // The batch leaving r1 keeps r2's turn (it attempts it itself); another leaver tells the batch.
+  const mine = (given: TurnGiven) => given.workflowId === "batch-1" && given.requestId === "r2";
+  const kept = await passTurns(
+    sql,
+    [{ laneId: lane, requestId: "r1", targetIds: ["a"] }],
+    tell,
+    mine,
+  );
+  expect(kept).toEqual([{ laneId: lane, requestId: "r2", targetId: "a", workflowId: "batch-1" }]);
+  expect(await passTurns(sql, [{ laneId: lane, requestId: "r2", targetIds: ["a"] }], tell)).toEqual(
+    [],
+  );
+  expect(told).toEqual([{ laneId: lane, requestId: "r3", targetId: "a", workflowId: "batch-1" }]);
+});
+
+test("a request its batch let go is not passed over when the gone batch's signal fails", async () => {
+  const lane = newLane();
+  for (const r of ["r1", "r2"]) await join(lane, r);
+  await claim(lane, "r1");
+  const claims = [{ laneId: lane, requestId: "r2", targetIds: ["a"] }];
+  await sql.begin((tx) => claimTurnsInOrder(tx, claims, "batch-2"));
+  await releaseCarried(sql, "batch-2", ["r2"]);
+  // r1 leaves; had r2 still been carried by the gone batch, it would leave too.
+  const gone = async (given: TurnGiven[]) => given;
+  await passTurns(sql, [{ laneId: lane, requestId: "r1", targetIds: ["a"] }], gone);
   expect(await claim(lane, "r2")).toEqual({ a: "turn" });
+  const [entry] = await sql<{ doneAt: Date | null }[]>`
+    select done_at from lane_entries where lane_id = ${lane} and request_id = 'r2'`;
+  expect(entry?.doneAt).toBeNull();
+  // Its carrier gone, a parked entry is left on its behalf, so the lane goes on.
+  await join(lane, "r3");
+  const r3 = [{ laneId: lane, requestId: "r3", targetIds: ["a"] }];
+  await sql.begin((tx) => claimTurnsInOrder(tx, r3, "batch-3"));
+  await passTurns(sql, [{ laneId: lane, requestId: "r2", targetIds: ["a"] }], gone);
+  expect(
+    (await sql`select 1 from lane_entries where lane_id = ${lane} and done_at is null`).count,
+  ).toBe(0);
 });
 
 test("a request with no entry (its place left on its behalf) is not held back", async () => {
@@ -95,7 +154,7 @@ test("a head that has not moved is found once per interval; left entries are pru
   await sql`update lane_entries set changed_at = now() - interval '1 hour' where lane_id = ${lane}`;
   const found = await stillHeads(sql, 10 * 60_000, 1000);
   expect(found.filter((h) => h.laneId === lane)).toEqual([
-    { laneId: lane, targetId: "a", requestId: "stuck" },
+    { laneId: lane, targetId: "a", requestId: "stuck", workflowId: "stuck" },
   ]);
   const again = await stillHeads(sql, 10 * 60_000, 1000);
   expect(again.filter((h) => h.laneId === lane)).toEqual([]);

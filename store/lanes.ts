@@ -3,163 +3,290 @@
  * target, the requests in join order. The lowest entry not done is the head and has the turn; a
  * request's workflow delivers to a target only in its turn, and passes the turn on when its series
  * of attempts there ends. Every change to a lane takes the lane's lock first, so a join's place,
- * a claim and a hand-over never interleave.
+ * a claim and a hand-over never interleave; a transaction that also counts waiting deliveries
+ * (store/waiting.ts) takes the project's waiting lock before any lane's.
  */
 import type { Sql, Transaction } from "./db.ts";
 
 /** The advisory lock's first key (any constant); the lane's hash is the second. */
 const LANE_LOCK = 7_243_005;
 
-/** Until the caller's commit: each of these runs in a transaction. */
-async function lockLane(tx: Transaction, laneId: string): Promise<void> {
-  await tx`select pg_advisory_xact_lock(${LANE_LOCK}, hashtext(${laneId}))`;
+/**
+ * Every lane of these, until the caller's commit, locked in one order (the locks' keys
+ * ascending), so two transactions that lock several lanes never wait on each other's.
+ */
+async function lockLanes(tx: Transaction, laneIds: string[]): Promise<void> {
+  await tx`
+    select pg_advisory_xact_lock(${LANE_LOCK}, k) from (
+      select distinct hashtext(id) as k from unnest(${laneIds}::text[]) as t(id) order by k
+    ) keys`;
 }
 
 /** Whether a request may deliver to a target now, or waits for the signal of its turn. */
 export type Turn = "turn" | "wait";
 
-/** A parked request given its turn at a target: its workflow is signalled. */
+/** A parked request given its turn at a target: the workflow carrying it is signalled. */
 export interface TurnGiven {
   laneId: string;
   requestId: string;
   targetId: string;
+  /** Its carrier (a batch holding it, migration 025), or the request's own workflow. */
+  workflowId: string;
 }
 
+/** A request's place in its lane, at each of its async targets (a join's, or a claim's). */
+export interface LaneClaim {
+  laneId: string;
+  requestId: string;
+  targetIds: string[];
+}
+
+/** The places' (lane, request, target) triples, as arrays for `unnest`. */
+function triples(places: LaneClaim[]) {
+  const flat = places.flatMap(({ laneId, requestId, targetIds }) =>
+    targetIds.map((targetId) => ({ laneId, requestId, targetId })),
+  );
+  return {
+    lanes: flat.map((t) => t.laneId),
+    requests: flat.map((t) => t.requestId),
+    targets: flat.map((t) => t.targetId),
+  };
+}
+
+const entryKey = (laneId: string, requestId: string, targetId: string) =>
+  `${laneId}\n${requestId}\n${targetId}`;
+
 /**
- * A request joins its lane behind everything there, at each target in order; a join repeated
- * (a retried call, an Idempotency-Key's repeat) joins nothing. True when it joined anew.
+ * Requests join their lanes behind everything there, in the order given (at each target in
+ * order); a join repeated (a retried call, an Idempotency-Key's repeat) joins nothing. Answers
+ * which requests joined anew.
  */
+async function joinAll(q: Transaction, places: LaneClaim[]): Promise<Set<string>> {
+  await lockLanes(
+    q,
+    places.map((p) => p.laneId),
+  );
+  const { lanes, requests, targets } = triples(places);
+  const joined = await q<{ requestId: string }[]>`
+    insert into lane_entries (lane_id, target_id, request_id)
+    select l, t, r from unnest(${lanes}::text[], ${targets}::text[], ${requests}::text[])
+      with ordinality as p(l, t, r, n)
+    order by p.n
+    on conflict (request_id, lane_id, target_id) do nothing
+    returning request_id`;
+  return new Set(joined.map((row) => row.requestId));
+}
+
+/** A request joins its lane (`joinAll`): true when it joined anew. */
 export async function joinLane(
   q: Transaction,
   laneId: string,
   requestId: string,
   targetIds: string[],
 ): Promise<boolean> {
-  await lockLane(q, laneId);
-  const joined = await q`
-    insert into lane_entries (lane_id, target_id, request_id)
-    select ${laneId}, t.id, ${requestId}
-    from unnest(${targetIds}::text[]) with ordinality as t(id, n) order by t.n
-    on conflict (request_id, lane_id, target_id) do nothing`;
-  return joined.count > 0;
+  return (await joinAll(q, [{ laneId, requestId, targetIds }])).has(requestId);
 }
 
 /**
- * Calls accepted together join their lanes, in their order; the lanes locked in one order (by
- * id) whatever the calls', so two acceptances never wait on each other's locks.
+ * Calls accepted together join their lanes, in their order, in one statement. Answers how many
+ * had a place already (their edge, not answered in time, took the place for a start of its own).
  */
-export async function joinLanes(
+export async function joinLanes(q: Transaction, places: LaneClaim[]): Promise<number> {
+  if (places.length === 0) return 0;
+  const joined = await joinAll(q, places);
+  return places.filter((p) => !joined.has(p.requestId)).length;
+}
+
+/**
+ * Requests' turns at their targets, each lane's in the order given: the head of a target's queue
+ * takes it, the others park and wait for the signal `leaveLanes` answers for. A parked entry is
+ * carried by `carrier` (a batch, ../workflows/batch-holds.ts) or, without one, by the request's
+ * own workflow, which so takes it over from a batch. A request with no entry at a target (its
+ * join lost, or its entry left on its behalf) is not held back.
+ */
+export async function claimTurnsInOrder(
   q: Transaction,
-  places: { laneId: string; requestId: string; targetIds: string[] }[],
-): Promise<void> {
-  const byLane = [...places].sort((a, b) =>
-    a.laneId < b.laneId ? -1 : a.laneId > b.laneId ? 1 : 0,
+  claims: LaneClaim[],
+  carrier: string | null,
+): Promise<Record<string, Turn>[]> {
+  if (claims.length === 0) return [];
+  await lockLanes(
+    q,
+    claims.map((c) => c.laneId),
   );
-  for (const { laneId, requestId, targetIds } of byLane) {
-    await joinLane(q, laneId, requestId, targetIds);
-  }
+  const { lanes, requests, targets } = triples(claims);
+  await q`
+    update lane_entries e set turn = true, changed_at = now()
+    from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[])
+      as c(lane_id, request_id, target_id)
+    where e.lane_id = c.lane_id and e.request_id = c.request_id and e.target_id = c.target_id
+      and e.done_at is null and not e.turn
+      and not exists (
+        select 1 from lane_entries o
+        where o.lane_id = e.lane_id and o.target_id = e.target_id and o.done_at is null
+          and o.seq < e.seq)`;
+  const entries = await q<{ laneId: string; requestId: string; targetId: string; turn: boolean }[]>`
+    update lane_entries e set parked = not e.turn, carrier = ${carrier}
+    from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[])
+      as c(lane_id, request_id, target_id)
+    where e.lane_id = c.lane_id and e.request_id = c.request_id and e.target_id = c.target_id
+      and e.done_at is null
+    returning e.lane_id, e.request_id, e.target_id, e.turn`;
+  const waits = new Set(
+    entries.filter((e) => !e.turn).map((e) => entryKey(e.laneId, e.requestId, e.targetId)),
+  );
+  return claims.map(({ laneId, requestId, targetIds }) =>
+    Object.fromEntries(
+      targetIds.map((id) => [id, waits.has(entryKey(laneId, requestId, id)) ? "wait" : "turn"]),
+    ),
+  );
 }
 
-/**
- * A request's turn at each of its targets: the head of a target's queue takes it. With `park`
- * (the request's own workflow claims, and waits for the signal `leaveLane` answers for), the
- * others park; without (a batch claims for a request whose workflow is yet to start, so no signal
- * could reach it), they wait unparked and find their turn when that workflow claims. A request
- * with no entry at a target (its join lost, or its entry left on its behalf) is not held back.
- */
+/** A request's turns at its targets (`claimTurnsInOrder`), carried by its own workflow. */
 export async function claimTurns(
   q: Transaction,
   laneId: string,
   requestId: string,
   targetIds: string[],
-  park = true,
 ): Promise<Record<string, Turn>> {
-  await lockLane(q, laneId);
-  await q`
-    update lane_entries e set turn = true, changed_at = now()
-    where e.lane_id = ${laneId} and e.request_id = ${requestId}
-      and e.target_id = any(${targetIds}::text[]) and e.done_at is null and not e.turn
-      and not exists (
-        select 1 from lane_entries o
-        where o.lane_id = e.lane_id and o.target_id = e.target_id and o.done_at is null
-          and o.seq < e.seq)`;
-  const waiting = await q<{ targetId: string }[]>`
-    update lane_entries set parked = parked or ${park}
-    where lane_id = ${laneId} and request_id = ${requestId}
-      and target_id = any(${targetIds}::text[]) and done_at is null and not turn
-    returning target_id`;
-  const waits = new Set(waiting.map((p) => p.targetId));
-  return Object.fromEntries(targetIds.map((id) => [id, waits.has(id) ? "wait" : "turn"]));
+  const [turns] = await claimTurnsInOrder(q, [{ laneId, requestId, targetIds }], null);
+  return turns ?? {};
 }
 
 /**
- * A request leaves its lane at these targets (its series there ended, it was cancelled, or its
- * workflow is gone), and each target's next request gets the turn. Answers the heads there that
- * have the turn and are parked: their workflows wait for a signal (one told before is told again,
- * harmlessly, so a retried leave loses no signal); one not parked finds its turn when it claims.
+ * A batch lets these requests go on as workflows of their own: their entries it carried are
+ * unparked, so a turn given them meanwhile is found by their own claim, not signalled to a batch
+ * that may be gone (whose signal failing would pass them over).
  */
-export async function leaveLane(
-  q: Transaction,
-  laneId: string,
-  requestId: string,
-  targetIds: string[],
-): Promise<TurnGiven[]> {
-  await lockLane(q, laneId);
+export async function releaseCarried(
+  q: Sql | Transaction,
+  carrier: string,
+  requestIds: string[],
+): Promise<void> {
   await q`
-    update lane_entries set done_at = now(), changed_at = now()
-    where lane_id = ${laneId} and request_id = ${requestId}
-      and target_id = any(${targetIds}::text[]) and done_at is null`;
-  // Each target's head by the index, whatever the queue's length behind it.
+    update lane_entries set parked = false, carrier = null
+    where request_id = any(${requestIds}::text[]) and carrier = ${carrier} and done_at is null`;
+}
+
+/** Requests leaving their lane at targets; `carriedBy`: only if that carrier (gone) still has them. */
+export interface Leaving extends LaneClaim {
+  carriedBy?: string | undefined;
+}
+
+/**
+ * Requests leave their lanes at these targets (a series there ended, a cancel, or a workflow
+ * gone), and each target's next request gets the turn. Answers the heads there that have the
+ * turn and are parked: their carriers wait for a signal (one told before is told again,
+ * harmlessly, so a retried leave loses no signal); one not parked finds its turn when it claims.
+ * With `carriedBy` (its carrier gone), a request leaves only entries that carrier still carries:
+ * one a batch let go meanwhile is its own workflow's now.
+ */
+export async function leaveLanes(q: Transaction, leaving: Leaving[]): Promise<TurnGiven[]> {
+  if (leaving.length === 0) return [];
+  await lockLanes(
+    q,
+    leaving.map((l) => l.laneId),
+  );
+  const { lanes, requests, targets } = triples(leaving);
+  const carriers = leaving.flatMap((l) => l.targetIds.map(() => l.carriedBy ?? null));
+  const left = await q<{ laneId: string; targetId: string }[]>`
+    update lane_entries e set done_at = now(), changed_at = now()
+    from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[], ${carriers}::text[])
+      as l(lane_id, request_id, target_id, carried_by)
+    where e.lane_id = l.lane_id and e.request_id = l.request_id and e.target_id = l.target_id
+      and e.done_at is null
+      and (l.carried_by is null or coalesce(e.carrier, e.request_id) = l.carried_by)
+    returning e.lane_id, e.target_id`;
+  // A retried leave (nothing left) still answers the heads, so no signal is lost; one on behalf
+  // of a gone carrier that left nothing answers none.
+  const queues = new Map<string, { laneId: string; targetId: string }>();
+  for (const l of leaving) {
+    if (l.carriedBy !== undefined) continue;
+    for (const targetId of l.targetIds)
+      queues.set(`${l.laneId}\n${targetId}`, { laneId: l.laneId, targetId });
+  }
+  for (const l of left) queues.set(`${l.laneId}\n${l.targetId}`, l);
+  if (queues.size === 0) return [];
+  const at = [...queues.values()];
+  // Each queue's head by the index, whatever the queue's length behind it.
   const heads = await q<(TurnGiven & { seq: string; turn: boolean; parked: boolean })[]>`
-    select h.* from unnest(${targetIds}::text[]) as t(id) cross join lateral (
-      select lane_id, request_id, target_id, seq, turn, parked from lane_entries
-      where lane_id = ${laneId} and target_id = t.id and done_at is null
+    select h.* from unnest(${at.map((a) => a.laneId)}::text[], ${at.map((a) => a.targetId)}::text[])
+      as t(lane_id, target_id)
+    cross join lateral (
+      select lane_id, request_id, target_id, seq, turn, parked,
+        coalesce(carrier, request_id) as workflow_id
+      from lane_entries
+      where lane_id = t.lane_id and target_id = t.target_id and done_at is null
       order by seq limit 1
     ) h`;
   const given = heads.filter((h) => !h.turn);
   if (given.length > 0) {
     await q`
       update lane_entries set turn = true, changed_at = now()
-      where lane_id = ${laneId} and (target_id, seq) in (
-        select * from unnest(${given.map((h) => h.targetId)}::text[], ${given.map((h) => h.seq)}::bigint[]))`;
+      where (lane_id, target_id, seq) in (
+        select * from unnest(${given.map((h) => h.laneId)}::text[],
+          ${given.map((h) => h.targetId)}::text[], ${given.map((h) => h.seq)}::bigint[]))`;
   }
   return heads
     .filter((h) => h.parked)
-    .map(({ laneId, requestId, targetId }) => ({ laneId, requestId, targetId }));
+    .map(({ laneId, requestId, targetId, workflowId }) => ({
+      laneId,
+      requestId,
+      targetId,
+      workflowId,
+    }));
 }
 
-/** Tells parked requests their turn came; answers those whose workflows are gone. */
+/** One request leaves its lane at these targets (`leaveLanes`). */
+export async function leaveLane(
+  q: Transaction,
+  laneId: string,
+  requestId: string,
+  targetIds: string[],
+): Promise<TurnGiven[]> {
+  return leaveLanes(q, [{ laneId, requestId, targetIds }]);
+}
+
+/** Tells parked requests' carriers their turn came; answers those whose carriers are gone. */
 export type TellTurns = (given: TurnGiven[]) => Promise<TurnGiven[]>;
 
 /**
- * Requests leave their lanes (`leaveLane`), and the parked ones given the turn are told; one
- * whose workflow is gone leaves in its turn too, so a lane never waits on it.
+ * Requests leave their lanes (`leaveLane`, all of a round in one transaction), and the parked
+ * ones given the turn are told; one whose carrier is gone leaves in its turn too, so a lane never
+ * waits on it. Turns given that `keep` keeps are not told but answered: the batch leaving them
+ * attempts those requests itself.
  */
 export async function passTurns(
   sql: Sql,
-  left: { laneId: string; requestId: string; targetIds: string[] }[],
+  left: Leaving[],
   tell: TellTurns,
-): Promise<void> {
+  keep: (given: TurnGiven) => boolean = () => false,
+): Promise<TurnGiven[]> {
+  const kept: TurnGiven[] = [];
   let leaving = left;
   while (leaving.length > 0) {
-    const given = await Promise.all(
-      leaving.map(({ laneId, requestId, targetIds }) =>
-        sql.begin((tx) => leaveLane(tx, laneId, requestId, targetIds)),
-      ),
+    const round = leaving;
+    const given = await sql.begin((tx) => leaveLanes(tx, round));
+    kept.push(...given.filter(keep));
+    leaving = (await tell(given.filter((g) => !keep(g)))).map(
+      ({ laneId, requestId, targetId, workflowId }) => ({
+        laneId,
+        requestId,
+        targetIds: [targetId],
+        carriedBy: workflowId,
+      }),
     );
-    leaving = (await tell(given.flat())).map(({ laneId, requestId, targetId }) => ({
-      laneId,
-      requestId,
-      targetIds: [targetId],
-    }));
   }
+  return kept;
 }
 
-/** A lane's head that has not moved for a while: its workflow may be gone (`lane-sweep`). */
+/** A lane's head that has not moved for a while: its carrier may be gone (`lane-sweep`). */
 export interface StillHead {
   laneId: string;
   targetId: string;
   requestId: string;
+  /** The workflow that carries it: a batch's, or the request's own. */
+  workflowId: string;
 }
 
 /**
@@ -178,7 +305,7 @@ export async function stillHeads(sql: Sql, forMs: number, limit: number): Promis
       where changed_at < now() - make_interval(secs => ${forMs / 1000}) limit ${limit}
     ) still
     where e.lane_id = still.lane_id and e.target_id = still.target_id and e.seq = still.seq
-    returning e.lane_id, e.target_id, e.request_id`;
+    returning e.lane_id, e.target_id, e.request_id, coalesce(e.carrier, e.request_id) as workflow_id`;
 }
 
 /** Entries left before `before` are forgotten (the log's retention), at most `limit`. */

@@ -49,19 +49,31 @@ export async function laneWait(
   waiting: boolean,
   caps: PlanCaps,
 ): Promise<void> {
-  const [project] = await tx<
-    { id: string }[]
-  >`select id from projects where slug = ${wait.project}`;
+  await laneWaits(tx, wait.project, [wait], waiting, caps);
+}
+
+/** Ordered requests of a project (a batch's) enter their lanes or leave them, in one change. */
+export async function laneWaits(
+  tx: Queryable,
+  projectSlug: string,
+  waits: { requestId: string; laneId: string }[],
+  waiting: boolean,
+  caps: PlanCaps,
+): Promise<void> {
+  if (waits.length === 0) return;
+  const [project] = await tx<{ id: string }[]>`select id from projects where slug = ${projectSlug}`;
   if (!project) return;
+  const requestIds = waits.map((w) => w.requestId);
   await changeHeld(tx, { projectId: project.id }, caps, async (q) =>
     waiting
       ? (
           await q`
             insert into lane_waits (request_id, project_id, lane_id)
-            values (${wait.requestId}, ${project.id}, ${wait.laneId})
+            select r, ${project.id}, l
+            from unnest(${requestIds}::text[], ${waits.map((w) => w.laneId)}::text[]) as t(r, l)
             on conflict do nothing`
         ).count
-      : -(await q`delete from lane_waits where request_id = ${wait.requestId}`).count,
+      : -(await q`delete from lane_waits where request_id = any(${requestIds}::text[])`).count,
   );
 }
 

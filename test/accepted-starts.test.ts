@@ -157,6 +157,33 @@ test("a lone call's acceptance keeps its holds and its start together, or neithe
   expect(await held()).toEqual(["req_lone_a", "req_lone_c"]);
 });
 
+test("an acceptance whose ordered call's place its edge took meanwhile, for a start of its own, is refused whole: nothing kept to start twice", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const place = (requestId: string) => ({
+    project: p.slug,
+    laneId: `lane:${p.slug}:${"a".repeat(32)}`,
+    requestId,
+    targetIds: ["sink"],
+  });
+  // The edge, its acceptance unanswered in time, joined req_late_b alone.
+  expect((await edge.joinLane({ place: place("req_late_b") })).joined).toBe(true);
+  await expect(
+    edge.acceptCalls({
+      project: p.slug,
+      keyMode: KeyMode.LIVE,
+      calls: ["req_late_a", "req_late_b"].map((requestId) => ({ requestId, holds: [] })),
+      workflowId: "batch-req_late_a",
+      start: new TextEncoder().encode("{}"),
+      started: [],
+      lanes: [place("req_late_a"), place("req_late_b")],
+    }),
+  ).rejects.toMatchObject({ code: Code.AlreadyExists });
+  const kept = await sql`select 1 from accepted_starts where workflow_id = 'batch-req_late_a'`;
+  const joined = await sql`select 1 from lane_entries where request_id = 'req_late_a'`;
+  expect([kept.length, joined.length]).toEqual([0, 0]);
+});
+
 test("a sweep claims the projects' due starts in turn: one project's backlog does not hold back another's first", async () => {
   /** Carries what was claimed out of the transaction, which it rolls back. */
   class Claimed extends Error {

@@ -179,15 +179,13 @@ export const activities: Activities = {
   releaseHeld: async () => [],
   // No target is limited here, so no batch holds a delivery: test/flow-control.test.ts does.
   async holdInBatch() {},
-  releasedAttemptsOfBatch(project, _workflowId, released) {
+  releasedAttemptsOfBatch(project, workflowId, released) {
     calls.push({ name: "releasedAttemptsOfBatch", args: [released] });
-    return releasedAttemptsOfBatch(
-      { ...batchDeps(project), holdAgain: async () => {} },
-      project,
-      released,
-    );
+    const deps = { ...batchDeps(), holdAgain: async () => {} };
+    return releasedAttemptsOfBatch(deps, project, workflowId, released);
   },
   async forgetHeldInBatch() {},
+  async releaseCarried() {},
   // Lanes as store/lanes.ts keeps them, in memory; the real stack's: test/ordered-delivery.test.ts.
   async enterLane(wait, targetIds, join) {
     if (join) joinLaneAsEdge(wait.laneId, wait.requestId, targetIds);
@@ -235,7 +233,7 @@ export const activities: Activities = {
   },
   async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean, mayHaveRun) {
     calls.push({ name: "firstAttempt", args: [request, delivery, only] });
-    const done = mayHaveRun ? await batchDeps("").deliveredBefore([delivery.requestId]) : null;
+    const done = mayHaveRun ? await batchDeps().deliveredBefore([delivery.requestId]) : null;
     const status = done?.get(`${delivery.requestId} ${delivery.target.id}`);
     if (status) return { kind: "delivered", status };
     if (turnedAway(delivery)) return BUSY;
@@ -245,7 +243,7 @@ export const activities: Activities = {
   },
   async firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
     calls.push({ name: "firstAttemptsOfBatch", args: [requests.map((r) => r.requestId)] });
-    const firsts = await firstAttemptsOfBatch(batchDeps(project), project, requests);
+    const firsts = await firstAttemptsOfBatch(batchDeps(), project, "batch", requests);
     // Project "lost-batch": its batch's activity delivers, then its answer is lost.
     if (project === "lost-batch") throw new Error("the activity's answer was lost");
     return firsts;
@@ -282,7 +280,7 @@ export const activities: Activities = {
 };
 
 /** A batch's attempts as the worker makes them (workflows/batch-attempts.ts), on the mocks. */
-function batchDeps(project: string): BatchAttemptDeps {
+function batchDeps(): BatchAttemptDeps {
   return {
     attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
     settle: (requestId) => activities.settleRequest(requestId),
@@ -295,11 +293,8 @@ function batchDeps(project: string): BatchAttemptDeps {
         ),
       ),
     slots: new ProjectSlots({ slots: 100, perProject: 100 }),
-    lanes: {
-      claim: (laneId, requestId, targetIds) =>
-        activities.enterLane({ laneId, requestId, project }, targetIds, false),
-      leave: (laneId, requestId, targetIds) => activities.leaveLane(laneId, requestId, targetIds),
-    },
+    // Ordered batches run on the real stack only (test/ordered-delivery.test.ts).
+    lanes: { claim: async () => [], leave: async () => [], stopWaiting: async () => {} },
   };
 }
 

@@ -17,12 +17,19 @@ import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import * as waitingDeliveries from "../store/held.ts";
-import { claimTurns, joinLane, passTurns, type Turn } from "../store/lanes.ts";
+import {
+  claimTurns,
+  claimTurnsInOrder,
+  joinLane,
+  passTurns,
+  releaseCarried,
+  type Turn,
+} from "../store/lanes.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
-import { laneWait } from "../store/waiting.ts";
+import { laneWait, laneWaits } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import { deliver, firstAttempt, relaySyncCall } from "./attempts.ts";
 import {
@@ -31,7 +38,14 @@ import {
   type ReleasedInBatch,
   releasedAttemptsOfBatch,
 } from "./batch-attempts.ts";
-import type { BatchedFirst, Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
+import type {
+  BatchedFirst,
+  Busy,
+  DeliverInput,
+  FirstAttempt,
+  InLane,
+  RequestRow,
+} from "./deliveries.ts";
 import { notifier } from "./notify.ts";
 
 /** Bounds the worker's cache of opened signing keys. */
@@ -48,7 +62,7 @@ export function createActivities(deps: ActivityDeps) {
     endAttempt: groupCommit(sql, endAttempts),
   };
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
-  const batchDeps = (): BatchAttemptDeps => {
+  const batchDeps = (project: string): BatchAttemptDeps => {
     const batch = {
       ...attempts,
       holdOf: readOnce(attempts.holdOf),
@@ -61,10 +75,16 @@ export function createActivities(deps: ActivityDeps) {
       deliveredBefore: (requestIds) => deliveredTargets(sql, requestIds),
       slots: deps.slots.attempts,
       lanes: {
-        claim: (laneId, requestId, targetIds) =>
-          sql.begin((tx) => claimTurns(tx, laneId, requestId, targetIds, false)),
-        leave: (laneId, requestId, targetIds) =>
-          passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns),
+        claim: async (claims, carrier) => {
+          const turns = await sql.begin((tx) => claimTurnsInOrder(tx, claims, carrier));
+          // Counted after: a project's waiting lock is taken before a lane's, never after.
+          const waits = claims.filter((_, i) => Object.values(turns[i] ?? {}).includes("wait"));
+          await sql.begin((tx) => laneWaits(tx, project, waits, true, waitingCaps));
+          return turns;
+        },
+        leave: (leaving, keep) => passTurns(sql, leaving, deps.lanes.tellTurns, keep),
+        stopWaiting: (waits) =>
+          sql.begin((tx) => laneWaits(tx, project, waits, false, waitingCaps)),
       },
     };
   };
@@ -108,7 +128,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
     firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>
-      firstAttemptsOfBatch(batchDeps(), project, requests),
+      firstAttemptsOfBatch(batchDeps(project), project, batchOfActivity(), requests),
     /** Deliveries a batch holds for limited targets (./batch-holds.ts). */
     holdInBatch,
     /** The attempts of a batch's deliveries their drains let go (./batch-attempts.ts). */
@@ -116,10 +136,10 @@ export function createActivities(deps: ActivityDeps) {
       project: string,
       workflowId: string,
       released: ReleasedInBatch[],
-    ): Promise<(FirstAttempt | null)[][]> =>
+    ): Promise<((FirstAttempt | null)[] | InLane)[]> =>
       releasedAttemptsOfBatch(
         {
-          ...batchDeps(),
+          ...batchDeps(project),
           holdAgain: (held) =>
             holdInBatch(
               workflowId,
@@ -131,11 +151,15 @@ export function createActivities(deps: ActivityDeps) {
             ),
         },
         project,
+        workflowId,
         released,
       ),
     /** A batch's held deliveries of these requests, which go on as workflows of their own. */
     forgetHeldInBatch: (workflowId: string, requestIds: string[]): Promise<void> =>
       waitingDeliveries.forgetHeldInBatch(sql, workflowId, requestIds, waitingCaps),
+    /** A batch's ordered requests go on as workflows of their own: it carries them no more. */
+    releaseCarried: (workflowId: string, requestIds: string[]): Promise<void> =>
+      releaseCarried(sql, workflowId, requestIds),
     deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
     holdDelivery: async (
       targetId: string,
@@ -179,8 +203,9 @@ export function createActivities(deps: ActivityDeps) {
      * It leaves its lane at these targets: the parked requests given the turn are signalled
      * from here (one client call each, not a workflow command's trip through Temporal's queues).
      */
-    leaveLane: (laneId: string, requestId: string, targetIds: string[]): Promise<void> =>
-      passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns),
+    leaveLane: async (laneId: string, requestId: string, targetIds: string[]): Promise<void> => {
+      await passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns);
+    },
     /** An ordered request enters its lane (or leaves it): a waiting delivery of its project. */
     laneWait: (
       wait: { requestId: string; project: string; laneId: string },
@@ -227,6 +252,13 @@ export function createActivities(deps: ActivityDeps) {
     pruneExpiredRequests: async (): Promise<Pruned> =>
       pruneRequestLog(sql, await now(), logRetentionMs),
   };
+}
+
+/** The workflow id of the batch whose local activity runs now: it carries the batch's lanes. */
+function batchOfActivity(): string {
+  const batch = Context.current().info.workflowExecution?.workflowId;
+  if (!batch) throw new Error("a batch's attempts run only as its local activity");
+  return batch;
 }
 
 /** A notification over its project's share is tried again as a busy attempt would be. */

@@ -1,29 +1,67 @@
 import { expect, test } from "vitest";
 import { ProjectSlots } from "../core/project-slots.ts";
+import type { TurnGiven } from "../store/lanes.ts";
 import { delivery, target } from "../test/workflow-worker.ts";
 import {
   type BatchAttemptDeps,
   firstAttemptsOfBatch,
   releasedAttemptsOfBatch,
 } from "./batch-attempts.ts";
+import type { LaneDeps } from "./batch-lanes.ts";
+import type { FirstAttempt } from "./deliveries.ts";
 
 const origin = target("origin");
+const BATCH = "batch-1";
+
+/** One lane at `origin`, its requests in `order`, as store/lanes.ts keeps it; turns told are noted. */
+function laneOf(order: string[]) {
+  const done = new Set<string>();
+  const told: string[] = [];
+  const head = () => order.find((id) => !done.has(id));
+  const lanes: LaneDeps = {
+    claim: async (claims) =>
+      claims.map((c) =>
+        Object.fromEntries(c.targetIds.map((t) => [t, head() === c.requestId ? "turn" : "wait"])),
+      ),
+    leave: async (leaving, keep) => {
+      for (const { requestId } of leaving) done.add(requestId);
+      const next = head();
+      if (!next) return [];
+      const given: TurnGiven = {
+        laneId: "lane",
+        requestId: next,
+        targetId: origin.id,
+        workflowId: BATCH,
+      };
+      if (keep(given)) return [given];
+      told.push(next);
+      return [];
+    },
+    stopWaiting: async () => {},
+  };
+  return { lanes, told };
+}
 
 /** A batch's attempts where `before` was delivered already; each attempt made is noted. */
-function attemptsWhere(before: { requestId: string }) {
+function attemptsWhere(
+  before: { requestId: string },
+  lanes = laneOf([]).lanes,
+  answer = (_requestId: string): FirstAttempt => ({
+    kind: "delivered",
+    status: 200,
+    settled: "delivered",
+  }),
+) {
   const attempted: string[] = [];
   const deps: BatchAttemptDeps = {
     async attempt(request) {
       attempted.push(request.requestId);
-      return { kind: "delivered", status: 200, settled: "delivered" };
+      return answer(request.requestId);
     },
     settle: async () => "delivered",
     deliveredBefore: async () => new Map([[`${before.requestId} ${origin.id}`, 204]]),
     slots: new ProjectSlots({ slots: 10, perProject: 10 }),
-    lanes: {
-      claim: async () => ({}),
-      leave: async () => {},
-    },
+    lanes,
   };
   return { deps, attempted };
 }
@@ -31,7 +69,7 @@ function attemptsWhere(before: { requestId: string }) {
 test("a batch's first attempts run again (their workflow task lost) deliver nothing the log shows delivered", async () => {
   const [before, fresh] = [delivery([origin]), delivery([origin])];
   const { deps, attempted } = attemptsWhere(before);
-  const firsts = await firstAttemptsOfBatch(deps, "acme", [before, fresh]);
+  const firsts = await firstAttemptsOfBatch(deps, "acme", BATCH, [before, fresh]);
   expect(attempted).toEqual([fresh.requestId]);
   expect(firsts).toEqual([{ settled: "delivered" }, { settled: "delivered" }]);
 });
@@ -47,8 +85,60 @@ test("a batch's later attempts (a retry, a wait for room) run again deliver noth
   const verdicts = await releasedAttemptsOfBatch(
     { ...deps, holdAgain: async () => {} },
     "acme",
+    BATCH,
     again,
   );
   expect(attempted).toEqual([fresh.requestId]);
-  expect(verdicts.map(([v]) => v?.kind)).toEqual(["delivered", "delivered"]);
+  expect(verdicts.map((v) => typeof v !== "string" && v[0]?.kind)).toEqual([
+    "delivered",
+    "delivered",
+  ]);
+});
+
+const ordered = (key: string) => ({ ...delivery([origin]), ordering: { laneId: "lane", key } });
+
+test("a contended key's calls in one batch go one after another in one activity; a retry keeps the turn, and those behind it wait", async () => {
+  const calls = [1, 2, 3, 4].map(() => ordered("k"));
+  const ids = calls.map((c) => c.requestId);
+  const { lanes, told } = laneOf(ids);
+  const retried = ids[2];
+  const { deps, attempted } = attemptsWhere({ requestId: "none" }, lanes, (requestId) =>
+    requestId === retried
+      ? { kind: "retry", type: "TargetRetry", message: "503", delayMs: 1000 }
+      : { kind: "delivered", status: 200, settled: "delivered" },
+  );
+  const firsts = await firstAttemptsOfBatch(deps, "acme", BATCH, calls);
+  expect(attempted).toEqual(ids.slice(0, 3));
+  expect(firsts).toEqual([
+    { settled: "delivered" },
+    { settled: "delivered" },
+    { verdicts: [{ kind: "retry", type: "TargetRetry", message: "503", delayMs: 1000 }] },
+    { inLane: "waits" },
+  ]);
+  expect(told).toEqual([]);
+});
+
+test("calls behind another batch's head wait in their lane, unattempted; told later, they go in turn", async () => {
+  const calls = [1, 2].map(() => ordered("k"));
+  const ids = calls.map((c) => c.requestId);
+  const { lanes } = laneOf(["elsewhere", ...ids]);
+  const { deps, attempted } = attemptsWhere({ requestId: "none" }, lanes);
+  expect(await firstAttemptsOfBatch(deps, "acme", BATCH, calls)).toEqual([
+    { inLane: "waits" },
+    { inLane: "waits" },
+  ]);
+  expect(attempted).toEqual([]);
+  await lanes.leave(
+    [{ laneId: "lane", requestId: "elsewhere", targetIds: [origin.id] }],
+    () => false,
+  );
+  const waiting = calls.map((request) => ({ request, targetIds: [origin.id], inLane: true }));
+  const later = await releasedAttemptsOfBatch(
+    { ...deps, holdAgain: async () => {} },
+    "acme",
+    BATCH,
+    waiting,
+  );
+  expect(attempted).toEqual(ids);
+  expect(later.map((v) => typeof v !== "string" && v[0]?.kind)).toEqual(["delivered", "delivered"]);
 });

@@ -1,20 +1,21 @@
 /**
  * A batch's first attempts, all in one local activity: one marker in the batch's history rather
  * than one per request. Each request's targets are tried once, as a lone request's first task
- * tries them, and a request they ended is settled here; the rest continue as workflows of their
- * own (./batch.ts). An ordered request is tried only when it has its turn at every target, and
- * passes the turn on where its series ended; otherwise its own workflow waits for its turn.
+ * tries them, and a request they ended is settled here; the rest wait in the batch or continue as
+ * workflows of their own (./batch.ts). Ordered requests are tried in their lanes' turns
+ * (./batch-lanes.ts).
  */
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots, Release } from "../core/project-slots.ts";
-import type { Turn } from "../store/lanes.ts";
+import { attemptInTurns, type LaneDeps } from "./batch-lanes.ts";
 import {
   asyncDeliveries,
   type BatchedFirst,
   type DeliverInput,
   type FirstAttempt,
   goesOn,
+  type InLane,
   isThrottled,
   type RequestRow,
   targetIdsOf,
@@ -35,11 +36,8 @@ export interface BatchAttemptDeps {
   slots: ProjectSlots;
   /** Targets of these requests a 2xx was logged for ("request id, space, target id"): its status. */
   deliveredBefore(requestIds: string[]): Promise<Map<string, number>>;
-  /** An ordered request's turns in its lane, and its leaving (store/lanes.ts). */
-  lanes: {
-    claim(laneId: string, requestId: string, targetIds: string[]): Promise<Record<string, Turn>>;
-    leave(laneId: string, requestId: string, targetIds: string[]): Promise<void>;
-  };
+  /** Ordered requests' turns in their lanes, and their leaving (store/lanes.ts). */
+  lanes: LaneDeps;
 }
 
 /**
@@ -49,51 +47,110 @@ export interface BatchAttemptDeps {
  */
 const SLOT_WAIT_MS = 5000;
 
+/** A request of a batch and the targets it is attempted at now. */
+interface Asked {
+  request: DeliveryInput;
+  targetIds: string[];
+  /** Attempted as let go by its target's drain (core/flow.ts), not as a first or timed try. */
+  fromQueue: (targetId: string) => boolean;
+}
+
+/**
+ * Attempts requests of the batch `carrier` (its workflow id) at the targets asked: ordered ones
+ * in their lanes' turns (`waited`: those waiting there before), the others at once. This activity
+ * run again (its workflow task lost with its worker) delivers nothing twice: the log says.
+ */
+async function attemptAll(
+  deps: BatchAttemptDeps,
+  project: string,
+  carrier: string,
+  asked: (Asked & { waited?: boolean })[],
+): Promise<((FirstAttempt | null)[] | InLane)[]> {
+  const delivered = await deps.deliveredBefore(asked.map((a) => a.request.requestId));
+  const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
+  const attempt = ({ request, targetIds, fromQueue }: Asked) => {
+    const { targets, headers, bodyBase64, body, ...row } = request;
+    const deliveries = asyncDeliveries(request);
+    const only = deliveries.length === 1;
+    return Promise.all(
+      targetIds.map((targetId) => {
+        const delivery = deliveries.find((d) => d.target.id === targetId);
+        if (!delivery) return null;
+        const queued = fromQueue(targetId) ? { ...delivery, fromQueue: true } : delivery;
+        return (
+          deliveredAlready(delivered, delivery) ??
+          deps.attempt(row, queued, only, takeSlot).catch((): FirstAttempt | null => null)
+        );
+      }),
+    );
+  };
+  const inLanes = asked.flatMap((a, i) => {
+    const lane = a.request.ordering;
+    return lane
+      ? [
+          {
+            ...a,
+            i,
+            laneId: lane.laneId,
+            requestId: a.request.requestId,
+            waited: a.waited === true,
+          },
+        ]
+      : [];
+  });
+  const outcomes: ((FirstAttempt | null)[] | InLane)[] = asked.map(() => "waits");
+  await Promise.all([
+    inLanes.length > 0 &&
+      attemptInTurns(deps.lanes, carrier, inLanes, attempt).then((answers) => {
+        inLanes.forEach(({ i }, k) => {
+          outcomes[i] = answers[k] ?? "waits";
+        });
+      }),
+    ...asked.map(async (a, i) => {
+      if (!a.request.ordering) outcomes[i] = await attempt(a);
+    }),
+  ]);
+  return outcomes;
+}
+
+/** The first attempts of a batch's requests (`carrier`: the batch's workflow id). */
 export async function firstAttemptsOfBatch(
   deps: BatchAttemptDeps,
   project: string,
+  carrier: string,
   requests: DeliveryInput[],
 ): Promise<BatchedFirst[]> {
-  // This activity run again (its workflow task lost with its worker) delivers nothing twice.
-  const delivered = await deps.deliveredBefore(requests.map((r) => r.requestId));
-  const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
-  return Promise.all(requests.map((input) => firstAttemptsOf(deps, input, takeSlot, delivered)));
+  const outcomes = await attemptAll(
+    deps,
+    project,
+    carrier,
+    requests.map((request) => ({
+      request,
+      targetIds: targetIdsOf(asyncDeliveries(request)),
+      fromQueue: () => false,
+    })),
+  );
+  return Promise.all(
+    requests.map((input, i) => {
+      const outcome = outcomes[i] ?? "waits";
+      return typeof outcome === "string"
+        ? { inLane: outcome }
+        : settledOrGoesOn(deps, input, outcome);
+    }),
+  );
 }
 
-async function firstAttemptsOf(
+/** A request its first attempts ended is settled; one going on answers its verdicts. */
+async function settledOrGoesOn(
   deps: BatchAttemptDeps,
   input: DeliveryInput,
-  takeSlot: TakeSlot,
-  deliveredBefore: Map<string, number>,
+  verdicts: (FirstAttempt | null)[],
 ): Promise<BatchedFirst> {
-  const { targets, headers, bodyBase64, body, ...request } = input;
-  const deliveries = asyncDeliveries(input);
-  const targetIds = targetIdsOf(deliveries);
-  const lane = input.ordering;
-  if (lane) {
-    // Not its turn at every target: its own workflow waits for it (../workflows/lanes.ts).
-    const turns = await deps.lanes.claim(lane.laneId, input.requestId, targetIds);
-    if (targetIds.some((id) => turns[id] !== "turn"))
-      return { verdicts: targetIds.map(() => null) };
-  }
-  const only = deliveries.length === 1;
-  const verdicts = await Promise.all(
-    deliveries.map(
-      (delivery): Promise<FirstAttempt | null> =>
-        deliveredAlready(deliveredBefore, delivery) ??
-        deps.attempt(request, delivery, only, takeSlot).catch(() => null),
-    ),
-  );
-  if (lane) {
-    // A target whose series ended here passes its turn on; the others keep it, going on alone.
-    const ended = targetIds.filter((_, i) => !goesOn(verdicts[i]));
-    if (ended.length > 0) await deps.lanes.leave(lane.laneId, input.requestId, ended);
-  }
   if (verdicts.some(goesOn)) return { verdicts };
   const [verdict] = verdicts;
   if (verdict && "settled" in verdict && verdict.settled) return { settled: verdict.settled };
   // Not settled here (the log refused the write): its own workflow settles it.
-  return deps.settle(input.requestId, targetIdsOf(deliveries)).then(
+  return deps.settle(input.requestId, targetIdsOf(asyncDeliveries(input))).then(
     (settled) => ({ settled }),
     () => ({ verdicts }),
   );
@@ -105,44 +162,43 @@ export interface ReleasedInBatch {
   targetIds: string[];
   /** Of `targetIds`, those whose wait was for time (a retry, a busy share): not from the queue. */
   timed?: string[];
+  /** An ordered request waiting in the batch for its turn: tried at every target in its turn. */
+  inLane?: boolean;
 }
 
 /**
- * The attempts of a batch's requests let go by their limited targets' drains, or due after a
- * wait for time, as their first attempts were made: by target id in the order asked; one that
- * finds no room again is held again (`holdAgain`), keeping its place.
+ * The attempts of a batch's requests let go by their limited targets' drains, due after a wait
+ * for time, or waiting for their lanes' turns, as their first attempts were made: by target id in
+ * the order asked; one that finds no room again is held again (`holdAgain`), keeping its place.
  */
 export async function releasedAttemptsOfBatch(
   deps: BatchAttemptDeps & {
     holdAgain(held: { request: DeliveryInput; targetId: string }[]): Promise<void>;
   },
   project: string,
+  carrier: string,
   released: ReleasedInBatch[],
-): Promise<(FirstAttempt | null)[][]> {
-  // As first attempts: this activity run again delivers nothing twice.
-  const delivered = await deps.deliveredBefore(released.map((r) => r.request.requestId));
-  const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
-  return Promise.all(
-    released.map(async ({ request, targetIds, timed = [] }) => {
-      const { targets, headers, bodyBase64, body, ...row } = request;
-      const deliveries = asyncDeliveries(request);
-      const only = deliveries.length === 1;
-      const verdicts = await Promise.all(
-        targetIds.map(async (targetId) => {
-          const delivery = deliveries.find((d) => d.target.id === targetId);
-          if (!delivery) return null;
-          const asked = timed.includes(targetId) ? delivery : { ...delivery, fromQueue: true };
-          return (
-            deliveredAlready(delivered, delivery) ??
-            deps.attempt(row, asked, only, takeSlot).catch((): FirstAttempt | null => null)
-          );
-        }),
-      );
-      const again = targetIds.filter((_, i) => isThrottled(verdicts[i]));
-      if (again.length > 0) await deps.holdAgain(again.map((targetId) => ({ request, targetId })));
-      return verdicts;
-    }),
+): Promise<((FirstAttempt | null)[] | InLane)[]> {
+  const outcomes = await attemptAll(
+    deps,
+    project,
+    carrier,
+    released.map(({ request, targetIds, timed = [], inLane = false }) => ({
+      request,
+      targetIds,
+      fromQueue: (targetId: string) => !inLane && !timed.includes(targetId),
+      waited: inLane,
+    })),
   );
+  const again = released.flatMap(({ request, targetIds }, i) => {
+    const verdicts = outcomes[i];
+    if (typeof verdicts === "string" || !verdicts) return [];
+    return targetIds
+      .filter((_, j) => isThrottled(verdicts[j]))
+      .map((targetId) => ({ request, targetId }));
+  });
+  if (again.length > 0) await deps.holdAgain(again);
+  return outcomes;
 }
 
 /** The verdict of a delivery the log shows delivered (`deliveredBefore`), else undefined. */

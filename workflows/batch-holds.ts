@@ -1,13 +1,14 @@
 /**
  * A batch's requests whose first attempts left them waiting, for limited targets' room
- * (core/flow.ts), for a retry's backoff of a minute or less, or for their project's share of the
- * worker, wait in the batch, under its workflow id, rather than each as a workflow of its own:
+ * (core/flow.ts), for a retry's backoff of a minute or less, for their project's share of the
+ * worker, or (ordered ones) for their lane's turn (./batch-lanes.ts), wait in the batch, under
+ * its workflow id, rather than each as a workflow of its own:
  * under load, a workflow per waiting delivery cost the worker and Temporal more than the
  * deliveries themselves (a fan-out whose share was full: 4-7x a plain call's CPU). Each target's
- * drain (./circuit.ts) lets the room's waiters go to the batch, a timer the others; the batch
- * makes their attempts in one local activity per wake. A request that needs more (a longer
- * retry, its target's circuit or pause, a cancel) continues as its own workflow from its
- * verdicts, as the batch's others do (./batch.ts).
+ * drain (./circuit.ts) lets the room's waiters go to the batch, a turn's signal the lane's, a
+ * timer the others; the batch makes their attempts in one local activity per wake. A request
+ * that needs more (a longer retry, its target's circuit or pause, a cancel) continues as its own
+ * workflow from its verdicts, as the batch's others do (./batch.ts).
  */
 import { condition, proxyLocalActivities, setHandler, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
@@ -16,15 +17,18 @@ import {
   asyncDeliveries,
   type FirstAttempt,
   goesOn,
+  type InLane,
   isThrottled,
   targetIdsOf,
 } from "./deliveries.ts";
-import { handOnSignal, releaseSignal } from "./signals.ts";
+import { goSignal, handOnSignal, releaseSignal } from "./signals.ts";
 
 /** A batch's request and its targets' verdicts so far, in its async targets' order. */
 export interface InBatch {
   request: DeliveryInput;
   verdicts: (FirstAttempt | null)[];
+  /** An ordered request not attempted yet: it waits for its lane's turn, or has it. */
+  inLane?: InLane;
 }
 
 /** How a batch lets a request leave it: settled (its verdicts all ended), or on its own. */
@@ -55,6 +59,12 @@ export function waitsInBatch(verdicts: (FirstAttempt | null)[], forTime: boolean
   return verdicts.some(goesOn) && verdicts.every((v) => !goesOn(v) || here(v));
 }
 
+/**
+ * The longest an ordered request waits in its batch for its lane's turn: a contended key's
+ * backlog drains through batches, each hand-over a signal; past this (its head retrying for
+ * hours, say), it waits as a workflow of its own, and the batch ends.
+ */
+const TURN_WAIT_IN_BATCH_MS = 600_000;
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
 const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
@@ -78,6 +88,17 @@ export async function waitInBatch(
   setHandler(handOnSignal, (requestId) => {
     handOn.add(requestId);
   });
+  /** Ordered requests told their turn came at a target (store/lanes.ts). */
+  const told = new Set<string>();
+  setHandler(goSignal, ({ requestId }) => {
+    if (requestId) told.add(requestId);
+  });
+  /** When each request waiting for its lane's turn stops waiting here and goes on on its own. */
+  const turnDeadline = new Map<InBatch, number>();
+  const awaitTurn = (w: InBatch) => {
+    if (w.inLane && !turnDeadline.has(w)) turnDeadline.set(w, Date.now() + TURN_WAIT_IN_BATCH_MS);
+  };
+  const inTurn = (w: InBatch) => w.inLane === "ready" || told.has(w.request.requestId);
   const longest = Math.max(
     0,
     ...held.flatMap(({ request }) => request.targets.map((t) => t.timeoutSeconds)),
@@ -105,7 +126,10 @@ export async function waitInBatch(
     });
     dueAt.set(w, due);
   };
-  for (const w of held) setDue(w);
+  for (const w of held) {
+    setDue(w);
+    awaitTurn(w);
+  }
   const dueTargets = (w: InBatch) => {
     const targetIds = targetIdsOf(asyncDeliveries(w.request));
     return (dueAt.get(w) ?? []).flatMap((at, i) =>
@@ -113,13 +137,16 @@ export async function waitInBatch(
     );
   };
   let recheckAt = Date.now() + HOLD_RECHECK_MS;
-  /** The next wake: the earliest due attempt, or the holds' recheck. */
+  /** The next wake: the earliest due attempt or end of a wait for a turn, or the holds' recheck. */
   const nextWake = () =>
     Math.min(
       recheckAt,
       ...[...waiting]
         .filter((w) => !busy.has(w))
-        .flatMap((w) => (dueAt.get(w) ?? []).filter((at) => at !== null)),
+        .flatMap((w) => [
+          ...(dueAt.get(w) ?? []).filter((at) => at !== null),
+          ...(w.inLane ? [turnDeadline.get(w) ?? 0] : []),
+        ]),
     );
   const holdAll = async () => {
     const holds = [...waiting].filter((w) => !busy.has(w)).flatMap(heldOf);
@@ -144,6 +171,7 @@ export async function waitInBatch(
           request: request.request,
           targetIds,
           ...(timed.length > 0 && { timed }),
+          ...(request.inLane && { inLane: true }),
         })),
       )
       .catch(() => group.map(({ targetIds }) => targetIds.map(() => null)));
@@ -151,9 +179,16 @@ export async function waitInBatch(
     await Promise.all(
       group.map(async ({ request, targetIds }, i) => {
         busy.delete(request);
+        const answer = verdicts[i];
+        if (typeof answer === "string") {
+          request.inLane = answer; // not its turn yet, or its turn came too late to go
+          awaitTurn(request);
+          return;
+        }
+        delete request.inLane;
         const all = targetIdsOf(asyncDeliveries(request.request));
         targetIds.forEach((targetId, j) => {
-          request.verdicts[all.indexOf(targetId)] = verdicts[i]?.[j] ?? null;
+          request.verdicts[all.indexOf(targetId)] = answer?.[j] ?? null;
         });
         setDue(request, targetIds);
         // A failed attempt (null) goes on on its own: its workflow tries again.
@@ -177,7 +212,8 @@ export async function waitInBatch(
           !busy.has(w) &&
           (handOn.has(w.request.requestId) ||
             targetsOf(w).some((t) => released.has(pair(w.request.requestId, t))) ||
-            dueTargets(w).length > 0),
+            dueTargets(w).length > 0 ||
+            (w.inLane !== undefined && (inTurn(w) || Date.now() >= (turnDeadline.get(w) ?? 0)))),
       );
     const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK_MS;
     const retime = () => forTime && attemptsEnded !== endedBefore;
@@ -189,11 +225,25 @@ export async function waitInBatch(
       }
     }
     const group: Group[] = [];
+    // A lane with a turn come: its requests waiting here are all asked, so turns passed between
+    // them go in the one activity.
+    const lanesInTurn = new Set(
+      [...waiting].filter((w) => !busy.has(w) && inTurn(w)).map((w) => w.request.ordering?.laneId),
+    );
     for (const w of [...waiting]) {
       if (busy.has(w)) continue;
       const { requestId } = w.request;
-      if (handOn.has(requestId) || workflowInfo().historyLength > LONG_HISTORY) {
+      const turnTooLate =
+        w.inLane === "waits" && !inTurn(w) && Date.now() >= (turnDeadline.get(w) ?? 0);
+      if (handOn.has(requestId) || turnTooLate || workflowInfo().historyLength > LONG_HISTORY) {
         running.push(goAlone(w));
+        continue;
+      }
+      if (w.inLane) {
+        told.delete(requestId);
+        if (lanesInTurn.has(w.request.ordering?.laneId)) {
+          group.push({ request: w, targetIds: targetIdsOf(asyncDeliveries(w.request)), timed: [] });
+        }
         continue;
       }
       const timed = dueTargets(w);

@@ -1,14 +1,21 @@
 /**
  * deliverBatch: under load, one workflow for a project's immediate async calls (the edge's
  * batcher, edge/batcher.ts). It makes their first attempts in one local activity, in its first
- * workflow task, as a lone request's workflow does. One that waits only for limited targets'
- * room, a retry a minute away or less, or a full share of the worker waits in the batch
+ * workflow task, as a lone request's workflow does; ordered ones in their lanes' turns
+ * (./batch-lanes.ts). One that waits only for limited targets' room, a retry a minute away or
+ * less, a full share of the worker, or its lane's turn a minute at most, waits in the batch
  * (./batch-holds.ts); one that needs more (a longer retry, a target's circuit or pause, a
  * cancel) continues as its own deliverRequest workflow, id = request id, from the verdicts the
  * batch got: retried, held, cancellable and replayable as any other. The batch's
  * RelayRequestIds search attribute finds it from any of its requests.
  */
-import { ParentClosePolicy, patched, proxyLocalActivities, startChild } from "@temporalio/workflow";
+import {
+  ParentClosePolicy,
+  patched,
+  proxyLocalActivities,
+  startChild,
+  workflowInfo,
+} from "@temporalio/workflow";
 import type { DeliveryBatch, DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
@@ -52,19 +59,29 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
   const holding = patched(HOLD_IN_BATCH);
   // Asked only once a request goes on: a batch its attempts ended records no marker.
   const forTime = () => patched(WAIT_IN_BATCH_FOR_TIME);
+  // Batches begun before carried their ordered requests' lanes handed an ordered one on to wait.
+  const carriesLanes = () => patched(CARRIES_LANES);
   const goOn = async (request: DeliveryInput, verdicts?: (FirstAttempt | null)[]) => {
     alone++;
+    // Its lane's entries are its own workflow's now: a turn given them is not told to the batch.
+    if (request.ordering && carriesLanes()) {
+      await releaseCarried(workflowInfo().workflowId, [request.requestId]);
+    }
     await continueAlone(batch.project, request, verdicts);
   };
   const held: InBatch[] = [];
   await Promise.all(
     outcomes.map(async ({ request, first }) => {
       if (first && "settled" in first) return settled(request, first.settled);
-      // An ordered one waits in its lane's turn, in its own workflow.
+      if (first && "inLane" in first) {
+        const verdicts = asyncDeliveries(request).map(() => null);
+        held.push({ request, verdicts, inLane: first.inLane });
+        return;
+      }
       const waits =
         holding &&
         first &&
-        !request.ordering &&
+        (!request.ordering || carriesLanes()) &&
         first.verdicts.some(goesOn) &&
         waitsInBatch(first.verdicts, forTime());
       if (waits) {
@@ -97,8 +114,10 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
 const HOLD_IN_BATCH = "hold-in-batch";
 /** Batches begun before they kept requests waiting briefly for time hand them on (retries, busy). */
 const WAIT_IN_BATCH_FOR_TIME = "wait-in-batch-for-time";
+/** Batches begun before they carried their ordered requests in their lanes hand them on. */
+const CARRIES_LANES = "batch-carries-lanes";
 
-const { settleRequest } = proxyLocalActivities<Activities>({
+const { settleRequest, releaseCarried } = proxyLocalActivities<Activities>({
   startToCloseTimeout: "10 seconds",
   retry: { maximumInterval: "1 minute" },
 });

@@ -83,8 +83,15 @@ export function targetIdsOf(deliveries: DeliverInput[]): string[] {
   return deliveries.map((delivery) => delivery.target.id);
 }
 
+/** An ordered request a batch did not attempt: it waits for its turn, or has it and goes next. */
+export type InLane = "waits" | "ready";
+
 /**
- * A batched request's first attempts: settled there when they ended it; else their verdicts, by
- * async target in order, with which it continues as its own workflow.
+ * A batched request's first attempts: settled there when they ended it; their verdicts, by async
+ * target in order, with which it waits in the batch or continues as its own workflow; or, an
+ * ordered one, not attempted (./batch-lanes.ts).
  */
-export type BatchedFirst = { settled: RequestStatus } | { verdicts: (FirstAttempt | null)[] };
+export type BatchedFirst =
+  | { settled: RequestStatus }
+  | { verdicts: (FirstAttempt | null)[] }
+  | { inLane: InLane };

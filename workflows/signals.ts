@@ -22,5 +22,8 @@ export const probedSignal = defineSignal("probed");
  */
 export const handOnSignal = defineSignal<[string]>(HAND_ON_SIGNAL);
 
-/** An ordered request's turn has come at a target (store/lanes.ts). */
-export const goSignal = defineSignal<[{ targetId: string }]>(LANE_GO_SIGNAL);
+/**
+ * An ordered request's turn has come at a target (store/lanes.ts); a batch carrying many names
+ * which (`requestId`).
+ */
+export const goSignal = defineSignal<[{ targetId: string; requestId?: string }]>(LANE_GO_SIGNAL);

@@ -208,7 +208,11 @@ async function acceptTogether(
     refusals.every((refusal) => refusal === null) &&
       keepStart(tx, acceptance.project, requestIds, acceptance),
   ]);
-  if (kept) await joinLanes(tx, acceptance.lanes ?? []);
+  // A place taken already was taken by its edge for a start of its own, the acceptance being
+  // late: kept too, it would start twice (and its lane wait for good on the one left parked).
+  if (kept && (await joinLanes(tx, acceptance.lanes ?? [])) > 0) {
+    throw new RelayError("conflict", "an ordered call of the acceptance went on its own");
+  }
   return { refusals, accepted: kept === true };
 }
 

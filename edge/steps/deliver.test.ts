@@ -285,3 +285,40 @@ describe("reservations", () => {
     ]);
   });
 });
+
+describe("an ordered call its batch left to go alone", () => {
+  /** Its group's acceptance went unanswered in time; `joinedBefore`: whether it committed after all. */
+  function orderedAlone(joinedBefore: boolean) {
+    const edge = edgeWith();
+    const joins: string[] = [];
+    const deps = {
+      ...edge.deps,
+      batch: async () => ({ alone: true }) as const,
+      joinLane: async ({ requestId }: { requestId: string }) => {
+        joins.push(requestId);
+        return !joinedBefore && joins.length === 1;
+      },
+      leaveLane: async () => {},
+    } as unknown as EdgeDeps;
+    const call = Object.assign(
+      received(arrived(), hookEndpoint({ targets: [target("a", "async")], ordering: "fifo" })),
+      { body: new Uint8Array() },
+    );
+    return { ...edge, deps, call, joins };
+  }
+
+  test("is not started again when its lane holds its place already: its acceptance committed, and its batch is swept", async () => {
+    const { deps, call, started, reserved, joins } = orderedAlone(true);
+    const answer = await deliver(deps)(call);
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ status: "queued", requestId: "req_new" });
+    expect({ joins, started, reserved }).toEqual({ joins: ["req_new"], started: [], reserved: [] });
+  });
+
+  test("joins its lane once and starts as its own workflow when it had no place", async () => {
+    const { deps, call, started, joins } = orderedAlone(false);
+    expect((await deliver(deps)(call)).status).toBe(202);
+    expect(joins).toEqual(["req_new"]);
+    expect(started.map((s) => s.input.requestId)).toEqual(["req_new"]);
+  });
+});

@@ -1,11 +1,12 @@
 import {
+  acceptedStatus,
   bodyTravelsInline,
   type DeliveryInput,
   decodeBody,
   encodeBody,
   type SyncOutcome,
 } from "../../core/delivery.ts";
-import { RelayError } from "../../core/errors.ts";
+import { notQueued, RelayError } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { idempotent, type KeyClaim, keyReused } from "../../core/idempotency.ts";
 import {
@@ -22,6 +23,7 @@ import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
 import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from "./credits.ts";
+import { inLane, joinLane } from "./lanes.ts";
 
 /**
  * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
@@ -48,10 +50,21 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const batchable = call.notBefore
       ? unordered && !bodyTag
       : unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
+    let laneJoined: boolean | undefined;
     if (deps.batch && batchable) {
       const batched = batchedCall(deps, call, requestId.id, claim, ordering);
       const answered = await queueInBatch(deps.batch, call, batched);
       if (answered) return answered;
+      // An ordered call left to go alone, its group's acceptance unanswered in time: had that
+      // committed after all, its place is in its lane already and the sweep starts its batch,
+      // so it must not start on its own too (its lane would wait on it for good).
+      if (batched.lane) {
+        laneJoined = await joinLane(deps, batched.lane);
+        if (!laneJoined) {
+          const accepted = { status: acceptedStatus(batched.input), requestId: requestId.id };
+          return json(202, accepted, call.responseHeaders);
+        }
+      }
     }
     // Its key is told apart from calls that share batches in Postgres: claimed there too.
     const repeat = claim && (await claimAlone(deps, call, claim));
@@ -72,6 +85,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     try {
       return await relayCall(deps, call, requestId, ordering, handedOn, {
         workerReserves,
+        laneJoined,
         ...(spare && { answerBegun: spare.holdNext }),
       });
     } catch (error) {
@@ -150,7 +164,7 @@ async function queueInBatch(
   });
   if ("alone" in answer) return null;
   if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
-  if ("unstored" in answer) throw unqueued();
+  if ("unstored" in answer) throw notQueued();
   if ("reused" in answer) throw keyReused();
   return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
 }
@@ -164,15 +178,13 @@ async function queueInBatch(
 async function claimAlone(deps: EdgeDeps, call: Received, claim: KeyClaim) {
   const outcome = await deps.claimIdempotencyKey(call.project, claim).catch((err: unknown) => {
     deps.logError({ err, requestId: claim.requestId }, "an Idempotency-Key could not be claimed");
-    throw unqueued();
+    throw notQueued();
   });
   if (outcome === "reused") throw keyReused();
   if (outcome !== "repeat") return null;
   call.responseHeaders.set("x-relay-request-id", claim.requestId);
   return json(202, { status: "queued", requestId: claim.requestId }, call.responseHeaders);
 }
-
-const unqueued = () => new RelayError("unavailable", "the request could not be queued; try again");
 
 /**
  * An ordered endpoint's call's lane (core/lanes.ts): its Relay-Ordering-Key's, or the endpoint's
@@ -206,40 +218,12 @@ async function requestIdOf(
   return { id: requestId, bodyTag };
 }
 
-/**
- * An immediate ordered call takes its place in its lane before its start, so the lane's order is
- * the accept order; one that then does not start leaves it (best effort: a place whose workflow
- * never runs is found by the control plane's sweep of lanes). Any other call just starts.
- */
-async function inLane<T>(
-  deps: EdgeDeps,
-  input: DeliveryInput,
-  start: () => Promise<T>,
-): Promise<T> {
-  const { ordering } = input;
-  if (!ordering?.joinedAtEdge) return start();
-  const place = {
-    project: input.project,
-    laneId: ordering.laneId,
-    requestId: input.requestId,
-    targetIds: input.targets.map((t) => t.id),
-  };
-  const joined = await deps.joinLane(place).catch((err: unknown) => {
-    deps.logError({ err, requestId: input.requestId }, "an ordering lane could not be joined");
-    throw unqueued();
-  });
-  try {
-    return await start();
-  } catch (error) {
-    if (joined) await deps.leaveLane(place).catch(() => {});
-    throw error;
-  }
-}
-
 /** How a call's reservation was made, and what waits for its answer to begin. */
 interface Relaying {
   /** Left to the worker (a sync call alone). */
   workerReserves: boolean;
+  /** Its lane joined already, anew or not (see `deliver`). */
+  laneJoined?: boolean | undefined;
   /** Told once a stream's answer began (../stream.ts `StreamCall.answerBegun`). */
   answerBegun?: () => void;
 }
@@ -254,7 +238,7 @@ async function relayCall(
   { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
   ordering: LaneRef | undefined,
   handedOn: (targets: readonly { id: string }[]) => void,
-  { workerReserves, answerBegun }: Relaying,
+  { workerReserves, answerBegun, laneJoined }: Relaying,
 ): Promise<Response> {
   const { endpoint } = call;
   // A failed delivery's answer names the request too, so its log entry can be found.
@@ -269,15 +253,18 @@ async function relayCall(
         await deps
           .storeBody(call.project, bodyTag ? `${requestId}.${bodyTag}` : requestId, call.body)
           .catch(() => {
-            throw unqueued();
+            throw notQueued();
           })
       : undefined;
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef, ordering);
   const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
   const queued =
     async.length > 0
-      ? inLane(deps, { ...request, targets: async }, () =>
-          deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag),
+      ? inLane(
+          deps,
+          { ...request, targets: async },
+          () => deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag),
+          laneJoined,
         ).then((status) => {
           handedOn(async);
           return status;
