@@ -203,26 +203,35 @@ export async function runningWorkflows(client: Client, workflowIds: string[]): P
 }
 
 /**
- * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLane`), through
- * the workflow carrying each (a batch's, or the request's own); answers those whose carriers are
- * gone (the signal found none running).
+ * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLanes`), through
+ * the workflow carrying each: a batch gets one signal for all its turns given together, a
+ * request's own workflow one per target. Answers those whose carriers are gone (the signal found
+ * none running).
  */
 export async function signalTurns<
   T extends { requestId: string; targetId: string; workflowId: string },
 >(client: Client, given: T[]): Promise<T[]> {
+  const byCarrier = new Map<string, T[]>();
+  for (const turn of given) {
+    const own = turn.workflowId === turn.requestId;
+    const key = own ? `${turn.workflowId} ${turn.targetId}` : turn.workflowId;
+    byCarrier.set(key, [...(byCarrier.get(key) ?? []), turn]);
+  }
   const gone = await Promise.all(
-    given.map((turn) =>
-      client.workflow
-        .getHandle(turn.workflowId)
-        .signal(LANE_GO_SIGNAL, { targetId: turn.targetId, requestId: turn.requestId })
+    [...byCarrier.values()].map((turns) => {
+      const [first] = turns as [T];
+      const told = turns.map(({ requestId, targetId }) => ({ requestId, targetId }));
+      return client.workflow
+        .getHandle(first.workflowId)
+        .signal(LANE_GO_SIGNAL, { targetId: first.targetId, requestId: first.requestId, told })
         .then(
           () => [],
           (error: unknown) => {
-            if (error instanceof WorkflowNotFoundError) return [turn];
+            if (error instanceof WorkflowNotFoundError) return turns;
             throw error;
           },
-        ),
-    ),
+        );
+    }),
   );
   return gone.flat();
 }

@@ -90,7 +90,8 @@ export async function waitInBatch(
   });
   /** Ordered requests told their turn came at a target (store/lanes.ts). */
   const told = new Set<string>();
-  setHandler(goSignal, ({ requestId }) => {
+  setHandler(goSignal, ({ requestId, told: turns }) => {
+    for (const turn of turns ?? []) told.add(turn.requestId);
     if (requestId) told.add(requestId);
   });
   /** When each request waiting for its lane's turn stops waiting here and goes on on its own. */

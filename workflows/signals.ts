@@ -23,7 +23,14 @@ export const probedSignal = defineSignal("probed");
 export const handOnSignal = defineSignal<[string]>(HAND_ON_SIGNAL);
 
 /**
- * An ordered request's turn has come at a target (store/lanes.ts); a batch carrying many names
- * which (`requestId`).
+ * An ordered request's turn has come at a target (store/lanes.ts); a batch carrying many is told
+ * of all the turns given it together (`told`).
  */
-export const goSignal = defineSignal<[{ targetId: string; requestId?: string }]>(LANE_GO_SIGNAL);
+export const goSignal =
+  defineSignal<[{ targetId: string; requestId?: string; told?: LaneTurn[] }]>(LANE_GO_SIGNAL);
+
+/** A turn given to a request at a target. */
+interface LaneTurn {
+  requestId: string;
+  targetId: string;
+}
