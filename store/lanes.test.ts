@@ -165,3 +165,21 @@ test("a head that has not moved is found once per interval; left entries are pru
   );
   expect((await sql`select 1 from lane_entries where lane_id = ${lane}`).count).toBe(0);
 });
+
+test("still heads are looked up projects in turn: one project's many do not hold back another's", async () => {
+  const busy = Array.from({ length: 4 }, () => newLane());
+  const quiet = `lane:store-quiet-${newId("p").slice(-8)}:${newId("x")}`;
+  lanes.push(quiet);
+  for (const lane of [...busy, quiet]) {
+    await join(lane, `still-${lane}`);
+    await claim(lane, `still-${lane}`);
+  }
+  // The busy project's heads have been still longest, the last of them the longest of all.
+  for (const [i, lane] of busy.entries()) {
+    await sql`update lane_entries set changed_at = now() - make_interval(days => 200, hours => ${i})
+      where lane_id = ${lane}`;
+  }
+  await sql`update lane_entries set changed_at = now() - interval '100 days' where lane_id = ${quiet}`;
+  const found = await stillHeads(sql, 10 * 60_000, 2);
+  expect(found.map((h) => h.laneId).sort()).toEqual([busy[3], quiet].sort());
+});

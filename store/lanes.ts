@@ -295,14 +295,21 @@ export interface StillHead {
  * terminated by hand, or whose edge died between its join and its start, holds its lane.
  */
 export async function stillHeads(sql: Sql, forMs: number, limit: number): Promise<StillHead[]> {
+  // Projects take turns (a lane's id names its project): one with many still heads does not
+  // hold back another's first.
   return sql<StillHead[]>`
     update lane_entries e set changed_at = now()
     from (
       select lane_id, target_id, seq from (
-        select distinct on (lane_id, target_id) lane_id, target_id, seq, changed_at
-        from lane_entries where done_at is null order by lane_id, target_id, seq
-      ) heads
-      where changed_at < now() - make_interval(secs => ${forMs / 1000}) limit ${limit}
+        select lane_id, target_id, seq, changed_at, row_number() over (
+          partition by split_part(lane_id, ':', 2) order by changed_at) as place
+        from (
+          select distinct on (lane_id, target_id) lane_id, target_id, seq, changed_at
+          from lane_entries where done_at is null order by lane_id, target_id, seq
+        ) heads
+        where changed_at < now() - make_interval(secs => ${forMs / 1000})
+      ) ranked
+      order by place, changed_at limit ${limit}
     ) still
     where e.lane_id = still.lane_id and e.target_id = still.target_id and e.seq = still.seq
     returning e.lane_id, e.target_id, e.request_id, coalesce(e.carrier, e.request_id) as workflow_id`;
