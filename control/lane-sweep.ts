@@ -2,8 +2,9 @@
  * The sweep of ordering lanes' heads (store/lanes.ts): a head that has not moved for a while is
  * looked up in Temporal; when the workflow carrying it (its own, or a batch's) no longer runs
  * (terminated by hand, or its edge died between the join and the start), it leaves its lane on
- * its behalf and the next request is given
- * the turn, so no lane waits for good on a request that will never deliver.
+ * its behalf and the next request is given the turn, so no lane waits for good on a request that
+ * will never deliver. One whose carrier runs is told its turn again: a signal lost (its sender
+ * died between its leave's commit and the signal) would hold the lane as long.
  */
 import type { Client } from "@temporalio/client";
 import { runningWorkflows, signalTurns } from "../platform/temporal.ts";
@@ -33,6 +34,11 @@ export async function sweepLaneHeads(options: LaneSweepOptions, stillForMs = STI
     await runningWorkflows(client, [...new Set(heads.map((h) => h.workflowId))]),
   );
   const gone = heads.filter((head) => !running.has(head.workflowId));
+  // A running one may have missed its turn's signal (told again, harmlessly if not).
+  await signalTurns(
+    client,
+    heads.filter((head) => running.has(head.workflowId)),
+  );
   await passTurns(
     options.sql,
     gone.map(({ laneId, requestId, targetId, workflowId }) => ({

@@ -2,6 +2,7 @@
  * The control plane's sweep of lane heads (control/lane-sweep.ts) on the real stack: a head whose
  * workflow does not run (terminated by hand, or its edge died between its join and its start)
  * would hold its key for good; the sweep passes it over and the request parked behind it goes.
+ * A head whose workflow runs but missed its turn's signal is told again.
  */
 import { afterAll, expect, test } from "vitest";
 import { sweepLaneHeads } from "../control/lane-sweep.ts";
@@ -24,7 +25,8 @@ afterAll(async () => {
   await sql.end();
 });
 
-test("a head whose workflow never ran is passed over by the sweep, and the request behind it is delivered", async () => {
+/** An ordered project whose lane "k" has a head that never started, and a call parked behind it. */
+async function parkedBehindAHead(headId: string) {
   const project = await projectWithEndpoint([{ name: "origin", targetUrl: target.url }], {
     ordering: "fifo",
   });
@@ -36,9 +38,10 @@ test("a head whose workflow never ran is passed over by the sweep, and the reque
   const targetIds = [origin?.id ?? ""];
   // A place joined and given the turn, whose workflow never started.
   await sql.begin(async (tx) => {
-    await joinLane(tx, laneId, "req_never_started", targetIds);
-    await claimTurns(tx, laneId, "req_never_started", targetIds);
+    await joinLane(tx, laneId, headId, targetIds);
+    await claimTurns(tx, laneId, headId, targetIds);
   });
+  const since = target.received.length;
   const answer = await relay(project.slug, "/v1/hook", {
     key: project.key,
     body: "{}",
@@ -46,13 +49,33 @@ test("a head whose workflow never ran is passed over by the sweep, and the reque
   });
   expect(answer.status).toBe(202);
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  expect(target.received).toHaveLength(0);
+  expect(target.received.length).toBe(since);
+  return { project, laneId, requestId: answer.json().requestId as string, since };
+}
 
-  const temporal = relayTemporal();
+const temporal = relayTemporal();
+const sweep = () => {
   const logError = (fields: Record<string, unknown>, message: string) => {
     throw new Error(`${message}: ${JSON.stringify(fields)}`);
   };
-  expect(await sweepLaneHeads({ sql, temporal: () => temporal, logError }, 0)).toBeGreaterThan(0);
-  expect((await finishedLog(project, answer.json().requestId)).status).toBe("delivered");
-  expect(target.received).toHaveLength(1);
+  return sweepLaneHeads({ sql, temporal: () => temporal, logError }, 0);
+};
+
+test("a head whose workflow never ran is passed over by the sweep, and the request behind it is delivered", async () => {
+  const { project, requestId, since } = await parkedBehindAHead("req_never_started");
+  expect(await sweep()).toBeGreaterThan(0);
+  expect((await finishedLog(project, requestId)).status).toBe("delivered");
+  expect(target.received.length).toBe(since + 1);
+});
+
+test("a head whose workflow runs but missed its turn's signal is told again by the sweep, and delivers", async () => {
+  const { project, laneId, requestId, since } = await parkedBehindAHead("req_left_untold");
+  // The head left, and the turn passed on, but the signal to the parked request was lost.
+  await sql`update lane_entries set done_at = now() where lane_id = ${laneId}
+    and request_id = 'req_left_untold'`;
+  await sql`update lane_entries set turn = true where lane_id = ${laneId}
+    and request_id = ${requestId}`;
+  await sweep();
+  expect((await finishedLog(project, requestId)).status).toBe("delivered");
+  expect(target.received.length).toBe(since + 1);
 });
