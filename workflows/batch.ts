@@ -3,7 +3,7 @@
  * batcher, edge/batcher.ts). It makes their first attempts in one local activity, in its first
  * workflow task, as a lone request's workflow does; ordered ones in their lanes' turns
  * (./batch-lanes.ts). One that waits only for limited targets' room, a retry a minute away or
- * less, a full share of the worker, or its lane's turn a minute at most, waits in the batch
+ * less, a full share of the worker, or its lane's turn (10 minutes at most), waits in the batch
  * (./batch-holds.ts); one that needs more (a longer retry, a target's circuit or pause, a
  * cancel) continues as its own deliverRequest workflow, id = request id, from the verdicts the
  * batch got: retried, held, cancellable and replayable as any other. The batch's

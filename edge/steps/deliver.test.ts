@@ -288,9 +288,10 @@ describe("reservations", () => {
 
 describe("an ordered call its batch left to go alone", () => {
   /** Its group's acceptance went unanswered in time; `joinedBefore`: whether it committed after all. */
-  function orderedAlone(joinedBefore: boolean) {
-    const edge = edgeWith();
+  function orderedAlone(joinedBefore: boolean, reservations: Parameters<typeof edgeWith>[2] = {}) {
+    const edge = edgeWith(undefined, 1, reservations);
     const joins: string[] = [];
+    const leaves: string[] = [];
     const deps = {
       ...edge.deps,
       batch: async () => ({ alone: true }) as const,
@@ -298,13 +299,15 @@ describe("an ordered call its batch left to go alone", () => {
         joins.push(requestId);
         return !joinedBefore && joins.length === 1;
       },
-      leaveLane: async () => {},
+      leaveLane: async ({ requestId }: { requestId: string }) => {
+        leaves.push(requestId);
+      },
     } as unknown as EdgeDeps;
     const call = Object.assign(
       received(arrived(), hookEndpoint({ targets: [target("a", "async")], ordering: "fifo" })),
       { body: new Uint8Array() },
     );
-    return { ...edge, deps, call, joins };
+    return { ...edge, deps, call, joins, leaves };
   }
 
   test("is not started again when its lane holds its place already: its acceptance committed, and its batch is swept", async () => {
@@ -313,6 +316,15 @@ describe("an ordered call its batch left to go alone", () => {
     expect(answer.status).toBe(202);
     expect(await answer.json()).toEqual({ status: "queued", requestId: "req_new" });
     expect({ joins, started, reserved }).toEqual({ joins: ["req_new"], started: [], reserved: [] });
+  });
+
+  test("gives its place back when it is refused (its credits, or its start): its lane does not wait on it", async () => {
+    const credits = { code: "insufficient_credits" } as const;
+    for (const refused of [{ refusal: credits }, { startFails: true }]) {
+      const { deps, call, started, leaves } = orderedAlone(false, refused);
+      await expect(deliver(deps)(call)).rejects.toBeInstanceOf(RelayError);
+      expect({ started, left: leaves.slice(0, 1) }).toEqual({ started: [], left: ["req_new"] });
+    }
   });
 
   test("joins its lane once and starts as its own workflow when it had no place", async () => {

@@ -51,6 +51,8 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       ? unordered && !bodyTag
       : unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
     let laneJoined: boolean | undefined;
+    /** A place taken here for a call that then did not start is given back. */
+    let leaveUnstarted = async () => {};
     if (deps.batch && batchable) {
       const batched = batchedCall(deps, call, requestId.id, claim, ordering);
       const answered = await queueInBatch(deps.batch, call, batched);
@@ -59,11 +61,13 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       // committed after all, its place is in its lane already and the sweep starts its batch,
       // so it must not start on its own too (its lane would wait on it for good).
       if (batched.lane) {
-        laneJoined = await joinLane(deps, batched.lane);
+        const place = batched.lane;
+        laneJoined = await joinLane(deps, place);
         if (!laneJoined) {
           const accepted = { status: acceptedStatus(batched.input), requestId: requestId.id };
           return json(202, accepted, call.responseHeaders);
         }
+        leaveUnstarted = () => deps.leaveLane(place).catch(() => {});
       }
     }
     // Its key is told apart from calls that share batches in Postgres: claimed there too.
@@ -76,7 +80,10 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       ? null
       : heldAhead
         ? reservedFor(deps, call.project, heldAhead)
-        : await reserveCall(deps, call, requestId.id);
+        : await reserveCall(deps, call, requestId.id).catch(async (error: unknown) => {
+            await leaveUnstarted();
+            throw error;
+          });
     // Handed on: to Temporal, or to the stream (its record settles it); the rest go back.
     const pending = new Set(call.endpoint.targets.map((t) => t.id));
     const handedOn = (targets: readonly { id: string }[]) => {
@@ -91,6 +98,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     } catch (error) {
       reserved?.release([...pending]);
       spare?.holdNext();
+      if (call.endpoint.targets.every((t) => pending.has(t.id))) await leaveUnstarted();
       throw error;
     }
   };
