@@ -10,7 +10,7 @@
  * (after: batching under load), each beside the bare one-local-activity workflow's ceiling with
  * as many starters on its own Temporal server, and the 202's latency one call at a time.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
@@ -108,6 +108,7 @@ export async function publishComparison(cleanup: Cleanup): Promise<void> {
     results,
   };
   printPublish(report);
+  await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/publish.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/publish.json");
 }

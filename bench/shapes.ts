@@ -13,7 +13,7 @@
  * `BENCH_SHAPES=idempotent,ordered` runs some kinds only, by the start of their names (plain
  * always runs).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
@@ -389,6 +389,7 @@ await runBench(async (cleanup) => {
     results,
   };
   print(report);
+  await mkdir("bench/results", { recursive: true });
   await writeFile("bench/results/shapes.json", JSON.stringify(report, null, 2));
   console.log("\nwrote bench/results/shapes.json");
 });
