@@ -23,7 +23,6 @@ import {
   type SyncInput,
   type SyncOutcome,
 } from "../core/delivery.ts";
-import { LANE_GO_SIGNAL } from "../core/lanes.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
@@ -39,6 +38,9 @@ import {
 } from "../workflows/batch-attempts.ts";
 import type { DeliverInput, RequestRow } from "../workflows/deliveries.ts";
 import type { deliverRequest } from "../workflows/workflows.ts";
+import { claimTurns, joinLaneAsEdge, passTurns } from "./workflow-lanes.ts";
+
+export { joinLaneAsEdge, parkedUnder, passTurns } from "./workflow-lanes.ts";
 
 // The worker's state changes at INFO would fill the test output.
 Runtime.install({ logger: new DefaultLogger("WARN") });
@@ -128,25 +130,6 @@ function settled(requestId: string): RequestStatus {
   return delivered.some(Boolean) ? "partially_failed" : "failed";
 }
 
-/** Per lane and target, the requests in join order, as `lane_entries` holds them. */
-const lanes = new Map<string, { requestId: string; turn: boolean; parked: boolean }[]>();
-function laneQueue(laneId: string, targetId: string) {
-  const key = `${laneId}\n${targetId}`;
-  const queue = lanes.get(key) ?? [];
-  lanes.set(key, queue);
-  return queue;
-}
-
-/** A request joins its lane at each target, as an edge joins one before its start. */
-export function joinLaneAsEdge(laneId: string, requestId: string, targetIds: string[]): void {
-  for (const targetId of targetIds) {
-    const queue = laneQueue(laneId, targetId);
-    if (!queue.some((e) => e.requestId === requestId)) {
-      queue.push({ requestId, turn: false, parked: false });
-    }
-  }
-}
-
 /** Every activity the workflows call, by the real ones' names and signatures, logging calls. */
 export const activities: Activities = {
   async retryPolicy() {
@@ -186,32 +169,15 @@ export const activities: Activities = {
   },
   async forgetHeldInBatch() {},
   async releaseCarried() {},
-  // Lanes as store/lanes.ts keeps them, in memory; the real stack's: test/ordered-delivery.test.ts.
-  async enterLane(wait, targetIds, join) {
-    if (join) joinLaneAsEdge(wait.laneId, wait.requestId, targetIds);
-    const turns: Record<string, "turn" | "wait"> = {};
-    for (const targetId of targetIds) {
-      const queue = laneQueue(wait.laneId, targetId);
-      const entry = queue.find((e) => e.requestId === wait.requestId);
-      if (entry && queue[0] === entry) entry.turn = true;
-      else if (entry && !entry.turn) entry.parked = true;
-      turns[targetId] = !entry || entry.turn ? "turn" : "wait";
-    }
+  // Lanes as store/lanes.ts keeps them, in memory (./workflow-lanes.ts).
+  async enterLane({ laneId, requestId }, targetIds, join) {
+    if (join) joinLaneAsEdge(laneId, requestId, targetIds);
+    const [turns = {}] = claimTurns([{ laneId, requestId, targetIds }]);
     return turns;
   },
   async leaveLane(laneId, requestId, targetIds) {
     calls.push({ name: "leaveLane", args: [laneId, requestId, targetIds] });
-    for (const targetId of targetIds) {
-      const queue = laneQueue(laneId, targetId);
-      const at = queue.findIndex((e) => e.requestId === requestId);
-      if (at >= 0) queue.splice(at, 1);
-      const [head] = queue;
-      if (!head) continue;
-      head.turn = true;
-      if (head.parked) {
-        await env.client.workflow.getHandle(head.requestId).signal(LANE_GO_SIGNAL, { targetId });
-      }
-    }
+    await passTurns(env.client, [{ laneId, requestId, targetIds }]);
   },
   async laneWait() {},
   // Lanes' workflows of releases before (./lanes-before.ts): their histories replay only.
@@ -243,7 +209,8 @@ export const activities: Activities = {
   },
   async firstAttemptsOfBatch(project: string, requests: DeliveryInput[]) {
     calls.push({ name: "firstAttemptsOfBatch", args: [requests.map((r) => r.requestId)] });
-    const firsts = await firstAttemptsOfBatch(batchDeps(), project, "batch", requests);
+    const batch = Context.current().info.workflowExecution?.workflowId ?? "batch";
+    const firsts = await firstAttemptsOfBatch(batchDeps(), project, batch, requests);
     // Project "lost-batch": its batch's activity delivers, then its answer is lost.
     if (project === "lost-batch") throw new Error("the activity's answer was lost");
     return firsts;
@@ -293,8 +260,11 @@ function batchDeps(): BatchAttemptDeps {
         ),
       ),
     slots: new ProjectSlots({ slots: 100, perProject: 100 }),
-    // Ordered batches run on the real stack only (test/ordered-delivery.test.ts).
-    lanes: { claim: async () => [], leave: async () => [], stopWaiting: async () => {} },
+    lanes: {
+      claim: async (claims, carrier) => claimTurns(claims, carrier),
+      leave: (leaving, keep) => passTurns(env.client, leaving, keep),
+      stopWaiting: async () => {},
+    },
   };
 }
 

@@ -79,7 +79,9 @@ export function createActivities(deps: ActivityDeps) {
           const turns = await sql.begin((tx) => claimTurnsInOrder(tx, claims, carrier));
           // Counted after: a project's waiting lock is taken before a lane's, never after.
           const waits = claims.filter((_, i) => Object.values(turns[i] ?? {}).includes("wait"));
-          await sql.begin((tx) => laneWaits(tx, project, waits, true, waitingCaps));
+          if (waits.length > 0) {
+            await sql.begin((tx) => laneWaits(tx, project, waits, true, waitingCaps));
+          }
           return turns;
         },
         leave: (leaving, keep) => passTurns(sql, leaving, deps.lanes.tellTurns, keep),

@@ -10,7 +10,13 @@
  * that needs more (a longer retry, its target's circuit or pause, a cancel) continues as its own
  * workflow from its verdicts, as the batch's others do (./batch.ts).
  */
-import { condition, proxyLocalActivities, setHandler, workflowInfo } from "@temporalio/workflow";
+import {
+  condition,
+  patched,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { Activities } from "./activities.ts";
 import {
@@ -65,6 +71,14 @@ export function waitsInBatch(verdicts: (FirstAttempt | null)[], forTime: boolean
  * hours, say), it waits as a workflow of its own, and the batch ends.
  */
 const TURN_WAIT_IN_BATCH_MS = 600_000;
+/**
+ * How long a batch told some of its waiting requests' turns waits for the others' before it
+ * attempts them: under a contended key the turns come from many batches a few milliseconds
+ * apart, and each wake is a workflow task and an activity for the two or three told so far.
+ */
+const GATHER_TURNS_MS = 20;
+/** Batches begun before they gathered their turns attempted each told request at once. */
+const GATHER_TURNS = "batch-gathers-turns";
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
 const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
@@ -90,16 +104,26 @@ export async function waitInBatch(
   });
   /** Ordered requests told their turn came at a target (store/lanes.ts). */
   const told = new Set<string>();
+  /** When the first turn not yet attempted was told (workflow time), while gathering. */
+  let toldAt: number | null = null;
   setHandler(goSignal, ({ requestId, told: turns }) => {
     for (const turn of turns ?? []) told.add(turn.requestId);
     if (requestId) told.add(requestId);
+    toldAt ??= Date.now();
   });
+  const gathers = forTime && patched(GATHER_TURNS);
   /** When each request waiting for its lane's turn stops waiting here and goes on on its own. */
   const turnDeadline = new Map<InBatch, number>();
   const awaitTurn = (w: InBatch) => {
     if (w.inLane && !turnDeadline.has(w)) turnDeadline.set(w, Date.now() + TURN_WAIT_IN_BATCH_MS);
   };
   const inTurn = (w: InBatch) => w.inLane === "ready" || told.has(w.request.requestId);
+  /** The turns told are gathered: the window since the first passed, or none waits untold. */
+  const gathered = () =>
+    !gathers ||
+    toldAt === null ||
+    Date.now() >= toldAt + GATHER_TURNS_MS ||
+    [...waiting].every((w) => w.inLane === undefined || busy.has(w) || inTurn(w));
   const longest = Math.max(
     0,
     ...held.flatMap(({ request }) => request.targets.map((t) => t.timeoutSeconds)),
@@ -148,6 +172,7 @@ export async function waitInBatch(
           ...(dueAt.get(w) ?? []).filter((at) => at !== null),
           ...(w.inLane ? [turnDeadline.get(w) ?? 0] : []),
         ]),
+      ...(gathers && toldAt !== null ? [toldAt + GATHER_TURNS_MS] : []),
     );
   const holdAll = async () => {
     const holds = [...waiting].filter((w) => !busy.has(w)).flatMap(heldOf);
@@ -214,7 +239,8 @@ export async function waitInBatch(
           (handOn.has(w.request.requestId) ||
             targetsOf(w).some((t) => released.has(pair(w.request.requestId, t))) ||
             dueTargets(w).length > 0 ||
-            (w.inLane !== undefined && (inTurn(w) || Date.now() >= (turnDeadline.get(w) ?? 0)))),
+            (w.inLane !== undefined &&
+              ((inTurn(w) && gathered()) || Date.now() >= (turnDeadline.get(w) ?? 0)))),
       );
     const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK_MS;
     const retime = () => forTime && attemptsEnded !== endedBefore;
@@ -229,8 +255,13 @@ export async function waitInBatch(
     // A lane with a turn come: its requests waiting here are all asked, so turns passed between
     // them go in the one activity.
     const lanesInTurn = new Set(
-      [...waiting].filter((w) => !busy.has(w) && inTurn(w)).map((w) => w.request.ordering?.laneId),
+      gathered()
+        ? [...waiting]
+            .filter((w) => !busy.has(w) && inTurn(w))
+            .map((w) => w.request.ordering?.laneId)
+        : [],
     );
+    if (lanesInTurn.size > 0) toldAt = null;
     for (const w of [...waiting]) {
       if (busy.has(w)) continue;
       const { requestId } = w.request;
@@ -241,8 +272,8 @@ export async function waitInBatch(
         continue;
       }
       if (w.inLane) {
-        told.delete(requestId);
         if (lanesInTurn.has(w.request.ordering?.laneId)) {
+          told.delete(requestId);
           group.push({ request: w, targetIds: targetIdsOf(asyncDeliveries(w.request)), timed: [] });
         }
         continue;

@@ -5,19 +5,25 @@
  * its turn. The real stack's test is test/ordered-delivery.test.ts. `RECORD_HISTORIES=1` records a
  * history for replay.test.ts.
  */
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
+import type { DeliveryInput } from "../core/delivery.ts";
 import {
   attemptsOf,
   callsOf,
   delivery,
+  env,
   joinLaneAsEdge,
   nextId,
+  parkedUnder,
+  passTurns,
   recordHistory,
   script,
   start,
   target,
+  taskQueue,
   withMockedWorker,
 } from "../test/workflow-worker.ts";
+import type { deliverBatch } from "./workflows.ts";
 
 withMockedWorker();
 
@@ -50,4 +56,42 @@ test("requests deliver one at a time per target, in join order; a retried head h
   expect(left).toEqual(requests.map((r) => r.requestId));
   const [, second] = handles;
   if (second) await recordHistory(second, "ordered-parked-then-turn");
+});
+
+test("a batch whose requests wait behind other batches' attempts the turns told it a few apart in one activity", async () => {
+  const origin = target("origin");
+  // Three keys, each with an earlier request a batch of its own carries, then one of this batch.
+  const ahead = ["a", "b", "c"].map((key) => ({
+    key,
+    laneId: nextId("lane"),
+    id: nextId("ahead"),
+  }));
+  const requests: DeliveryInput[] = ahead.map(({ key, laneId }) => ({
+    ...delivery([origin]),
+    ordering: { laneId, key, joinedAtEdge: true },
+  }));
+  for (const [i, { laneId, id }] of ahead.entries()) {
+    joinLaneAsEdge(laneId, id, [origin.id]);
+    joinLaneAsEdge(laneId, requests[i]?.requestId ?? "", [origin.id]);
+  }
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "acme", requests }],
+  });
+  await vi.waitFor(() => {
+    for (const r of requests) expect(parkedUnder(r.requestId)).toBe(batch.workflowId);
+  });
+  // The requests ahead end one after another, and each tells the batch its turn came.
+  for (const { laneId, id } of ahead) {
+    await passTurns(env.client, [{ laneId, requestId: id, targetIds: [origin.id] }]);
+  }
+  expect(await batch.result()).toBe(0);
+  const ours = new Set(requests.map((r) => r.requestId));
+  const rounds = callsOf("releasedAttemptsOfBatch")
+    .map((c) => (c.args[0] as { request: DeliveryInput }[]).map((r) => r.request.requestId))
+    .filter((ids) => ids.some((id) => ours.has(id)));
+  expect(rounds).toEqual([requests.map((r) => r.requestId)]);
+  for (const r of requests) expect(attemptsOf(r.requestId).map((a) => a.status)).toEqual([200]);
+  await recordHistory(batch, "batch-lanes-gathered");
 });
