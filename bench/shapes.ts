@@ -38,6 +38,9 @@ const ORDERED_KEYS = 1000;
 /** A JSON body of about `bytes`. */
 const bodyOf = (bytes: number) => JSON.stringify({ pad: "x".repeat(Math.max(0, bytes - 10)) });
 
+/** An Idempotency-Key of its own for the `n`th call of `caller`. */
+const uniqueKey = (c: number, n: number) => ({ "idempotency-key": `c${c}-n${n}-${Date.now()}` });
+
 interface Kind {
   name: string;
   /** The endpoint: its targets (names under the target's /sink/), mode, ordering. */
@@ -53,11 +56,7 @@ interface Kind {
 
 const KINDS: Kind[] = [
   { name: "plain", targets: ["plain"] },
-  {
-    name: "idempotent",
-    targets: ["idempotent"],
-    headers: (caller, n) => ({ "idempotency-key": `c${caller}-n${n}-${Date.now()}` }),
-  },
+  { name: "idempotent", targets: ["idempotent"], headers: uniqueKey },
   { name: "fan-out (3 targets)", targets: ["fan-a", "fan-b", "fan-c"] },
   { name: "32 KiB body", targets: ["large"], body: bodyOf(32 * 1024) },
   { name: "256 KiB body", targets: ["huge"], body: bodyOf(256 * 1024) },
@@ -72,6 +71,13 @@ const KINDS: Kind[] = [
     targets: ["ordered-many"],
     ordering: "fifo",
     orderingKey: (_, seq) => `key-${seq % ORDERED_KEYS}`,
+  },
+  {
+    name: `ordered: ${ORDERED_KEYS} keys, an Idempotency-Key per call`,
+    targets: ["ordered-keyed"],
+    ordering: "fifo",
+    orderingKey: (_, seq) => `key-${seq % ORDERED_KEYS}`,
+    headers: uniqueKey,
   },
   { name: "first attempt 503 in four", targets: ["flaky"] },
   { name: "Relay-Delay: 2s", targets: ["delayed"], headers: () => ({ "relay-delay": "2s" }) },
@@ -104,10 +110,7 @@ interface WorkflowsStarted {
 /** The longest the bench waits between kinds for the last one's deliveries to end. */
 const QUIET_WAIT_MS = 600_000;
 
-/**
- * Waits until no delivery workflow runs: a kind whose drain gave up (a contended key's backlog)
- * would otherwise load the kinds after it.
- */
+/** Waits until no delivery workflow runs, so a kind's backlog does not load the next. */
 async function quiet(client: Client): Promise<void> {
   const query = `ExecutionStatus = "Running" AND WorkflowType IN ("deliverRequest", "deliverBatch")`;
   const started = performance.now();

@@ -22,8 +22,8 @@
  * that transaction too (store/lanes.ts), so its place is its accept order. A delayed call takes
  * its place among its project's waiting deliveries there too, and shares a batch only with calls
  * due in the same second, which its workflow waits for. Calls with a sync or stream target never
- * come here (edge/steps/deliver.ts): their answer is theirs alone; nor do ordered calls with an
- * Idempotency-Key or a delay, nor delayed calls with a key.
+ * come here (edge/steps/deliver.ts): their answer is theirs alone; nor do ordered calls with a
+ * delay, nor delayed calls with a key.
  */
 import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";

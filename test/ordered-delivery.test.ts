@@ -63,6 +63,28 @@ function receiptsByKey(received: { headers: Record<string, unknown>; body: strin
 
 const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
+/** The steady target gets calls 1..perKey of each key, each once, in order. */
+async function expectEachOnceInOrder(keys: string[], perKey: number): Promise<void> {
+  const mine = () => steady.received.filter((r) => keys.includes(JSON.parse(r.body).key));
+  await eventually(async () => mine().length >= keys.length * perKey, 120_000);
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // a second delivery would come by now
+  expect(mine()).toHaveLength(keys.length * perKey);
+  const byKey = receiptsByKey(mine());
+  for (const key of keys)
+    expect({ key, order: byKey.get(key) }).toEqual({ key, order: oneToN(perKey) });
+}
+
+/** How many of a project's requests went as workflows of their own. */
+async function ownWorkflows(slug: string): Promise<number> {
+  const temporal = await relayTemporal();
+  try {
+    const query = `RelayProject = "${slug}" AND WorkflowType = "deliverRequest"`;
+    return (await temporal.workflow.count(query)).count;
+  } finally {
+    await temporal.connection.close();
+  }
+}
+
 test(
   "each key's successful receipts are in accept order with no gaps, through 30% failed first attempts and a worker killed mid-run",
   async () => {
@@ -150,21 +172,44 @@ test("a contended key's calls wait for their turn in their batches, not as workf
       }
     }),
   );
-  const mine = () => steady.received.filter((r) => keys.includes(JSON.parse(r.body).key));
-  await eventually(async () => mine().length >= keys.length * perKey, 120_000);
-  const byKey = receiptsByKey(mine());
-  for (const key of keys)
-    expect({ key, order: byKey.get(key) }).toEqual({ key, order: oneToN(perKey) });
-  const temporal = await relayTemporal();
-  try {
-    const own = await temporal.workflow.count(
-      `RelayProject = "${project.slug}" AND WorkflowType = "deliverRequest"`,
-    );
-    // A workflow per waiting call was 97 in 100 of a contended key's calls.
-    expect(own.count).toBeLessThan((keys.length * perKey) / 5);
-  } finally {
-    await temporal.connection.close();
+  await expectEachOnceInOrder(keys, perKey);
+  // A workflow per waiting call was 97 in 100 of a contended key's calls.
+  expect(await ownWorkflows(project.slug)).toBeLessThan((keys.length * perKey) / 5);
+});
+
+test("ordered calls with Idempotency-Keys share batches too: each key's calls arrive once and in order, and a repeat answers its first call's request", async () => {
+  const project = await projectWithEndpoint([{ name: "origin", targetUrl: steady.url }], {
+    ordering: "fifo",
+  });
+  const keys = Array.from({ length: 8 }, (_, k) => `keyed-${k}`);
+  const perKey = 20;
+  await grantCredits(project.slug, keys.length * perKey);
+  const send = (key: string, n: number, body = JSON.stringify({ key, n })) =>
+    relay(project.slug, "/v1/hook", {
+      key: project.key,
+      body,
+      headers: { "relay-ordering-key": key, "idempotency-key": `${key}-${n}` },
+    });
+  const firsts = new Map<string, string>();
+  await Promise.all(
+    keys.map(async (key) => {
+      for (let n = 1; n <= perKey; n++) {
+        const answer = await send(key, n);
+        expect(answer.status, answer.text).toBe(202);
+        firsts.set(`${key}-${n}`, (answer.json() as { requestId: string }).requestId);
+      }
+    }),
+  );
+  // Repeats while their first calls wait in their lanes, or after: the first call's request.
+  for (const key of keys) {
+    const repeat = await send(key, 3);
+    expect(repeat.status, repeat.text).toBe(202);
+    expect((repeat.json() as { requestId: string }).requestId).toBe(firsts.get(`${key}-3`));
+    expect((await send(key, 4, JSON.stringify({ other: true }))).status).toBe(422);
   }
+  await expectEachOnceInOrder(keys, perKey);
+  // Before, each went as a workflow of its own, Temporal's workflow id telling its repeats apart.
+  expect(await ownWorkflows(project.slug)).toBeLessThan((keys.length * perKey) / 5);
 });
 
 test("a call without Relay-Ordering-Key goes through the endpoint's default lane, in order; the header is not forwarded", async () => {

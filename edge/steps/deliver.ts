@@ -40,39 +40,40 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const requestId = heldAhead
       ? { id: heldAhead, bodyTag: undefined }
       : await requestIdOf(deps, call);
-    const unordered = queuesUnordered(call, ordering);
     const { bodyTag } = requestId;
-    const claim = unordered && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
-    // An ordered call joins its lane as its batch is accepted; one with a key goes alone, where
-    // Temporal's workflow id tells its repeats apart. A delayed call shares a batch due in the
-    // same second, unless ordered (it joins its lane at its time) or keyed (a repeat answers
-    // what its first call was told, and a batch's claim remembers no delay).
+    // Its key is claimed in Postgres, where calls that share batches are told apart.
+    const claim = queuesOnly(call) && bodyTag ? { requestId: requestId.id, bodyTag } : undefined;
+    // An ordered call joins its lane as its batch is accepted. A delayed call shares a batch due
+    // in the same second, unless ordered (it joins its lane at its time) or keyed (a repeat
+    // answers what its first call was told, and a batch's claim remembers no delay).
     const batchable = call.notBefore
-      ? unordered && !bodyTag
-      : unordered || (queuesOnly(call) && ordering !== undefined && !bodyTag);
+      ? queuesUnordered(call, ordering) && !bodyTag
+      : queuesOnly(call);
+    const batched =
+      deps.batch && batchable ? batchedCall(deps, call, requestId.id, claim, ordering) : null;
+    if (deps.batch && batched) {
+      const answered = await queueInBatch(deps.batch, call, batched);
+      if (answered) return answered;
+    }
+    // Going alone, its key first: a repeat, or this call accepted after all (its group's
+    // acceptance committed unanswered), is answered as its first call was.
+    const repeat = claim && (await claimAlone(deps, call, claim));
+    if (repeat) return repeat;
     let laneJoined: boolean | undefined;
     /** A place taken here for a call that then did not start is given back. */
     let leaveUnstarted = async () => {};
-    if (deps.batch && batchable) {
-      const batched = batchedCall(deps, call, requestId.id, claim, ordering);
-      const answered = await queueInBatch(deps.batch, call, batched);
-      if (answered) return answered;
-      // An ordered call left to go alone, its group's acceptance unanswered in time: had that
-      // committed after all, its place is in its lane already and the sweep starts its batch,
-      // so it must not start on its own too (its lane would wait on it for good).
-      if (batched.lane) {
-        const place = batched.lane;
-        laneJoined = await joinLane(deps, place);
-        if (!laneJoined) {
-          const accepted = { status: acceptedStatus(batched.input), requestId: requestId.id };
-          return json(202, accepted, call.responseHeaders);
-        }
-        leaveUnstarted = () => deps.leaveLane(place).catch(() => {});
+    // An ordered call left to go alone, its group's acceptance unanswered in time: had that
+    // committed after all, its place is in its lane already and the sweep starts its batch, so
+    // it must not start on its own too (its lane would wait on it for good).
+    if (batched?.lane) {
+      const place = batched.lane;
+      laneJoined = await joinLane(deps, place);
+      if (!laneJoined) {
+        const accepted = { status: acceptedStatus(batched.input), requestId: requestId.id };
+        return json(202, accepted, call.responseHeaders);
       }
+      leaveUnstarted = () => deps.leaveLane(place).catch(() => {});
     }
-    // Its key is told apart from calls that share batches in Postgres: claimed there too.
-    const repeat = claim && (await claimAlone(deps, call, claim));
-    if (repeat) return repeat;
     // A call answered by its one sync target reserves in the worker, just before the target's
     // call (SyncInput.holds): the caller's wait has no control-plane round trip.
     const workerReserves = syncAlone(call);
@@ -110,10 +111,7 @@ function syncAlone(call: Received): boolean {
   return only?.deliveryMode === "sync" && others.length === 0 && !call.notBefore;
 }
 
-/**
- * Whether the call's endpoint queues only (async targets), unordered: its immediate calls may
- * share batch workflows (../batcher.ts), so its Idempotency-Keys are claimed in Postgres.
- */
+/** Whether the call's endpoint queues only (async targets), unordered. */
 function queuesUnordered(call: Received, ordering: LaneRef | undefined): boolean {
   return queuesOnly(call) && ordering === undefined;
 }
