@@ -5,6 +5,7 @@ import { connect } from "./db.ts";
 import {
   claimTurns,
   claimTurnsInOrder,
+  forgetPlace,
   joinLane,
   leaveLane,
   passTurns,
@@ -49,6 +50,18 @@ test("the head has the turn; the others park, and leaving gives the turn to the 
   expect(await leave(lane, "r3")).toEqual([]);
   // A join after its request left (an Idempotency-Key's repeat) joins nothing.
   expect(await join(lane, "r1")).toBe(false);
+});
+
+test("a place given back is forgotten once left: the same request joins again, at the back", async () => {
+  const lane = newLane();
+  for (const r of ["r1", "r2"]) await join(lane, r);
+  await forgetPlace(sql, { laneId: lane, requestId: "r1", targetIds: ["a"] }); // still there
+  expect(await join(lane, "r1")).toBe(false);
+  await leave(lane, "r1");
+  await forgetPlace(sql, { laneId: lane, requestId: "r1", targetIds: ["a"] });
+  expect(await join(lane, "r1")).toBe(true);
+  expect(await claim(lane, "r1")).toEqual({ a: "wait" });
+  expect(await claim(lane, "r2")).toEqual({ a: "turn" });
 });
 
 test("each target is a queue of its own; a request leaving one target keeps its place at the other", async () => {

@@ -237,6 +237,14 @@ export async function leaveLanes(q: Transaction, leaving: Leaving[]): Promise<Tu
     }));
 }
 
+/** A place left (`leaveLanes`) is forgotten: the request may join again, at the back. */
+export async function forgetPlace(q: Sql | Transaction, place: LaneClaim): Promise<void> {
+  await q`
+    delete from lane_entries
+    where lane_id = ${place.laneId} and request_id = ${place.requestId}
+      and target_id = any(${place.targetIds}::text[]) and done_at is not null`;
+}
+
 /** One request leaves its lane at these targets (`leaveLanes`). */
 export async function leaveLane(
   q: Transaction,

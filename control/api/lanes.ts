@@ -6,7 +6,7 @@
 import { RelayError } from "../../core/errors.ts";
 import type { LanePlace } from "../../core/lanes.ts";
 import { signalTurns } from "../../platform/temporal.ts";
-import { joinLane, passTurns } from "../../store/lanes.ts";
+import { forgetPlace, joinLane, passTurns } from "../../store/lanes.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
 
@@ -37,11 +37,16 @@ export async function joinOrderingLane(ctx: Ctx, place: LanePlace): Promise<bool
   return ctx.sql.begin((tx) => joinLane(tx, place.laneId, place.requestId, place.targetIds));
 }
 
-/** Leaves the lane; the parked requests given the turn are told (ones gone are passed over). */
+/**
+ * Gives an unstarted call's place back: it leaves, the parked requests given the turn are told
+ * (ones gone are passed over), and its entries are forgotten, so the call sent again with its
+ * Idempotency-Key (the same request id) joins anew, at the back.
+ */
 export async function leaveOrderingLane(ctx: Ctx, place: LanePlace): Promise<void> {
   requireEdge(ctx.caller);
   checkPlace(place);
   await passTurns(ctx.sql, [place], async (given) =>
     given.length === 0 ? [] : signalTurns(await ctx.temporal(), given),
   );
+  await forgetPlace(ctx.sql, place);
 }

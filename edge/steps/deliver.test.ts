@@ -327,6 +327,15 @@ describe("an ordered call its batch left to go alone", () => {
     }
   });
 
+  test("with an Idempotency-Key its claim said no batch took, starts though its place is there: an earlier try's", async () => {
+    for (const claim of ["claimed", "own_workflow"] as const) {
+      const { deps, call, started, claims } = orderedAlone(true, { claim });
+      const keyed = Object.assign(call, { idempotencyKey: "order-7" });
+      expect((await deliver(deps)(keyed)).status).toBe(202);
+      expect(started.map((s) => s.input.requestId)).toEqual([claims[0]?.requestId]);
+    }
+  });
+
   test("joins its lane once and starts as its own workflow when it had no place", async () => {
     const { deps, call, started, joins } = orderedAlone(false);
     expect((await deliver(deps)(call)).status).toBe(202);

@@ -64,11 +64,13 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     let leaveUnstarted = async () => {};
     // An ordered call left to go alone, its group's acceptance unanswered in time: had that
     // committed after all, its place is in its lane already and the sweep starts its batch, so
-    // it must not start on its own too (its lane would wait on it for good).
+    // it must not start on its own too (its lane would wait on it for good). A keyed call's
+    // claim said none did (a repeat is answered above): a place there is an earlier try's of the
+    // same request, and it starts (Temporal's workflow id tells a start made before).
     if (batched?.lane) {
       const place = batched.lane;
       laneJoined = await joinLane(deps, place);
-      if (!laneJoined) {
+      if (!laneJoined && !claim) {
         const accepted = { status: acceptedStatus(batched.input), requestId: requestId.id };
         return json(202, accepted, call.responseHeaders);
       }
