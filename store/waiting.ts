@@ -2,7 +2,7 @@
  * A project's waiting deliveries (core/waiting.ts): the delayed calls edges accepted, until their
  * time (`scheduled_calls`, migration 012), and the deliveries held for a paused or failing target
  * (`held_deliveries`, migration 010), and the ordered requests in their lanes (`lane_waits`,
- * migration 020). Whoever adds or removes one takes the project's waiting lock
+ * migration 020, counted per project beside them, migration 026). Whoever adds or removes one takes the project's waiting lock
  * first, so each count is exact, and a held count reaching or leaving the cap goes on the change
  * feed once: the edges then refuse (or take again) the project's async calls.
  */
@@ -35,7 +35,8 @@ export async function heldCount(q: Queryable, projectId: string): Promise<number
       from held_deliveries h join targets t on t.id = h.target_id
         join endpoints e on e.id = t.endpoint_id
       where e.project_id = ${projectId})::int
-    + (select count(*) from lane_waits where project_id = ${projectId})::int as count`;
+    + coalesce((select waiting from lane_wait_counts where project_id = ${projectId}), 0)::int
+      as count`;
   return row?.count ?? 0;
 }
 
