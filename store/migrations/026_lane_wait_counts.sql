@@ -1,7 +1,7 @@
 -- Each project's ordered requests in their lanes (lane_waits), counted beside them: the cap's
--- check (store/waiting.ts) reads one row rather than counting every wait, which took 7.7 ms at
--- 100,000 under the project's waiting lock. Statement triggers keep it in step with every insert
--- and delete, whoever makes it (a claim, a leave, the retention's sweep).
+-- check (store/waiting.ts) reads one row rather than counting every wait under the project's
+-- waiting lock, a cost that grew with the waits. Statement triggers keep it in step with every
+-- insert and delete, whoever makes it (a claim, a leave, the retention's sweep).
 create table lane_wait_counts (
   project_id text primary key,
   waiting bigint not null default 0
