@@ -43,6 +43,11 @@ export interface DeliveryInput {
   /** Sent again from the request log: the request this one was sent again from. */
   resentFrom?: string;
   /**
+   * A replay's number (1 for a request's first): its deliveries hold and are charged apart from
+   * the call's and the other replays'. Absent for the call itself.
+   */
+  replay?: number;
+  /**
    * An ordered endpoint's call (core/lanes.ts): the lane it queues in, per async target, behind
    * the calls of the same key accepted before it. Absent on an unordered endpoint.
    */

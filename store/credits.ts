@@ -71,6 +71,8 @@ export interface Charge {
   requestId: string;
   targetId: string;
   bytes: number;
+  /** A replay's number: its deliveries are charged apart from the call's (0, absent). */
+  replay?: number | undefined;
 }
 
 export interface Reservation {
@@ -79,6 +81,8 @@ export interface Reservation {
   pool: KeyMode;
   requestId: string;
   holds: CreditHold[];
+  /** A replay's number: it holds apart from the call and the replays before it (0, absent). */
+  replay?: number;
 }
 
 /**
@@ -101,15 +105,16 @@ export async function reserveCredits(tx: Queryable, r: Reservation): Promise<boo
  * names them goes on only where `reservedOf` holds.
  */
 export function reservationSteps(q: Queryable, r: Reservation) {
+  const replay = r.replay ?? 0;
   return q`
     wanted as (
       select w.target_id, w.amount
       from unnest(${r.holds.map((h) => h.targetId)}::text[], ${r.holds.map((h) => h.credits)}::bigint[])
         as w (target_id, amount)
       where not exists (select 1 from credit_holds h
-          where h.request_id = ${r.requestId} and h.target_id = w.target_id)
+          where h.request_id = ${r.requestId} and h.target_id = w.target_id and h.replay = ${replay})
         and not exists (select 1 from credit_ledger l
-          where l.request_id = ${r.requestId} and l.target_id = w.target_id)
+          where l.request_id = ${r.requestId} and l.target_id = w.target_id and l.replay = ${replay})
     ), pool as (
       select c.project_id, c.pool from credit_pools c join projects p on p.id = c.project_id
       where p.slug = ${r.project} and c.pool = ${r.pool}
@@ -117,8 +122,8 @@ export function reservationSteps(q: Queryable, r: Reservation) {
         and exists (select 1 from wanted)
       for update of c
     ), held as (
-      insert into credit_holds (request_id, target_id, project_id, pool, amount)
-      select ${r.requestId}, wanted.target_id, pool.project_id, pool.pool, wanted.amount
+      insert into credit_holds (request_id, target_id, project_id, pool, amount, replay)
+      select ${r.requestId}, wanted.target_id, pool.project_id, pool.pool, wanted.amount, ${replay}
       from pool, wanted
       on conflict do nothing
     )`;
@@ -220,8 +225,8 @@ export function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
 }
 
 /**
- * Charges deliveries once each (a retry finds its charge there already), in place of their
- * holds; nothing for free-tier live traffic. The charge that empties a pool tells the edges.
+ * Charges deliveries once each (a retry finds its charge there already; a replay is a delivery
+ * of its own), in place of their holds; nothing for free-tier live traffic. The charge that empties a pool tells the edges.
  * Runs in the caller's transaction, so attempts' outcomes and their charges commit together;
  * pools are locked in (project, pool) order, so two sets of charges never wait in a circle.
  */
@@ -257,19 +262,21 @@ export async function ledgerCharges(
     with released as (
       delete from credit_holds h
       using unnest(${charges.map((c) => c.requestId)}::text[],
-        ${charges.map((c) => c.targetId)}::text[]) as c (request_id, target_id)
-      where h.request_id = c.request_id and h.target_id = c.target_id
+        ${charges.map((c) => c.targetId)}::text[], ${charges.map((c) => c.replay ?? 0)}::int[])
+        as c (request_id, target_id, replay)
+      where h.request_id = c.request_id and h.target_id = c.target_id and h.replay = c.replay
     ), ledgered as (
-      insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id)
-      select p.id, c.pool, -c.credits, 'delivery', c.request_id, c.target_id
+      insert into credit_ledger (project_id, pool, amount, reason, request_id, target_id, replay)
+      select p.id, c.pool, -c.credits, 'delivery', c.request_id, c.target_id, c.replay
       from unnest(${charges.map((c) => c.project)}::text[], ${charges.map((c) => c.pool)}::text[],
         ${charges.map((c) => c.requestId)}::text[], ${charges.map((c) => c.targetId)}::text[],
-        ${charges.map((c) => deliveryCredits(c.bytes))}::bigint[])
-        as c (project, pool, request_id, target_id, credits)
+        ${charges.map((c) => deliveryCredits(c.bytes))}::bigint[],
+        ${charges.map((c) => c.replay ?? 0)}::int[])
+        as c (project, pool, request_id, target_id, credits, replay)
       join projects p on p.slug = c.project
       where not (p.plan = 'free' and c.pool = 'live')
       order by p.id, c.pool
-      on conflict (request_id, target_id) do nothing
+      on conflict (request_id, target_id, replay) do nothing
       returning project_id, pool, -amount as credits
     )
     select project_id, pool, sum(credits) as credits from ledgered group by project_id, pool`;

@@ -1,12 +1,12 @@
 /**
  * The request log: a row per request and one per attempt at each of its targets. The worker
  * writes it (opens a request, settles it; its attempts are ./attempt-log.ts's), the control plane
- * writes the streams edges report (`recordStream`) and resets a request it replays; the
+ * writes the streams edges report (`recordStream`) and begins a request's replays; the
  * management API reads it through ./request-views.ts. What "delivered" means in SQL is written
  * once here (`delivered`); store/retention.ts prunes the log.
  */
 import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/delivery.ts";
-import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
+import { type DeliveryTarget, finishedStatuses, type RequestStatus } from "../core/model.ts";
 import { balancesAfter, ledgerCharges, noteEmptiedPools, releaseHolds } from "./credits.ts";
 import { pipelinedTransaction, type Queryable, type Sql } from "./db.ts";
 import { forgetWaiting, type PlanCaps } from "./waiting.ts";
@@ -222,7 +222,40 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
   });
 }
 
-/** A replayed request is delivering again until its new attempts settle it. */
-export async function markDelivering(sql: Sql, requestId: string): Promise<void> {
-  await sql`update requests set status = 'delivering', updated_at = now() where id = ${requestId}`;
+/** A replay begun: its number, and the status its request had before. */
+export interface ReplayBegun {
+  replay: number;
+  was: RequestStatus;
+}
+
+/**
+ * Begins a replay of a finished request of the project, in the caller's transaction: the request
+ * is delivering again until its new attempts settle it, and the replay takes the next number (its
+ * deliveries are charged under it). Undefined when the request is not finished, a replay of it
+ * running included: a second replay at once waits for the row's lock, then finds it delivering.
+ */
+export async function beginReplay(
+  tx: Queryable,
+  projectId: string,
+  requestId: string,
+): Promise<ReplayBegun | undefined> {
+  const [begun] = await tx<ReplayBegun[]>`
+    with was as (
+      select id, status from requests
+      where id = ${requestId} and project_id = ${projectId}
+      for update)
+    update requests r set status = 'delivering', replays = r.replays + 1, updated_at = now()
+    from was where r.id = was.id and was.status in ${tx(finishedStatuses)}
+    returning r.replays as replay, was.status as was`;
+  return begun;
+}
+
+/** A replay whose start failed: its holds given back, its request as it was (unless moved since). */
+export async function undoReplay(sql: Sql, requestId: string, begun: ReplayBegun): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`delete from credit_holds where request_id = ${requestId} and replay = ${begun.replay}`;
+    await tx`
+      update requests set status = ${begun.was}, updated_at = now()
+      where id = ${requestId} and status = 'delivering' and replays = ${begun.replay}`;
+  });
 }

@@ -259,7 +259,12 @@ export async function finishedLog<T extends { status: string } = RequestLog>(
 
 export interface RequestLog {
   status: string;
-  attempts: { targetName: string; statusCode: number | null; error: string | null }[];
+  attempts: {
+    targetName: string;
+    statusCode: number | null;
+    error: string | null;
+    latencyMs: number | null;
+  }[];
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   syncStatus,
 } from "../core/delivery.ts";
 import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
-import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
+import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
 import type { SigningKey } from "../core/signing.ts";
@@ -226,6 +226,7 @@ async function postToTarget(
   const sent: Sent = { attempt, ...called };
   const ended = await endAttempt(deps, (await starting).id, {
     requestId,
+    replay: call.replay,
     project: call.project,
     keyMode: call.keyMode,
     target,
@@ -304,11 +305,7 @@ async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBu
 function endAttempt(
   deps: Pick<AttemptDeps, "observeAttempt" | "endAttempt">,
   attemptId: string,
-  a: {
-    requestId: string;
-    project: string;
-    keyMode: KeyMode;
-    target: DeliveryTarget;
+  a: Pick<DeliverInput, "requestId" | "replay" | "project" | "keyMode" | "target"> & {
     attempt: number;
     statusCode: number | null;
     answer: LoggedAnswer | null;
@@ -336,6 +333,7 @@ function endAttempt(
     requestId: a.requestId,
     targetId: a.target.id,
     bytes: a.billedBytes,
+    replay: a.replay,
   };
   const { statusCode, answer, latencyMs, error, circuit, freesFlowSlot, lastTry, finishing } = a;
   return deps.endAttempt({

@@ -27,6 +27,8 @@ export interface DeliverInput {
   waitsWhenBusy?: boolean;
   /** Let go by its target's drain: it takes the room it was let go for (core/flow.ts). */
   fromQueue?: boolean;
+  /** A replay's number: what its charge is kept under (core/delivery.ts). */
+  replay?: number;
 }
 
 /** A request as its workflow opens it in the log. */
@@ -62,6 +64,7 @@ export function asyncDeliveries(input: DeliveryInput): DeliverInput[] {
       ...(body !== undefined && { body }),
       bodyRef: input.bodyRef,
       waitsWhenBusy: true,
+      ...(input.replay && { replay: input.replay }),
     }));
 }
 

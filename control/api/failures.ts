@@ -3,7 +3,7 @@
  * request's replay, of any finished request, is ./replay.ts).
  */
 import { z } from "zod";
-import { RelayError } from "../../core/errors.ts";
+import { type ErrorCode, RelayError } from "../../core/errors.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { replayRequest } from "./replay.ts";
 import { failureStatuses, listRequests, requestFilter } from "./requests.ts";
@@ -46,10 +46,16 @@ export async function replayFailures(
       () => true,
       (error: unknown) => {
         if (error instanceof RelayError && error.code === "conflict") return false;
+        // The pool or the cap is full: the rest would be refused too. What started stands.
+        if (replayed > 0 && error instanceof RelayError && STOPS.includes(error.code)) return null;
         throw error;
       },
     );
+    if (started === null) break;
     if (started) replayed++;
   }
   return { replayed };
 }
+
+/** Refusals that end a bulk replay (after at least one replay started; before, its answer). */
+const STOPS: readonly ErrorCode[] = ["insufficient_credits", "limit_exceeded"];

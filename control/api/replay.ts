@@ -3,10 +3,13 @@
  * failed or cancelled), with the request's original input read back from Temporal (its own
  * workflow's history, or the batch's that made its first attempts), so large bodies keep their
  * stored reference. It goes to the targets that did not get the request, or to all of them when
- * every target got it (a delivered request is delivered again). The request's status is settled
- * again from all its attempts once the series ends.
+ * every target got it (a delivered request is delivered again). A replay is a delivery like a
+ * call: numbered, it holds and is charged its own credits and takes its place under the cap
+ * (./member-holds.ts), and one replay of a request runs at a time. The request's status is
+ * settled again from all its attempts once the series ends.
  */
 import type { Client } from "@temporalio/client";
+import { deliveryHolds } from "../../core/billing.ts";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { finishedStatuses, type RequestStatus } from "../../core/model.ts";
@@ -17,10 +20,11 @@ import {
   TASK_QUEUE,
 } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
-import { markDelivering } from "../../store/request-log.ts";
+import { beginReplay, undoReplay } from "../../store/request-log.ts";
 import { deliveredTargets } from "../../store/request-views.ts";
 import { anyBatchInput } from "./batched.ts";
-import type { Ctx } from "./context.ts";
+import { type Ctx, projectAccess } from "./context.ts";
+import { reserveMemberDelivery } from "./member-holds.ts";
 import { getRequest, type RequestView } from "./requests.ts";
 
 export async function replayRequest(
@@ -28,13 +32,9 @@ export async function replayRequest(
   slug: string,
   requestId: string,
 ): Promise<RequestView> {
+  const access = await projectAccess(ctx, slug);
   const request = await getRequest(ctx, slug, requestId);
-  if (!finishedStatuses.includes(request.status)) {
-    throw new RelayError(
-      "conflict",
-      `request '${requestId}' is ${request.status}; only a finished request (delivered, partially failed, failed or cancelled) replays`,
-    );
-  }
+  if (!finishedStatuses.includes(request.status)) throw notFinished(request);
   const client = await ctx.temporal();
   const original = await originalInput(client, requestId);
   if (!original) {
@@ -52,19 +52,43 @@ export async function replayRequest(
   if (targets.length === 0) {
     throw new RelayError("conflict", `request '${requestId}' has no queued delivery to replay`);
   }
-  await markDelivering(ctx.sql, requestId);
-  await startDelivery(
-    client,
-    // A replay joins its lane (at its end) from its own workflow.
-    {
-      ...input,
-      targets,
-      ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
-    },
-    `${requestId}-replay-${Date.now()}`,
-    "delivering",
-  );
+  const begun = await ctx.sql.begin(async (tx) => {
+    const begun = await beginReplay(tx, access.projectId, requestId);
+    if (!begun) throw notFinished(await getRequest(ctx, slug, requestId));
+    await reserveMemberDelivery(ctx, tx, access, {
+      requestId,
+      pool: input.keyMode,
+      holds: deliveryHolds(targets, input.bodyBytes),
+      replay: begun.replay,
+    });
+    return begun;
+  });
+  try {
+    await startDelivery(
+      client,
+      // A replay joins its lane (at its end) from its own workflow.
+      {
+        ...input,
+        targets,
+        replay: begun.replay,
+        ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
+      },
+      `${requestId}-replay-${begun.replay}`,
+      "delivering",
+    );
+  } catch (error) {
+    await undoReplay(ctx.sql, requestId, begun);
+    throw error;
+  }
   return getRequest(ctx, slug, requestId);
+}
+
+/** A request that is not finished (a replay of it running included) does not replay. */
+function notFinished(request: RequestView): RelayError {
+  return new RelayError(
+    "conflict",
+    `request '${request.requestId}' is ${request.status}; only a finished request (delivered, partially failed, failed or cancelled) replays, one replay at a time`,
+  );
 }
 
 /** Starts a delivery workflow for `input`, as the edge starts one for a call it queues. */

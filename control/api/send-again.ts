@@ -6,21 +6,19 @@
  * logs and bills it like any other.
  */
 import { z } from "zod";
-import { type CreditHold, deliveryHolds, isMetered } from "../../core/billing.ts";
+import { deliveryHolds } from "../../core/billing.ts";
 import { bodyTravelsInline, type DeliveryInput, encodeBody } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { BASE64, bodyBytes } from "../../core/inspect.ts";
-import type { KeyMode } from "../../core/model.ts";
 import { checkPayload } from "../../core/payload-check.ts";
 import { compileSchema } from "../../core/schema.ts";
 import { newId } from "../../core/secrets.ts";
-import { waitingCapMessage } from "../../core/waiting.ts";
 import { insertBody } from "../../store/bodies.ts";
-import { releaseHolds, reserveCredits } from "../../store/credits.ts";
+import { releaseHolds } from "../../store/credits.ts";
 import { findRequest, keyModeOf } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
-import { capOf, heldCount } from "../../store/waiting.ts";
 import { type Ctx, projectAccess } from "./context.ts";
+import { reserveMemberDelivery } from "./member-holds.ts";
 import { startDelivery } from "./replay.ts";
 import { getRequest, type RequestView } from "./requests.ts";
 import { parseInput } from "./validation.ts";
@@ -92,10 +90,10 @@ export async function sendAgain(
     endpoint.schema ? compileSchema(endpoint.schema) : null,
   );
   const resent = newId("req");
-  await reserve(ctx, access, {
+  await reserveMemberDelivery(ctx, ctx.sql, access, {
     requestId: resent,
     pool: keyMode,
-    holds: isMetered(access.plan, keyMode) ? deliveryHolds(endpoint.targets, body.byteLength) : [],
+    holds: deliveryHolds(endpoint.targets, body.byteLength),
   });
   try {
     const inline = bodyTravelsInline(body.byteLength, endpoint.targets.length);
@@ -120,27 +118,4 @@ export async function sendAgain(
     throw error;
   }
   return getRequest(ctx, slug, resent);
-}
-
-/**
- * What the edge reserves for a call it queues (control/api/reservations.ts): refused while the
- * project's held deliveries fill its cap (409), and its credits held (402 when they do not fit).
- */
-async function reserve(
-  ctx: Ctx,
-  access: { projectId: string; slug: string },
-  call: { requestId: string; pool: KeyMode; holds: CreditHold[] },
-): Promise<void> {
-  const cap = await capOf(ctx.sql, access.projectId, ctx.waitingCaps);
-  if ((await heldCount(ctx.sql, access.projectId)) >= cap) {
-    throw new RelayError("limit_exceeded", waitingCapMessage(cap));
-  }
-  const fits =
-    call.holds.length === 0 || (await reserveCredits(ctx.sql, { project: access.slug, ...call }));
-  if (!fits) {
-    throw new RelayError(
-      "insufficient_credits",
-      `the ${call.pool} credit pool has too few credits left`,
-    );
-  }
 }
