@@ -24,6 +24,7 @@ import {
   type RequestOpening,
   settleStatuses,
 } from "./request-log.ts";
+import { deliveryTarget } from "./routing.ts";
 
 export interface AttemptStart {
   /** A request's first attempt opens the request in the same statement (one commit, not two). */
@@ -36,12 +37,17 @@ export interface AttemptStart {
 export interface StartedAttempt {
   id: string;
   attempt: number;
+  /**
+   * Its target as stored now (a retry goes where the owner sends now): null when deleted, absent
+   * when the log did not answer it.
+   */
+  target?: DeliveryTarget | null;
 }
 
 /**
  * Logs attempts as they start; an earlier attempt at the same target that never ended is marked
  * lost now. Attempts are numbered by the log, so a lost one, a replay's or a reset's counts on
- * from the ones before it. Answers each start's row, in order.
+ * from the ones before it. Answers each start's row, in order, with its target as stored now.
  */
 export async function startAttempts(
   q: Queryable,
@@ -52,7 +58,9 @@ export async function startAttempts(
     ...new Map(starts.flatMap((s) => (s.opening ? [[s.requestId, s.opening]] : []))).values(),
   ];
   const opened = openings.length > 0 ? q`opened as (${insertRequests(q, openings)}),` : q``;
-  const rows = await q<{ id: string; requestId: string; targetId: string; attempt: number }[]>`
+  const rows = await q<
+    { id: string; requestId: string; targetId: string; attempt: number; target: DeliveryTarget }[]
+  >`
     with ${opened} started as (
       select * from unnest(${starts.map((s) => s.requestId)}::text[],
         ${starts.map((s) => s.target.id)}::text[], ${starts.map((s) => s.target.name)}::text[],
@@ -64,17 +72,21 @@ export async function startAttempts(
       from started s
       where a.request_id = s.request_id and a.target_id = s.target_id and a.latency_ms is null
     )
-    insert into attempts (request_id, target_id, target_name, attempt, started_at)
-    select s.request_id, s.target_id, s.target_name,
-      coalesce((select max(a.attempt) from attempts a
-        where a.request_id = s.request_id and a.target_id = s.target_id), 0) + 1,
-      s.started_at
-    from started s
-    returning id, request_id, target_id, attempt`;
+    , inserted as (
+      insert into attempts (request_id, target_id, target_name, attempt, started_at)
+      select s.request_id, s.target_id, s.target_name,
+        coalesce((select max(a.attempt) from attempts a
+          where a.request_id = s.request_id and a.target_id = s.target_id), 0) + 1,
+        s.started_at
+      from started s
+      returning id, request_id, target_id, attempt
+    )
+    select i.*, (select ${deliveryTarget(q)} from targets t where t.id = i.target_id) as target
+    from inserted i`;
   const byDelivery = new Map(rows.map((row) => [`${row.requestId}/${row.targetId}`, row]));
   return starts.map((s) => {
     const row = byDelivery.get(`${s.requestId}/${s.target.id}`);
-    return { id: row?.id ?? "", attempt: row?.attempt ?? 1 };
+    return { id: row?.id ?? "", attempt: row?.attempt ?? 1, ...(row && { target: row.target }) };
   });
 }
 

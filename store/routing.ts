@@ -81,6 +81,17 @@ export function deleteLine(sql: Sql, projectId: string, key: string): Promise<bo
 }
 
 /**
+ * The `targets` row in scope (`t`) as a DeliveryTarget: its flow limits and secret headers absent
+ * when it has none (nulls stripped).
+ */
+export const deliveryTarget = (q: Queryable) => q`
+  json_strip_nulls(json_build_object(
+    'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
+    'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
+    'maxDeliveriesPerSecond', t.max_deliveries_per_second, 'maxConcurrent', t.max_concurrent,
+    'secretHeaders', nullif(t.secret_headers, '[]')))`;
+
+/**
  * Endpoints with their targets in one query: for the API's reads and the edge's project state.
  * A target's flow limits and secret headers are absent when it has none (nulls stripped).
  */
@@ -92,11 +103,7 @@ export async function loadEndpoints(
   const rows = await sql<(Omit<Endpoint, "line"> & { lineKey: string })[]>`
     select e.line_key, e.path, e.ip_allowlist, e.schema, e.rate_limit,
       e.circuit_breaker, e.ordering, e.version, e.updated_at,
-      coalesce((select json_strip_nulls(json_agg(json_build_object(
-          'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
-          'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
-          'maxDeliveriesPerSecond', t.max_deliveries_per_second, 'maxConcurrent', t.max_concurrent,
-          'secretHeaders', nullif(t.secret_headers, '[]')) order by t.position))
+      coalesce((select json_agg(${deliveryTarget(sql)} order by t.position)
         from targets t where t.endpoint_id = e.id), '[]') as targets
     from endpoints e
     where e.project_id = ${projectId}

@@ -7,12 +7,8 @@ import { ApplicationFailure, Context } from "@temporalio/activity";
 import { type CircuitOutcome, circuitOutcome } from "../core/circuit.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
-  type AttemptVerdict,
-  attemptVerdict,
   decodeBody,
   encodeBody,
-  LOGGED_ANSWER_BYTES,
-  MAX_SYNC_ANSWER_BYTES,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
@@ -20,16 +16,8 @@ import {
 import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
-import { TOO_LARGE } from "../core/read-capped.ts";
 import type { SigningKey } from "../core/signing.ts";
-import {
-  readAnswer,
-  readAnswerStart,
-  sendToTarget,
-  type TargetCallInput,
-  type TargetFailure,
-} from "../core/target-call.ts";
-import type { CallTarget } from "../core/target-request.ts";
+import type { TargetFailure } from "../core/target-call.ts";
 import { activeTrace } from "../core/tracing.ts";
 import { hmacSha256 } from "../platform/node-crypto.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
@@ -37,9 +25,10 @@ import { loadBody } from "../store/bodies.ts";
 import { reserveCredits } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
-import type { AttemptDeps, RetryPolicy } from "./activity-deps.ts";
+import type { AttemptDeps } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
 import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
+import { callAndRead, loggedAnswer, type Sent, syncOutcome, verdictOn } from "./target-answers.ts";
 import { roomForAttempt } from "./target-room.ts";
 
 /** A busy answer: how long to wait, drawn from the project's share of the pool. */
@@ -201,28 +190,33 @@ async function postToTarget(
     startedAt: signedAt,
   });
   starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
-  // An async attempt is in the log before the call, so one lost with its worker shows.
-  const attempt = call.sync ? 1 : (await starting).attempt;
+  // An async attempt is in the log before the call, so one lost with its worker shows; the log
+  // answers its target as it is now, so a retry goes where the owner sends now.
+  const logged = call.sync ? undefined : await starting;
+  const attempt = logged?.attempt ?? 1;
+  const current = logged?.target === undefined ? target : logged.target;
   const signingKeys = await keys;
   const started = performance.now();
-  const called = await callAndRead(
-    deps.callTarget,
-    {
-      requestId,
-      target,
-      attempt,
-      callerHeaders: call.headers,
-      body,
-      signingKeys,
-      signedAt,
-      hmac: hmacSha256,
-      signal: Context.current().cancellationSignal,
-      timeoutBounds: "answer",
-      // The activity's span, when the worker traces (Temporal's interceptor started it).
-      trace: activeTrace(),
-    },
-    call.sync === true,
-  );
+  const called = !current
+    ? { answer: null, failure: TARGET_DELETED }
+    : await callAndRead(
+        deps.callTarget,
+        {
+          requestId,
+          target: current,
+          attempt,
+          callerHeaders: call.headers,
+          body,
+          signingKeys,
+          signedAt,
+          hmac: hmacSha256,
+          signal: Context.current().cancellationSignal,
+          timeoutBounds: "answer",
+          // The activity's span, when the worker traces (Temporal's interceptor started it).
+          trace: activeTrace(),
+        },
+        call.sync === true,
+      );
   const sent: Sent = { attempt, ...called };
   const ended = await endAttempt(deps, (await starting).id, {
     requestId,
@@ -249,28 +243,6 @@ async function postToTarget(
   return { ...sent, status: ended.status };
 }
 
-/**
- * The call, and its answer: a sync one read whole up to the cap (its body null past it), an async
- * one's first bytes only, for the log (the rest left unread).
- */
-async function callAndRead(
-  callTarget: CallTarget,
-  input: TargetCallInput,
-  sync: boolean,
-): Promise<Pick<Sent, "answer" | "failure">> {
-  const sent = await sendToTarget(callTarget, input);
-  if ("failure" in sent) return { answer: null, failure: sent.failure };
-  const { status, headers } = sent.answer;
-  if (!sync) {
-    const { bytes, truncated } = await readAnswerStart(sent, LOGGED_ANSWER_BYTES);
-    return { answer: { status, headers, body: bytes, truncated }, failure: null };
-  }
-  const read = await readAnswer(sent, MAX_SYNC_ANSWER_BYTES);
-  if ("failure" in read) return { answer: null, failure: read.failure };
-  const body = read.body === TOO_LARGE ? null : read.body;
-  return { answer: { status, headers, body, truncated: body === null }, failure: null };
-}
-
 /** The request as the log keeps it: its headers less those marked secret, its body when inline. */
 function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Received {
   const secret = new Set(request.secretHeaders ?? []);
@@ -283,16 +255,6 @@ function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Receive
   return { headers, bodyBase64: bodyRef ? null : inline, bodyRef };
 }
 
-/** What the log keeps of an answer: its headers and the first LOGGED_ANSWER_BYTES of its body. */
-function loggedAnswer(answer: Answer): LoggedAnswer {
-  const body = answer.body ?? new Uint8Array();
-  return {
-    headers: Object.fromEntries(answer.headers),
-    bodyBase64: encodeBody(body.subarray(0, LOGGED_ANSWER_BYTES)),
-    truncated: answer.truncated || body.byteLength > LOGGED_ANSWER_BYTES,
-  };
-}
-
 /** A request's body: from Postgres when it waits there, else from the input itself. */
 async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBuffer>> {
   if (input.bodyRef) return loadBody(sql, input.bodyRef);
@@ -300,6 +262,12 @@ async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBu
     ? new TextEncoder().encode(input.body)
     : decodeBody(input.bodyBase64);
 }
+
+/** An attempt whose target was deleted: never made, and never retried. */
+const TARGET_DELETED: TargetFailure = {
+  kind: "refused",
+  message: "cancelled: the target was deleted",
+};
 
 /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
 function endAttempt(
@@ -349,48 +317,4 @@ function endAttempt(
     finishing,
     endedAt: new Date(),
   });
-}
-
-/** The verdict on an attempt at an async target. */
-function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): AttemptVerdict {
-  const seen = {
-    status: answer?.status ?? null,
-    retryAfter: answer?.headers.get("retry-after") ?? null,
-    error: failure?.message ?? null,
-    refused: failure?.kind === "refused",
-  };
-  return attemptVerdict(seen, attempt, policy, new Date());
-}
-
-/** A target's answer to an attempt. */
-interface Answer {
-  status: number;
-  headers: Headers;
-  /** A sync answer's whole body (null when longer than the sync cap), an async one's start. */
-  body: Uint8Array | null;
-  /** The body goes on past what was read. */
-  truncated: boolean;
-}
-
-/** What a call to a target came to. */
-interface Sent {
-  attempt: number;
-  answer: Answer | null;
-  /** Why there is no answer: refused, timed out or unreachable, as the log says it. */
-  failure: TargetFailure | null;
-}
-
-function syncOutcome({ answer, failure }: Sent): SyncOutcome {
-  if (!answer) {
-    return failure?.kind === "timeout"
-      ? { kind: "timeout" }
-      : { kind: "unreachable", error: failure?.message ?? "" };
-  }
-  if (answer.body === null) return { kind: "too_large" };
-  return {
-    kind: "answered",
-    status: answer.status,
-    headers: Object.fromEntries(answer.headers),
-    bodyBase64: Buffer.from(answer.body).toString("base64"),
-  };
 }

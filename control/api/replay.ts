@@ -3,7 +3,7 @@
  * failed or cancelled), with the request's original input read back from Temporal (its own
  * workflow's history, or the batch's that made its first attempts), so large bodies keep their
  * stored reference. It goes to the targets that did not get the request, or to all of them when
- * every target got it (a delivered request is delivered again). A replay is a delivery like a
+ * every target got it (a delivered request is delivered again), each as it is now. A replay is a delivery like a
  * call: numbered, it holds and is charged its own credits and takes its place under the cap
  * (./member-holds.ts), and one replay of a request runs at a time. The request's status is
  * settled again from all its attempts once the series ends.
@@ -12,7 +12,7 @@ import type { Client } from "@temporalio/client";
 import { deliveryHolds } from "../../core/billing.ts";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
-import { finishedStatuses, type RequestStatus } from "../../core/model.ts";
+import { type DeliveryTarget, finishedStatuses, type RequestStatus } from "../../core/model.ts";
 import {
   DELIVERY_WORKFLOW,
   fairnessOf,
@@ -22,6 +22,7 @@ import {
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import { beginReplay, undoReplay } from "../../store/request-log.ts";
 import { deliveredTargets } from "../../store/request-views.ts";
+import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
@@ -48,13 +49,15 @@ export async function replayRequest(
   const { notBefore: _, firstAttempts: __, ordering, ...input } = original;
   const delivered = await deliveredTargets(ctx.sql, requestId);
   const missed = input.targets.filter((t) => !delivered.includes(t.id));
-  const targets = missed.length > 0 ? missed : input.targets;
-  if (targets.length === 0) {
-    throw new RelayError("conflict", `request '${requestId}' has no queued delivery to replay`);
-  }
+  const targets = await targetsNow(
+    ctx,
+    access.projectId,
+    input,
+    missed.length > 0 ? missed : input.targets,
+  );
   const begun = await ctx.sql.begin(async (tx) => {
     const begun = await beginReplay(tx, access.projectId, requestId);
-    if (!begun) throw notFinished(await getRequest(ctx, slug, requestId));
+    if (!begun) return undefined;
     await reserveMemberDelivery(ctx, tx, access, {
       requestId,
       pool: input.keyMode,
@@ -63,6 +66,7 @@ export async function replayRequest(
     });
     return begun;
   });
+  if (!begun) throw notFinished(await getRequest(ctx, slug, requestId));
   try {
     await startDelivery(
       client,
@@ -81,6 +85,32 @@ export async function replayRequest(
     throw error;
   }
   return getRequest(ctx, slug, requestId);
+}
+
+/**
+ * The targets a replay goes to, as they are now (by id: a target edited since takes its new URL
+ * and headers); 409 naming why when every one of them was deleted since.
+ */
+async function targetsNow(
+  ctx: Ctx,
+  projectId: string,
+  request: Pick<DeliveryInput, "requestId" | "line" | "endpoint">,
+  replayed: DeliveryTarget[],
+): Promise<DeliveryTarget[]> {
+  const [endpoint] = await loadEndpoints(ctx.sql, projectId, {
+    line: request.line,
+    path: request.endpoint,
+  });
+  const now = new Map(endpoint?.targets.map((t) => [t.id, t]));
+  const targets = replayed.flatMap((t) => now.get(t.id) ?? []);
+  if (targets.length === 0) {
+    const names = replayed.map((t) => `'${t.name}'`).join(", ");
+    throw new RelayError(
+      "conflict",
+      `request '${request.requestId}' cannot be replayed: its target${replayed.length > 1 ? "s" : ""} ${names} ${replayed.length > 1 ? "were" : "was"} deleted`,
+    );
+  }
+  return targets;
 }
 
 /** A request that is not finished (a replay of it running included) does not replay. */
