@@ -5,17 +5,25 @@
 import { Client, Connection } from "@temporalio/client";
 import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
+import { connect } from "../store/db.ts";
 import { percentile } from "./harness.ts";
 
 /** Starts of the edge's own workflow, with the same input size, straight from the SDK client. */
 export async function rawStartRate(
-  address: string,
+  stack: { databaseUrl: string; temporal: { address: string } },
   project: string,
   targetPort: number,
   concurrency: number,
   durationS: number,
 ) {
-  const connection = await Connection.connect({ address });
+  // The endpoint's real target: a worker reads each attempt's target by its id.
+  const sql = connect(stack.databaseUrl, { max: 1 });
+  const [target] = await sql<{ id: string }[]>`
+    select t.id from targets t join endpoints e on e.id = t.endpoint_id
+      join projects p on p.id = e.project_id
+    where p.slug = ${project} and e.path = 'async' limit 1`;
+  await sql.end();
+  const connection = await Connection.connect({ address: stack.temporal.address });
   const client = new Client({ connection });
   const input = (requestId: string): DeliveryInput => ({
     requestId,
@@ -29,7 +37,7 @@ export async function rawStartRate(
     bodyBytes: 14,
     targets: [
       {
-        id: "raw",
+        id: target?.id ?? "",
         name: "raw",
         targetUrl: `http://127.0.0.1:${targetPort}/sink`,
         deliveryMode: "async",

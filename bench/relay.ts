@@ -174,13 +174,7 @@ await runBench(async (cleanup) => {
     host: edgeHost,
     auth,
   });
-  const rawStarts = await rawStartRate(
-    stack.temporal.address,
-    slug,
-    targetPort,
-    connections,
-    seconds,
-  );
+  const rawStarts = await rawStartRate(stack, slug, targetPort, connections, seconds);
 
   // (c) scrapes beside the hot path.
   const asyncLoad = () =>

@@ -103,13 +103,21 @@ const statusOf = async (requestId: string) =>
 
 test("a cancel leaves a request with a 2xx attempt as its attempts settle it; without one, cancelled", async () => {
   const delivered = await requestWith({ t: 200 });
-  expect(await cancelRequest(sql, openingOf(delivered), caps)).toBe("delivered");
+  expect(await cancelRequest(sql, openingOf(delivered), caps, ["t"])).toBe("delivered");
   expect(await statusOf(delivered)).toBe("delivered");
   const partly = await requestWith({ answered: 204, refused: null });
-  expect(await cancelRequest(sql, openingOf(partly), caps)).toBe("partially_failed");
+  const both = ["answered", "refused"];
+  expect(await cancelRequest(sql, openingOf(partly), caps, both)).toBe("partially_failed");
   const failing = await requestWith({ t: 503 });
-  expect(await cancelRequest(sql, openingOf(failing), caps)).toBe("cancelled");
+  expect(await cancelRequest(sql, openingOf(failing), caps, ["t"])).toBe("cancelled");
   expect(await statusOf(failing)).toBe("cancelled");
+});
+
+test("a cancel of a request one target got and another never tried (held) is partially failed", async () => {
+  const requestId = await requestWith({ fast: 200 });
+  const status = await cancelRequest(sql, openingOf(requestId), caps, ["fast", "held"]);
+  expect(status).toBe("partially_failed");
+  expect(await statusOf(requestId)).toBe("partially_failed");
 });
 
 test("a 2xx attempt that ends after its request was cancelled still wins", async () => {
@@ -117,7 +125,7 @@ test("a 2xx attempt that ends after its request was cancelled still wins", async
   const { requestId } = opening;
   const target = { id: "late", name: "late" };
   const { id } = await startAttempt({ opening, requestId, target, startedAt });
-  expect(await cancelRequest(sql, opening, caps)).toBe("cancelled");
+  expect(await cancelRequest(sql, opening, caps, ["late"])).toBe("cancelled");
   await endAttempt({
     attemptId: id,
     statusCode: 200,

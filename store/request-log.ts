@@ -99,21 +99,30 @@ export async function openRequest(
  * stopped them). Opens it, cancelled, when it was cancelled before its first task. Its credit
  * holds go back, and it waits no more, for its time or any target (store/waiting.ts). A target's
  * 2xx wins over the cancel: a request with a delivered attempt is settled from its attempts
- * instead (delivered, or partially failed beside targets that never got it). Answers the status.
+ * instead, and is partially failed when one of its `targetIds` (its async targets) never got it,
+ * tried or not (one its flow limits held). Answers the status.
  */
 export async function cancelRequest(
   sql: Sql,
   input: RequestOpening,
   caps: PlanCaps,
+  targetIds: readonly string[],
 ): Promise<RequestStatus> {
   return sql.begin(async (tx) => {
     // Locks the row, so an attempt ending now settles it after this (endAttempt).
     await insertRequest(tx, input, "cancelled");
     await releaseHolds(tx, input.requestId);
     await forgetWaiting(tx, input.requestId, caps);
-    const [answered] = await tx`
-      select 1 from attempts where request_id = ${input.requestId} and ${delivered(tx)} limit 1`;
-    return answered ? settleRequest(tx, input.requestId, []) : "cancelled";
+    const answered = await tx<{ targetId: string }[]>`
+      select distinct target_id from attempts
+      where request_id = ${input.requestId} and ${delivered(tx)}`;
+    if (answered.length === 0) return "cancelled";
+    const got = new Set(answered.map((a) => a.targetId));
+    if (targetIds.every((id) => got.has(id))) return settleRequest(tx, input.requestId, []);
+    await tx`
+      update requests set status = 'partially_failed', updated_at = now()
+      where id = ${input.requestId}`;
+    return "partially_failed";
   });
 }
 

@@ -259,12 +259,7 @@ export async function finishedLog<T extends { status: string } = RequestLog>(
 
 export interface RequestLog {
   status: string;
-  attempts: {
-    targetName: string;
-    statusCode: number | null;
-    error: string | null;
-    latencyMs: number | null;
-  }[];
+  attempts: { targetName: string; statusCode: number | null; error: string | null }[];
 }
 
 /**

@@ -147,6 +147,11 @@ describe("bodies arrive byte for byte and are billed by their real size", () => 
   test("a delivery queued before bodies travelled in base64 still delivers its text", async () => {
     const target = await rawTarget();
     const p = await projectWithEndpoint([{ name: "hook", targetUrl: target.url }]);
+    const endpoint = await api<{ targets: { id: string }[] }>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/lines/v1/endpoints/hook`,
+    );
     const connection = await Connection.connect({ address: stack().temporalAddress });
     const requestId = `req_legacy${Date.now()}`;
     // The input as edges before base64 queued it: the body as text, no bodyBase64.
@@ -162,7 +167,7 @@ describe("bodies arrive byte for byte and are billed by their real size", () => 
       bodyBytes: 19,
       targets: [
         {
-          id: "legacy",
+          id: endpoint.body.targets[0]?.id ?? "",
           name: "hook",
           targetUrl: target.url,
           deliveryMode: "async",

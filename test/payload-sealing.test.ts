@@ -12,6 +12,7 @@ import type { DeliveryInput } from "../core/delivery.ts";
 import { DELIVERY_WORKFLOW, TASK_QUEUE } from "../core/temporal.ts";
 import { EdgeService } from "../gen/relay/v1/edge_pb.ts";
 import {
+  api,
   eventually,
   finishedLog,
   memberClient,
@@ -121,6 +122,11 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
   const target = await targetServer();
   closers.push(target.close);
   const p = await projectWithEndpoint([{ name: "hook", targetUrl: target.url }]);
+  const endpoint = await api<{ targets: { id: string }[] }>(
+    p.ownerToken,
+    "GET",
+    `${p.base}/lines/v1/endpoints/hook`,
+  );
   const requestId = `req_plain${Date.now()}`;
   const body = '{"queued":"before the codec"}';
   // The start as edges sent it before: Temporal's HTTP API, the input as a plain JSON value.
@@ -136,7 +142,7 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
     bodyBytes: body.length,
     targets: [
       {
-        id: "plain",
+        id: endpoint.body.targets[0]?.id ?? "",
         name: "hook",
         targetUrl: target.url,
         deliveryMode: "async",

@@ -37,7 +37,10 @@ const replay = (p: Project, requestId: string) =>
 /** A request's log once it has `attempts` attempts, every one of them ended. */
 const endedAttempts = (p: Project, requestId: string, attempts: number) =>
   eventually(async () => {
-    const log = await finishedLog(p, requestId);
+    const log = await finishedLog<{ status: string; attempts: { latencyMs: number | null }[] }>(
+      p,
+      requestId,
+    );
     return (
       log.attempts.length === attempts && log.attempts.every((a) => a.latencyMs !== null) && log
     );

@@ -107,8 +107,9 @@ export function createActivities(deps: ActivityDeps) {
       await requestLog.insertRequests(sql, rows, "scheduled");
     },
     /** Cancelled, or how it settled when a target answered 2xx first. */
-    cancelRequest: (input: RequestRow): Promise<RequestStatus> =>
-      requestLog.cancelRequest(sql, input, waitingCaps),
+    // Histories before the targets were passed: none (a target never tried counts as got).
+    cancelRequest: (input: RequestRow, targetIds: string[] = []): Promise<RequestStatus> =>
+      requestLog.cancelRequest(sql, input, waitingCaps, targetIds),
     /** `targetIds`: the deliveries settled; absent in a call scheduled before they were named. */
     settleRequest: (requestId: string, targetIds: string[] = []): Promise<RequestStatus> =>
       requestLog.settleRequest(sql, requestId, targetIds),

@@ -150,8 +150,9 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
     if (!isCancellation(error)) throw error;
     // A 2xx that landed first wins: the log answers delivered (histories before that: nothing).
     return CancellationScope.nonCancellable(async () => {
-      await lane?.leaveAll(targetIdsOf(asyncDeliveries(input)));
-      return settle((await cancelRequest(request)) ?? "cancelled");
+      const targetIds = targetIdsOf(asyncDeliveries(input));
+      await lane?.leaveAll(targetIds);
+      return settle((await cancelRequest(request, targetIds)) ?? "cancelled");
     });
   }
 }
