@@ -282,6 +282,16 @@ export async function ackChanges(sql: Sql, edgeId: string, sequence: bigint, lea
 }
 
 /**
+ * Waits, as `waitForEdges`, for the feed's head as it is now: a write committed before this is
+ * then in every live edge (a member's next call sees what the API just answered).
+ */
+export async function waitForEdgesToCatchUp(sql: Sql): Promise<void> {
+  const [head] = await sql<{ sequence: string | null }[]>`
+    select max(sequence)::text as sequence from changes`;
+  if (head?.sequence) await waitForEdges(sql, BigInt(head.sequence));
+}
+
+/**
  * Waits until no edge holds a live lease without having acknowledged `sequence`. Every lease
  * runs out within its edge's lease time, so this ends within the longest of them.
  */

@@ -8,6 +8,7 @@ import { orderings } from "../../core/lanes.ts";
 import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
 import { schemaProblem } from "../../core/schema.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
+import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
@@ -180,15 +181,18 @@ export async function listLines(ctx: Ctx, slug: string): Promise<LineView[]> {
 export async function createLine(ctx: Ctx, slug: string, input: unknown): Promise<LineView> {
   const access = await projectAccess(ctx, slug);
   const { key } = parseInput(createLineBody, input);
-  return routing
+  const line = await routing
     .insertLine(ctx.sql, capsOf(ctx), access.projectId, key)
     .catch(conflictOnDuplicate(`a line '${key}' already exists`));
+  await waitForEdgesToCatchUp(ctx.sql);
+  return line;
 }
 
 export async function deleteLine(ctx: Ctx, slug: string, key: string): Promise<void> {
   const access = await projectAccess(ctx, slug);
   const deleted = await routing.deleteLine(ctx.sql, access.projectId, key);
   if (!deleted) throw new RelayError("not_found", `no line '${key}'`);
+  await waitForEdgesToCatchUp(ctx.sql);
 }
 
 export async function listEndpoints(ctx: Ctx, slug: string, line: string): Promise<Endpoint[]> {
@@ -221,6 +225,7 @@ export async function createEndpoint(
   const signingSecret = await routing
     .insertEndpoint(ctx.sql, ctx.sealingKey, capsOf(ctx), access.projectId, line, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
+  await waitForEdgesToCatchUp(ctx.sql);
   // The signing secret is in this answer only; no read shows it again.
   return { ...(await getEndpoint(ctx, slug, line, spec.path)), signingSecret };
 }
@@ -239,6 +244,7 @@ export async function updateEndpoint(
     .replaceEndpoint(ctx.sql, capsOf(ctx), access.projectId, line, path, spec)
     .catch(conflictOnDuplicate(`an endpoint '${line}/${spec.path}' already exists`));
   if (!replaced) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+  await waitForEdgesToCatchUp(ctx.sql);
   return getEndpoint(ctx, slug, line, spec.path);
 }
 
@@ -251,6 +257,7 @@ export async function deleteEndpoint(
   const access = await projectAccess(ctx, slug);
   const deleted = await routing.deleteEndpoint(ctx.sql, access.projectId, line, path);
   if (!deleted) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
+  await waitForEdgesToCatchUp(ctx.sql);
 }
 
 async function requireLine(sql: Sql, projectId: string, line: string): Promise<void> {
