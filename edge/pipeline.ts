@@ -107,7 +107,13 @@ export function endpointName(endpoint: Endpoint): string {
   return `${endpoint.line}/${endpoint.path}`;
 }
 
+/**
+ * An answer of Relay's own (a 202, a refusal): never content-sniffed nor kept by a cache (a 202
+ * names a request id; a refusal is this call's). A target's answer passes through as it was.
+ */
 export function json(status: number, body: unknown, headers: Headers): Response {
   headers.set("content-type", "application/json");
+  headers.set("x-content-type-options", "nosniff");
+  headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(body), { status, headers });
 }

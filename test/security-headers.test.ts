@@ -7,7 +7,7 @@ import { connect as connectHttp2 } from "node:http2";
 import { connect as connectTcp } from "node:net";
 import { request } from "undici";
 import { expect, test } from "vitest";
-import { api, newProject, projectWithEndpoint, stack } from "./helpers.ts";
+import { api, newProject, projectWithEndpoint, relay, stack } from "./helpers.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -218,4 +218,19 @@ test("the panel's pages are nosniff and unframed, and so is a request the server
       }),
   );
   expectApiAnswer(headers);
+});
+
+test("the edge's own answers (202, 401, 404, 415) are nosniff and no-store", async () => {
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: "http://127.0.0.1:9/in" }]);
+  const answers = [
+    await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" }),
+    await relay(p.slug, "/v1/hook", { key: "rk_live_wrong", body: "{}" }),
+    await relay(p.slug, "/v1/nowhere", { key: p.key, body: "{}" }),
+    await relay(p.slug, "/v1/hook", { key: p.key, body: "{" }),
+  ];
+  expect(answers.map((a) => a.status)).toEqual([202, 401, 404, 415]);
+  for (const answer of answers) {
+    expect(answer.headers["x-content-type-options"]).toBe("nosniff");
+    expect(answer.headers["cache-control"]).toBe("no-store");
+  }
 });
