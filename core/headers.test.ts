@@ -1,5 +1,10 @@
 import { expect, test } from "vitest";
-import { forwardableHeaders, layeredHeaders, safeResponseHeaders } from "./headers.ts";
+import {
+  forwardableHeaders,
+  layeredHeaders,
+  loggedHeaders,
+  safeResponseHeaders,
+} from "./headers.ts";
 
 const MARK = "relay.example.com";
 
@@ -75,4 +80,10 @@ test("a delivery carries the caller's CDN-Loop with this Relay's mark appended",
   expect(forwardableHeaders(caller, MARK)["cdn-loop"]).toBe(
     "cdn-a; v=1, relay.example.com, relay.example.com",
   );
+});
+
+test("the log shows a request's headers less those a target marks secret, whatever their case", () => {
+  const headers = { "X-Partner-Token": "s3cret", "x-note": "kept" };
+  expect(loggedHeaders(headers, ["x-partner-token"])).toEqual({ "x-note": "kept" });
+  expect(loggedHeaders(headers)).toEqual(headers);
 });

@@ -78,3 +78,16 @@ export function safeResponseHeaders(headers: Headers): Headers {
   });
   return safe;
 }
+
+/**
+ * A request's headers as the request log shows them: less those a target marks secret (`secret`,
+ * lowercase names), which are forwarded and never kept or shown.
+ */
+export function loggedHeaders(
+  headers: Record<string, string>,
+  secret: readonly string[] = [],
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !secret.includes(name.toLowerCase())),
+  );
+}

@@ -32,3 +32,22 @@ test("a header a target marks secret reaches the target and stays out of the log
   expect(Object.keys(headers)).not.toContain("x-partner-token");
   expect(Object.keys(headers)).not.toContain("authorization");
 });
+
+test("a secret header stays out of a request read before the worker logs it", async () => {
+  const project = await projectWithEndpoint([
+    { name: "partner", targetUrl: target.url, secretHeaders: ["X-Partner-Token"] },
+  ]);
+  const sent = await relay(project.slug, "/v1/hook", {
+    key: project.key,
+    body: "{}",
+    headers: { "x-partner-token": "s3cret", "x-trace-note": "kept", "relay-delay": "1h" },
+  });
+  expect(sent.status).toBe(202);
+  const { requestId } = sent.json() as { requestId: string };
+  const read = await api(project.ownerToken, "GET", `${project.base}/requests/${requestId}`);
+  expect(read.body.status).toBe("scheduled");
+  const headers = read.body.headers as Record<string, string>;
+  expect(headers["x-trace-note"]).toBe("kept");
+  expect(Object.keys(headers)).not.toContain("x-partner-token");
+  await api(project.ownerToken, "DELETE", `${project.base}/requests/${requestId}`);
+});

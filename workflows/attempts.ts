@@ -14,6 +14,7 @@ import {
   syncStatus,
 } from "../core/delivery.ts";
 import { flowLimitsOf, THROTTLED } from "../core/flow.ts";
+import { loggedHeaders } from "../core/headers.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { SigningKey } from "../core/signing.ts";
@@ -245,10 +246,7 @@ async function postToTarget(
 
 /** The request as the log keeps it: its headers less those marked secret, its body when inline. */
 function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Received {
-  const secret = new Set(request.secretHeaders ?? []);
-  const headers = Object.fromEntries(
-    Object.entries(call.headers).filter(([name]) => !secret.has(name.toLowerCase())),
-  );
+  const headers = loggedHeaders(call.headers, request.secretHeaders);
   const inline =
     call.body !== undefined ? encodeBody(new TextEncoder().encode(call.body)) : call.bodyBase64;
   const bodyRef = call.bodyRef ?? null;

@@ -3,6 +3,7 @@ import { type Client, isGrpcServiceError } from "@temporalio/client";
 import { z } from "zod";
 import { acceptedStatus, type DeliveryInput, decodeBody } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
+import { loggedHeaders } from "../../core/headers.ts";
 import { loggedBody } from "../../core/inspect.ts";
 import { type RequestStatus, requestStatuses } from "../../core/model.ts";
 import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
@@ -166,7 +167,7 @@ async function acceptedRequest(
     bodyBytes: input.bodyBytes,
     idempotencyKey: input.headers["idempotency-key"] ?? null,
     resentFrom: input.resentFrom ?? null,
-    headers: input.headers,
+    headers: loggedHeaders(input.headers, input.secretHeaders),
     body: loggedBody(await inputBody(ctx, input)),
     attempts: [],
     waiting: [],
