@@ -47,7 +47,9 @@ export function listMembers(sql: Sql, projectId: string): Promise<MemberView[]> 
 }
 
 /**
- * Removes the member unless it is the project's last owner. The check and the delete run under
+ * Removes the member unless the project would be left with no owner whose token never expires
+ * (one whose token expires would leave the project to the admin alone once it did); an owner
+ * whose token has expired already may go. The check and the delete run under
  * the project row's lock, so two removals in one project (two owners removing each other at
  * once) take turns and the second sees the first's result. `no key update` leaves the project's
  * other writes alone: their foreign keys take only a key-share lock, which it does not block.
@@ -56,15 +58,18 @@ export function deleteMember(
   sql: Sql,
   projectId: string,
   memberId: string,
+  now: Date,
 ): Promise<"removed" | "not_found" | "last_owner"> {
   return sql.begin(async (tx) => {
     await tx`select 1 from projects where id = ${projectId} for no key update`;
-    const [member] = await tx<{ role: Role; owners: number }[]>`
-      select role, (select count(*)::int from members
-        where project_id = ${projectId} and role = 'owner') as owners
+    const [member] = await tx<{ role: Role; expiresAt: Date | null; lasting: number }[]>`
+      select role, expires_at, (select count(*)::int from members
+        where project_id = ${projectId} and role = 'owner' and id <> ${memberId}
+          and expires_at is null) as lasting
       from members where id = ${memberId} and project_id = ${projectId}`;
     if (!member) return "not_found";
-    if (member.role === "owner" && member.owners <= 1) return "last_owner";
+    const expired = member.expiresAt !== null && member.expiresAt <= now;
+    if (member.role === "owner" && !expired && member.lasting === 0) return "last_owner";
     await tx`delete from members where id = ${memberId}`;
     return "removed";
   });

@@ -89,3 +89,23 @@ test("an owner may still remove an editor, and a second owner", async () => {
   expect((await remove(first.token, slug, second.id)).status).toBe(204);
   expect((await owners(slug)).map((m) => m.id)).toEqual([first.id]);
 });
+
+test("an owner whose token expires does not count: the last owner whose token never expires stays", async () => {
+  const project = await newProject();
+  const [first] = await owners(project.slug);
+  const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+  const expiring = await api<{ member: Member; token: string }>(
+    project.ownerToken,
+    "POST",
+    `/projects/${project.slug}/members`,
+    { name: "temporary", role: "owner", expiresAt },
+  );
+  expect(expiring.status).toBe(201);
+  const refused = await remove(expiring.body.token, project.slug, first?.id as string);
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ error: { code: "conflict" } });
+  expect(await owners(project.slug)).toHaveLength(2);
+  expect((await remove(project.ownerToken, project.slug, expiring.body.member.id)).status).toBe(
+    204,
+  );
+});

@@ -173,13 +173,16 @@ export async function listMembers(ctx: Ctx, slug: string): Promise<MemberView[]>
   return members.listMembers(ctx.sql, access.projectId);
 }
 
-/** Owner only; an owner cannot remove themselves, and a project keeps at least one owner. */
+/**
+ * Owner only; an owner cannot remove themselves, and a project keeps at least one owner whose
+ * token never expires.
+ */
 export async function removeMember(ctx: Ctx, slug: string, memberId: string): Promise<void> {
   const access = await projectAccess(ctx, slug, "owner");
   if (ctx.caller.kind === "member" && ctx.caller.memberId === memberId) {
     throw new RelayError("conflict", "an owner cannot remove themselves");
   }
-  const outcome = await members.deleteMember(ctx.sql, access.projectId, memberId);
+  const outcome = await members.deleteMember(ctx.sql, access.projectId, memberId, ctx.now());
   if (outcome === "not_found") throw new RelayError("not_found", `no member '${memberId}'`);
   if (outcome === "last_owner") {
     throw new RelayError("conflict", "a project keeps at least one owner");
