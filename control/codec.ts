@@ -13,6 +13,7 @@ import { z } from "zod";
 import { RelayError } from "../core/errors.ts";
 import { type OperatorSessions, SESSION_SECONDS } from "../core/operator-session.ts";
 import {
+  type Payload,
   type PayloadCipher,
   payloadFromJson,
   payloadToJson,
@@ -97,9 +98,14 @@ export function codecHandler(settings: CodecSettings) {
         throw new RelayError("bad_request", `payloads.${i}: metadata and data must be base64`);
       }
     });
+    // An operator's seal reads in the UI and is never a worker's input (core/payload-codec.ts).
+    const transcoded = (payload: Payload) =>
+      operation === "encode"
+        ? settings.cipher.encodeForOperator([payload])
+        : settings.cipher.decode([payload]);
     const done = await Promise.all(
       parsed.map((payload, i) =>
-        settings.cipher[operation]([payload]).catch((cause: unknown) => {
+        transcoded(payload).catch((cause: unknown) => {
           throw new RelayError(
             "validation_failed",
             cause instanceof UnknownPayloadKey

@@ -4,11 +4,14 @@ import {
   jsonPayload,
   jsonPayloadValue,
   KEY_ID_METADATA,
+  OPERATOR_METADATA,
   type Payload,
   PayloadCipher,
   payloadFromJson,
   payloadToJson,
   SEALED_ENCODING,
+  sealedOnly,
+  UnsealedPayload,
 } from "./payload-codec.ts";
 
 const OLD = "11".repeat(32);
@@ -58,6 +61,30 @@ test("a payload from before the codec passes through unopened", async () => {
   const cipher = await PayloadCipher.fromSecrets([NEW]);
   const plain = jsonPayload({ requestId: "req_1" });
   expect(await cipher.decode([plain])).toEqual([plain]);
+});
+
+test("a worker's codec takes sealed payloads only: one in clear is refused, whatever it says", async () => {
+  const cipher = await PayloadCipher.fromSecrets([NEW]);
+  const worker = sealedOnly(cipher);
+  const [sealed] = await worker.encode([jsonPayload({ n: 1 })]);
+  const [opened] = await worker.decode(sealed ? [sealed] : []);
+  expect(jsonPayloadValue(opened)).toEqual({ n: 1 });
+  const forged = jsonPayload({ project: "beta", targets: [{ targetUrl: "http://evil" }] });
+  await expect(worker.decode([forged])).rejects.toBeInstanceOf(UnsealedPayload);
+  await expect(worker.decode(sealed ? [sealed, forged] : [])).rejects.toBeInstanceOf(
+    UnsealedPayload,
+  );
+});
+
+test("a payload an operator sealed reads back, and no worker takes it, even stripped of its mark", async () => {
+  const cipher = await PayloadCipher.fromSecrets([NEW]);
+  const [sealed] = await cipher.encodeForOperator([jsonPayload({ project: "beta" })]);
+  const [read] = await cipher.decode(sealed ? [sealed] : []);
+  expect(jsonPayloadValue(read)).toEqual({ project: "beta" });
+  const worker = sealedOnly(cipher);
+  await expect(worker.decode(sealed ? [sealed] : [])).rejects.toBeInstanceOf(UnsealedPayload);
+  const { [OPERATOR_METADATA]: _, ...unmarked } = sealed?.metadata ?? {};
+  await expect(worker.decode([{ ...sealed, metadata: unmarked }])).rejects.toThrow();
 });
 
 test("a sealed payload altered, or moved under another key id, does not open", async () => {

@@ -5,7 +5,7 @@
  * secret. The keys come from the deployment's secrets: the first seals, all of them open, and
  * each sealed payload names its key's id, so a new key can take over while older histories
  * still open. A payload that is not sealed (a history recorded before the codec) passes
- * through. Web Crypto only: the edge seals its starts with it on any runtime.
+ * through, but a worker takes sealed ones only (`sealedOnly`) unless told. Web Crypto only: the edge seals its starts with it on any runtime.
  *
  * It is a Temporal `PayloadCodec` by shape (the SDK's clients and workers take it as it is).
  */
@@ -22,6 +22,12 @@ export interface Payload {
 export const SEALED_ENCODING = "binary/encrypted";
 /** The metadata entry naming the key a payload was sealed with. */
 export const KEY_ID_METADATA = "encryption-key-id";
+/**
+ * The metadata entry of a payload an operator sealed through the codec endpoint: sealed under
+ * its own context (so stripping the entry does not make it open as Relay's), and never taken by
+ * a worker.
+ */
+export const OPERATOR_METADATA = "relay-sealed-for-operator";
 
 const IV_BYTES = 12;
 /** What a deployment secret is stretched with: the codec's key is only the codec's. */
@@ -116,14 +122,19 @@ export class PayloadCipher {
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
-    return Promise.all(payloads.map((payload) => this.seal(payload)));
+    return Promise.all(payloads.map((payload) => this.seal(payload, false)));
+  }
+
+  /** Seals as an operator's (the codec endpoint's encode): readable, never a worker's input. */
+  async encodeForOperator(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.all(payloads.map((payload) => this.seal(payload, true)));
   }
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return Promise.all(payloads.map((payload) => this.open(payload)));
   }
 
-  private async seal(payload: Payload): Promise<Payload> {
+  private async seal(payload: Payload, operator: boolean): Promise<Payload> {
     const plain = toBinary(
       SealedPayloadSchema,
       create(SealedPayloadSchema, {
@@ -132,7 +143,7 @@ export class PayloadCipher {
       }),
     );
     const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-    const sealed = await this.sealing.key.seal(iv, plain, utf8.encode(this.sealing.id));
+    const sealed = await this.sealing.key.seal(iv, plain, context(this.sealing.id, operator));
     const data = new Uint8Array(IV_BYTES + sealed.byteLength);
     data.set(iv);
     data.set(sealed, IV_BYTES);
@@ -140,6 +151,7 @@ export class PayloadCipher {
       metadata: {
         encoding: utf8.encode(SEALED_ENCODING),
         [KEY_ID_METADATA]: utf8.encode(this.sealing.id),
+        ...(operator && { [OPERATOR_METADATA]: utf8.encode("1") }),
       },
       data,
     };
@@ -157,11 +169,45 @@ export class PayloadCipher {
     const plain = await key.open(
       data.subarray(0, IV_BYTES),
       data.subarray(IV_BYTES),
-      utf8.encode(id),
+      context(id, isOperators(payload)),
     );
     const opened = fromBinary(SealedPayloadSchema, plain);
     return { metadata: opened.metadata, data: opened.data };
   }
+}
+
+/** What a seal is bound to besides its bytes: its key's id, and whether an operator sealed it. */
+const context = (keyId: string, operator: boolean) =>
+  utf8.encode(operator ? `${keyId}:operator` : keyId);
+
+const isOperators = (payload: Payload) => payload.metadata?.[OPERATOR_METADATA] !== undefined;
+
+/** A payload in clear where only sealed ones are taken: a worker's refusal (`sealedOnly`). */
+export class UnsealedPayload extends Error {
+  constructor() {
+    super("a payload not sealed by Relay with this deployment's keys is refused");
+  }
+}
+
+/**
+ * `cipher` as a codec that opens sealed payloads only: one in clear, or one an operator sealed
+ * through the codec endpoint, is refused, so whoever can write to Temporal without the
+ * deployment's keys cannot have a worker act on an input of their own (a delivery signed with a
+ * project's secret). A deployment with histories from before the
+ * codec takes them until they drain (the worker's RELAY_UNSEALED_PAYLOADS=accept).
+ */
+export function sealedOnly(cipher: PayloadCipher): Pick<PayloadCipher, "encode" | "decode"> {
+  return {
+    encode: (payloads) => cipher.encode(payloads),
+    decode: (payloads) => {
+      const sealed = (p: Payload) =>
+        p.metadata?.encoding &&
+        fromUtf8.decode(p.metadata.encoding) === SEALED_ENCODING &&
+        !isOperators(p);
+      if (!payloads.every(sealed)) return Promise.reject(new UnsealedPayload());
+      return cipher.decode(payloads);
+    },
+  };
 }
 
 /** The codec's keys from the deployment's secrets, in their order (newest first). */

@@ -49,7 +49,9 @@ export const payloadCipherOf = (settings: TemporalSettings) =>
  * How Relay's payloads reach Temporal: sealed by the codec, failures' messages with them. A
  * worker's workflow bundle takes the failure converter by the same path.
  */
-export function relayDataConverter(cipher: PayloadCipher): DataConverter {
+export function relayDataConverter(
+  cipher: Pick<PayloadCipher, "encode" | "decode">,
+): DataConverter {
   return {
     payloadCodecs: [cipher],
     failureConverterPath: FAILURE_CONVERTER_PATH,

@@ -4,7 +4,6 @@
  * by its target cut for the caller too.
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
-import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
 import { afterAll, describe, expect, test } from "vitest";
 import type { DeliveryInput } from "../core/delivery.ts";
@@ -17,6 +16,7 @@ import {
   projectWithEndpoint,
   type RequestLog,
   relay,
+  relayTemporal,
   stack,
 } from "./helpers.ts";
 
@@ -152,7 +152,7 @@ describe("bodies arrive byte for byte and are billed by their real size", () => 
       "GET",
       `${p.base}/lines/v1/endpoints/hook`,
     );
-    const connection = await Connection.connect({ address: stack().temporalAddress });
+    const client = await relayTemporal();
     const requestId = `req_legacy${Date.now()}`;
     // The input as edges before base64 queued it: the body as text, no bodyBase64.
     const legacy = {
@@ -176,12 +176,12 @@ describe("bodies arrive byte for byte and are billed by their real size", () => 
         },
       ],
     } as Omit<DeliveryInput, "bodyBase64">;
-    await new Client({ connection }).workflow.start(DELIVERY_WORKFLOW, {
+    await client.workflow.start(DELIVERY_WORKFLOW, {
       taskQueue: TASK_QUEUE,
       workflowId: requestId,
       args: [legacy],
     });
-    await connection.close();
+    await client.connection.close();
     await eventually(async () => target.seen.length === 1);
     expect(target.seen[0]?.body.toString()).toBe('{"queued":"before"}');
   });

@@ -2,8 +2,8 @@
  * What Temporal holds of a request: read as anyone with Temporal's API or UI reads it (no codec),
  * a delivery's history has neither the caller's body and headers nor a target's configured
  * headers, and a sync call's history not the target's answer; the search attributes stay
- * readable, so operators still find a project's workflows. Deliveries queued in clear before the
- * codec still deliver.
+ * readable, so operators still find a project's workflows. An input in clear (anyone's who can
+ * write to Temporal without the deployment's keys) is refused by the worker.
  */
 import { createServer } from "node:http";
 import { Code } from "@connectrpc/connect";
@@ -19,6 +19,7 @@ import {
   newProject,
   projectWithEndpoint,
   relay,
+  relayTemporal,
   stack,
   targetServer,
 } from "./helpers.ts";
@@ -118,9 +119,11 @@ test("a sync call's history does not hold the target's answer, which the caller 
   expect(seen).not.toContain(headerSecret);
 });
 
-test("a delivery an edge queued before the codec (its input in clear) is delivered by today's worker", async () => {
+test("an input in clear, written to Temporal by anyone, is refused: nothing is sent, logged or charged", async () => {
   const target = await targetServer();
   closers.push(target.close);
+  const attacker = await targetServer();
+  closers.push(attacker.close);
   const p = await projectWithEndpoint([{ name: "hook", targetUrl: target.url }]);
   const endpoint = await api<{ targets: { id: string }[] }>(
     p.ownerToken,
@@ -128,8 +131,8 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
     `${p.base}/lines/v1/endpoints/hook`,
   );
   const requestId = `req_plain${Date.now()}`;
-  const body = '{"queued":"before the codec"}';
-  // The start as edges sent it before: Temporal's HTTP API, the input as a plain JSON value.
+  // A start through Temporal's HTTP API with a plain JSON input: the project's real target id,
+  // the attacker's URL and body.
   const input: DeliveryInput = {
     requestId,
     project: p.slug,
@@ -138,13 +141,13 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
     keyMode: "live",
     receivedAt: new Date().toISOString(),
     headers: { "content-type": "application/json" },
-    bodyBase64: Buffer.from(body).toString("base64"),
-    bodyBytes: body.length,
+    bodyBase64: Buffer.from('{"forged":true}').toString("base64"),
+    bodyBytes: 15,
     targets: [
       {
         id: endpoint.body.targets[0]?.id ?? "",
         name: "hook",
-        targetUrl: target.url,
+        targetUrl: attacker.url,
         deliveryMode: "async",
         timeoutSeconds: 5,
         headers: {},
@@ -164,8 +167,28 @@ test("a delivery an edge queued before the codec (its input in clear) is deliver
     },
   );
   expect(started.status).toBe(200);
-  await eventually(async () => target.received.length === 1);
-  expect(target.received[0]?.body).toBe(body);
+  const client = await relayTemporal();
+  const handle = client.workflow.getHandle(requestId);
+  try {
+    // Its workflow task fails, and fails again on every try: the workflow never runs.
+    await eventually(async () => {
+      const { events } = await handle.fetchHistory();
+      return events?.some((e) => e.workflowTaskFailedEventAttributes);
+    });
+    expect(target.received).toEqual([]);
+    expect(attacker.received).toEqual([]);
+    const read = await api(p.ownerToken, "GET", `${p.base}/requests/${requestId}`);
+    expect(read.body.status ?? read.status).not.toBe("delivered");
+    const usage = await api<{ pools: { live: { used: number } } }>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/usage`,
+    );
+    expect(usage.body.pools.live.used).toBe(0);
+  } finally {
+    await handle.terminate("test: refused input");
+    await client.connection.close();
+  }
 });
 
 test("the codec's keys go to edges alone, and none of them is the deployment's secret", async () => {

@@ -47,6 +47,8 @@ const schema = z.object({
   /** Seals auto-rotated successors (32 bytes, hex). */
   RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
   RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
+  // "accept": histories from before the payload codec still deliver (docs/deployment.md).
+  RELAY_UNSEALED_PAYLOADS: z.enum(["refuse", "accept"]).default("refuse"),
 });
 
 export type WorkerConfig = z.infer<typeof schema>;

@@ -9,6 +9,7 @@ import {
 import { waitingCapsFrom } from "../core/env.ts";
 import { ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
+import { sealedOnly } from "../core/payload-codec.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
 import { importSealingKey } from "../core/sealing.ts";
@@ -115,8 +116,11 @@ const workflowBundle = await workflowBundleFor(tracing.traced);
 const shared = {
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
-  // Every payload leaves sealed (core/payload-codec.ts); histories from before still open.
-  dataConverter: relayDataConverter(payloadCipher),
+  // Every payload leaves sealed (core/payload-codec.ts), and only sealed ones are taken in:
+  // histories from before the codec open only when told (RELAY_UNSEALED_PAYLOADS=accept).
+  dataConverter: relayDataConverter(
+    config.RELAY_UNSEALED_PAYLOADS === "accept" ? payloadCipher : sealedOnly(payloadCipher),
+  ),
   workflowBundle,
   activities,
   ...(tracing.options.interceptors && { interceptors: tracing.options.interceptors }),
