@@ -20,6 +20,7 @@ import {
   UnknownPayloadKey,
 } from "../core/payload-codec.ts";
 import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
+import type { EndedSessions } from "../store/codec-sessions.ts";
 import { parseInput } from "./api/validation.ts";
 import { bearerToken } from "./auth.ts";
 import { signInPage, signInPagePolicy } from "./codec-page.ts";
@@ -40,6 +41,8 @@ const SESSION_COOKIE = "relay_codec_session";
 export interface CodecSettings {
   cipher: PayloadCipher;
   sessions: OperatorSessions;
+  /** Sessions signed out before their expiry: refused by every control plane. */
+  ended: EndedSessions;
   /** SHA-256 of each token that opens the endpoint: the admin's, and the operator's if set. */
   operatorTokenHashes: Uint8Array[];
   /** The only origin whose pages may read the answers: the Temporal UI's. */
@@ -82,10 +85,14 @@ export function codecHandler(settings: CodecSettings) {
   async function requireOperator(req: Req): Promise<void> {
     const token = bearerToken(req.headers.authorization);
     const session = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    const allowed = token
-      ? await isOperatorToken(token)
-      : session !== null && (await settings.sessions.expiresAt(session, new Date())) !== null;
+    const allowed = token ? await isOperatorToken(token) : (await liveSession(session)) !== null;
     if (!allowed) throw new RelayError("unauthenticated", "missing or invalid token");
+  }
+
+  /** When the session `value` expires; null when it is none, is over, or was signed out. */
+  async function liveSession(value: string | null): Promise<Date | null> {
+    const expiresAt = value ? await settings.sessions.expiresAt(value, new Date()) : null;
+    return expiresAt && value && !(await settings.ended.isEnded(value)) ? expiresAt : null;
   }
 
   async function transcode(req: Req, operation: "encode" | "decode"): Promise<Answer> {
@@ -135,9 +142,15 @@ export function codecHandler(settings: CodecSettings) {
     return json(200, { expiresAt: session.expiresAt.toISOString() }, { "set-cookie": cookie });
   }
 
-  /** Sign-out: the cookie is dropped (DELETE, or the page's form). */
-  function signOut(req: Req, fromForm: boolean): Answer {
+  /**
+   * Sign-out: the session ends for every control plane (a copy of the cookie opens nothing any
+   * more), and the cookie is dropped (DELETE, or the page's form).
+   */
+  async function signOut(req: Req, fromForm: boolean): Promise<Answer> {
     if (fromForm) refuseCrossSite(req);
+    const session = cookieValue(req.headers.cookie, SESSION_COOKIE);
+    const expiresAt = await liveSession(session);
+    if (session && expiresAt) await settings.ended.end(session, expiresAt);
     const cookie = sessionCookie(req, "", 0);
     return fromForm
       ? { status: 303, headers: { location: "/codec", "set-cookie": cookie } }
@@ -145,8 +158,7 @@ export function codecHandler(settings: CodecSettings) {
   }
 
   async function signInState(req: Req): Promise<Answer> {
-    const session = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    return page(200, session ? await settings.sessions.expiresAt(session, new Date()) : null);
+    return page(200, await liveSession(cookieValue(req.headers.cookie, SESSION_COOKIE)));
   }
 
   async function answer(req: Req, path: string): Promise<[route: string, Answer]> {
@@ -155,9 +167,9 @@ export function codecHandler(settings: CodecSettings) {
       if (method === "GET" || method === "HEAD") return ["GET /codec", await signInState(req)];
     } else if (path === "/codec/session") {
       if (method === "POST") return ["POST /codec/session", await signIn(req)];
-      if (method === "DELETE") return ["DELETE /codec/session", signOut(req, false)];
+      if (method === "DELETE") return ["DELETE /codec/session", await signOut(req, false)];
     } else if (path === "/codec/sign-out") {
-      if (method === "POST") return ["POST /codec/sign-out", signOut(req, true)];
+      if (method === "POST") return ["POST /codec/sign-out", await signOut(req, true)];
     } else {
       const operation = path.split("/").pop();
       if (operation !== "encode" && operation !== "decode") {

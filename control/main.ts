@@ -11,6 +11,7 @@ import { pooledWholeFetch } from "../platform/pooled-fetch.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
+import { endedSessions } from "../store/codec-sessions.ts";
 import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
 import { startAcceptedSweep } from "./accepted-sweep.ts";
@@ -71,6 +72,7 @@ const server = createControlServer(
     codec: {
       cipher: payloadCipher,
       sessions: await OperatorSessions.fromSecrets(config.RELAY_ENCRYPTION_KEY, operatorTokens),
+      ended: endedSessions(sql),
       operatorTokenHashes: await Promise.all(operatorTokens.map(hashSecret)),
       uiOrigin: new URL(config.RELAY_TEMPORAL_UI_URL).origin,
     },

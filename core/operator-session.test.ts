@@ -21,13 +21,22 @@ test("a session carries no token, and a moved expiry or a changed MAC is no sess
   const sessions = await OperatorSessions.fromSecrets(secret, tokens);
   const { value } = await sessions.issue(now);
   for (const token of tokens) expect(value).not.toContain(token);
-  const [version, expiry, mac = ""] = value.split(".");
-  expect(await sessions.expiresAt(`${version}.${Number(expiry) + 1}.${mac}`, now)).toBeNull();
+  const [version, expiry, nonce, mac = ""] = value.split(".");
+  expect(
+    await sessions.expiresAt(`${version}.${Number(expiry) + 1}.${nonce}.${mac}`, now),
+  ).toBeNull();
   const flipped = `${mac.slice(0, -1)}${mac.endsWith("A") ? "B" : "A"}`;
-  expect(await sessions.expiresAt(`${version}.${expiry}.${flipped}`, now)).toBeNull();
-  for (const garbage of ["", "v1", "v1..", "v2.1.x", `${value}.extra`]) {
+  expect(await sessions.expiresAt(`${version}.${expiry}.${nonce}.${flipped}`, now)).toBeNull();
+  for (const garbage of ["", "v1", "v2...", "v2.1.x.y", `${value}.extra`]) {
     expect(await sessions.expiresAt(garbage, now)).toBeNull();
   }
+});
+
+test("two sessions issued in the same second are two sessions", async () => {
+  const sessions = await OperatorSessions.fromSecrets(secret, tokens);
+  const [one, two] = [await sessions.issue(now), await sessions.issue(now)];
+  expect(one.value).not.toBe(two.value);
+  expect(await sessions.expiresAt(two.value, now)).toEqual(two.expiresAt);
 });
 
 test("another deployment secret, or a new operator token, ends every session", async () => {

@@ -2,8 +2,9 @@
  * Operators' sessions on the codec endpoint. The Temporal UI calls the endpoint from the
  * browser, which sends a cookie but not the operator's token, so an operator trades the token
  * for a session once. A session is its expiry and the HMAC-SHA-256 of it under a key derived
- * from the deployment's secret and the operators' tokens: nothing is kept server-side, no token
- * travels in it, and a new admin or operator token ends every session at once. Web Crypto only;
+ * from the deployment's secret and the operators' tokens: no token travels in it, a new admin
+ * or operator token ends every session at once, and only a session signed out before its
+ * expiry is kept server-side (store/codec-sessions.ts). Web Crypto only;
  * time is the caller's.
  */
 import { base64url, timingSafeEqual } from "./secrets.ts";
@@ -11,12 +12,13 @@ import { base64url, timingSafeEqual } from "./secrets.ts";
 /** How long a session lasts: a working day. */
 export const SESSION_SECONDS = 12 * 3600;
 
-const VERSION = "v1";
+/** v2: each session has a nonce of its own, so one signed out never ends another (v1 had none). */
+const VERSION = "v2";
 const KEY_INFO = new TextEncoder().encode("relay codec operator session v1");
 const utf8 = new TextEncoder();
 
 export interface Session {
-  /** The cookie's value: `v1.{expiry in Unix seconds}.{HMAC, base64url}`. */
+  /** The cookie's value: `v2.{expiry in Unix seconds}.{nonce}.{HMAC, base64url}`. */
   value: string;
   expiresAt: Date;
 }
@@ -52,7 +54,8 @@ export class OperatorSessions {
 
   async issue(now: Date): Promise<Session> {
     const expiry = Math.floor(now.getTime() / 1000) + SESSION_SECONDS;
-    const signed = `${VERSION}.${expiry}`;
+    const nonce = base64url(crypto.getRandomValues(new Uint8Array(16)));
+    const signed = `${VERSION}.${expiry}.${nonce}`;
     return {
       value: `${signed}.${base64url(await this.mac(signed))}`,
       expiresAt: new Date(expiry * 1000),
@@ -61,12 +64,12 @@ export class OperatorSessions {
 
   /** When `value`, a session this deployment issued, expires; null if it is none or is over. */
   async expiresAt(value: string, now: Date): Promise<Date | null> {
-    const match = /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
-    if (!match?.[1] || !match[2]) return null;
-    const [, expiry, mac] = match;
+    const match = /^v2\.(\d{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(value);
+    if (!match?.[1] || !match[2] || !match[3]) return null;
+    const [, expiry, nonce, mac] = match;
     const expiresAt = new Date(Number(expiry) * 1000);
     if (expiresAt <= now) return null;
-    const expected = base64url(await this.mac(`${VERSION}.${expiry}`));
+    const expected = base64url(await this.mac(`${VERSION}.${expiry}.${nonce}`));
     return timingSafeEqual(utf8.encode(mac), utf8.encode(expected)) ? expiresAt : null;
   }
 

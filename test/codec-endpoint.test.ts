@@ -299,8 +299,8 @@ describe("the Temporal UI's side", () => {
 
     // A cookie whose expiry was moved is no session.
     const [name, value = ""] = cookie.split("=");
-    const [version, expiry, mac] = value.split(".");
-    const forged = `${name}=${version}.${Number(expiry) + 3600}.${mac}`;
+    const [version, expiry, nonce, mac] = value.split(".");
+    const forged = `${name}=${version}.${Number(expiry) + 3600}.${nonce}.${mac}`;
     const refused = await codec("POST", "/codec/decode", {
       headers: { cookie: forged },
       body: '{"payloads":[]}',
@@ -310,6 +310,12 @@ describe("the Temporal UI's side", () => {
     const signedOut = await codec("DELETE", "/codec/session", { headers: { cookie } });
     expect(signedOut.status).toBe(204);
     expect(String(signedOut.headers["set-cookie"])).toMatch(/Max-Age=0/);
+    // The cookie, kept (copied before the sign-out), opens nothing any more.
+    const kept = await codec("POST", "/codec/decode", {
+      headers: { cookie },
+      body: JSON.stringify({ payloads: delivery.input }),
+    });
+    expect(kept.status).toBe(401);
   });
 
   test("the sign-in form with the operator token sets the cookie (Secure behind https) and goes back to the page", async () => {
