@@ -7,6 +7,7 @@
 import type { Client } from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import type { DeliveryBatch, DeliveryInput } from "../../core/delivery.ts";
+import { RelayError } from "../../core/errors.ts";
 import { jsonPayloadValue, type PayloadJson, payloadFromJson } from "../../core/payload-codec.ts";
 import { BATCH_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
@@ -68,6 +69,7 @@ export async function runningBatchOf(
  */
 export async function batchedInput(
   client: Client,
+  project: string,
   requestId: string,
   inLog: () => Promise<unknown>,
 ): Promise<DeliveryInput | undefined> {
@@ -76,10 +78,49 @@ export async function batchedInput(
   for (const at of VISIBILITY_LOOKS_MS) {
     await pause(started + at - Date.now());
     const batch = await runningBatchOf(client, requestId);
-    if (batch) return inputOf(client, batch, requestId);
+    // Another project's batch is no batch: its id takes as long to a 404 as an unknown one.
+    if (batch?.project === project) return inputOf(client, batch, requestId);
     if (await inLog()) return undefined;
   }
   return undefined;
+}
+
+/** A project's reads that look for a request in Temporal at once, per control plane. */
+export const LOOKUPS_PER_PROJECT = 8;
+/** And how many more may wait for one of them; past these a read is 429. */
+export const LOOKUPS_WAITING_PER_PROJECT = 64;
+
+const lookups = new Map<string, { running: number; waiting: (() => void)[] }>();
+
+/**
+ * Runs `lookup` (a read's search of Temporal for a request not in the log: up to five visibility
+ * queries) when fewer than LOOKUPS_PER_PROJECT of the project's run, after those waiting before
+ * it; 429 when LOOKUPS_WAITING_PER_PROJECT wait already. One project's reads of unknown ids
+ * cannot spend the namespace's visibility rate for everyone, and a burst of reads right after
+ * their 202s only waits its turn.
+ */
+export async function boundedLookup<T>(project: string, lookup: () => Promise<T>): Promise<T> {
+  const turns = lookups.get(project) ?? { running: 0, waiting: [] };
+  lookups.set(project, turns);
+  if (turns.running >= LOOKUPS_PER_PROJECT) {
+    if (turns.waiting.length >= LOOKUPS_WAITING_PER_PROJECT) {
+      throw new RelayError(
+        "rate_limited",
+        "too many reads of requests not yet logged at once in this project; retry in a second",
+      );
+    }
+    // The slot is handed over by the read that ends: `running` stays counted.
+    await new Promise<void>((resolve) => turns.waiting.push(resolve));
+  } else {
+    turns.running++;
+  }
+  try {
+    return await lookup();
+  } finally {
+    const next = turns.waiting.shift();
+    if (next) next();
+    else if (--turns.running === 0) lookups.delete(project);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { DELIVERY_WORKFLOW } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import { loadBody } from "../../store/bodies.ts";
 import * as requestLog from "../../store/request-views.ts";
-import { batchedInput, keptInput } from "./batched.ts";
+import { batchedInput, boundedLookup, keptInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
@@ -152,7 +152,8 @@ async function acceptedRequest(
   logged: () => Promise<unknown>,
 ): Promise<requestLog.RequestView | undefined> {
   const input =
-    (await keptInput(ctx, projectId, requestId)) ?? (await startedInput(ctx, requestId, logged));
+    (await keptInput(ctx, projectId, requestId)) ??
+    (await boundedLookup(slug, () => startedInput(ctx, slug, requestId, logged)));
   if (input?.project !== slug) return undefined;
   const receivedAt = new Date(input.receivedAt);
   return {
@@ -177,6 +178,7 @@ async function acceptedRequest(
 /** A request's input from its workflow, or its batch's, in Temporal. */
 async function startedInput(
   ctx: Ctx,
+  slug: string,
   requestId: string,
   logged: () => Promise<unknown>,
 ): Promise<DeliveryInput | undefined> {
@@ -188,7 +190,10 @@ async function startedInput(
   return client
     .withDeadline(Date.now() + ACCEPTED_READ_DEADLINE_MS, async () => {
       const own = await ownInput(client, requestId);
-      return own === "none" ? batchedInput(client, requestId, logged) : own;
+      if (own !== "none" && own?.project === slug) return own;
+      // Another project's workflow, or one that ended, answers after every look, as an
+      // unknown id does: the time to a 404 tells nothing of other projects.
+      return batchedInput(client, slug, requestId, logged);
     })
     .catch(() => {
       throw unreadable();
