@@ -89,7 +89,7 @@ export async function replayRequest(
 
 /**
  * The targets a replay goes to, as they are now (by id: a target edited since takes its new URL
- * and headers); 409 naming why when every one of them was deleted since.
+ * and headers); 409 naming why when every one of them was deleted since (or made sync or stream).
  */
 async function targetsNow(
   ctx: Ctx,
@@ -101,13 +101,16 @@ async function targetsNow(
     line: request.line,
     path: request.endpoint,
   });
-  const now = new Map(endpoint?.targets.map((t) => [t.id, t]));
+  // A target made sync or stream since is not an async delivery's any more.
+  const now = new Map(
+    endpoint?.targets.filter((t) => t.deliveryMode === "async").map((t) => [t.id, t]),
+  );
   const targets = replayed.flatMap((t) => now.get(t.id) ?? []);
   if (targets.length === 0) {
     const names = replayed.map((t) => `'${t.name}'`).join(", ");
     throw new RelayError(
       "conflict",
-      `request '${request.requestId}' cannot be replayed: its target${replayed.length > 1 ? "s" : ""} ${names} ${replayed.length > 1 ? "were" : "was"} deleted`,
+      `request '${request.requestId}' cannot be replayed: its target${replayed.length > 1 ? "s" : ""} ${names} ${replayed.length > 1 ? "were" : "was"} deleted (or made sync or stream)`,
     );
   }
   return targets;
