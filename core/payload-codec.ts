@@ -5,7 +5,8 @@
  * secret. The keys come from the deployment's secrets: the first seals, all of them open, and
  * each sealed payload names its key's id, so a new key can take over while older histories
  * still open. A payload that is not sealed (a history recorded before the codec) passes
- * through, but a worker takes sealed ones only (`sealedOnly`) unless told. Web Crypto only: the edge seals its starts with it on any runtime.
+ * through, but a worker takes sealed ones only (`sealedOnly`) unless told. Web Crypto only: the
+ * edge seals its starts with it on any runtime.
  *
  * It is a Temporal `PayloadCodec` by shape (the SDK's clients and workers take it as it is).
  */
@@ -193,8 +194,8 @@ export class UnsealedPayload extends Error {
  * `cipher` as a codec that opens sealed payloads only: one in clear, or one an operator sealed
  * through the codec endpoint, is refused, so whoever can write to Temporal without the
  * deployment's keys cannot have a worker act on an input of their own (a delivery signed with a
- * project's secret). A deployment with histories from before the
- * codec takes them until they drain (the worker's RELAY_UNSEALED_PAYLOADS=accept).
+ * project's secret). A deployment with histories from before the codec takes them until they
+ * drain (the worker's RELAY_UNSEALED_PAYLOADS=accept).
  */
 export function sealedOnly(cipher: PayloadCipher): Pick<PayloadCipher, "encode" | "decode"> {
   return {

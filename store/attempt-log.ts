@@ -59,7 +59,13 @@ export async function startAttempts(
   ];
   const opened = openings.length > 0 ? q`opened as (${insertRequests(q, openings)}),` : q``;
   const rows = await q<
-    { id: string; requestId: string; targetId: string; attempt: number; target: DeliveryTarget }[]
+    {
+      id: string;
+      requestId: string;
+      targetId: string;
+      attempt: number;
+      target: DeliveryTarget | null;
+    }[]
   >`
     with ${opened} started as (
       select * from unnest(${starts.map((s) => s.requestId)}::text[],

@@ -112,9 +112,11 @@ export function reservationSteps(q: Queryable, r: Reservation) {
       from unnest(${r.holds.map((h) => h.targetId)}::text[], ${r.holds.map((h) => h.credits)}::bigint[])
         as w (target_id, amount)
       where not exists (select 1 from credit_holds h
-          where h.request_id = ${r.requestId} and h.target_id = w.target_id and h.replay = ${replay})
+          where h.request_id = ${r.requestId} and h.target_id = w.target_id
+            and h.replay = ${replay})
         and not exists (select 1 from credit_ledger l
-          where l.request_id = ${r.requestId} and l.target_id = w.target_id and l.replay = ${replay})
+          where l.request_id = ${r.requestId} and l.target_id = w.target_id
+            and l.replay = ${replay})
     ), pool as (
       select c.project_id, c.pool from credit_pools c join projects p on p.id = c.project_id
       where p.slug = ${r.project} and c.pool = ${r.pool}
@@ -226,7 +228,8 @@ export function chargeDelivery(tx: Transaction, charge: Charge): Promise<void> {
 
 /**
  * Charges deliveries once each (a retry finds its charge there already; a replay is a delivery
- * of its own), in place of their holds; nothing for free-tier live traffic. The charge that empties a pool tells the edges.
+ * of its own), in place of their holds; nothing for free-tier live traffic. The charge that
+ * empties a pool tells the edges.
  * Runs in the caller's transaction, so attempts' outcomes and their charges commit together;
  * pools are locked in (project, pool) order, so two sets of charges never wait in a circle.
  */

@@ -2,9 +2,10 @@
  * A project's waiting deliveries (core/waiting.ts): the delayed calls edges accepted, until their
  * time (`scheduled_calls`, migration 012), and the deliveries held for a paused or failing target
  * (`held_deliveries`, migration 010), and the ordered requests in their lanes (`lane_waits`,
- * migration 020, counted per project beside them, migration 026). Whoever adds or removes one takes the project's waiting lock
- * first, so each count is exact, and a held count reaching or leaving the cap goes on the change
- * feed once: the edges then refuse (or take again) the project's async calls.
+ * migration 020, counted per project beside them, migration 026). Whoever adds or removes one
+ * takes the project's waiting lock first, so each count is exact, and a held count reaching or
+ * leaving the cap goes on the change feed once: the edges then refuse (or take again) the
+ * project's async calls.
  */
 import type { Plan } from "../core/model.ts";
 import { roomForOneMore, waitingCap } from "../core/waiting.ts";

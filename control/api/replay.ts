@@ -3,10 +3,10 @@
  * failed or cancelled), with the request's original input read back from Temporal (its own
  * workflow's history, or the batch's that made its first attempts), so large bodies keep their
  * stored reference. It goes to the targets that did not get the request, or to all of them when
- * every target got it (a delivered request is delivered again), each as it is now. A replay is a delivery like a
- * call: numbered, it holds and is charged its own credits and takes its place under the cap
- * (./member-holds.ts), and one replay of a request runs at a time. The request's status is
- * settled again from all its attempts once the series ends.
+ * every target got it (a delivered request is delivered again), each as it is now. A replay is
+ * a delivery like a call: numbered, it holds and is charged its own credits and takes its place
+ * under the cap (./member-holds.ts), and one replay of a request runs at a time. The request's
+ * status is settled again from all its attempts once the series ends.
  */
 import type { Client } from "@temporalio/client";
 import { deliveryHolds } from "../../core/billing.ts";
