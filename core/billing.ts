@@ -32,6 +32,11 @@ export interface CallReservation {
   holds: CreditHold[];
   /** A delayed call's time: it takes a place among the project's waiting deliveries. */
   notBefore: Date | null;
+  /**
+   * An immediate call's targets whose deliveries are held now (core/waiting.ts `heldPlaces`):
+   * each takes a place among the project's waiting deliveries too.
+   */
+  heldTargetIds?: string[];
 }
 
 /** An immediate call's holds, reserved together with others of its project and pool. */

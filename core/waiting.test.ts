@@ -1,5 +1,11 @@
 import { expect, test } from "vitest";
-import { defaultWaitingCaps, roomForOneMore, waitingCap, waitingCapMessage } from "./waiting.ts";
+import {
+  defaultWaitingCaps,
+  heldPlaces,
+  roomFor,
+  waitingCap,
+  waitingCapMessage,
+} from "./waiting.ts";
 
 test("a project's cap is its own when an operator set one, else its plan's", () => {
   expect(waitingCap("free", defaultWaitingCaps, null)).toBe(10_000);
@@ -10,8 +16,21 @@ test("a project's cap is its own when an operator set one, else its plan's", () 
 });
 
 test("a waiting delivery fits while fewer than the cap wait; the refusal names the cap", () => {
-  expect(roomForOneMore(2, 3)).toBe(true);
-  expect(roomForOneMore(3, 3)).toBe(false);
-  expect(roomForOneMore(0, 0)).toBe(false);
+  expect(roomFor(2, 3)).toBe(true);
+  expect(roomFor(3, 3)).toBe(false);
+  expect(roomFor(0, 0)).toBe(false);
+  expect(roomFor(1, 3, 2)).toBe(true);
+  expect(roomFor(2, 3, 2)).toBe(false);
   expect(waitingCapMessage(3)).toMatch(/cap of 3 scheduled and held deliveries/);
+});
+
+test("a call takes a place for each async target held now, none for others", () => {
+  const targets = [
+    { id: "a", deliveryMode: "async" },
+    { id: "b", deliveryMode: "async" },
+    { id: "s", deliveryMode: "sync" },
+  ];
+  expect(heldPlaces(targets, new Set())).toEqual([]);
+  expect(heldPlaces(targets, new Set(["b", "s", "elsewhere"]))).toEqual(["b"]);
+  expect(heldPlaces(targets, new Set(["a", "b"]))).toEqual(["a", "b"]);
 });

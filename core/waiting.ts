@@ -18,9 +18,30 @@ export function waitingCap(
   return projectCap ?? planCaps[plan];
 }
 
-/** Whether one more waiting delivery stays within the cap beside `waiting` ones. */
-export function roomForOneMore(waiting: number, cap: number): boolean {
-  return waiting < cap;
+/** Whether `more` waiting deliveries (one by default) stay within the cap beside `waiting`. */
+export function roomFor(waiting: number, cap: number, more = 1): boolean {
+  return waiting + more <= cap;
+}
+
+/**
+ * How long a place taken for a call to a held target (`heldPlaces`) lasts when no worker turns it
+ * into the held delivery itself, nor a release gives it back: longer than any worker's way to
+ * it, short enough that one lost to a failed start does not fill the cap for long.
+ */
+export const HELD_PLACE_MS = 10 * 60_000;
+
+/**
+ * The targets of an immediate, unordered call that take a place under the cap as it is accepted:
+ * its async ones whose deliveries are held now (paused, their circuit open), since it will wait
+ * for them. A delayed call's place is its time's; an ordered one's, its lane's.
+ */
+export function heldPlaces(
+  targets: readonly { id: string; deliveryMode: string }[],
+  heldTargetIds: ReadonlySet<string>,
+): string[] {
+  return targets
+    .filter((t) => t.deliveryMode === "async" && heldTargetIds.has(t.id))
+    .map((t) => t.id);
 }
 
 /** What a call refused at the cap is told (409 `limit_exceeded`). */

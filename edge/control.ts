@@ -48,6 +48,8 @@ export interface ProjectState {
   maxWaitingDeliveries: number;
   /** Its held deliveries reached the cap: async calls are refused until some are let go. */
   heldDeliveriesFull: boolean;
+  /** Targets whose deliveries are held now: a call to one reserves its place under the cap. */
+  heldTargetIds: ReadonlySet<string>;
 }
 
 export interface ChangeBatch {
@@ -185,6 +187,7 @@ export function connectControlPlane(options: {
         requestId: r.requestId,
         holds: r.holds.map(holdOut),
         ...(r.notBefore && { notBefore: timestampFromDate(r.notBefore) }),
+        heldTargetIds: r.heldTargetIds ?? [],
       });
       switch (answer.refusal) {
         case ReserveRefusal.INSUFFICIENT_CREDITS:
@@ -323,6 +326,7 @@ async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
     ),
     maxWaitingDeliveries: Number(state.maxWaitingDeliveries),
     heldDeliveriesFull: state.heldDeliveriesFull,
+    heldTargetIds: new Set(state.heldTargetIds),
     defaultRateLimit: {
       requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
       burst: state.defaultRateLimit?.burst ?? 20,

@@ -9,7 +9,7 @@
  *
  * At low load nothing waits: a call that finds nothing in flight reserves at once, alone, as
  * before. A delayed call always goes alone (its place under the waiting cap is its own
- * transaction), and so does a call that holds nothing.
+ * transaction), as does a call to a held target (its places), and a call that holds nothing.
  */
 import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
 import { grouped } from "../core/grouped.ts";
@@ -40,7 +40,8 @@ export function groupedReservations(
     },
   });
   return (reservation) => {
-    if (reservation.notBefore || reservation.holds.length === 0 || maxCalls <= 1) {
+    const waits = reservation.notBefore || reservation.heldTargetIds?.length;
+    if (waits || reservation.holds.length === 0 || maxCalls <= 1) {
       return control.reserveDeliveries(reservation);
     }
     return reserveTogether(`${reservation.project}/${reservation.pool}`, reservation);

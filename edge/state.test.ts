@@ -229,6 +229,7 @@ function routedPlane() {
       exhaustedPools: [],
       maxWaitingDeliveries: 10_000,
       heldDeliveriesFull: false,
+      heldTargetIds: new Set(),
       signingKeys: new Map(),
       endpoints: new Map(["a", "b"].map((p) => [`v1/${p}`, endpoint(p, version)])),
     };

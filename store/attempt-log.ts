@@ -8,7 +8,7 @@
 import { type CircuitOutcome, circuitOutcomes } from "../core/circuit.ts";
 import { answeredStatus } from "../core/delivery.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
-import { lockCircuits, recordCircuitOutcome, recordSuccesses } from "./circuits.ts";
+import { lockCircuits, recordCircuitOutcome, recordSuccesses, targetsMoved } from "./circuits.ts";
 import {
   balancesAfter,
   type Charge,
@@ -191,6 +191,11 @@ export async function endAttempts(
     ),
     setStatuses(tx, told),
   ]);
+  // A circuit opened or closed moves what its target holds: the edges learn it, last.
+  await targetsMoved(
+    tx,
+    ends.flatMap((e, i) => (circuits[i] ? [e.charge.targetId] : [])),
+  );
   await noteEmptiedPools(tx, charged, balances);
   return ends.map((e, i) => ({
     status:

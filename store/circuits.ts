@@ -2,7 +2,8 @@
  * Each target's circuit and pause (migration 010; the rules are in core/circuit.ts; its waiting
  * deliveries are store/held.ts). A target's `target_circuits` row is its lock: whoever holds a
  * delivery, lets deliveries go, or moves the circuit takes it first, so a delivery never waits
- * on a target that was let go a moment before.
+ * on a target that was let go a moment before. Edges learn which targets hold, since a call to
+ * one takes its place under its project's cap on waiting deliveries as it is accepted.
  */
 import {
   type CircuitOutcome,
@@ -13,6 +14,7 @@ import {
 } from "../core/circuit.ts";
 import { type FlowLimits, flowLimitsOf } from "../core/flow.ts";
 import type { CircuitBreaker } from "../core/model.ts";
+import { recordChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
 
 /** A target's circuit history is kept this long, newest first. */
@@ -71,6 +73,43 @@ async function recordEvent(tx: Queryable, targetId: string, event: CircuitEvent)
     delete from circuit_events where target_id = ${targetId} and id < (
       select id from circuit_events where target_id = ${targetId}
       order by id desc offset ${EVENTS_KEPT - 1} limit 1)`;
+}
+
+/** Of these targets (or a project's), the ones whose deliveries are held now. */
+async function heldAmong(
+  q: Queryable,
+  of: { targetIds: readonly string[] } | { projectId: string },
+): Promise<string[]> {
+  const rows = await q<(TargetGateState & { id: string })[]>`
+    select t.id, ${gateColumns(q)}
+    from targets t join endpoints e on e.id = t.endpoint_id
+      left join target_circuits c on c.target_id = t.id
+    where ${"projectId" in of ? q`e.project_id = ${of.projectId}` : q`t.id = any(${of.targetIds}::text[])`}
+      and (e.paused_at is not null or c.paused_at is not null or c.state <> 'closed')`;
+  return rows.filter((row) => holdOf(row) !== null).map((row) => row.id);
+}
+
+/** A project's targets whose deliveries are held now (paused, their circuit open or disabled). */
+export function heldTargetIds(q: Queryable, projectId: string): Promise<string[]> {
+  return heldAmong(q, { projectId });
+}
+
+/**
+ * Targets whose deliveries began or ceased to be held: the edges learn it, and the places calls
+ * took for the ones let go are given back, as those calls go on rather than wait. The
+ * transaction's last writes (store/changes.ts).
+ */
+export async function targetsMoved(tx: Queryable, targetIds: readonly string[]): Promise<void> {
+  if (targetIds.length === 0) return;
+  const held = new Set(await heldAmong(tx, { targetIds }));
+  const letGo = targetIds.filter((id) => !held.has(id));
+  if (letGo.length > 0) {
+    await tx`delete from held_places where target_id = any(${letGo}::text[])`;
+  }
+  const projects = await tx<{ projectId: string }[]>`
+    select distinct e.project_id from targets t join endpoints e on e.id = t.endpoint_id
+    where t.id = any(${targetIds}::text[]) order by e.project_id`;
+  for (const { projectId } of projects) await recordChange(tx, projectId, "routing");
 }
 
 /** An open circuit's state, as its workflow reads it each round. */
@@ -215,6 +254,7 @@ export function enableTarget(sql: Sql, targetId: string): Promise<boolean> {
         opened_at = null
       where target_id = ${targetId}`;
     await recordEvent(tx, targetId, "enabled");
+    await targetsMoved(tx, [targetId]);
     return true;
   });
 }
@@ -228,6 +268,7 @@ export function pauseTarget(sql: Sql, targetId: string, paused: boolean): Promis
       update target_circuits set paused_at = ${paused ? tx`now()` : null}
       where target_id = ${targetId}`;
     await recordEvent(tx, targetId, paused ? "paused" : "resumed");
+    await targetsMoved(tx, [targetId]);
     return true;
   });
 }
@@ -247,6 +288,10 @@ export function pauseEndpoint(
     const targets = await tx<{ id: string }[]>`
       select id from targets where endpoint_id = ${endpointId} order by position`;
     for (const { id } of targets) await recordEvent(tx, id, paused ? "paused" : "resumed");
+    await targetsMoved(
+      tx,
+      targets.map((t) => t.id),
+    );
     return targets.map((t) => t.id);
   });
 }

@@ -29,8 +29,12 @@ export function holdDelivery(
     const gate = await lockTarget(tx, targetId);
     // A limited target's waiting deliveries go when its drain lets them (core/flow.ts).
     const hold = gate ? (holdOf(gate) ?? (gate.limited ? THROTTLED : null)) : null;
-    await changeHeld(tx, { targetId }, caps, async (q) =>
-      hold
+    await changeHeld(tx, { targetId }, caps, async (q) => {
+      // The place its call took as it was accepted, if any, becomes the held delivery itself;
+      // one let go meanwhile needs it no more.
+      const placed = await q`
+        delete from held_places where request_id = ${workflowId} and target_id = ${targetId}`;
+      const held = hold
         ? (
             await q`
               insert into held_deliveries (target_id, workflow_id, request_id, accepted_at)
@@ -42,8 +46,9 @@ export function holdDelivery(
             await q`
               delete from held_deliveries
               where target_id = ${targetId} and workflow_id = ${workflowId}`
-          ).count,
-    );
+          ).count;
+      return held - placed.count;
+    });
     return hold;
   });
 }

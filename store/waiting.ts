@@ -2,15 +2,16 @@
  * A project's waiting deliveries (core/waiting.ts): the delayed calls edges accepted, until their
  * time (`scheduled_calls`, migration 012), and the deliveries held for a paused or failing target
  * (`held_deliveries`, migration 010), and the ordered requests in their lanes (`lane_waits`,
- * migration 020, counted per project beside them, migration 026). Whoever adds or removes one
+ * migration 020, counted per project beside them, migration 026), and the places calls to held
+ * targets took as they were accepted (`held_places`, migration 029). Whoever adds or removes one
  * takes the project's waiting lock first, so each count is exact, and a held count reaching or
  * leaving the cap goes on the change feed once: the edges then refuse (or take again) the
  * project's async calls.
  */
 import type { Plan } from "../core/model.ts";
-import { roomForOneMore, waitingCap } from "../core/waiting.ts";
+import { HELD_PLACE_MS, roomFor, waitingCap } from "../core/waiting.ts";
 import { recordChange } from "./changes.ts";
-import type { Queryable } from "./db.ts";
+import type { Queryable, Sql } from "./db.ts";
 
 /** The advisory lock's first key (any constant); the project's hash is the second. */
 const WAITING_LOCK = 7_243_003;
@@ -29,13 +30,17 @@ export async function capOf(q: Queryable, projectId: string, caps: PlanCaps): Pr
   return row ? waitingCap(row.plan, caps, row.maxWaitingDeliveries) : 0;
 }
 
-/** The project's deliveries held for their target now, and its ordered requests in lanes. */
+/**
+ * The project's deliveries held for their target now, its places taken for calls on their way to
+ * be held, and its ordered requests in lanes.
+ */
 export async function heldCount(q: Queryable, projectId: string): Promise<number> {
   const [row] = await q<{ count: number }[]>`
     select (select count(*)
       from held_deliveries h join targets t on t.id = h.target_id
         join endpoints e on e.id = t.endpoint_id
       where e.project_id = ${projectId})::int
+    + (select count(*) from held_places where project_id = ${projectId})::int
     + coalesce((select waiting from lane_wait_counts where project_id = ${projectId}), 0)::int
       as count`;
   return row?.count ?? 0;
@@ -97,11 +102,93 @@ export async function admitScheduled(
     from scheduled_calls where project_id = ${call.projectId}`;
   if (row?.again) return true;
   const waiting = (row?.scheduled ?? 0) + (await heldCount(tx, call.projectId));
-  if (!roomForOneMore(waiting, call.cap)) return false;
+  if (!roomFor(waiting, call.cap)) return false;
   await tx`
     insert into scheduled_calls (request_id, project_id, not_before)
     values (${call.requestId}, ${call.projectId}, ${call.notBefore})`;
   return true;
+}
+
+/** Scheduled calls of the project not yet due, in the caller's transaction. */
+async function scheduledCount(tx: Queryable, projectId: string, now: Date): Promise<number> {
+  const [row] = await tx<{ count: number }[]>`
+    select count(*)::int as count from scheduled_calls
+    where project_id = ${projectId} and not_before > ${now}`;
+  return row?.count ?? 0;
+}
+
+/**
+ * Takes a place among the project's waiting deliveries for each of an immediate call's targets
+ * that hold their deliveries now (core/waiting.ts `heldPlaces`), when there is room for all of
+ * them: false when there is not. The worker turns each into the held delivery (store/held.ts);
+ * until then it counts as one, so a burst from every edge at once stops at the cap. In the
+ * caller's transaction.
+ */
+export async function admitHeld(
+  tx: Queryable,
+  call: { projectId: string; requestId: string; targetIds: string[]; now: Date; cap: number },
+  caps: PlanCaps,
+): Promise<boolean> {
+  let admitted = false;
+  await changeHeld(tx, { projectId: call.projectId }, caps, async (q) => {
+    const waiting =
+      (await scheduledCount(q, call.projectId, call.now)) + (await heldCount(q, call.projectId));
+    admitted = roomFor(waiting, call.cap, call.targetIds.length);
+    if (!admitted) return 0;
+    const expiresAt = new Date(call.now.getTime() + HELD_PLACE_MS);
+    const taken = await q`
+      insert into held_places (request_id, target_id, project_id, expires_at)
+      select ${call.requestId}, t.id, ${call.projectId}, ${expiresAt}
+      from targets t join endpoints e on e.id = t.endpoint_id
+      where t.id = any(${call.targetIds}::text[]) and e.project_id = ${call.projectId}
+      on conflict do nothing`;
+    return taken.count;
+  });
+  return admitted;
+}
+
+/**
+ * The places a request's call took, given back: for these targets (their start failed), or all
+ * of them (the request was cancelled).
+ */
+export async function releasePlaces(
+  tx: Queryable,
+  requestId: string,
+  caps: PlanCaps,
+  targetIds?: string[],
+): Promise<void> {
+  const [place] = await tx<{ projectId: string }[]>`
+    select project_id from held_places where request_id = ${requestId} limit 1`;
+  if (!place) return;
+  await changeHeld(tx, place, caps, async (q) => {
+    const gone = await q`
+      delete from held_places where request_id = ${requestId}
+      ${targetIds ? q`and target_id = any(${targetIds}::text[])` : q``}`;
+    return -gone.count;
+  });
+}
+
+/**
+ * Places no worker turned into a held delivery in HELD_PLACE_MS (a start lost between edge and
+ * Temporal), given back a project at a time, so the edges learn when its count leaves the cap.
+ * Answers how many.
+ */
+export async function lapsePlaces(sql: Sql, now: Date, caps: PlanCaps): Promise<number> {
+  const projects = await sql<{ projectId: string }[]>`
+    select distinct project_id from held_places where expires_at <= ${now}`;
+  let lapsed = 0;
+  for (const project of projects) {
+    await sql.begin((tx) =>
+      changeHeld(tx, project, caps, async (q) => {
+        const gone = await q`
+          delete from held_places
+          where project_id = ${project.projectId} and expires_at <= ${now}`;
+        lapsed += gone.count;
+        return -gone.count;
+      }),
+    );
+  }
+  return lapsed;
 }
 
 /** A delayed call that will not wait after all (its start failed, it was cancelled). */
@@ -115,6 +202,7 @@ export async function forgetWaiting(tx: Queryable, requestId: string, caps: Plan
   await changeHeld(tx, { requestId }, caps, (q) =>
     q`delete from held_deliveries where request_id = ${requestId}`.then((r) => -r.count),
   );
+  await releasePlaces(tx, requestId, caps);
   const [inLane] = await tx<{ projectId: string }[]>`
     select project_id from lane_waits where request_id = ${requestId}`;
   if (inLane) {

@@ -6,6 +6,7 @@
  */
 import { RelayError } from "../../core/errors.ts";
 import { wakeCircuit } from "../../platform/temporal.ts";
+import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import * as circuits from "../../store/circuits.ts";
 import { endpointTargets } from "../../store/routing.ts";
 import { type Ctx, projectAccess } from "./context.ts";
@@ -42,6 +43,15 @@ async function letGo(ctx: Ctx, targetIds: string[]): Promise<void> {
   await Promise.all(targetIds.map((id) => wakeCircuit(client, id)));
 }
 
+/**
+ * A pause, resume or enable answers once every edge has seen it (a call to a held target takes
+ * its place under the cap as it is accepted) and the circuits of the targets let go are woken.
+ */
+async function movedSeen(ctx: Ctx, letGoTargetIds: string[]): Promise<void> {
+  await waitForEdgesToCatchUp(ctx.sql);
+  if (letGoTargetIds.length > 0) await letGo(ctx, letGoTargetIds);
+}
+
 export async function getCircuits(ctx: Ctx, slug: string, ref: EndpointRef) {
   return circuitsView(ctx, await endpointOf(ctx, slug, ref));
 }
@@ -49,7 +59,7 @@ export async function getCircuits(ctx: Ctx, slug: string, ref: EndpointRef) {
 export async function pauseEndpoint(ctx: Ctx, slug: string, ref: EndpointRef, paused: boolean) {
   const endpoint = await endpointOf(ctx, slug, ref);
   const changed = await circuits.pauseEndpoint(ctx.sql, endpoint.endpointId, paused);
-  if (changed && !paused) await letGo(ctx, changed);
+  if (changed) await movedSeen(ctx, paused ? [] : changed);
   return circuitsView(ctx, endpoint);
 }
 
@@ -62,12 +72,14 @@ export async function pauseTarget(
 ) {
   const target = await targetOf(ctx, slug, ref, name);
   const changed = await circuits.pauseTarget(ctx.sql, target.targetId, paused);
-  if (changed && !paused) await letGo(ctx, [target.targetId]);
+  if (changed) await movedSeen(ctx, paused ? [] : [target.targetId]);
   return circuitsView(ctx, target);
 }
 
 export async function enableTarget(ctx: Ctx, slug: string, ref: EndpointRef, name: string) {
   const target = await targetOf(ctx, slug, ref, name);
-  if (await circuits.enableTarget(ctx.sql, target.targetId)) await letGo(ctx, [target.targetId]);
+  if (await circuits.enableTarget(ctx.sql, target.targetId)) {
+    await movedSeen(ctx, [target.targetId]);
+  }
   return circuitsView(ctx, target);
 }

@@ -20,6 +20,7 @@ import {
   MAX_LEASE_MS,
   watchChanges,
 } from "../../store/changes.ts";
+import { heldTargetIds } from "../../store/circuits.ts";
 import { exhaustedPools } from "../../store/credits.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
@@ -46,6 +47,8 @@ export interface ProjectState {
   /** The project's cap on scheduled and held deliveries, and whether its held ones reach it. */
   maxWaitingDeliveries: number;
   heldDeliveriesFull: boolean;
+  /** Targets whose deliveries are held now: a call to one reserves its place as it is accepted. */
+  heldTargetIds: string[];
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -73,6 +76,7 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     signingSecrets: await projectSigningSecrets(ctx.sql, ctx.sealingKey, id, ctx.now()),
     maxWaitingDeliveries,
     heldDeliveriesFull: (await heldCount(ctx.sql, id)) >= maxWaitingDeliveries,
+    heldTargetIds: await heldTargetIds(ctx.sql, id),
   };
 }
 

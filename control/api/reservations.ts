@@ -26,16 +26,26 @@ import type { Queryable, Transaction } from "../../store/db.ts";
 import { claimKeys, forgetKeys } from "../../store/idempotency.ts";
 import { joinLanes } from "../../store/lanes.ts";
 import { projectBySlug } from "../../store/projects.ts";
-import { admitScheduled, capOf, forgetScheduled } from "../../store/waiting.ts";
+import {
+  admitHeld,
+  admitScheduled,
+  capOf,
+  forgetScheduled,
+  releasePlaces,
+} from "../../store/waiting.ts";
 import { requireEdge } from "../auth.ts";
 import type { Ctx } from "./context.ts";
 import { checkPlace } from "./lanes.ts";
 
+/** Targets one call names at most (an endpoint has far fewer). */
+const MAX_HELD_TARGETS = 64;
+
 /**
  * Reserves what a call needs before an edge queues it (docs/design.md "Credits"): its credits
- * (the edge sends holds only for a metered pool), and a delayed call's place under the project's
- * cap on waiting deliveries. An immediate call is one statement; a delayed one, one transaction,
- * so a refusal leaves nothing behind. Null when reserved.
+ * (the edge sends holds only for a metered pool), and its places under the project's cap on
+ * waiting deliveries: a delayed call's, or one for each target that holds its deliveries now.
+ * A call that takes no place is one statement; one that does, one transaction, so a refusal
+ * leaves nothing behind. Null when reserved.
  */
 export async function reserveDeliveries(
   ctx: Ctx,
@@ -43,20 +53,27 @@ export async function reserveDeliveries(
 ): Promise<ReservationRefusal | null> {
   requireEdge(ctx.caller);
   if (!call.requestId) throw new RelayError("bad_request", "a reservation needs a request id");
+  const heldTargetIds = call.heldTargetIds ?? [];
+  if (heldTargetIds.length > MAX_HELD_TARGETS) {
+    throw new RelayError("bad_request", `a call names at most ${MAX_HELD_TARGETS} held targets`);
+  }
   const creditsFit = (q: Queryable) => call.holds.length === 0 || reserveCredits(q, call);
   const tooFew = { code: "insufficient_credits" } as const;
   const { notBefore } = call;
-  if (!notBefore) return (await creditsFit(ctx.sql)) ? null : tooFew;
+  if (!notBefore && heldTargetIds.length === 0) {
+    return (await creditsFit(ctx.sql)) ? null : tooFew;
+  }
   const project = await projectBySlug(ctx.sql, call.project);
   if (!project) throw new RelayError("not_found", `no project '${call.project}'`);
+  const placed = { projectId: project.id, requestId: call.requestId, now: ctx.now() };
   return ctx.sql
     .begin(async (tx) => {
       if (!(await creditsFit(tx))) throw new Refused(tooFew);
       const cap = await capOf(tx, project.id, ctx.waitingCaps);
-      const place = { projectId: project.id, requestId: call.requestId, notBefore, cap };
-      if (!(await admitScheduled(tx, { ...place, now: ctx.now() }))) {
-        throw new Refused({ code: "limit_exceeded", cap });
-      }
+      const admitted = notBefore
+        ? await admitScheduled(tx, { ...placed, notBefore, cap })
+        : await admitHeld(tx, { ...placed, targetIds: heldTargetIds, cap }, ctx.waitingCaps);
+      if (!admitted) throw new Refused({ code: "limit_exceeded", cap });
       return null;
     })
     .catch((error: unknown) => {
@@ -267,7 +284,7 @@ class Refused extends Error {
 
 /**
  * Gives back what an edge reserved for deliveries it then did not queue (its start to Temporal
- * failed): their holds, and a delayed call's place.
+ * failed): their holds, and a delayed call's place or their held targets' places.
  */
 export async function releaseDeliveries(
   ctx: Ctx,
@@ -279,5 +296,6 @@ export async function releaseDeliveries(
     await releaseHolds(tx, requestId, targetIds);
     // Only a delayed call's start failing brings it here: it waits for nothing now.
     await forgetScheduled(tx, requestId);
+    await releasePlaces(tx, requestId, ctx.waitingCaps, targetIds);
   });
 }

@@ -81,6 +81,7 @@ export function edgeService(
           requestId: req.requestId,
           holds: req.holds.map(holdIn),
           notBefore: req.notBefore ? timestampDate(req.notBefore) : null,
+          heldTargetIds: req.heldTargetIds,
         });
         if (!refusal) return {};
         return refusal.code === "insufficient_credits"
@@ -184,6 +185,7 @@ export function edgeService(
             testCreditsExhausted: state.exhaustedPools.includes("test"),
             maxWaitingDeliveries: BigInt(state.maxWaitingDeliveries),
             heldDeliveriesFull: state.heldDeliveriesFull,
+            heldTargetIds: state.heldTargetIds,
           },
         };
       },

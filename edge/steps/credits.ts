@@ -39,16 +39,20 @@ const nothingReserved: Reserved = { release() {} };
 /**
  * Reserves what the call needs before anything is queued (docs/design.md "Credits"), with one
  * control-plane call: its deliveries' credits from a metered pool (402 when they do not fit in
- * what is left) and a delayed call's place among its project's waiting deliveries (409 past the
- * cap). An immediate call to an unmetered pool reserves nothing and asks nothing.
+ * what is left), and a delayed call's place among its project's waiting deliveries, or a place
+ * for each target that holds its deliveries now (`heldTargetIds`; 409 past the cap). An
+ * immediate call to an unmetered pool and targets that hold nothing reserves nothing and asks
+ * nothing.
  */
 export async function reserveCall(
   deps: Pick<EdgeDeps, "reserveDeliveries" | "releaseDeliveries" | "logError">,
   call: Received,
   requestId: string,
+  heldTargetIds: string[] = [],
 ): Promise<Reserved> {
-  const reservation = reservationOf(call, requestId);
-  if (reservation.holds.length === 0 && !call.notBefore) return nothingReserved;
+  const reservation = reservationOf(call, requestId, heldTargetIds);
+  const waits = call.notBefore || heldTargetIds.length > 0;
+  if (reservation.holds.length === 0 && !waits) return nothingReserved;
   const refusal = await deps.reserveDeliveries(reservation).catch((err: unknown) => {
     // An edge cut off from the control plane serves from its cache for its lease (its pools'
     // and held deliveries' flags, checked above): the call goes on without a reservation, so
@@ -94,13 +98,27 @@ export async function spareHold(
   return hold ? deps.spareHolds.take(call.project, pool, hold) : null;
 }
 
-/** What a call holds: its deliveries' credits from a metered pool, a delayed call's place. */
-export function reservationOf(call: Received, requestId: string): CallReservation {
+/**
+ * What a call holds: its deliveries' credits from a metered pool, a delayed call's place, the
+ * places of its targets that hold their deliveries now.
+ */
+export function reservationOf(
+  call: Received,
+  requestId: string,
+  heldTargetIds: string[] = [],
+): CallReservation {
   const pool = call.key.mode;
   const holds = isMetered(call.projectState.plan, pool)
     ? deliveryHolds(call.endpoint.targets, call.body.byteLength)
     : [];
-  return { project: call.project, pool, requestId, holds, notBefore: call.notBefore };
+  return {
+    project: call.project,
+    pool,
+    requestId,
+    holds,
+    notBefore: call.notBefore,
+    ...(heldTargetIds.length > 0 && { heldTargetIds }),
+  };
 }
 
 /** A reservation's refusal, as the caller is told it (402, or 409 past the waiting cap). */

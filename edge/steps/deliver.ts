@@ -17,6 +17,7 @@ import {
 } from "../../core/lanes.ts";
 import { loopMark } from "../../core/loop.ts";
 import { traceIdOf } from "../../core/tracing.ts";
+import { heldPlaces } from "../../core/waiting.ts";
 import type { Batch, BatchedCall } from "../batched-calls.ts";
 import { travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
@@ -46,9 +47,15 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     // An ordered call joins its lane as its batch is accepted. A delayed call shares a batch due
     // in the same second, unless ordered (it joins its lane at its time) or keyed (a repeat
     // answers what its first call was told, and a batch's claim remembers no delay).
+    // A call to a target that holds its deliveries now takes a place under its project's cap
+    // for it (core/waiting.ts), alone: one reservation under the project's waiting lock.
+    const places =
+      call.notBefore || ordering
+        ? []
+        : heldPlaces(call.endpoint.targets, call.projectState.heldTargetIds);
     const batchable = call.notBefore
       ? queuesUnordered(call, ordering) && !bodyTag
-      : queuesOnly(call);
+      : queuesOnly(call) && places.length === 0;
     const batched =
       deps.batch && batchable ? batchedCall(deps, call, requestId.id, claim, ordering) : null;
     if (deps.batch && batched) {
@@ -83,7 +90,7 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       ? null
       : heldAhead
         ? reservedFor(deps, call.project, heldAhead)
-        : await reserveCall(deps, call, requestId.id).catch(async (error: unknown) => {
+        : await reserveCall(deps, call, requestId.id, places).catch(async (error: unknown) => {
             await leaveUnstarted();
             throw error;
           });

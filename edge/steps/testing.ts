@@ -47,6 +47,7 @@ export function projectState(endpoint: Endpoint, fields: Partial<ProjectState> =
     signingKeys: new Map(),
     maxWaitingDeliveries: 10_000,
     heldDeliveriesFull: false,
+    heldTargetIds: new Set(),
     endpoints: new Map([[`${endpoint.line}/${endpoint.path}`, endpoint]]),
     ...fields,
   };
