@@ -102,6 +102,7 @@ describe("ProjectSlots", () => {
     const slots = new ProjectSlots({ slots: 2, perProject: 1 }, {}, () => now);
     const held = slots.take("slow");
     slots.take("slow");
+    now += 60_000;
     const afterOne = slots.waitMs("slow", 0.5);
     for (let i = 0; i < 99; i++) slots.take("slow");
     const afterHundred = slots.waitMs("slow", 0.5);
@@ -119,6 +120,20 @@ describe("ProjectSlots", () => {
     held?.();
   });
 
+  test("a worker that has only just begun to see a project waits it about as long as it has seen it: a restarted worker takes its backlog back in seconds", () => {
+    let now = 0;
+    const slots = new ProjectSlots({ slots: 100, perProject: 25 }, {}, () => now);
+    // Just restarted: its share in flight, a burst of 720 turned away, nothing finished yet.
+    for (let i = 0; i < 745; i++) slots.take("backlog");
+    expect(slots.waitMs("backlog", 0.999)).toBe(BUSY_WAIT_MS.min);
+    now += 3_000;
+    expect(slots.waitMs("backlog", 0.999)).toBeLessThanOrEqual(6_000);
+    // Slots that have not freed in a minute are slow ones: their calls wait long.
+    now += 60_000;
+    for (let i = 0; i < 100; i++) slots.take("backlog");
+    expect(slots.waitMs("backlog", 0.5)).toBe(BUSY_WAIT_MS.max);
+  });
+
   test("counts older than two windows are forgotten", () => {
     let now = 0;
     const slots = new ProjectSlots({ slots: 2, perProject: 1 }, {}, () => now);
@@ -130,7 +145,7 @@ describe("ProjectSlots", () => {
 });
 
 describe("busyWaitMs", () => {
-  const load = { waiting: 10, finishedPerSecond: 5, perProject: 10 };
+  const load = { waiting: 10, finishedPerSecond: 5, perProject: 10, watchedMs: 600_000 };
   test("is the time the project's slots take to serve those waiting, half to one and a half of it", () => {
     expect(busyWaitMs(load, 0.5)).toBe(2000);
     expect(busyWaitMs(load, 0)).toBe(1000);
@@ -142,5 +157,11 @@ describe("busyWaitMs", () => {
       BUSY_WAIT_MS.max,
     );
     expect(busyWaitMs({ ...load, waiting: 0 }, 0.5)).toBe(BUSY_WAIT_MS.min);
+  });
+  test("is at most twice as long as the worker has watched the project, and never under the least", () => {
+    const slow = { ...load, waiting: 1000, finishedPerSecond: 0 };
+    expect(busyWaitMs({ ...slow, watchedMs: 0 }, 0.5)).toBe(BUSY_WAIT_MS.min);
+    expect(busyWaitMs({ ...slow, watchedMs: 5_000 }, 0.5)).toBe(10_000);
+    expect(busyWaitMs({ ...slow, watchedMs: 600_000 }, 0.5)).toBe(BUSY_WAIT_MS.max);
   });
 });

@@ -25,6 +25,8 @@ export interface ProjectLoad {
   /** Calls finished per second lately: how fast slots free up. */
   finishedPerSecond: number;
   perProject: number;
+  /** How long this worker has watched the project's calls (since it restarted, say). */
+  watchedMs: number;
 }
 
 /** The shortest and longest wait of a turned-away call. */
@@ -38,11 +40,15 @@ const SLOWEST_CALL_SECONDS = 90;
  * from half to one and a half times that at random (`random` in [0, 1)), within 1 s and 2 min.
  * So a project's waiting calls come back about as fast as its slots free, not all at once: the
  * cost of waiting follows the project's own throughput, not the number of its calls that wait.
+ * A worker judges only from what it has seen, so a wait is at most twice as long as it has
+ * watched the project: a worker just restarted into a backlog, which has seen nothing finish
+ * yet, looks again within seconds rather than sending the backlog to sleep for minutes.
  */
 export function busyWaitMs(load: ProjectLoad, random: number): number {
   const rate = Math.max(load.finishedPerSecond, load.perProject / SLOWEST_CALL_SECONDS);
   const ms = (load.waiting / rate) * 1000 * (0.5 + random);
-  return Math.round(Math.min(Math.max(ms, BUSY_WAIT_MS.min), BUSY_WAIT_MS.max));
+  const longest = Math.min(BUSY_WAIT_MS.max, Math.max(BUSY_WAIT_MS.min, 2 * load.watchedMs));
+  return Math.round(Math.min(Math.max(ms, BUSY_WAIT_MS.min), longest));
 }
 
 /** Recent counts are kept in two windows of this length: the current one and the last. */
@@ -54,6 +60,8 @@ interface Counts {
 }
 
 interface ProjectState {
+  /** When this worker began to watch the project's calls. */
+  since: number;
   inFlight: number;
   windowStart: number;
   current: Counts;
@@ -157,12 +165,18 @@ export class ProjectSlots {
   /** How long a call of `project` turned away now should wait (busyWaitMs). */
   waitMs(project: string, random: number): number {
     const state = this.stateOf(project);
-    const seconds = (WINDOW_MS + (this.now() - state.windowStart)) / 1000;
+    const watchedMs = this.now() - state.since;
+    // The two windows' span, or as much of it as this worker has watched.
+    const seconds = Math.max(
+      1,
+      Math.min(WINDOW_MS + (this.now() - state.windowStart), watchedMs) / 1000,
+    );
     return busyWaitMs(
       {
         waiting: state.current.turnedAway + state.last.turnedAway,
         finishedPerSecond: (state.current.finished + state.last.finished) / seconds,
         perProject: this.perProject,
+        watchedMs,
       },
       random,
     );
@@ -172,7 +186,7 @@ export class ProjectSlots {
     const now = this.now();
     let state = this.projects.get(project);
     if (!state) {
-      state = { inFlight: 0, windowStart: now, current: empty(), last: empty() };
+      state = { since: now, inFlight: 0, windowStart: now, current: empty(), last: empty() };
       this.projects.set(project, state);
     }
     const windows = Math.floor((now - state.windowStart) / WINDOW_MS);
