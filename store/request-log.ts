@@ -9,7 +9,7 @@ import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/d
 import { type DeliveryTarget, finishedStatuses, type RequestStatus } from "../core/model.ts";
 import { balancesAfter, ledgerCharges, noteEmptiedPools, releaseHolds } from "./credits.ts";
 import { pipelinedTransaction, type Queryable, type Sql } from "./db.ts";
-import { forgetWaiting, type PlanCaps } from "./waiting.ts";
+import { forgetWaiting, type PlanCaps, releasePlaces } from "./waiting.ts";
 
 /**
  * An attempt delivered: its target answered 2xx, as core's `classifyStatus` says. Never null: an
@@ -260,9 +260,15 @@ export async function beginReplay(
 }
 
 /** A replay whose start failed: its holds given back, its request as it was (unless moved since). */
-export async function undoReplay(sql: Sql, requestId: string, begun: ReplayBegun): Promise<void> {
+export async function undoReplay(
+  sql: Sql,
+  requestId: string,
+  begun: ReplayBegun & { workflowId: string },
+  caps: PlanCaps,
+): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`delete from credit_holds where request_id = ${requestId} and replay = ${begun.replay}`;
+    await releasePlaces(tx, begun.workflowId, caps);
     await tx`
       update requests set status = ${begun.was}, updated_at = now()
       where id = ${requestId} and status = 'delivering' and replays = ${begun.replay}`;

@@ -108,3 +108,18 @@ test("a cancelled call to a paused target gives its place back at once", async (
     async () => (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).status === 202,
   );
 }, 120_000);
+
+test("replays to a paused target at once take their places under the cap as calls do", async () => {
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: sink.url }], UNTHROTTLED);
+  await grantCredits(p.slug, 1_000);
+  const { accepted } = await burst(p, 5);
+  for (const id of accepted) expect((await finishedLog(p, id, 60_000)).status).toBe("delivered");
+  await sql`update projects set max_waiting_deliveries = 3 where slug = ${p.slug}`;
+  await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints/hook/targets/t/pause`);
+
+  const replays = await Promise.all(
+    accepted.map((id) => api(p.ownerToken, "POST", `${p.base}/requests/${id}/replay`)),
+  );
+  expect(replays.map((r) => r.status).sort()).toEqual([202, 202, 202, 409, 409]);
+  await eventually(async () => (await waitingAt(p)) === 3, 30_000);
+}, 120_000);

@@ -63,6 +63,7 @@ export async function replayRequest(
       pool: input.keyMode,
       holds: deliveryHolds(targets, input.bodyBytes),
       replay: begun.replay,
+      waits: ordering ? null : { workflowId: replayWorkflowId(requestId, begun.replay), targets },
     });
     return begun;
   });
@@ -77,15 +78,19 @@ export async function replayRequest(
         replay: begun.replay,
         ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
       },
-      `${requestId}-replay-${begun.replay}`,
+      replayWorkflowId(requestId, begun.replay),
       "delivering",
     );
   } catch (error) {
-    await undoReplay(ctx.sql, requestId, begun);
+    const workflowId = replayWorkflowId(requestId, begun.replay);
+    await undoReplay(ctx.sql, requestId, { ...begun, workflowId }, ctx.waitingCaps);
     throw error;
   }
   return getRequest(ctx, slug, requestId);
 }
+
+/** A request's replay number `replay` is delivered by this workflow. */
+const replayWorkflowId = (requestId: string, replay: number) => `${requestId}-replay-${replay}`;
 
 /**
  * The targets a replay goes to, as they are now (by id: a target edited since takes its new URL

@@ -17,6 +17,7 @@ import { insertBody } from "../../store/bodies.ts";
 import { releaseHolds } from "../../store/credits.ts";
 import { findRequest, keyModeOf } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
+import { releasePlaces } from "../../store/waiting.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
 import { startDelivery } from "./replay.ts";
@@ -90,11 +91,15 @@ export async function sendAgain(
     endpoint.schema ? compileSchema(endpoint.schema) : null,
   );
   const resent = newId("req");
-  await reserveMemberDelivery(ctx, ctx.sql, access, {
-    requestId: resent,
-    pool: keyMode,
-    holds: deliveryHolds(endpoint.targets, body.byteLength),
-  });
+  await ctx.sql.begin((tx) =>
+    reserveMemberDelivery(ctx, tx, access, {
+      requestId: resent,
+      pool: keyMode,
+      holds: deliveryHolds(endpoint.targets, body.byteLength),
+      // Sent again, a request is a new one, in no lane.
+      waits: { workflowId: resent, targets: endpoint.targets },
+    }),
+  );
   try {
     const inline = bodyTravelsInline(body.byteLength, endpoint.targets.length);
     const bodyRef = inline ? null : await insertBody(ctx.sql, slug, resent, body);
@@ -114,7 +119,10 @@ export async function sendAgain(
     };
     await startDelivery(await ctx.temporal(), delivery, resent, "queued");
   } catch (error) {
-    await releaseHolds(ctx.sql, resent);
+    await ctx.sql.begin(async (tx) => {
+      await releaseHolds(tx, resent);
+      await releasePlaces(tx, resent, ctx.waitingCaps);
+    });
     throw error;
   }
   return getRequest(ctx, slug, resent);
