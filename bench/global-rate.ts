@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { freePorts } from "../dev/ports.ts";
 import { logFile, ManagedProcess } from "../dev/processes.ts";
-import { benchStack, quick, runBench } from "./harness.ts";
+import { benchStack, quick, runBench, unlimitProject } from "./harness.ts";
 
 const rate = Number(process.env.BENCH_RATE_LIMIT ?? 20);
 const burst = 2 * rate;
@@ -65,6 +65,8 @@ await runBench(async (cleanup) => {
     name: slug,
     plan: "free",
   });
+  // The endpoint's limit is what this bench measures, not the project's.
+  await unlimitProject(stack.controlUrl, stack.secrets.adminToken, slug);
   await call(ownerToken, `/projects/${slug}/lines`, { key: "v1" });
   await call(ownerToken, `/projects/${slug}/lines/v1/endpoints`, {
     path: "hook",

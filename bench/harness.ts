@@ -152,6 +152,22 @@ export async function benchNodeProxy(cleanup: Cleanup, dir: string, targetPort: 
   return { url: `http://127.0.0.1:${port}`, process: proxy };
 }
 
+/** A rate limit no bench reaches. */
+export const UNLIMITED_RATE = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
+
+/**
+ * Lifts a bench project's rate limit over all its endpoints (the admin's override): a bench
+ * measures Relay, not the plan's default.
+ */
+export async function unlimitProject(controlUrl: string, adminToken: string, slug: string) {
+  const response = await fetch(`${controlUrl}/projects/${slug}/limits`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ rateLimit: UNLIMITED_RATE }),
+  });
+  if (!response.ok) throw new Error(`limits of ${slug}: ${await response.text()}`);
+}
+
 /** POSTs `body` to the control plane's management API as `token`: its JSON answer, or throws. */
 export function managementPost(controlUrl: string) {
   return async (token: string, path: string, body: unknown) => {
@@ -174,8 +190,9 @@ export async function setUpProject(controlUrl: string, adminToken: string, targe
   const slug = "bench";
   const { ownerToken } = await call(adminToken, "/projects", { slug, name: "bench", plan: "paid" });
   const owner = ownerToken as string;
+  await unlimitProject(controlUrl, adminToken, slug);
   await call(owner, `/projects/${slug}/lines`, { key: "v1" });
-  const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
+  const unlimited = UNLIMITED_RATE;
   for (const [path, mode] of [
     ["sync", "sync"],
     ["stream", "stream"],

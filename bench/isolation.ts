@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
-import { type Cleanup, percentile, quick, runBench } from "./harness.ts";
+import { type Cleanup, percentile, quick, runBench, UNLIMITED_RATE } from "./harness.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? (quick ? 5 : 15));
 const ATTACK_CALLS = 150;
@@ -78,6 +78,7 @@ async function project(api: Api, adminToken: string, endpoints: Record<string, u
   const owner = ownerToken as string;
   // Every accepted delivery holds its credits until it settles: room for all of the bench's.
   await api(adminToken, "POST", `/projects/${slug}/credits`, { pool: "live", amount: 1_000_000 });
+  await api(adminToken, "PUT", `/projects/${slug}/limits`, { rateLimit: UNLIMITED_RATE });
   await api(owner, "POST", `/projects/${slug}/lines`, { key: "v1" });
   for (const [path, targets] of Object.entries(endpoints)) {
     await api(owner, "POST", `/projects/${slug}/lines/v1/endpoints`, {

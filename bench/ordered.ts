@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { connect } from "../store/db.ts";
-import { benchStack, managementPost, percentile, runBench } from "./harness.ts";
+import { benchStack, managementPost, percentile, runBench, unlimitProject } from "./harness.ts";
 import { STACK_PROCESSES, stackCpu } from "./publish.ts";
 
 const REQUESTS = Number(process.env.BENCH_ORDERED_REQUESTS ?? 1000);
@@ -34,6 +34,7 @@ await runBench(async (cleanup) => {
     name: slug,
     plan: "paid",
   });
+  await unlimitProject(stack.controlUrl, stack.secrets.adminToken, slug);
   await call(ownerToken, `${base}/lines`, { key: "v1" });
   for (const ordering of ["none", "fifo"]) {
     await call(ownerToken, `${base}/lines/v1/endpoints`, {

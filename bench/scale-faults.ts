@@ -29,7 +29,7 @@ import {
   temporalServerPid,
 } from "./fault-cluster.ts";
 import { kindOf, MIX, mixTarget } from "./fault-mix.ts";
-import { runBench } from "./harness.ts";
+import { runBench, UNLIMITED_RATE } from "./harness.ts";
 
 const total = Number(process.env.FAULTS_REQUESTS ?? 10_000);
 const rate = Number(process.env.FAULTS_RATE ?? 40);
@@ -127,8 +127,9 @@ await runBench(async (cleanup) => {
     plan: "paid",
   });
   const base = `/projects/${slug}`;
+  await manage(stack.secrets.adminToken, "PUT", `${base}/limits`, { rateLimit: UNLIMITED_RATE });
   await manage(ownerToken, "POST", `${base}/lines`, { key: "v1" });
-  const unlimited = { requestsPerSecond: 1_000_000, burst: 1_000_000 };
+  const unlimited = UNLIMITED_RATE;
   const endpoints = [
     ...MIX.filter((kind, i) => MIX.findIndex((k) => k.endpoint === kind.endpoint) === i),
     { endpoint: "probe", targets: ["probe"] },

@@ -26,6 +26,7 @@ import {
   percentile,
   quick,
   runBench,
+  unlimitProject,
 } from "./harness.ts";
 import { STACK_PROCESSES, type StackProcess, stackCpu } from "./publish.ts";
 
@@ -154,6 +155,7 @@ async function setUpKind(
     name: kind.name,
     plan: "paid",
   });
+  await unlimitProject(stack.controlUrl, stack.secrets.adminToken, slug);
   await call(ownerToken, `/projects/${slug}/lines`, { key: "v1" });
   await call(ownerToken, `/projects/${slug}/lines/v1/endpoints`, {
     path: "in",

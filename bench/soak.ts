@@ -16,6 +16,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { request } from "undici";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
+import { unlimitProject } from "./harness.ts";
 
 const total = Number(process.env.SOAK_REQUESTS ?? 500);
 const outageMs = Number(process.env.SOAK_OUTAGE_SECONDS ?? 0) * 1000;
@@ -65,6 +66,7 @@ try {
     name: "soak",
     plan: "paid",
   });
+  await unlimitProject(stack.controlUrl, stack.secrets.adminToken, "soak");
   await call(ownerToken, "/projects/soak/lines", { key: "v1" });
   await call(ownerToken, "/projects/soak/lines/v1/endpoints", {
     path: "hook",

@@ -5,6 +5,7 @@
  * per project; a write that would grow a project past one is refused with `limit_exceeded`.
  */
 import { RelayError } from "./errors.ts";
+import type { Plan, RateLimit } from "./model.ts";
 
 export const projectCaps = ["endpoints", "schemaBytes", "lines", "members", "keys"] as const;
 
@@ -12,8 +13,27 @@ export type ProjectCap = (typeof projectCaps)[number];
 
 export type ProjectLimits = Record<ProjectCap, number>;
 
-/** An admin's overrides: a cap absent (or null) is the deployment's default. */
-export type LimitOverrides = Partial<Record<ProjectCap, number | null>>;
+/**
+ * An admin's overrides: a cap absent (or null) is the deployment's default, a rate limit absent
+ * the plan's.
+ */
+export type LimitOverrides = Partial<Record<ProjectCap, number | null>> & {
+  rateLimit?: RateLimit | null;
+};
+
+/**
+ * Each plan's rate limit over all of one project's endpoints, beside each endpoint's own: a
+ * project cannot multiply its rate by adding endpoints (docs/api.md "Rate limits").
+ */
+export const planProjectRateLimits: Record<Plan, RateLimit> = {
+  free: { requestsPerSecond: 100, burst: 200 },
+  paid: { requestsPerSecond: 1_000, burst: 2_000 },
+};
+
+/** A project's rate limit: an admin's own for it, else its plan's. */
+export function projectRateLimit(plan: Plan, overrides: LimitOverrides): RateLimit {
+  return overrides.rateLimit ?? planProjectRateLimits[plan];
+}
 
 /** The highest a cap may be set (the contracts carry caps as int32). */
 export const MAX_PROJECT_CAP = 2_147_483_647;

@@ -16,6 +16,7 @@ import type {
 import type { StreamRecord } from "../core/delivery.ts";
 import { claimOutcomeOf, type KeyClaim, type KeyClaimOutcome } from "../core/idempotency.ts";
 import type { LanePlace } from "../core/lanes.ts";
+import { planProjectRateLimits } from "../core/limits.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../core/model.ts";
 import { keyModes, plans } from "../core/model.ts";
 import type { PayloadKey } from "../core/payload-codec.ts";
@@ -50,6 +51,8 @@ export interface ProjectState {
   heldDeliveriesFull: boolean;
   /** Targets whose deliveries are held now: a call to one reserves its place under the cap. */
   heldTargetIds: ReadonlySet<string>;
+  /** Calls per second over all the project's endpoints, beside each endpoint's own limit. */
+  projectRateLimit: RateLimit;
 }
 
 export interface ChangeBatch {
@@ -318,15 +321,23 @@ async function stateFrom(state: ProjectStateMessage): Promise<ProjectState> {
   for (const endpoint of state.signingSecrets) {
     signingKeys.set(`${endpoint.line}/${endpoint.path}`, await signingKeysFrom(endpoint.secrets));
   }
+  const plan = plans[(state.project?.plan ?? 1) - 1] ?? "free";
   return {
     signingKeys,
-    plan: plans[(state.project?.plan ?? 1) - 1] ?? "free",
+    plan,
     exhaustedPools: keyModes.filter((mode) =>
       mode === "live" ? state.liveCreditsExhausted : state.testCreditsExhausted,
     ),
     maxWaitingDeliveries: Number(state.maxWaitingDeliveries),
     heldDeliveriesFull: state.heldDeliveriesFull,
     heldTargetIds: new Set(state.heldTargetIds),
+    // A control plane from before project rate limits sends none: the plan's applies.
+    projectRateLimit: state.projectRateLimit
+      ? {
+          requestsPerSecond: state.projectRateLimit.requestsPerSecond,
+          burst: state.projectRateLimit.burst,
+        }
+      : planProjectRateLimits[plan],
     defaultRateLimit: {
       requestsPerSecond: state.defaultRateLimit?.requestsPerSecond ?? 10,
       burst: state.defaultRateLimit?.burst ?? 20,

@@ -1,7 +1,8 @@
 /**
  * What the edge derives from an endpoint's config: its compiled payload validator and parsed
  * allowlist, and its rate-limit bucket, which holds this edge's share of the limit
- * (./rate-shares.ts) so that the edges together allow it once.
+ * (./rate-shares.ts) so that the edges together allow it once. A project's own limit over all
+ * its endpoints is a bucket of the same kind, under a name no endpoint has (PROJECT_WIDE).
  */
 import { type Cidr, parseCidr } from "../core/ip.ts";
 import type { Endpoint, JsonObject, RateLimit } from "../core/model.ts";
@@ -9,6 +10,9 @@ import { type Bucket, type RateDecision, takeToken } from "../core/rate-limit.ts
 import { limitShare } from "../core/rate-shares.ts";
 import { compileSchema, type PayloadValidator } from "../core/schema.ts";
 import type { RateShares } from "./rate-shares.ts";
+
+/** The project's bucket's line and path: `*` is neither a line key nor a path. */
+export const PROJECT_WIDE = { line: "*", path: "*" } as const;
 
 export interface CompiledEndpoint {
   validate: PayloadValidator | null;
@@ -77,7 +81,7 @@ export class EndpointRuntime {
    */
   rate(
     project: string,
-    endpoint: Endpoint,
+    endpoint: Pick<Endpoint, "line" | "path">,
     limit: RateLimit,
     nowMs: number,
     consume: boolean,

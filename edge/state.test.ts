@@ -230,6 +230,7 @@ function routedPlane() {
       maxWaitingDeliveries: 10_000,
       heldDeliveriesFull: false,
       heldTargetIds: new Set(),
+      projectRateLimit: { requestsPerSecond: 1, burst: 1 },
       signingKeys: new Map(),
       endpoints: new Map(["a", "b"].map((p) => [`v1/${p}`, endpoint(p, version)])),
     };

@@ -10,6 +10,7 @@ import {
   projectCaps,
   requireRoom,
 } from "../core/limits.ts";
+import { recordChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
 
 /** What a capped write needs beside its transaction: the deployment's defaults and the time. */
@@ -74,14 +75,24 @@ export async function limitOverrides(
   return row?.limits;
 }
 
-/** Replaces the project's overrides (a cap left out is the default again). */
+/**
+ * Replaces the project's overrides (a cap left out is the default again); the edges learn its
+ * rate limit from the change feed.
+ */
 export async function setLimitOverrides(
   sql: Sql,
   projectId: string,
   overrides: LimitOverrides,
 ): Promise<void> {
-  const set = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value != null));
-  await sql`update projects set limits = ${sql.json(set)} where id = ${projectId}`;
+  const { rateLimit, ...caps } = overrides;
+  const set = {
+    ...Object.fromEntries(Object.entries(caps).filter(([, value]) => value != null)),
+    ...(rateLimit && { rateLimit: { ...rateLimit } }),
+  };
+  await sql.begin(async (tx) => {
+    await tx`update projects set limits = ${tx.json(set)} where id = ${projectId}`;
+    await recordChange(tx, projectId, "routing");
+  });
 }
 
 /** The schema bytes the endpoint at `line/path` counts now; undefined when there is none. */

@@ -229,12 +229,15 @@ const capUsage = z.strictObject({
 });
 
 /** Each per-project cap (core/limits.ts) and what the project uses of it. */
-export const projectLimits = z.strictObject(
-  Object.fromEntries(projectCaps.map((cap) => [cap, capUsage])) as Record<
+export const projectLimits = z.strictObject({
+  ...(Object.fromEntries(projectCaps.map((cap) => [cap, capUsage])) as Record<
     ProjectCap,
     typeof capUsage
-  >,
-);
+  >),
+  rateLimit: z
+    .strictObject({ requestsPerSecond: z.number(), burst: z.number().int() })
+    .describe("Calls per second over all the project's endpoints: the plan's or the project's own"),
+});
 
 export const deliveryHistory = z.strictObject({
   hours: z.array(

@@ -5,6 +5,7 @@
  */
 
 import { RelayError } from "../../core/errors.ts";
+import { projectRateLimit } from "../../core/limits.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
 import type { PayloadKey } from "../../core/payload-codec.ts";
 import {
@@ -22,6 +23,7 @@ import {
 } from "../../store/changes.ts";
 import { heldTargetIds } from "../../store/circuits.ts";
 import { exhaustedPools } from "../../store/credits.ts";
+import { limitOverrides } from "../../store/limits.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
 import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
@@ -49,6 +51,8 @@ export interface ProjectState {
   heldDeliveriesFull: boolean;
   /** Targets whose deliveries are held now: a call to one reserves its place as it is accepted. */
   heldTargetIds: string[];
+  /** Calls per second over all the project's endpoints (its plan's, or an admin's override). */
+  projectRateLimit: RateLimit;
 }
 
 /** Unknown project and unknown key give the same null after the same single query. */
@@ -77,6 +81,7 @@ export async function projectState(ctx: Ctx, slug: string): Promise<ProjectState
     maxWaitingDeliveries,
     heldDeliveriesFull: (await heldCount(ctx.sql, id)) >= maxWaitingDeliveries,
     heldTargetIds: await heldTargetIds(ctx.sql, id),
+    projectRateLimit: projectRateLimit(view.plan, (await limitOverrides(ctx.sql, id)) ?? {}),
   };
 }
 

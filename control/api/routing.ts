@@ -14,7 +14,14 @@ import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { capsOf } from "./limits.ts";
-import { allowedUrls, displayName, jsonObject, parseInput, postedUrl } from "./validation.ts";
+import {
+  allowedUrls,
+  displayName,
+  jsonObject,
+  parseInput,
+  postedUrl,
+  rateLimitBody,
+} from "./validation.ts";
 
 /** A path segment: the line key or the endpoint path of an inbound URL. */
 const segment = z
@@ -93,13 +100,7 @@ const endpointSettings = {
   targets: z.array(targetSchema).min(1).max(50),
   ipAllowlist: z.array(allowlistEntry).max(500).default([]),
   schema: jsonObject.nullable().default(null),
-  rateLimit: z
-    .strictObject({
-      requestsPerSecond: z.number().positive().max(1_000_000),
-      burst: z.number().int().min(1).max(10_000_000),
-    })
-    .nullable()
-    .default(null),
+  rateLimit: rateLimitBody.nullable().default(null),
   circuitBreaker: z
     .strictObject({
       failureThreshold: bounded("failureThreshold"),

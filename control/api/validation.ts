@@ -27,6 +27,12 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.in
  */
 export const jsonValue = z.unknown().describe("Any JSON value");
 
+/** A token bucket's rate and size (an endpoint's rate limit, a project's). */
+export const rateLimitBody = z.strictObject({
+  requestsPerSecond: z.number().positive().max(1_000_000),
+  burst: z.number().int().min(1).max(10_000_000),
+});
+
 /**
  * A JSON object of the caller's own (an endpoint's payload schema), kept as sent: an open object.
  * Its values came from JSON.parse, so they are JSON values, as its type says.

@@ -186,6 +186,7 @@ export function edgeService(
             maxWaitingDeliveries: BigInt(state.maxWaitingDeliveries),
             heldDeliveriesFull: state.heldDeliveriesFull,
             heldTargetIds: state.heldTargetIds,
+            projectRateLimit: state.projectRateLimit,
           },
         };
       },

@@ -34,7 +34,10 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
       return { limits: limitsOut(await limits.getLimits(ctxOf(h), req.project)) };
     },
     async setProjectLimits(req, h) {
-      const overrides = Object.fromEntries(projectCaps.map((cap) => [cap, req.limits?.[cap]]));
+      const overrides = {
+        ...Object.fromEntries(projectCaps.map((cap) => [cap, req.limits?.[cap]])),
+        rateLimit: rateLimitIn(req.limits?.rateLimit),
+      };
       const set = await limits.setLimits(ctxOf(h), req.project, overrides);
       return { limits: limitsOut(set) };
     },
@@ -53,8 +56,16 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
   });
 }
 
-function limitsOut(view: limits.ProjectLimitsView) {
-  return Object.fromEntries(
-    Object.entries(view).map(([cap, { limit, used }]) => [cap, { limit, used: BigInt(used) }]),
-  );
+function limitsOut({ rateLimit, ...caps }: limits.ProjectLimitsView) {
+  return {
+    ...Object.fromEntries(
+      Object.entries(caps).map(([cap, { limit, used }]) => [cap, { limit, used: BigInt(used) }]),
+    ),
+    rateLimit,
+  };
+}
+
+/** A message's rate limit as the REST body has it (validated there): unset, the plan's. */
+function rateLimitIn(rate: { requestsPerSecond: number; burst: number } | undefined) {
+  return rate ? { requestsPerSecond: rate.requestsPerSecond, burst: rate.burst } : null;
 }

@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { EndpointRuntime } from "../endpoints.ts";
 import type { Received } from "../pipeline.ts";
 import { rate, rateHeaders } from "./rate.ts";
-import { arrived, hookEndpoint, passed, received, refusal } from "./testing.ts";
+import { arrived, hookEndpoint, passed, projectState, received, refusal } from "./testing.ts";
 
 const limited = hookEndpoint({ rateLimit: { requestsPerSecond: 1, burst: 2 } });
 
@@ -37,4 +37,22 @@ test("the after-step states the call's own verdict, or the bucket as it stands w
   expect(refusedEarlier.status).toBe(403);
   expect(rateHeadersOf(refusedEarlier)).toEqual(["2", "1"]);
   expect(rateHeadersOf(await chain(received(arrived(), limited)))).toEqual(["2", "0"]);
+});
+
+test("calls to each of a project's endpoints take from the project's bucket too: past its burst, a 429 naming the project", async () => {
+  const runtime = new EndpointRuntime();
+  const step = rate(runtime);
+  const next = passed();
+  const roomy = { rateLimit: { requestsPerSecond: 100, burst: 100 } };
+  const [hook, other] = [hookEndpoint(roomy), hookEndpoint({ ...roomy, path: "other" })];
+  const projectWide = { projectRateLimit: { requestsPerSecond: 1, burst: 3 } };
+  const call = (endpoint: typeof hook) =>
+    received(arrived(), endpoint, projectState(endpoint, projectWide));
+  for (const endpoint of [hook, other, hook]) await step(call(endpoint), next);
+  const fourth = call(other);
+  const refused = await refusal(step(fourth, next));
+  expect(refused.code).toBe("rate_limited");
+  expect(refused.message).toMatch(/project's rate limit/);
+  expect(fourth.responseHeaders.get("retry-after")).toBe("1");
+  expect(next.handed).toHaveLength(3);
 });

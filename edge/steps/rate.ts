@@ -1,9 +1,12 @@
 import { RelayError } from "../../core/errors.ts";
 import type { RateDecision } from "../../core/rate-limit.ts";
-import type { EndpointRuntime } from "../endpoints.ts";
+import { type EndpointRuntime, PROJECT_WIDE } from "../endpoints.ts";
 import type { Received, Routed, Step } from "../pipeline.ts";
 
-/** Takes a token from the endpoint's bucket (429 with Retry-After when there is none). */
+/**
+ * Takes a token from the endpoint's bucket, then from its project's over all its endpoints (429
+ * with Retry-After when either has none): a project cannot multiply its rate by its endpoints.
+ */
 export function rate(runtime: EndpointRuntime): Step<Received> {
   return async function rate(envelope, next) {
     const decision = decide(runtime, envelope, true);
@@ -11,6 +14,16 @@ export function rate(runtime: EndpointRuntime): Step<Received> {
     if (!decision.allowed) {
       envelope.responseHeaders.set("retry-after", String(decision.retryAfterSeconds));
       throw new RelayError("rate_limited", "over this endpoint's rate limit; retry later");
+    }
+    const { project, projectState } = envelope;
+    const limit = projectState.projectRateLimit;
+    const projectWide = runtime.rate(project, PROJECT_WIDE, limit, Date.now(), true);
+    if (!projectWide.allowed) {
+      envelope.responseHeaders.set("retry-after", String(projectWide.retryAfterSeconds));
+      throw new RelayError(
+        "rate_limited",
+        "over this project's rate limit (all its endpoints together); retry later",
+      );
     }
     return next(envelope);
   };

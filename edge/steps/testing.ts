@@ -48,6 +48,7 @@ export function projectState(endpoint: Endpoint, fields: Partial<ProjectState> =
     maxWaitingDeliveries: 10_000,
     heldDeliveriesFull: false,
     heldTargetIds: new Set(),
+    projectRateLimit: { requestsPerSecond: 1_000, burst: 2_000 },
     endpoints: new Map([[`${endpoint.line}/${endpoint.path}`, endpoint]]),
     ...fields,
   };
