@@ -31,7 +31,7 @@ import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import { laneWait, laneWaits } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
-import { deliver, firstAttempt, relaySyncCall } from "./attempts.ts";
+import { deliver, FirstAttemptsInFlight, firstAttempt, relaySyncCall } from "./attempts.ts";
 import {
   type BatchAttemptDeps,
   firstAttemptsOfBatch,
@@ -61,6 +61,7 @@ export function createActivities(deps: ActivityDeps) {
     startAttempt: groupCommit(sql, { statement: startAttempts }),
     endAttempt: groupCommit(sql, endAttempts),
   };
+  const firstAttemptsInFlight = new FirstAttemptsInFlight();
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
   const batchDeps = (project: string): BatchAttemptDeps => {
     const batch = {
@@ -70,7 +71,9 @@ export function createActivities(deps: ActivityDeps) {
     };
     return {
       attempt: (request, delivery, only, takeSlot) =>
-        firstAttempt(batch, request, delivery, only, takeSlot),
+        firstAttemptsInFlight.run(delivery, () =>
+          firstAttempt(batch, request, delivery, only, takeSlot),
+        ),
       settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
       deliveredBefore: (requestIds) => deliveredTargets(sql, requestIds),
       slots: deps.slots.attempts,
@@ -127,7 +130,9 @@ export function createActivities(deps: ActivityDeps) {
         mayHaveRun &&
         (await deliveredTargets(sql, [requestId])).get(`${requestId} ${delivery.target.id}`);
       if (delivered) return { kind: "delivered", status: delivered };
-      return firstAttempt(attempts, request, delivery, only);
+      return firstAttemptsInFlight.run(delivery, () =>
+        firstAttempt(attempts, request, delivery, only),
+      );
     },
     /** A batch's first attempts, all in one local activity (./batch-attempts.ts). */
     firstAttemptsOfBatch: (project: string, requests: DeliveryInput[]): Promise<BatchedFirst[]> =>

@@ -1,0 +1,55 @@
+import { expect, test } from "vitest";
+import { delivery, target } from "../test/workflow-worker.ts";
+import { FirstAttemptsInFlight } from "./attempts.ts";
+import { asyncDeliveries, type FirstAttempt } from "./deliveries.ts";
+
+test("a first attempt run again while its first run is in flight joins it: the target is called once", async () => {
+  const inFlight = new FirstAttemptsInFlight();
+  const [atOrigin, atMirror] = asyncDeliveries(delivery([target("origin"), target("mirror")]));
+  if (!atOrigin || !atMirror) throw new Error("two deliveries");
+  const calls: string[] = [];
+  let answer: (verdict: FirstAttempt) => void = () => {};
+  const slow = (name: string) => () => {
+    calls.push(name);
+    return new Promise<FirstAttempt>((resolve) => {
+      answer = resolve;
+    });
+  };
+
+  const first = inFlight.run(atOrigin, slow("first run"));
+  // Its workflow task timed out and ran again: the same delivery, while the first run waits.
+  const again = inFlight.run(atOrigin, slow("run again"));
+  const elsewhere = inFlight.run(atMirror, async () => {
+    calls.push("another target");
+    return { kind: "delivered", status: 202 };
+  });
+  answer({ kind: "delivered", status: 200 });
+  expect(await again).toEqual({ kind: "delivered", status: 200 });
+  expect(await first).toEqual({ kind: "delivered", status: 200 });
+  expect(await elsewhere).toEqual({ kind: "delivered", status: 202 });
+  expect(calls).toEqual(["first run", "another target"]);
+
+  // Ended, a later run is a run of its own (the workflow's log check decides whether to make it).
+  const later = inFlight.run(atOrigin, async () => {
+    calls.push("later");
+    return { kind: "delivered", status: 201 };
+  });
+  expect(await later).toEqual({ kind: "delivered", status: 201 });
+  expect(calls).toEqual(["first run", "another target", "later"]);
+});
+
+test("a first run that throws fails its joiners too, and is forgotten", async () => {
+  const inFlight = new FirstAttemptsInFlight();
+  const [only] = asyncDeliveries(delivery([target("origin")]));
+  if (!only) throw new Error("one delivery");
+  let fail: (error: Error) => void = () => {};
+  const first = inFlight.run(only, () => new Promise((_, reject) => (fail = reject)));
+  const again = inFlight.run(only, async () => ({ kind: "delivered", status: 200 }));
+  fail(new Error("the log is down"));
+  await expect(first).rejects.toThrow("the log is down");
+  await expect(again).rejects.toThrow("the log is down");
+  expect(await inFlight.run(only, async () => ({ kind: "delivered", status: 200 }))).toEqual({
+    kind: "delivered",
+    status: 200,
+  });
+});
