@@ -5,7 +5,9 @@
  * body read, the target called, its answer a `Response` over a `ReadableStream`). Each runs back
  * to back and with the process idle between calls, as a caller's lone stream finds it.
  */
+
 import { setTimeout as sleep } from "node:timers/promises";
+import { unkeyedDigest } from "../core/id-digest.ts";
 import { createEdge, type EdgeHandler } from "../edge/app.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
 import type { InboundRequest } from "../edge/pipeline.ts";
@@ -67,6 +69,7 @@ function relayHandler(): EdgeHandler {
     releaseDeliveries: async () => {},
     recordStream: () => {},
     newRequestId: () => `req_${ids++}`,
+    idDigest: unkeyedDigest,
     maxBodyBytes: 1024 * 1024,
   });
 }

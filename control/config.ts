@@ -18,6 +18,12 @@ const schema = z.object({
   RELAY_EDGE_TOKEN: sharedEnv.RELAY_EDGE_TOKEN,
   RELAY_ENCRYPTION_KEY: sharedEnv.RELAY_ENCRYPTION_KEY,
   RELAY_PAYLOAD_KEYS: sharedEnv.RELAY_PAYLOAD_KEYS,
+  /**
+   * "keyed": ids derived from callers' values (an Idempotency-Key's request id, an ordering
+   * key's lane) are keyed with a key derived from RELAY_ENCRYPTION_KEY (core/id-digest.ts);
+   * "unkeyed" keeps the plain hashes of earlier releases while their calls are in flight.
+   */
+  RELAY_DERIVED_IDS: z.enum(["keyed", "unkeyed"]).default("keyed"),
   /** "1" enables the admin-only /admin/clock and /admin/rotation/run. */
   RELAY_DEV_CLOCK: sharedEnv.RELAY_DEV_CLOCK,
   /** The inbound domain (`host[:port]`): the relay itself, which no target may point at. */

@@ -1,6 +1,7 @@
 /** The control plane process: migrate, then serve on one port. */
 import type { Client } from "@temporalio/client";
 import { payloadSecretsFrom, waitingCapsFrom } from "../core/env.ts";
+import { deriveIdKey } from "../core/id-digest.ts";
 import { OperatorSessions } from "../core/operator-session.ts";
 import { derivePayloadKeys, PayloadCipher } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
@@ -55,6 +56,10 @@ const server = createControlServer(
       now: clock.now,
       sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
       payloadKeys,
+      idKey:
+        config.RELAY_DERIVED_IDS === "keyed"
+          ? await deriveIdKey(config.RELAY_ENCRYPTION_KEY)
+          : new Uint8Array(),
       payloadCipher,
       maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
       initialCredits: config.RELAY_INITIAL_CREDITS,

@@ -9,6 +9,7 @@
  * key is claimed in the transaction that keeps the batch's start (store/idempotency.ts).
  */
 import { RelayError } from "./errors.ts";
+import type { IdDigest } from "./id-digest.ts";
 import { base64url } from "./secrets.ts";
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -32,10 +33,7 @@ export interface Idempotent {
   bodyTag: string;
 }
 
-async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-}
-
+/** The call's request id and its body's tag, each `digest`ed (core/id-digest.ts). */
 export async function idempotent(
   call: {
     project: string;
@@ -46,15 +44,16 @@ export async function idempotent(
     key: string;
   },
   body: Uint8Array<ArrayBuffer>,
+  digest: IdDigest,
 ): Promise<Idempotent> {
   // Length-prefixed parts, so no two different calls can join into the same bytes.
   const scope = [call.project, call.line, call.endpoint, call.apiKeyId, call.key]
     .map((part) => `${part.length}:${part}`)
     .join("");
-  const id = await sha256(new TextEncoder().encode(scope));
+  const id = await digest(new TextEncoder().encode(scope));
   return {
     requestId: `req_${base64url(id.subarray(0, 18))}`,
-    bodyTag: base64url((await sha256(body)).subarray(0, 18)),
+    bodyTag: base64url((await digest(body)).subarray(0, 18)),
   };
 }
 

@@ -4,6 +4,7 @@
  * The lane's queue is in Postgres (store/lanes.ts); a request's workflow waits for its turn there
  * (workflows/lanes.ts); the edge names the lane, checks the key, and joins before its 202.
  */
+import type { IdDigest } from "./id-digest.ts";
 
 export const orderings = ["none", "fifo"] as const;
 export type Ordering = (typeof orderings)[number];
@@ -38,16 +39,17 @@ export interface LaneRef {
 
 /**
  * A lane's id: the project in clear (an operator reading `lane_entries` sees whose), the
- * endpoint and key hashed (SHA-256, 32 hex characters), so any key makes a short, safe id.
+ * endpoint and key `digest`ed (core/id-digest.ts, 32 hex characters), so any key makes a short,
+ * safe id.
  */
 export async function laneIdOf(
   project: string,
   endpoint: { line: string; path: string },
   key: string,
+  digest: IdDigest,
 ): Promise<string> {
   const text = new TextEncoder().encode(`${endpoint.line}/${endpoint.path}\n${key}`);
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", text));
-  const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hex = [...(await digest(text))].map((b) => b.toString(16).padStart(2, "0")).join("");
   return `lane:${project}:${hex.slice(0, 32)}`;
 }
 

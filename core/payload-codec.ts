@@ -225,7 +225,11 @@ export class UnknownPayloadKey extends Error {
  * The codec's AES-256 key from a deployment secret (HKDF-SHA-256), and its id: the first 8
  * bytes of the key's SHA-256, which names the key without telling anything of it.
  */
-async function derivePayloadKey(secretHex: string): Promise<PayloadKey> {
+/** 32 bytes for one use (`info`) from a deployment secret of 64 hex characters (HKDF-SHA-256). */
+export async function deriveFromSecret(
+  secretHex: string,
+  info: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
   if (!/^[0-9a-f]{64}$/i.test(secretHex)) {
     throw new Error("a payload secret must be 64 hex characters");
   }
@@ -233,14 +237,19 @@ async function derivePayloadKey(secretHex: string): Promise<PayloadKey> {
     secretHex.match(/../g)?.map((byte) => Number.parseInt(byte, 16)) ?? [],
   );
   const material = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits"]);
-  const raw = await crypto.subtle.deriveBits(
-    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: KEY_INFO },
+  const bits = await crypto.subtle.deriveBits(
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info },
     material,
     256,
   );
+  return new Uint8Array(bits);
+}
+
+async function derivePayloadKey(secretHex: string): Promise<PayloadKey> {
+  const raw = await deriveFromSecret(secretHex, KEY_INFO);
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
   const id = [...digest.subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-  return { id, key: new Uint8Array(raw) };
+  return { id, key: raw };
 }
 
 /** A JSON value as Temporal's default converter writes it (`json/plain`). */

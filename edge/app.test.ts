@@ -1,4 +1,5 @@
 import { expect, test } from "vitest";
+import { unkeyedDigest } from "../core/id-digest.ts";
 import { createEdge } from "./app.ts";
 import { endpointIn, hookEndpoint, liveKey, projectState } from "./steps/testing.ts";
 
@@ -42,6 +43,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     releaseDeliveries: async () => {},
     recordStream: () => {},
     newRequestId: () => "req_1",
+    idDigest: unkeyedDigest,
     maxBodyBytes: 1024,
   });
   const call = (host: string, authorization?: string) =>

@@ -3,7 +3,9 @@
  * that follows the control plane (ready once its first batch is acknowledged), and the handler.
  * Runtime-neutral; each runtime's entry (main.ts for Node, main.deno.ts) serves the result.
  */
+
 import type { Logger } from "pino";
+import { idDigest } from "../core/id-digest.ts";
 import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { type AesGcm, PayloadCipher } from "../core/payload-codec.ts";
@@ -90,12 +92,13 @@ export async function bootEdge(
   await rateShares.start();
   const ownPool = (connections?: number) =>
     runtime.wholeFetch?.(connections, config.TEMPORAL_TLS_CA) ?? runtime.fetch;
+  // The control plane answers by now (state.start): the keys come from it.
+  const { keys: payloadKeys, idKey } = await control.payloadKeys();
   const temporalStarts = temporalHttpStarter({
     baseUrl: config.TEMPORAL_HTTP_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     apiKey: config.TEMPORAL_API_KEY,
-    // The control plane answers by now (state.start): the keys come from it.
-    cipher: await PayloadCipher.fromKeys(await control.payloadKeys(), runtime.aesGcm),
+    cipher: await PayloadCipher.fromKeys(payloadKeys, runtime.aesGcm),
     fetch: ownPool(config.RELAY_TEMPORAL_CONNECTIONS),
     syncWaitFetch: ownPool(),
     handOver:
@@ -143,6 +146,7 @@ export async function bootEdge(
   });
   const relay = createEdge({
     state,
+    idDigest: await idDigest(idKey),
     edgeDomain: config.RELAY_EDGE_DOMAIN,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),

@@ -38,7 +38,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     joinLane: async () => true,
     leaveLane: async () => {},
     releaseDeliveries: async () => {},
-    payloadKeys: async () => [],
+    payloadKeys: async () => ({ keys: [], idKey: new Uint8Array() }),
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),
   };
   return { control, streams: () => streams };

@@ -107,7 +107,8 @@ export interface ControlPlane {
   /** Gives back what a reservation holds for deliveries that were not queued after all. */
   releaseDeliveries(project: string, requestId: string, targetIds: string[]): Promise<void>;
   /** The payload codec's keys, newest first (core/payload-codec.ts). */
-  payloadKeys(): Promise<PayloadKey[]>;
+  /** The payload codec's keys, and the deployment's id key (core/id-digest.ts; empty: none). */
+  payloadKeys(): Promise<{ keys: PayloadKey[]; idKey: Uint8Array<ArrayBuffer> }>;
   /** Reports demand since the last report; answers this edge's shares (core/rate-shares.ts). */
   exchangeRateShares(edgeId: string, demands: EndpointDemand[]): Promise<RateShareAnswer>;
 }
@@ -238,7 +239,11 @@ export function connectControlPlane(options: {
       await client.releaseDeliveries({ project, requestId, targetIds });
     },
     async payloadKeys() {
-      return (await client.getPayloadKeys({})).keys.map(({ id, key }) => ({ id, key }));
+      const answer = await client.getPayloadKeys({});
+      return {
+        keys: answer.keys.map(({ id, key }) => ({ id, key })),
+        idKey: new Uint8Array(answer.idKey),
+      };
     },
     async exchangeRateShares(edgeId, demands) {
       const answer = await client.exchangeRateShares(

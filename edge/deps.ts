@@ -3,7 +3,9 @@
  * what it tells of each answer. They live apart from ./app.ts, which assembles the steps, so that
  * the steps below it can take them.
  */
+
 import type { StreamRecord } from "../core/delivery.ts";
+import type { IdDigest } from "../core/id-digest.ts";
 import type { Cidr } from "../core/ip.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
@@ -45,6 +47,8 @@ export interface EdgeDeps {
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
   callTarget: CallTarget;
   newRequestId: () => string;
+  /** Digests the ids derived from callers' values: keyed with the deployment's id key. */
+  idDigest: IdDigest;
   maxBodyBytes: number;
   /** A body still arriving after this long is refused (408). */
   bodyTimeoutMs?: number;

@@ -45,7 +45,7 @@ function scripted() {
     joinLane: async () => true,
     leaveLane: async () => {},
     releaseDeliveries: async () => {},
-    payloadKeys: async () => [],
+    payloadKeys: async () => ({ keys: [], idKey: new Uint8Array() }),
     exchangeRateShares: async () => ({ fractions: [], liveEdges: 1 }),
   };
   let sequence = 0n;

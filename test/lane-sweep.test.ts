@@ -6,6 +6,7 @@
  */
 import { afterAll, expect, test } from "vitest";
 import { sweepLaneHeads } from "../control/lane-sweep.ts";
+import { deriveIdKey, idDigest } from "../core/id-digest.ts";
 import { laneIdOf } from "../core/lanes.ts";
 import { connect } from "../store/db.ts";
 import { claimTurns, joinLane } from "../store/lanes.ts";
@@ -30,7 +31,8 @@ async function parkedBehindAHead(headId: string) {
   const project = await projectWithEndpoint([{ name: "origin", targetUrl: target.url }], {
     ordering: "fifo",
   });
-  const laneId = await laneIdOf(project.slug, { line: "v1", path: "hook" }, "k");
+  const digest = await idDigest(await deriveIdKey(stack().encryptionKey));
+  const laneId = await laneIdOf(project.slug, { line: "v1", path: "hook" }, "k", digest);
   const [origin] = await sql<{ id: string }[]>`
     select t.id from targets t join endpoints e on e.id = t.endpoint_id
       join projects p on p.id = e.project_id

@@ -19,6 +19,8 @@ export interface Deps {
   sealingKey: CryptoKey;
   /** The payload codec's keys, newest first, for the edges (core/payload-codec.ts). */
   payloadKeys: PayloadKey[];
+  /** The key of the ids derived from callers' values, for the edges (core/id-digest.ts; empty: unkeyed). */
+  idKey: Uint8Array<ArrayBuffer>;
   /** Those keys imported once: what opens a start kept for the sweep (a read by request id). */
   payloadCipher: PayloadCipher;
   /** The edges' cap on an inbound body (RELAY_MAX_BODY_BYTES): a body sent again keeps to it. */

@@ -159,12 +159,13 @@ function streamProblem(stream: LoggedStream): string | null {
 }
 
 /**
- * The payload codec's keys for an edge: derived from the deployment's secrets, they open only
- * Temporal's payloads (which the edge writes anyway), while the secrets stay here.
+ * The payload codec's keys for an edge, and the key of the ids it derives from callers' values:
+ * derived from the deployment's secrets, they open only Temporal's payloads (which the edge
+ * writes anyway) and key only those ids, while the secrets stay here.
  */
-export function payloadKeys(ctx: Ctx): PayloadKey[] {
+export function payloadKeys(ctx: Ctx): { keys: PayloadKey[]; idKey: Uint8Array<ArrayBuffer> } {
   requireEdge(ctx.caller);
-  return ctx.payloadKeys;
+  return { keys: ctx.payloadKeys, idKey: ctx.idKey };
 }
 
 /** Endpoints one rate-share report may carry; an edge sends its busiest first. */

@@ -141,7 +141,7 @@ export function edgeService(
         return {};
       },
       getPayloadKeys(_, h) {
-        return { keys: edge.payloadKeys(ctxOf(h)) };
+        return edge.payloadKeys(ctxOf(h));
       },
       async releaseDeliveries(req, h) {
         await reservations.releaseDeliveries(ctxOf(h), req.requestId, req.targetIds);

@@ -7,6 +7,7 @@ import {
   type SyncOutcome,
 } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
+import { unkeyedDigest } from "../../core/id-digest.ts";
 import type { KeyClaim, KeyClaimOutcome } from "../../core/idempotency.ts";
 import type { DeliveryTarget } from "../../core/model.ts";
 import type { EdgeDeps } from "../deps.ts";
@@ -75,6 +76,7 @@ function edgeWith(
       released.push({ requestId, targetIds });
     },
     newRequestId: () => "req_new",
+    idDigest: unkeyedDigest,
     logError: () => {},
   } as unknown as EdgeDeps;
   return { deps, started, synced, stored, reserved, released, claims, slots: () => slots };

@@ -34,7 +34,7 @@ import { inLane, joinLane } from "./lanes.ts";
  */
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
-    const ordering = await orderingOf(call);
+    const ordering = await orderingOf(deps, call);
     // A stream call may find its credit held already, and its request id with it.
     const spare = await spareHold(deps, call);
     const heldAhead = spare?.requestId ?? null;
@@ -206,12 +206,12 @@ async function claimAlone(deps: EdgeDeps, call: Received, claim: KeyClaim) {
  * default lane when it sends none. A key out of bounds is refused before anything is queued, on
  * any endpoint (the header's contract is one); an unordered endpoint otherwise ignores it.
  */
-async function orderingOf(call: Received): Promise<LaneRef | undefined> {
+async function orderingOf(deps: EdgeDeps, call: Received): Promise<LaneRef | undefined> {
   const key = call.request.headers.get(ORDERING_KEY_HEADER) ?? "";
   const problem = orderingKeyProblem(key);
   if (problem) throw new RelayError("bad_request", problem);
   if (call.endpoint.ordering !== "fifo") return undefined;
-  return { laneId: await laneIdOf(call.project, call.endpoint, key), key };
+  return { laneId: await laneIdOf(call.project, call.endpoint, key, deps.idDigest), key };
 }
 
 /** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
@@ -229,6 +229,7 @@ async function requestIdOf(
       key: call.idempotencyKey,
     },
     call.body,
+    deps.idDigest,
   );
   return { id: requestId, bodyTag };
 }
