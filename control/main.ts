@@ -15,7 +15,6 @@ import { devClock } from "../store/clock.ts";
 import { endedSessions } from "../store/codec-sessions.ts";
 import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
-import { lapsePlaces } from "../store/waiting.ts";
 import { startAcceptedSweep } from "./accepted-sweep.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
@@ -23,11 +22,9 @@ import { loadControlConfig, projectLimitsOf } from "./config.ts";
 import { startLaneSweep } from "./lane-sweep.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
-import { startSweep } from "./sweeps.ts";
+import { startWaitingSweep } from "./waiting-sweep.ts";
 
 const config = loadControlConfig(process.env);
-/** How often lapsed places are looked for: they lapse minutes after they were taken. */
-const PLACES_SWEEP_MS = 30_000;
 const sql = connect(config.DATABASE_URL);
 await migrate(sql);
 const clock = await devClock(sql, config.RELAY_DEV_CLOCK);
@@ -119,17 +116,18 @@ const laneSweep = startLaneSweep({
   logError: (fields, message) => log.error(fields, message),
 });
 
-// Places calls to held targets took that no worker turned into held deliveries (store/waiting.ts).
-const placesSweep = startSweep(
-  PLACES_SWEEP_MS,
-  () => lapsePlaces(sql, clock.now(), waitingCapsFrom(config)),
-  (err) => log.error({ err }, "the sweep of lapsed places failed"),
-);
+const waitingSweep = startWaitingSweep({
+  sql,
+  temporal: temporalClient,
+  waitingCaps: waitingCapsFrom(config),
+  now: clock.now,
+  logError: (fields, message) => log.error(fields, message),
+});
 
 const shutdown = () => {
   sweep.stop();
   laneSweep.stop();
-  placesSweep.stop();
+  waitingSweep.stop();
   server.close();
   void sql.end({ timeout: 5 }).then(() => process.exit(0));
 };

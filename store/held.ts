@@ -152,3 +152,15 @@ export function releaseHeld(
     return released;
   });
 }
+
+/**
+ * Targets deleted (with their endpoint or line) while deliveries were still held for them, up to
+ * `limit`: their circuit workflows let those go, to end.
+ */
+export async function goneTargetsHolding(sql: Sql, limit: number): Promise<string[]> {
+  const rows = await sql<{ targetId: string }[]>`
+    select distinct h.target_id from held_deliveries h
+    where not exists (select 1 from targets t where t.id = h.target_id)
+    limit ${limit}`;
+  return rows.map((row) => row.targetId);
+}

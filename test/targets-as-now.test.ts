@@ -81,3 +81,30 @@ test("a replay goes to the target as it is now", async () => {
   expect(ok.received).toHaveLength(1);
   await ok.close();
 });
+
+test("deliveries held for a paused target end within a minute of its endpoint's deletion, not at their hourly look", async () => {
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: moved.url }]);
+  const endpoint = `${p.base}/lines/v1/endpoints/hook`;
+  await api(p.ownerToken, "POST", `${endpoint}/targets/t/pause`);
+  const ids = await Promise.all(
+    [1, 2].map(async (n) => {
+      const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: `{"n":${n}}` });
+      return answer.json().requestId as string;
+    }),
+  );
+  await eventually(async () => {
+    const circuits = await api<{ targets: { waiting: number }[] }>(
+      p.ownerToken,
+      "GET",
+      `${endpoint}/circuits`,
+    );
+    return circuits.body.targets[0]?.waiting === 2;
+  });
+  expect((await api(p.ownerToken, "DELETE", endpoint)).status).toBe(204);
+  for (const id of ids) {
+    const log = await finishedLog<RequestLog>(p, id, 60_000);
+    expect(log.status).toBe("failed");
+    expect(log.attempts.at(-1)?.error).toMatch(/target was deleted/);
+  }
+  expect(ids.flatMap((id) => ofRequest(moved.received, id))).toEqual([]);
+}, 90_000);

@@ -43,6 +43,8 @@ const { recordProbeFailed, disableTarget } = proxyActivities<Activities>(bookkee
  * Circuits that began before replay them as activities (Temporal's patching).
  */
 const DRAIN_LOCALLY = "drain-locally";
+/** A deleted target's circuit lets its held deliveries go (histories before it just ended). */
+const LET_GO_OF_GONE = "let-go-of-gone";
 const local = proxyLocalActivities<Activities>(bookkeeping);
 const remote = proxyActivities<Activities>(bookkeeping);
 const rounds = () => (patched(DRAIN_LOCALLY) ? local : remote);
@@ -93,7 +95,15 @@ export async function targetCircuit({
   let held = lastHold;
   for (let round = 0; round < ROUNDS_PER_RUN; round++) {
     const state = await circuitState(targetId);
-    if (!state.exists) return;
+    if (!state.exists) {
+      if (!patched(LET_GO_OF_GONE)) return;
+      // Deleted: what still waits for it is let go a batch a round, each to find it gone and end
+      // (cancelled: the target was deleted).
+      const waiting = await releaseHeld(targetId, DRAIN_BATCH, false);
+      if (waiting.length === 0) return;
+      await Promise.all(waiting.map((held) => release(held, targetId, false)));
+      continue;
+    }
     const hold: Hold | null = state.hold;
     const event = circuitEvent(held, hold);
     if (event) await raise(circuitNotification(event, targetId, state, round));
