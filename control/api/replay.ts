@@ -26,7 +26,7 @@ import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
-import { getRequest, type RequestView } from "./requests.ts";
+import { getRequest, type RequestView, requestOf } from "./requests.ts";
 
 export async function replayRequest(
   ctx: Ctx,
@@ -34,7 +34,7 @@ export async function replayRequest(
   requestId: string,
 ): Promise<RequestView> {
   const access = await projectAccess(ctx, slug);
-  const request = await getRequest(ctx, slug, requestId);
+  const request = await requestOf(ctx, access, requestId);
   if (!finishedStatuses.includes(request.status)) throw notFinished(request);
   const client = await ctx.temporal();
   const original = await originalInput(client, requestId);

@@ -11,7 +11,7 @@ import { storedPayloadValue } from "../../platform/temporal.ts";
 import { loadBody } from "../../store/bodies.ts";
 import * as requestLog from "../../store/request-views.ts";
 import { batchedInput, boundedLookup, keptInput } from "./batched.ts";
-import { type Ctx, projectAccess } from "./context.ts";
+import { type Ctx, type ProjectAccess, projectAccess } from "./context.ts";
 import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
 export type { AttemptView, RequestView } from "../../store/request-views.ts";
@@ -117,7 +117,15 @@ export async function getRequest(
   slug: string,
   requestId: string,
 ): Promise<requestLog.RequestView> {
-  const access = await projectAccess(ctx, slug);
+  return requestOf(ctx, await projectAccess(ctx, slug), requestId);
+}
+
+/** A request of the project the member has access to: in the log, or still being accepted. */
+export async function requestOf(
+  ctx: Ctx,
+  access: ProjectAccess,
+  requestId: string,
+): Promise<requestLog.RequestView> {
   const logged = () => requestLog.findRequest(ctx.sql, access.projectId, requestId);
   const request =
     (await logged()) ??
