@@ -123,3 +123,30 @@ test("replays to a paused target at once take their places under the cap as call
   expect(replays.map((r) => r.status).sort()).toEqual([202, 202, 202, 409, 409]);
   await eventually(async () => (await waitingAt(p)) === 3, 30_000);
 }, 120_000);
+
+test("once a target's circuit opens, a burst to it is held up to the cap too", async () => {
+  const failing = await targetServer(() => ({ status: 503 }));
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: failing.url }], {
+    ...UNTHROTTLED,
+    circuitBreaker: { failureThreshold: 1, windowSeconds: 60, disableAfterSeconds: 3600 },
+  });
+  await grantCredits(p.slug, 1_000);
+  await sql`update projects set max_waiting_deliveries = ${CAP} where slug = ${p.slug}`;
+  // One call fails: the circuit opens, and the edges learn the target holds.
+  await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" });
+  await eventually(async () => {
+    const circuits = await api<{ targets: { state: string }[] }>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/lines/v1/endpoints/hook/circuits`,
+    );
+    return circuits.body.targets[0]?.state === "open";
+  });
+  // The first call itself waits for the circuit too (or soon will): one place fewer, at most.
+  const { accepted, refused } = await burst(p, 300);
+  expect(accepted.length).toBeGreaterThanOrEqual(CAP - 1);
+  expect(accepted.length).toBeLessThanOrEqual(CAP);
+  for (const answer of refused) expect(answer.json().error.code).toBe("limit_exceeded");
+  await eventually(async () => (await waitingAt(p)) === accepted.length + 1, 30_000);
+  await failing.close();
+}, 120_000);
