@@ -25,6 +25,7 @@ import {
   settleStatuses,
 } from "./request-log.ts";
 import { deliveryTarget } from "./routing.ts";
+import { WORKER_ALIVE_MS } from "./workers.ts";
 
 export interface AttemptStart {
   /** A request's first attempt opens the request in the same statement (one commit, not two). */
@@ -32,6 +33,14 @@ export interface AttemptStart {
   requestId: string;
   target: Pick<DeliveryTarget, "id" | "name">;
   startedAt: Date;
+}
+
+/** What the log shows of one delivery's attempts so far (`earlierAttempts`). */
+export interface EarlierAttempts {
+  /** A 2xx's status, when one was logged. */
+  delivered: number | null;
+  /** Its latest attempt with no outcome yet: when it began, on which worker, and whether that worker lives. */
+  unended: { startedAtMs: number; workerId: string | null; workerAlive: boolean } | null;
 }
 
 export interface StartedAttempt {
@@ -52,6 +61,8 @@ export interface StartedAttempt {
 export async function startAttempts(
   q: Queryable,
   starts: readonly AttemptStart[],
+  /** The worker process making them (store/workers.ts). */
+  workerId: string | null = null,
 ): Promise<StartedAttempt[]> {
   // A request of two targets opens once: a statement may not touch one row twice.
   const openings = [
@@ -79,11 +90,11 @@ export async function startAttempts(
       where a.request_id = s.request_id and a.target_id = s.target_id and a.latency_ms is null
     )
     , inserted as (
-      insert into attempts (request_id, target_id, target_name, attempt, started_at)
+      insert into attempts (request_id, target_id, target_name, attempt, started_at, worker_id)
       select s.request_id, s.target_id, s.target_name,
         coalesce((select max(a.attempt) from attempts a
           where a.request_id = s.request_id and a.target_id = s.target_id), 0) + 1,
-        s.started_at
+        s.started_at, ${workerId}
       from started s
       returning id, request_id, target_id, attempt
     )
@@ -258,17 +269,55 @@ async function moveCircuits(
 }
 
 /**
- * The targets already delivered of these requests (a 2xx logged), by "request id, space, target
- * id", with that status: a batch's local activity run again (its workflow task lost with its
- * worker, or timed out) delivers none of them twice.
+ * What the log shows of these requests' attempts so far, by "request id, space, target id": a
+ * first attempt run again (its workflow task lost with its worker, or timed out) delivers none
+ * twice (workflows/deliveries.ts `rerunVerdict`).
  */
-export async function deliveredTargets(
+export async function earlierAttempts(
   q: Queryable,
   requestIds: string[],
-): Promise<Map<string, number>> {
-  const rows = await q<{ requestId: string; targetId: string; statusCode: number }[]>`
-    select request_id, target_id, max(status_code) as status_code from attempts
-    where request_id = any(${requestIds}::text[]) and status_code between 200 and 299
-    group by request_id, target_id`;
-  return new Map(rows.map((r) => [`${r.requestId} ${r.targetId}`, r.statusCode]));
+): Promise<Map<string, EarlierAttempts>> {
+  const rows = await q<
+    {
+      requestId: string;
+      targetId: string;
+      delivered: number | null;
+      startedAt: Date | null;
+      workerId: string | null;
+      workerAlive: boolean | null;
+    }[]
+  >`
+    with tried as (
+      select id, request_id, target_id, status_code, latency_ms, error, started_at, worker_id
+      from attempts where request_id = any(${requestIds}::text[])
+    )
+    select a.request_id, a.target_id,
+      max(a.status_code) filter (where a.status_code between 200 and 299) as delivered,
+      u.started_at, u.worker_id, u.worker_alive
+    from tried a left join lateral (
+      select l.started_at, l.worker_id, exists (
+        select 1 from workers w where w.id = l.worker_id
+          and w.seen_at > now() - make_interval(secs => ${WORKER_ALIVE_MS / 1000})
+      ) as worker_alive
+      from tried l
+      where l.request_id = a.request_id and l.target_id = a.target_id
+        and l.latency_ms is null and l.error is null
+      order by l.id desc limit 1
+    ) u on true
+    group by a.request_id, a.target_id, u.started_at, u.worker_id, u.worker_alive`;
+  return new Map(
+    rows.map((r) => [
+      `${r.requestId} ${r.targetId}`,
+      {
+        delivered: r.delivered,
+        unended: r.startedAt
+          ? {
+              startedAtMs: r.startedAt.getTime(),
+              workerId: r.workerId,
+              workerAlive: r.workerAlive === true,
+            }
+          : null,
+      },
+    ]),
+  );
 }

@@ -4,7 +4,13 @@ import { classifyStatus } from "../core/delivery.ts";
 import { newId } from "../core/secrets.ts";
 import { defaultWaitingCaps as caps } from "../core/waiting.ts";
 import { stack } from "../test/helpers.ts";
-import { type AttemptEnd, type AttemptStart, endAttempts, startAttempts } from "./attempt-log.ts";
+import {
+  type AttemptEnd,
+  type AttemptStart,
+  earlierAttempts,
+  endAttempts,
+  startAttempts,
+} from "./attempt-log.ts";
 import { connect } from "./db.ts";
 import {
   cancelRequest,
@@ -16,6 +22,7 @@ import {
   settleRequest,
 } from "./request-log.ts";
 import { deliveredTargets, deliveriesPerHour } from "./request-views.ts";
+import { seeWorker } from "./workers.ts";
 
 const sql = connect(stack().databaseUrl, { max: 6 });
 const project = newId("prj");
@@ -277,4 +284,48 @@ test("a delayed request opened before its time keeps what was received once its 
   const [row] = await sql<{ status: string; headers: unknown }[]>`
     select status, headers from requests where id = ${opening.requestId}`;
   expect(row).toEqual({ status: "delivering", headers: received.headers });
+});
+
+test("the log tells a first attempt run again what became of the earlier ones: delivered, or in flight on a live worker or a dead one", async () => {
+  const opening = openingOf();
+  const { requestId } = opening;
+  const start = (target: string, workerId: string) =>
+    startAttempts(
+      sql,
+      [{ opening, requestId, target: { id: target, name: target }, startedAt }],
+      workerId,
+    );
+  await seeWorker(sql, "worker-alive");
+  await sql`
+    insert into workers (id, seen_at) values ('worker-gone', now() - interval '1 minute')
+    on conflict (id) do update set seen_at = excluded.seen_at`;
+  await start("at-live", "worker-alive");
+  await start("at-dead", "worker-gone");
+  const [done] = await start("done", "worker-alive");
+  await endAttempt({
+    attemptId: done?.id ?? "",
+    statusCode: 204,
+    answer: null,
+    latencyMs: 1,
+    error: null,
+    charge: { project, pool: "live", requestId, targetId: "done", bytes: 1 },
+    circuit: "neutral",
+    lastTry: false,
+    endedAt: startedAt,
+  });
+
+  const earlier = await earlierAttempts(sql, [requestId]);
+  const unended = (workerId: string, workerAlive: boolean) => ({
+    delivered: null,
+    unended: { startedAtMs: startedAt.getTime(), workerId, workerAlive },
+  });
+  expect(earlier.get(`${requestId} at-live`)).toEqual(unended("worker-alive", true));
+  expect(earlier.get(`${requestId} at-dead`)).toEqual(unended("worker-gone", false));
+  expect(earlier.get(`${requestId} done`)).toEqual({ delivered: 204, unended: null });
+  // Tried again, the earlier attempt is lost, and the new one is the one in flight.
+  await start("at-dead", "worker-alive");
+  expect(earlier.size).toBe(3);
+  expect((await earlierAttempts(sql, [requestId])).get(`${requestId} at-dead`)).toEqual(
+    unended("worker-alive", true),
+  );
 });

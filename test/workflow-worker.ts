@@ -199,9 +199,10 @@ export const activities: Activities = {
   },
   async firstAttempt(request: RequestRow, delivery: DeliverInput, only: boolean, mayHaveRun) {
     calls.push({ name: "firstAttempt", args: [request, delivery, only] });
-    const done = mayHaveRun ? await batchDeps().deliveredBefore([delivery.requestId]) : null;
-    const status = done?.get(`${delivery.requestId} ${delivery.target.id}`);
-    if (status) return { kind: "delivered", status };
+    const before = mayHaveRun
+      ? (await batchDeps().triedBefore([delivery.requestId]))(delivery)
+      : undefined;
+    if (before) return before;
     if (turnedAway(delivery)) return BUSY;
     const verdict = attempt(delivery, "firstAttempt");
     const ends = only && verdict.kind !== "retry";
@@ -251,14 +252,19 @@ function batchDeps(): BatchAttemptDeps {
   return {
     attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
     settle: (requestId) => activities.settleRequest(requestId),
-    deliveredBefore: async (requestIds) =>
-      new Map(
+    triedBefore: async (requestIds) => {
+      const delivered = new Map(
         requestIds.flatMap((id) =>
           attemptsOf(id)
             .filter((a) => a.status !== null && classifyStatus(a.status) === "delivered")
             .map((a) => [`${id} ${a.targetId}`, a.status ?? 200] as const),
         ),
-      ),
+      );
+      return ({ requestId, target }) => {
+        const status = delivered.get(`${requestId} ${target.id}`);
+        return status === undefined ? undefined : { kind: "delivered", status };
+      };
+    },
     slots: new ProjectSlots({ slots: 100, perProject: 100 }),
     lanes: {
       claim: async (claims, carrier) => claimTurns(claims, carrier),

@@ -12,7 +12,7 @@ import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
-import { deliveredTargets, endAttempts, startAttempts } from "../store/attempt-log.ts";
+import { earlierAttempts, endAttempts, startAttempts } from "../store/attempt-log.ts";
 import * as circuits from "../store/circuits.ts";
 import type { Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
@@ -38,13 +38,15 @@ import {
   type ReleasedInBatch,
   releasedAttemptsOfBatch,
 } from "./batch-attempts.ts";
-import type {
-  BatchedFirst,
-  Busy,
-  DeliverInput,
-  FirstAttempt,
-  InLane,
-  RequestRow,
+import {
+  type BatchedFirst,
+  type Busy,
+  type DeliverInput,
+  type FirstAttempt,
+  type InLane,
+  type RequestRow,
+  rerunVerdict,
+  type TriedBefore,
 } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
 
@@ -58,10 +60,24 @@ export function createActivities(deps: ActivityDeps) {
     signingKeysOf: signingKeys(sql, sealingKey),
     holdOf: (targetId) => circuits.targetHold(sql, targetId),
     // Attempts starting or ending together (a batch's, a busy worker's) share one commit.
-    startAttempt: groupCommit(sql, { statement: startAttempts }),
+    startAttempt: groupCommit(sql, {
+      statement: (q, starts) => startAttempts(q, starts, deps.workerId),
+    }),
     endAttempt: groupCommit(sql, endAttempts),
   };
   const firstAttemptsInFlight = new FirstAttemptsInFlight();
+  /** What the log says of requests' earlier tries (./deliveries.ts `rerunVerdict`). */
+  const triedBefore = async (requestIds: string[]): Promise<TriedBefore> => {
+    const earlier = await earlierAttempts(sql, requestIds);
+    const nowMs = (await now()).getTime();
+    return (delivery) =>
+      rerunVerdict(
+        earlier.get(`${delivery.requestId} ${delivery.target.id}`),
+        delivery.target,
+        deps.workerId,
+        nowMs,
+      );
+  };
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
   const batchDeps = (project: string): BatchAttemptDeps => {
     const batch = {
@@ -75,7 +91,7 @@ export function createActivities(deps: ActivityDeps) {
           firstAttempt(batch, request, delivery, only, takeSlot),
         ),
       settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
-      deliveredBefore: (requestIds) => deliveredTargets(sql, requestIds),
+      triedBefore,
       slots: deps.slots.attempts,
       lanes: {
         claim: async (claims, carrier) => {
@@ -125,11 +141,8 @@ export function createActivities(deps: ActivityDeps) {
       /** It may have run before (its task retried, its batch's activity lost): the log says. */
       mayHaveRun = false,
     ): Promise<FirstAttempt> => {
-      const { requestId } = request;
-      const delivered =
-        mayHaveRun &&
-        (await deliveredTargets(sql, [requestId])).get(`${requestId} ${delivery.target.id}`);
-      if (delivered) return { kind: "delivered", status: delivered };
+      const before = mayHaveRun ? (await triedBefore([request.requestId]))(delivery) : undefined;
+      if (before) return before;
       return firstAttemptsInFlight.run(delivery, () =>
         firstAttempt(attempts, request, delivery, only),
       );
@@ -168,7 +181,14 @@ export function createActivities(deps: ActivityDeps) {
     /** A batch's ordered requests go on as workflows of their own: it carries them no more. */
     releaseCarried: (workflowId: string, requestIds: string[]): Promise<void> =>
       releaseCarried(sql, workflowId, requestIds),
-    deliver: (input: DeliverInput): Promise<number | "held" | Busy> => deliver(attempts, input),
+    deliver: async (input: DeliverInput): Promise<number | "held" | Busy> => {
+      // A first run of it was in flight elsewhere: delivered meanwhile, it is not called again.
+      const before = input.mayHaveLanded
+        ? (await triedBefore([input.requestId]))(input)
+        : undefined;
+      if (before?.kind === "delivered") return before.status;
+      return deliver(attempts, input);
+    },
     holdDelivery: async (
       targetId: string,
       workflowId: string,

@@ -31,6 +31,8 @@ export interface RetryPolicy extends Backoff {
 
 export interface ActivityDeps {
   sql: Sql;
+  /** This worker process, as the log names it on its attempts (store/workers.ts). */
+  workerId: string;
   retryPolicy: RetryPolicy;
   /**
    * Reaches targets, as the Node edge's streams do: connects only to addresses the target rules

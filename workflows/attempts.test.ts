@@ -1,7 +1,12 @@
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { delivery, target } from "../test/workflow-worker.ts";
 import { FirstAttemptsInFlight } from "./attempts.ts";
-import { asyncDeliveries, type FirstAttempt } from "./deliveries.ts";
+import {
+  asyncDeliveries,
+  FIRST_ATTEMPT_SLACK_MS,
+  type FirstAttempt,
+  rerunVerdict,
+} from "./deliveries.ts";
 
 test("a first attempt run again while its first run is in flight joins it: the target is called once", async () => {
   const inFlight = new FirstAttemptsInFlight();
@@ -51,5 +56,38 @@ test("a first run that throws fails its joiners too, and is forgotten", async ()
   expect(await inFlight.run(only, async () => ({ kind: "delivered", status: 200 }))).toEqual({
     kind: "delivered",
     status: 200,
+  });
+});
+
+describe("a first attempt run again reads the log first", () => {
+  const origin = target("origin");
+  const started = 1_000_000;
+  const inFlight = (workerId: string, workerAlive: boolean) => ({
+    delivered: null,
+    unended: { startedAtMs: started, workerId, workerAlive },
+  });
+  const endsBy = started + origin.timeoutSeconds * 1000 + FIRST_ATTEMPT_SLACK_MS;
+
+  test("nothing logged, or a 2xx: make it, or answer delivered without a call", () => {
+    expect(rerunVerdict(undefined, origin, "me", started)).toBeUndefined();
+    expect(rerunVerdict({ delivered: 204, unended: null }, origin, "me", started)).toEqual({
+      kind: "delivered",
+      status: 204,
+    });
+  });
+
+  test("in flight on another live worker: wait until it must have ended, then read the log again", () => {
+    expect(rerunVerdict(inFlight("other", true), origin, "me", started + 2_000)).toEqual({
+      kind: "busy",
+      waitMs: endsBy - (started + 2_000),
+      mayHaveLanded: true,
+    });
+    // Past its time, it is lost: make the attempt (the log marks the earlier one lost).
+    expect(rerunVerdict(inFlight("other", true), origin, "me", endsBy)).toBeUndefined();
+  });
+
+  test("on a dead worker, or on this one (joined in process instead): make it", () => {
+    expect(rerunVerdict(inFlight("other", false), origin, "me", started)).toBeUndefined();
+    expect(rerunVerdict(inFlight("me", true), origin, "me", started)).toBeUndefined();
   });
 });

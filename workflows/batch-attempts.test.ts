@@ -59,7 +59,10 @@ function attemptsWhere(
       return answer(request.requestId);
     },
     settle: async () => "delivered",
-    deliveredBefore: async () => new Map([[`${before.requestId} ${origin.id}`, 204]]),
+    triedBefore: async () => (d) =>
+      d.requestId === before.requestId && d.target.id === origin.id
+        ? { kind: "delivered", status: 204 }
+        : undefined,
     slots: new ProjectSlots({ slots: 10, perProject: 10 }),
     lanes,
   };

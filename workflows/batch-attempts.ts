@@ -18,6 +18,7 @@ import {
   type InLane,
   isThrottled,
   type RequestRow,
+  type TriedBefore,
   targetIdsOf,
 } from "./deliveries.ts";
 
@@ -34,8 +35,11 @@ export interface BatchAttemptDeps {
   ): Promise<FirstAttempt>;
   settle(requestId: string, targetIds: string[]): Promise<RequestStatus>;
   slots: ProjectSlots;
-  /** Targets of these requests a 2xx was logged for ("request id, space, target id"): its status. */
-  deliveredBefore(requestIds: string[]): Promise<Map<string, number>>;
+  /**
+   * What the log says of these requests' earlier tries: for a delivery not to try now, its
+   * verdict (./deliveries.ts `rerunVerdict`: delivered already, or in flight elsewhere).
+   */
+  triedBefore(requestIds: string[]): Promise<TriedBefore>;
   /** Ordered requests' turns in their lanes, and their leaving (store/lanes.ts). */
   lanes: LaneDeps;
 }
@@ -66,7 +70,7 @@ async function attemptAll(
   carrier: string,
   asked: (Asked & { waited?: boolean })[],
 ): Promise<((FirstAttempt | null)[] | InLane)[]> {
-  const delivered = await deps.deliveredBefore(asked.map((a) => a.request.requestId));
+  const triedBefore = await deps.triedBefore(asked.map((a) => a.request.requestId));
   const takeSlot = waitingFor(deps.slots, project, performance.now() + SLOT_WAIT_MS);
   const attempt = ({ request, targetIds, fromQueue }: Asked) => {
     const { targets, headers, bodyBase64, body, ...row } = request;
@@ -77,10 +81,10 @@ async function attemptAll(
         const delivery = deliveries.find((d) => d.target.id === targetId);
         if (!delivery) return null;
         const queued = fromQueue(targetId) ? { ...delivery, fromQueue: true } : delivery;
-        return (
-          deliveredAlready(delivered, delivery) ??
-          deps.attempt(row, queued, only, takeSlot).catch((): FirstAttempt | null => null)
-        );
+        const before = triedBefore(delivery);
+        return before
+          ? Promise.resolve(before)
+          : deps.attempt(row, queued, only, takeSlot).catch((): FirstAttempt | null => null);
       }),
     );
   };
@@ -199,15 +203,6 @@ export async function releasedAttemptsOfBatch(
   });
   if (again.length > 0) await deps.holdAgain(again);
   return outcomes;
-}
-
-/** The verdict of a delivery the log shows delivered (`deliveredBefore`), else undefined. */
-function deliveredAlready(
-  delivered: Map<string, number>,
-  { requestId, target }: DeliverInput,
-): Promise<FirstAttempt> | undefined {
-  const status = delivered.get(`${requestId} ${target.id}`);
-  return status === undefined ? undefined : Promise.resolve({ kind: "delivered", status });
 }
 
 /** The project's share, as a batch takes it: a slot at once, or one freed for it in time. */

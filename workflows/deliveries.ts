@@ -6,6 +6,7 @@ import type { Hold } from "../core/circuit.ts";
 import type { AttemptVerdict, DeliveryInput } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "../core/model.ts";
+import type { EarlierAttempts } from "../store/attempt-log.ts";
 import type { RequestOpening } from "../store/request-log.ts";
 
 /** One delivery: a request to one of its async targets, as an attempt takes it. */
@@ -29,15 +30,22 @@ export interface DeliverInput {
   fromQueue?: boolean;
   /** A replay's number: what its charge is kept under (core/delivery.ts). */
   replay?: number;
+  /** An earlier try may have reached the target meanwhile: the log is read first (`Busy`). */
+  mayHaveLanded?: boolean;
 }
 
 /** A request as its workflow opens it in the log. */
 export type RequestRow = RequestOpening;
 
-/** An attempt its project's share of the worker turned away: how long it waits, on a timer. */
+/**
+ * An attempt not made now, that waits on a timer: its project's share of the worker was full, or
+ * (`mayHaveLanded`) a first run of it is still in flight on another worker, whose outcome the
+ * next try reads in the log before it calls the target.
+ */
 export interface Busy {
   kind: "busy";
   waitMs: number;
+  mayHaveLanded?: true;
 }
 
 /**
@@ -98,3 +106,31 @@ export type BatchedFirst =
   | { settled: RequestStatus }
   | { verdicts: (FirstAttempt | null)[] }
   | { inLane: InLane };
+
+/** A delivery's verdict from its earlier tries, when it is not to be tried now (`rerunVerdict`). */
+export type TriedBefore = (delivery: DeliverInput) => FirstAttempt | undefined;
+
+/** Room beyond a target's own timeout for a first attempt's writes to the log. */
+export const FIRST_ATTEMPT_SLACK_MS = 10_000;
+
+/**
+ * What a first attempt that may have run before (its workflow task retried) makes of what the log
+ * shows (store/attempt-log.ts `earlierAttempts`): a delivered target is not called again; one
+ * whose first run is still in flight on another live worker (its task timed out there) waits
+ * until that run must have ended, and then reads the log first. Undefined: make the attempt (an
+ * earlier one without an end, on a dead worker or past its time, is logged lost).
+ */
+export function rerunVerdict(
+  earlier: EarlierAttempts | undefined,
+  target: Pick<DeliveryTarget, "timeoutSeconds">,
+  workerId: string,
+  nowMs: number,
+): FirstAttempt | undefined {
+  if (!earlier) return undefined;
+  if (earlier.delivered !== null) return { kind: "delivered", status: earlier.delivered };
+  const run = earlier.unended;
+  // This worker's own first run still in flight is joined instead (workflows/attempts.ts).
+  if (!run?.workerAlive || run.workerId === workerId) return undefined;
+  const endsBy = run.startedAtMs + target.timeoutSeconds * 1000 + FIRST_ATTEMPT_SLACK_MS;
+  return endsBy > nowMs ? { kind: "busy", waitMs: endsBy - nowMs, mayHaveLanded: true } : undefined;
+}

@@ -1,4 +1,6 @@
 /** The worker process: runs delivery and rotation workflows and their activities. */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import {
   DefaultLogger,
   NativeConnection,
@@ -31,6 +33,7 @@ import {
 } from "../platform/temporal.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
+import { keepSeeing } from "../store/workers.ts";
 import { createActivities } from "./activities.ts";
 import { workflowBundleFor } from "./bundle.ts";
 import { loadWorkerConfig } from "./config.ts";
@@ -66,8 +69,12 @@ const targetRules = {
 const dispatcher = targetDispatcher(targetRules, { keepAliveTimeout: 10_000, connections: 64 });
 const syncAnswers = new SyncAnswers();
 const payloadCipher = await payloadCipherOf(config);
+// Named on its attempts, and seen alive every few seconds (store/workers.ts).
+const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+const liveness = keepSeeing(sql, workerId, (fields, message) => log.error(fields, message));
 const activities = createActivities({
   sql,
+  workerId,
   syncAnswers,
   callTarget: targetCaller(dispatcher),
   now: workerClock(sql, config.RELAY_DEV_CLOCK),
@@ -209,6 +216,7 @@ log.info(
   "worker polling",
 );
 await Promise.all(workers.map((worker) => worker.run()));
+liveness.stop();
 ops.close();
 await sql.end({ timeout: 5 });
 await connection.close();

@@ -42,6 +42,7 @@ import {
   asyncDeliveries,
   type Busy,
   type DeliverInput,
+  FIRST_ATTEMPT_SLACK_MS,
   type FirstAttempt,
   goesOn,
   type RequestRow,
@@ -75,9 +76,6 @@ const { rotateExpiringKeys, pruneExpiredRequests } = proxyActivities<Activities>
 
 /** The worker's configured retry policy, read once per run (a local activity, so replay-safe). */
 const { retryPolicy } = proxyLocalActivities<Activities>({ startToCloseTimeout: "5 seconds" });
-
-/** Room beyond a target's own timeout for a first attempt's writes to the log. */
-const FIRST_ATTEMPT_SLACK_MS = 10_000;
 
 /**
  * First attempts are local activities: they run in the workflow task that started the request,
@@ -285,6 +283,8 @@ async function deliverToTarget(
   for (;;) {
     let letGo: LetGo = { probe: false, fromQueue: false };
     const since = Date.now();
+    // A first run of it still in flight elsewhere when this waited: the log says how it ended.
+    const mayHaveLanded = waiting !== "held" && waiting?.mayHaveLanded === true;
     if (waiting === "held") letGo = await waitForTarget(targetId, acceptedAt, released);
     else if (waiting) await sleep(waiting.waitMs);
     heldMs += Date.now() - since;
@@ -294,7 +294,11 @@ async function deliverToTarget(
       ? await deliver({ ...delivery, probe })
           .catch((error: unknown) => heldUnlessRejected(error))
           .finally(() => tellProbed(targetId))
-      : await deliver(fromQueue ? { ...delivery, fromQueue } : delivery);
+      : await deliver({
+          ...delivery,
+          ...(fromQueue && { fromQueue }),
+          ...(mayHaveLanded && { mayHaveLanded }),
+        });
     if (typeof outcome === "number") return;
     waiting = outcome;
   }
