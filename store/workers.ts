@@ -6,8 +6,11 @@
 import type { Sql } from "./db.ts";
 
 /** How often a worker says it is alive. */
-export const WORKER_SEEN_EVERY_MS = 5_000;
-/** A worker not seen for this long is taken for dead: its attempts without an end are lost. */
+export const WORKER_SEEN_EVERY_MS = 2_000;
+/**
+ * A worker not seen for this long is taken for dead: its attempts without an end are lost. Under
+ * a workflow task's timeout (10 s), so a task run again after its worker's kill -9 finds it dead.
+ */
 export const WORKER_ALIVE_MS = 3 * WORKER_SEEN_EVERY_MS;
 /** Workers not seen for this long are forgotten. */
 const FORGOTTEN_AFTER = "1 day";
