@@ -48,6 +48,7 @@ const schema = z.object({
   RELAY_MAX_LINES_PER_PROJECT: projectCap(defaultProjectLimits.lines),
   RELAY_MAX_MEMBERS_PER_PROJECT: projectCap(defaultProjectLimits.members),
   RELAY_MAX_KEYS_PER_PROJECT: projectCap(defaultProjectLimits.keys),
+  RELAY_MAX_REPLAYS_PER_PROJECT: projectCap(defaultProjectLimits.replays),
   /** The edges' inbound body cap: the largest body an edge stores here (StoreBody). */
   RELAY_MAX_BODY_BYTES: sharedEnv.RELAY_MAX_BODY_BYTES,
   /** A connection must send its first request's head within this, or it is closed. */
@@ -71,6 +72,7 @@ export function projectLimitsOf(config: ControlConfig): ProjectLimits {
     lines: config.RELAY_MAX_LINES_PER_PROJECT,
     members: config.RELAY_MAX_MEMBERS_PER_PROJECT,
     keys: config.RELAY_MAX_KEYS_PER_PROJECT,
+    replays: config.RELAY_MAX_REPLAYS_PER_PROJECT,
   };
 }
 

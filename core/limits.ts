@@ -7,7 +7,14 @@
 import { RelayError } from "./errors.ts";
 import type { Plan, RateLimit } from "./model.ts";
 
-export const projectCaps = ["endpoints", "schemaBytes", "lines", "members", "keys"] as const;
+export const projectCaps = [
+  "endpoints",
+  "schemaBytes",
+  "lines",
+  "members",
+  "keys",
+  "replays",
+] as const;
 
 export type ProjectCap = (typeof projectCaps)[number];
 
@@ -44,6 +51,7 @@ export const defaultProjectLimits: ProjectLimits = {
   lines: 100,
   members: 100,
   keys: 1_000,
+  replays: 1_000,
 };
 
 /** How each cap is named to a caller. */
@@ -53,6 +61,7 @@ const capNames: Record<ProjectCap, string> = {
   lines: "lines per project",
   members: "members per project",
   keys: "live API keys per project (neither revoked nor expired)",
+  replays: "replays under way per project (each a workflow until it ends)",
 };
 
 export function effectiveLimits(defaults: ProjectLimits, overrides: LimitOverrides): ProjectLimits {

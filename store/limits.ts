@@ -47,6 +47,24 @@ export async function claimRoom(
   for (const cap of projectCaps) requireRoom(cap, limits[cap], used[cap], adding[cap] ?? 0);
 }
 
+/**
+ * As `claimRoom` for one unit of `cap` the transaction has written already (a replay's own row,
+ * which must come first: it is what tells concurrent replays of one request apart): locks the
+ * project's row, then refuses when the project is past the cap with that unit counted.
+ */
+export async function requireWithinCap(
+  tx: Queryable,
+  projectId: string,
+  caps: Caps,
+  cap: ProjectCap,
+): Promise<void> {
+  const [row] = await tx<{ limits: LimitOverrides }[]>`
+    select limits from projects where id = ${projectId} for no key update`;
+  const limit = effectiveLimits(caps.defaults, row?.limits ?? {})[cap];
+  const used = (await projectUsage(tx, projectId, caps.now))[cap];
+  requireRoom(cap, limit, used - 1, 1);
+}
+
 /** What the project uses of each cap, at `now`. */
 export async function projectUsage(
   sql: Queryable,
@@ -61,7 +79,9 @@ export async function projectUsage(
       (select count(*)::int from lines where project_id = ${projectId}) as lines,
       (select count(*)::int from members where project_id = ${projectId}) as members,
       (select count(*)::int from api_keys where project_id = ${projectId}
-        and revoked_at is null and (expires_at is null or expires_at > ${now})) as keys`;
+        and revoked_at is null and (expires_at is null or expires_at > ${now})) as keys,
+      (select count(*)::int from requests where project_id = ${projectId}
+        and status = 'delivering' and replays > 0) as replays`;
   return usage as ProjectUsage;
 }
 

@@ -82,11 +82,15 @@ test("a replay its pool cannot hold is 402 and sends nothing", async () => {
 
 test("one replay of a request runs at a time: the others at once are 409, and its attempts end", async () => {
   const { p, requestId } = await deliveredCall();
+  // Paused, the target holds the replay that begins: it is under way while the others arrive.
+  const endpoint = `${p.base}/lines/v1/endpoints/hook`;
+  await api(p.ownerToken, "POST", `${endpoint}/targets/sink/pause`);
   const answers = await Promise.all(Array.from({ length: 20 }, () => replay(p, requestId)));
   const statuses = answers.map((a) => a.status).sort();
   expect(statuses).toEqual([202, ...Array(19).fill(409)]);
   const conflict = answers.find((a) => a.status === 409);
   expect(conflict?.body).toMatchObject({ error: { code: "conflict" } });
+  await api(p.ownerToken, "POST", `${endpoint}/targets/sink/resume`);
   await endedAttempts(p, requestId, 2);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   expect(receivedOf(requestId)).toHaveLength(2);
@@ -134,3 +138,34 @@ test("a bulk replay stops where the pool runs out, and answers how many it start
   expect(refused.status).toBe(402);
   await healable.close();
 });
+
+test("a project's replays under way are capped (409 limit_exceeded past it), the admin may set its own", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const ids: string[] = [];
+  for (const n of [1, 2, 3]) {
+    const answer = await relay(p.slug, "/v1/hook", { key: p.key, body: `{"n":${n}}` });
+    ids.push(answer.json().requestId);
+  }
+  for (const id of ids) expect((await finishedLog(p, id)).status).toBe("delivered");
+  const set = await api(stack().adminToken, "PUT", `${p.base}/limits`, { replays: 2 });
+  expect(set.body).toMatchObject({ replays: { limit: 2, used: 0 } });
+  // Paused, the target holds the replays: they stay under way.
+  const endpoint = `${p.base}/lines/v1/endpoints/hook`;
+  await api(p.ownerToken, "POST", `${endpoint}/targets/sink/pause`);
+
+  const [first, second, third] = ids as [string, string, string];
+  expect((await replay(p, first)).status).toBe(202);
+  expect((await replay(p, second)).status).toBe(202);
+  const refused = await replay(p, third);
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ error: { code: "limit_exceeded" } });
+  expect((refused.body as { error: { message: string } }).error.message).toMatch(
+    /cap of 2 replays/,
+  );
+
+  // Once they end, there is room again.
+  await api(p.ownerToken, "POST", `${endpoint}/targets/sink/resume`);
+  await endedAttempts(p, first, 2);
+  await endedAttempts(p, second, 2);
+  await eventually(async () => (await replay(p, third)).status === 202);
+}, 120_000);

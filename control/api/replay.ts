@@ -20,11 +20,13 @@ import {
   TASK_QUEUE,
 } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
+import { requireWithinCap } from "../../store/limits.ts";
 import { beginReplay, undoReplay } from "../../store/request-log.ts";
 import { deliveredTargets } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
+import { capsOf } from "./limits.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
 import { getRequest, type RequestView, requestOf } from "./requests.ts";
 
@@ -58,6 +60,8 @@ export async function replayRequest(
   const begun = await ctx.sql.begin(async (tx) => {
     const begun = await beginReplay(tx, access.projectId, requestId);
     if (!begun) return undefined;
+    // Each replay under way is a workflow: a project has at most its cap of them (409 past it).
+    await requireWithinCap(tx, access.projectId, capsOf(ctx), "replays");
     await reserveMemberDelivery(ctx, tx, access, {
       requestId,
       pool: input.keyMode,
