@@ -69,7 +69,9 @@ export function createActivities(deps: ActivityDeps) {
   /** What the log says of requests' earlier tries (./deliveries.ts `rerunVerdict`). */
   const triedBefore = async (requestIds: string[]): Promise<TriedBefore> => {
     const earlier = await earlierAttempts(sql, requestIds);
-    const nowMs = (await now()).getTime();
+    // The time matters only beside an attempt without an end (the dev clock reads Postgres).
+    const unended = [...earlier.values()].some((e) => e.unended !== null);
+    const nowMs = unended ? (await now()).getTime() : 0;
     return (delivery) =>
       rerunVerdict(
         earlier.get(`${delivery.requestId} ${delivery.target.id}`),

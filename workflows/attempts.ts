@@ -42,8 +42,8 @@ function busy(slots: ProjectSlots, project: string): Busy {
  * A local activity outlives its workflow task when the task times out meanwhile (a worker short
  * of CPU or slots misses the task's heartbeat); Temporal then runs the task again, and with it
  * the attempt, while the first run is still at the target. The run again joins the one in flight
- * and answers its verdict, so the target is called once. (Run again on another worker, it finds
- * the delivery in the log only once the first run has ended: docs/operations.md.)
+ * and answers its verdict, so the target is called once. (Run again on another worker, the log
+ * tells it the first run is in flight there: ./deliveries.ts `rerunVerdict`.)
  */
 export class FirstAttemptsInFlight {
   private readonly running = new Map<string, Promise<FirstAttempt>>();
