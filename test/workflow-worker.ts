@@ -37,6 +37,7 @@ import {
   releasedAttemptsOfBatch,
 } from "../workflows/batch-attempts.ts";
 import type { DeliverInput, RequestRow } from "../workflows/deliveries.ts";
+import { TurnHandOffs } from "../workflows/turn-hand-offs.ts";
 import type { deliverRequest } from "../workflows/workflows.ts";
 import { claimTurns, joinLaneAsEdge, passTurns } from "./workflow-lanes.ts";
 
@@ -268,8 +269,10 @@ function batchDeps(): BatchAttemptDeps {
     slots: new ProjectSlots({ slots: 100, perProject: 100 }),
     lanes: {
       claim: async (claims, carrier) => claimTurns(claims, carrier),
+      // Turns are signalled here (./workflow-lanes.ts): none is handed over in process.
+      listen: (carrier, claims) => new TurnHandOffs().listen(carrier, claims),
       leave: (leaving, keep) => passTurns(env.client, leaving, keep),
-      stopWaiting: async () => {},
+      countWaits: async () => {},
     },
   };
 }

@@ -23,6 +23,7 @@ import {
   joinLane,
   passTurns,
   releaseCarried,
+  type TellTurns,
   type Turn,
 } from "../store/lanes.ts";
 import * as requestLog from "../store/request-log.ts";
@@ -49,6 +50,7 @@ import {
   type TriedBefore,
 } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
+import { TurnHandOffs } from "./turn-hand-offs.ts";
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -66,6 +68,9 @@ export function createActivities(deps: ActivityDeps) {
     endAttempt: groupCommit(sql, endAttempts),
   };
   const firstAttemptsInFlight = new FirstAttemptsInFlight();
+  // A turn given to a request whose batch's activity runs here and listens goes to it unsignalled.
+  const handOffs = new TurnHandOffs();
+  const tellTurns: TellTurns = (given) => deps.lanes.tellTurns(handOffs.offer(given));
   /** What the log says of requests' earlier tries (./deliveries.ts `rerunVerdict`). */
   const triedBefore = async (requestIds: string[]): Promise<TriedBefore> => {
     const earlier = await earlierAttempts(sql, requestIds);
@@ -96,18 +101,14 @@ export function createActivities(deps: ActivityDeps) {
       triedBefore,
       slots: deps.slots.attempts,
       lanes: {
-        claim: async (claims, carrier) => {
-          const turns = await sql.begin((tx) => claimTurnsInOrder(tx, claims, carrier));
-          // Counted after: a project's waiting lock is taken before a lane's, never after.
-          const waits = claims.filter((_, i) => Object.values(turns[i] ?? {}).includes("wait"));
-          if (waits.length > 0) {
-            await sql.begin((tx) => laneWaits(tx, project, waits, true, waitingCaps));
-          }
-          return turns;
-        },
-        leave: (leaving, keep) => passTurns(sql, leaving, deps.lanes.tellTurns, keep),
-        stopWaiting: (waits) =>
-          sql.begin((tx) => laneWaits(tx, project, waits, false, waitingCaps)),
+        claim: (claims, carrier) => sql.begin((tx) => claimTurnsInOrder(tx, claims, carrier)),
+        listen: (carrier, claims) => handOffs.listen(carrier, claims),
+        leave: (leaving, keep) => passTurns(sql, leaving, tellTurns, keep),
+        countWaits: (entered, left) =>
+          sql.begin(async (tx) => {
+            await laneWaits(tx, project, entered, true, waitingCaps);
+            await laneWaits(tx, project, left, false, waitingCaps);
+          }),
       },
     };
   };
@@ -230,11 +231,11 @@ export function createActivities(deps: ActivityDeps) {
         return claimTurns(tx, wait.laneId, wait.requestId, targetIds);
       }),
     /**
-     * It leaves its lane at these targets: the parked requests given the turn are signalled
-     * from here (one client call each, not a workflow command's trip through Temporal's queues).
+     * It leaves its lane at these targets: the parked requests given the turn are handed it here
+     * or signalled (one client call each, not a workflow command's trip through Temporal's queues).
      */
     leaveLane: async (laneId: string, requestId: string, targetIds: string[]): Promise<void> => {
-      await passTurns(sql, [{ laneId, requestId, targetIds }], deps.lanes.tellTurns);
+      await passTurns(sql, [{ laneId, requestId, targetIds }], tellTurns);
     },
     /** An ordered request enters its lane (or leaves it): a waiting delivery of its project. */
     laneWait: (

@@ -9,20 +9,29 @@ import {
 } from "./batch-attempts.ts";
 import type { LaneDeps } from "./batch-lanes.ts";
 import type { FirstAttempt } from "./deliveries.ts";
+import { TurnHandOffs } from "./turn-hand-offs.ts";
 
 const origin = target("origin");
 const BATCH = "batch-1";
 
-/** One lane at `origin`, its requests in `order`, as store/lanes.ts keeps it; turns told are noted. */
-function laneOf(order: string[]) {
+/**
+ * One lane at `origin`, its requests in `order`, as store/lanes.ts keeps it: a turn given to a
+ * parked request is handed to its carrier's listener on this worker (`handOffs`), else told.
+ */
+function laneOf(order: string[], handOffs = new TurnHandOffs()) {
   const done = new Set<string>();
   const told: string[] = [];
+  const carriers = new Map<string, string>();
   const head = () => order.find((id) => !done.has(id));
   const lanes: LaneDeps = {
-    claim: async (claims) =>
-      claims.map((c) =>
-        Object.fromEntries(c.targetIds.map((t) => [t, head() === c.requestId ? "turn" : "wait"])),
-      ),
+    claim: async (claims, carrier) =>
+      claims.map((c) => {
+        carriers.set(c.requestId, carrier);
+        return Object.fromEntries(
+          c.targetIds.map((t) => [t, head() === c.requestId ? "turn" : "wait"]),
+        );
+      }),
+    listen: (carrier, claims) => handOffs.listen(carrier, claims),
     leave: async (leaving, keep) => {
       for (const { requestId } of leaving) done.add(requestId);
       const next = head();
@@ -31,13 +40,13 @@ function laneOf(order: string[]) {
         laneId: "lane",
         requestId: next,
         targetId: origin.id,
-        workflowId: BATCH,
+        workflowId: carriers.get(next) ?? BATCH,
       };
       if (keep(given)) return [given];
-      told.push(next);
+      told.push(...handOffs.offer([given]).map((g) => g.requestId));
       return [];
     },
-    stopWaiting: async () => {},
+    countWaits: async () => {},
   };
   return { lanes, told };
 }
@@ -144,4 +153,18 @@ test("calls behind another batch's head wait in their lane, unattempted; told la
   );
   expect(attempted).toEqual(ids);
   expect(later.map((v) => typeof v !== "string" && v[0]?.kind)).toEqual(["delivered", "delivered"]);
+});
+
+test("a call behind another batch's running on the same worker is handed its turn by that batch's leave, and goes in the same activity, unsignalled", async () => {
+  const [first, second] = [ordered("k"), ordered("k")];
+  const { lanes, told } = laneOf([first.requestId, second.requestId]);
+  const a = attemptsWhere({ requestId: "none" }, lanes);
+  const b = attemptsWhere({ requestId: "none" }, lanes);
+  const [firstOf, secondOf] = await Promise.all([
+    firstAttemptsOfBatch(a.deps, "acme", "batch-a", [first]),
+    firstAttemptsOfBatch(b.deps, "acme", "batch-b", [second]),
+  ]);
+  expect([firstOf, secondOf]).toEqual([[{ settled: "delivered" }], [{ settled: "delivered" }]]);
+  expect([a.attempted, b.attempted]).toEqual([[first.requestId], [second.requestId]]);
+  expect(told).toEqual([]);
 });
