@@ -4,6 +4,7 @@
  * not billed; bad values get a 400 and queue nothing.
  */
 import { createServer } from "node:http";
+import { WorkflowNotFoundError } from "@temporalio/client";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { afterAll, expect, test } from "vitest";
 import { searchAttributes } from "../core/temporal.ts";
@@ -70,8 +71,17 @@ test("a delayed request is 202 scheduled, waits as such, and arrives no earlier 
   expect(asked).toBeGreaterThan(2900);
   expect(asked).toBeLessThanOrEqual(3000);
   expect(waiting.attempts).toEqual([]);
-  const workflow = await temporal.workflow.getHandle(requestId).describe();
-  expect(workflow.typedSearchAttributes.get(statusKey)).toBe("scheduled");
+  // Its workflow is started just after the 202 (the log reads its kept start until then).
+  const workflowStatus = () =>
+    temporal.workflow
+      .getHandle(requestId)
+      .describe()
+      .then((workflow) => workflow.typedSearchAttributes.get(statusKey))
+      .catch((error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return undefined;
+        throw error;
+      });
+  expect(await eventually(workflowStatus)).toBe("scheduled");
 
   const log = await finishedLog<Log>(p, requestId);
   expect(log.status).toBe("delivered");
