@@ -70,27 +70,28 @@ export async function deliverBatch(batch: DeliveryBatch): Promise<number> {
     await continueAlone(batch.project, request, verdicts);
   };
   const held: InBatch[] = [];
-  await Promise.all(
-    outcomes.map(async ({ request, first }) => {
-      if (first && "settled" in first) return settled(request, first.settled);
-      if (first && "inLane" in first) {
-        const verdicts = asyncDeliveries(request).map(() => null);
-        held.push({ request, verdicts, inLane: first.inLane });
-        return;
-      }
-      const waits =
-        holding &&
-        first &&
-        (!request.ordering || carriesLanes()) &&
-        first.verdicts.some(goesOn) &&
-        waitsInBatch(first.verdicts, forTime());
-      if (waits) {
-        held.push({ request, verdicts: first.verdicts });
-        return;
-      }
-      await goOn(request, first?.verdicts);
-    }),
-  );
+  // A plain loop, not an async function per request: Temporal's sandbox records a source-mapped
+  // stack for every promise a workflow makes, and a delivered request needs none.
+  const goingOn: Promise<void>[] = [];
+  for (const { request, first } of outcomes) {
+    if (first && "settled" in first) {
+      if (first.settled !== "delivered") goingOn.push(settled(request, first.settled));
+    } else if (first && "inLane" in first) {
+      const verdicts = asyncDeliveries(request).map(() => null);
+      held.push({ request, verdicts, inLane: first.inLane });
+    } else if (
+      holding &&
+      first &&
+      (!request.ordering || carriesLanes()) &&
+      first.verdicts.some(goesOn) &&
+      waitsInBatch(first.verdicts, forTime())
+    ) {
+      held.push({ request, verdicts: first.verdicts });
+    } else {
+      goingOn.push(goOn(request, first?.verdicts));
+    }
+  }
+  if (goingOn.length > 0) await Promise.all(goingOn);
   if (held.length > 0) {
     await waitInBatch(
       batch.project,
