@@ -20,6 +20,8 @@ export const DELIVERY_WORKFLOW = "deliverRequest";
 /** Under load, one project's immediate async calls together (edge/batcher.ts). */
 export const BATCH_WORKFLOW = "deliverBatch";
 export const SYNC_WORKFLOW = "relaySync";
+/** Sync calls a worker gathered; made by that worker alone (workflows/sync-calls.ts). */
+export const SYNC_BATCH_WORKFLOW = "relaySyncBatch";
 
 /** The daily key auto-rotation: a Schedule, visible with its runs in the Temporal UI. */
 export const ROTATION_WORKFLOW = "rotateKeys";

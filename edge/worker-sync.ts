@@ -1,10 +1,12 @@
 /**
- * Sync calls handed to a worker (RELAY_WORKER_URL; workflows/sync-calls.ts): the worker starts
- * the call's workflow with eager start and answers as soon as its local activity has logged and
- * charged the call, two trips through Temporal fewer than a start here and a long poll for the
- * workflow's close. Only an accelerator: where the worker does not answer the call, the edge
- * starts the workflow through Temporal's HTTP API as before (./temporal.ts), a repeat of any
- * start the worker made.
+ * Sync calls handed to a worker (RELAY_WORKER_URL; workflows/sync-calls.ts): the worker gathers
+ * a project's calls that arrive together into one workflow it starts with eager start, and
+ * answers each as soon as it is logged and charged, two trips through Temporal fewer than a
+ * start here and a long poll for the workflow's close, and one workflow for several calls. Only
+ * an accelerator: where the worker does not answer the call (it refused it, was busy, or died),
+ * the edge starts the call's own workflow through Temporal's HTTP API (./temporal.ts). A worker
+ * answers 503 only for a call it never made; one that died mid-call may have made it, so the
+ * target may see it again, as an async delivery may (at least once).
  */
 import {
   SYNC_CALLS_PATH,

@@ -180,7 +180,7 @@ test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through T
   expect(answer.statusCode).toBe(200);
   expect(await answer.body.text()).toBe("ok");
   const requestId = String(answer.headers["x-relay-request-id"]);
-  // Called again once the lost workflow task timed out: at least once, as async deliveries.
+  // Called again through the call's own workflow: at least once, as async deliveries.
   expect(target.bodies).toEqual(['{"must":"answer"}', '{"must":"answer"}']);
   const log = await eventually(async () => {
     const found = await call(ownerToken, "GET", `/projects/syncdurable/requests/${requestId}`);

@@ -1,14 +1,17 @@
 /**
  * Sync calls handed to the worker (edge RELAY_WORKER_URL, workflows/sync-calls.ts): the worker
- * starts the call's workflow and answers the edge once the call is logged and charged; the
- * workflow is the one the edge would start, found by request id. An edge whose worker does not
- * answer starts the workflow through Temporal as before. The worker's listener refuses
- * everything but an edge's well-formed call.
+ * starts the call's workflow and answers the edge once the call is logged and charged; calls of
+ * a project arriving together share one workflow, found by any of their request ids. An edge
+ * whose worker does not answer starts the call's own workflow through Temporal. The worker's
+ * listener refuses everything but an edge's well-formed call.
  */
+import { createServer } from "node:http";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { SYNC_BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
 import { freePorts } from "../dev/ports.ts";
 import {
+  eventually,
   extraEdge,
   finishedLog,
   projectWithEndpoint,
@@ -34,6 +37,14 @@ afterAll(async () => {
   await target.close();
 });
 
+/** The batch workflows that carry a request (RelayRequestIds), once visibility has them. */
+async function batchesOf(requestId: string): Promise<string[]> {
+  const ids: string[] = [];
+  const query = `WorkflowType = "${SYNC_BATCH_WORKFLOW}" AND ${searchAttributes.requestIds} = "${requestId}"`;
+  for await (const batch of temporal.workflow.list({ query })) ids.push(batch.workflowId);
+  return ids;
+}
+
 async function syncProject() {
   return projectWithEndpoint([{ name: "rpc", targetUrl: target.url, deliveryMode: "sync" }]);
 }
@@ -49,14 +60,46 @@ test("a sync call handed to the worker: the target's answer, the request deliver
     requestId,
   );
   expect(log).toMatchObject({ status: "delivered", attempts: [{ statusCode: 200 }] });
-  expect(await starterOf(requestId)).toEqual({
+  const [batch] = await eventually(async () => {
+    const found = await batchesOf(requestId);
+    return found.length > 0 && found;
+  });
+  expect(await starterOf(batch ?? "")).toEqual({
     identity: expect.stringMatching(/@relay-worker$/),
     eager: true,
   });
-  const handle = temporal.workflow.getHandle(requestId);
-  expect(await handle.result()).toMatchObject({ kind: "answered", status: 200 });
+  // Its answer went to its edge, not through Temporal: the batch returns what became of it.
+  expect(await temporal.workflow.getHandle(batch ?? "").result()).toEqual(["answered"]);
   const metrics = await (await request(`${stack().workerUrl}/metrics`)).body.text();
   expect(metrics).toMatch(/^relay_worker_sync_calls_handed_over_total\{start="eager"\} [1-9]/m);
+});
+
+test("sync calls of a project at once go in fewer workflows than calls, each answered with its own target's answer", async () => {
+  const echo = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      // Slow enough that calls arriving meanwhile gather behind a start in flight.
+      setTimeout(() => res.end(Buffer.concat(chunks)), 50);
+    });
+  });
+  await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(echo.address() as { port: number }).port}/echo`;
+  const p = await projectWithEndpoint([{ name: "echo", targetUrl: url, deliveryMode: "sync" }]);
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: `{"i":${i}}` }),
+    ),
+  );
+  expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+  expect(answers.map((answer) => answer.text)).toEqual(answers.map((_, i) => `{"i":${i}}`));
+  const requestIds = answers.map((answer) => String(answer.headers["x-relay-request-id"]));
+  const batches = await eventually(async () => {
+    const found = await Promise.all(requestIds.map(batchesOf));
+    return found.every((ids) => ids.length === 1) && new Set(found.flat());
+  });
+  expect(batches.size).toBeLessThan(requestIds.length);
+  echo.close();
 });
 
 test("an edge whose worker does not answer starts the sync call through Temporal", async () => {

@@ -235,6 +235,11 @@ export const activities: Activities = {
     if ("error" in answer) return { kind: "unreachable", error: answer.error };
     return { kind: "answered", status: answer.status, headers: {}, bodyBase64: "b2s=" };
   },
+  // No listener waits in this worker: test/sync-batches.test.ts runs batches on the real stack.
+  async relaySyncCallsHere(batch: SyncInput[]) {
+    calls.push({ name: "relaySyncCallsHere", args: [batch.length] });
+    return batch.map(() => "not waited for here" as const);
+  },
   async recordStreamCall(record: StreamRecord) {
     calls.push({ name: "recordStreamCall", args: [record] });
   },

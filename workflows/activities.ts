@@ -32,7 +32,13 @@ import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import { laneWait, laneWaits } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
-import { deliver, FirstAttemptsInFlight, firstAttempt, relaySyncCall } from "./attempts.ts";
+import {
+  deliver,
+  FirstAttemptsInFlight,
+  firstAttempt,
+  relaySyncCall,
+  relaySyncCalls,
+} from "./attempts.ts";
 import {
   type BatchAttemptDeps,
   firstAttemptsOfBatch,
@@ -50,7 +56,11 @@ import {
   type TriedBefore,
 } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
+import { callsWaitedHere, type SyncReceipt } from "./sync-answers.ts";
 import { TurnHandOffs } from "./turn-hand-offs.ts";
+
+/** A sync call not made: its project had its share of this worker's sync calls in flight. */
+const BUSY: SyncOutcome = { kind: "busy" };
 
 /** Bounds the worker's cache of opened signing keys. */
 const MAX_OPENED_KEYS = 10_000;
@@ -85,6 +95,17 @@ export function createActivities(deps: ActivityDeps) {
         nowMs,
       );
   };
+  /** Sync calls, each within its project's share of this worker's sync calls (else busy). */
+  const inSyncShare =
+    (make: (calls: SyncInput[]) => Promise<SyncOutcome>[]) =>
+    (calls: SyncInput[]): Promise<SyncOutcome>[] => {
+      const releases = calls.map((call) => deps.slots.sync.take(call.project));
+      const made = make(calls.filter((_, i) => releases[i]));
+      let next = 0;
+      return releases.map((release) =>
+        release ? (made[next++] as Promise<SyncOutcome>).finally(release) : Promise.resolve(BUSY),
+      );
+    };
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
   const batchDeps = (project: string): BatchAttemptDeps => {
     const batch = {
@@ -257,21 +278,20 @@ export function createActivities(deps: ActivityDeps) {
       if (disabled) deps.observeCircuit(targetId, "disabled");
       return disabled;
     },
-    relaySyncCall: async (input: SyncInput): Promise<SyncOutcome> => {
-      const release = deps.slots.sync.take(input.project);
-      const outcome: Promise<SyncOutcome> = release
-        ? relaySyncCall(attempts, input).finally(release)
-        : Promise.resolve({ kind: "busy" });
-      // A call handed to this worker answers its edge now, logged and charged (./sync-calls.ts).
-      const workflowId = Context.current().info.workflowExecution?.workflowId;
-      if (workflowId) {
-        outcome.then(
-          (answered) => deps.syncAnswers?.settle(workflowId, answered),
-          () => deps.syncAnswers?.settle(workflowId, undefined),
-        );
-      }
-      return outcome;
-    },
+    /** The call of a sync workflow an edge started (its own: no listener here waits for it). */
+    relaySyncCall: async (input: SyncInput): Promise<SyncOutcome> =>
+      (
+        await inSyncShare((calls) => calls.map((call) => relaySyncCall(attempts, call)))([input])
+      )[0] ?? BUSY,
+    /** A batch's sync calls, those a listener here waits for (./sync-calls.ts). */
+    relaySyncCallsHere: (calls: SyncInput[]): Promise<SyncReceipt[]> =>
+      callsWaitedHere(
+        deps.syncAnswers,
+        calls,
+        inSyncShare((claimed) =>
+          relaySyncCalls({ ...attempts, signingKeysOf: readOnce(attempts.signingKeysOf) }, claimed),
+        ),
+      ),
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
     notify: inProjectShare(

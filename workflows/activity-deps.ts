@@ -19,7 +19,7 @@ import type { Sql } from "../store/db.ts";
 import type { TellTurns } from "../store/lanes.ts";
 import type { PlanCaps } from "../store/waiting.ts";
 import type { AttemptOutcome } from "./observability.ts";
-import type { SyncAnswers } from "./sync-calls.ts";
+import type { SyncAnswers } from "./sync-answers.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
 export interface RetryPolicy extends Backoff {

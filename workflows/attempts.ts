@@ -23,7 +23,7 @@ import { activeTrace } from "../core/tracing.ts";
 import { hmacSha256 } from "../platform/node-crypto.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
-import { reserveCredits } from "../store/credits.ts";
+import { reserveCredits, reserveCreditsBatch } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
 import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps } from "./activity-deps.ts";
@@ -163,6 +163,42 @@ export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promis
     finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
   });
   return syncOutcome(sent);
+}
+
+/**
+ * A batch's sync calls (./sync-calls.ts), one outcome each, in order: the credits of those that
+ * hold any reserved together (a transaction per pool, the pool row locked once, not once a
+ * call), then each called as `relaySyncCall` calls one alone.
+ */
+export function relaySyncCalls(deps: AttemptDeps, calls: SyncInput[]): Promise<SyncOutcome>[] {
+  const fits = reservedTogether(deps.sql, calls);
+  return calls.map(async (call, i): Promise<SyncOutcome> => {
+    if (!(await fits)[i]) return { kind: "refused" };
+    return relaySyncCall(deps, { ...call, holds: [] });
+  });
+}
+
+async function reservedTogether(sql: Sql, calls: SyncInput[]): Promise<boolean[]> {
+  const fits = calls.map(() => true);
+  const byPool = new Map<string, { call: SyncInput; i: number }[]>();
+  for (const [i, call] of calls.entries()) {
+    if ((call.holds ?? []).length === 0) continue;
+    const pool = `${call.project} ${call.keyMode}`;
+    byPool.set(pool, [...(byPool.get(pool) ?? []), { call, i }]);
+  }
+  await Promise.all(
+    [...byPool.values()].map(async (pool) => {
+      const [first] = pool;
+      if (!first) return;
+      const poolFits = await reserveCreditsBatch(sql, {
+        project: first.call.project,
+        pool: first.call.keyMode,
+        calls: pool.map(({ call }) => ({ requestId: call.requestId, holds: call.holds ?? [] })),
+      });
+      for (const [j, { i }] of pool.entries()) fits[i] = poolFits[j] ?? false;
+    }),
+  );
+  return fits;
 }
 
 /** An attempt to make, as `postToTarget` takes it. */

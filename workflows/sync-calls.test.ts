@@ -1,84 +1,174 @@
 import { createServer } from "node:http";
 import { request } from "undici";
 import { afterEach, expect, test } from "vitest";
-import type { SyncOutcome } from "../core/delivery.ts";
+import type { SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
-import { SyncAnswers, type SyncCallsOptions, syncCallsRoute } from "./sync-calls.ts";
+import { callsWaitedHere, SyncAnswers } from "./sync-answers.ts";
+import { type SyncBatch, type SyncCallsOptions, syncCallsRoute } from "./sync-calls.ts";
 
 const TOKEN = "t".repeat(32);
-const call = {
-  requestId: "req_1",
+const callOf = (requestId: string) => ({
+  requestId,
   project: "acme",
   line: "v1",
   endpoint: "hook",
   ownsStatus: true,
   target: { id: "tgt_1", timeoutSeconds: 1 },
-};
-const fromResult: SyncOutcome = { kind: "refused" };
+});
+const answered: SyncOutcome = { kind: "answered", status: 201, headers: {}, bodyBase64: "" };
 const closers: (() => void)[] = [];
 afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
-/** The route on a listener of its own, its start and result as given. */
-async function listener(start: SyncCallsOptions["start"], answers = new SyncAnswers()) {
-  const results: string[] = [];
+/**
+ * The route on a listener of its own: `start` stands for Temporal and the batch's task, `closed`
+ * for the batch's close (never, unless given).
+ */
+async function listener(
+  answers: SyncAnswers,
+  start: SyncCallsOptions["start"],
+  closed: SyncCallsOptions["closed"] = () => new Promise(() => {}),
+) {
+  const logged: string[] = [];
   const route = syncCallsRoute({
     edgeToken: TOKEN,
     slots: new ProjectSlots({ slots: 10, perProject: 10 }),
     answers,
     start,
-    result: async (workflowId) => {
-      results.push(workflowId);
-      return fromResult;
-    },
+    closed,
     observeStart: () => {},
-    logError: () => {},
+    logError: (_, message) => logged.push(message),
   });
   const server = createServer((req, res) => route(req, res));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   closers.push(() => server.close());
-  const hand = async () => {
+  const hand = async (requestId = "req_1") => {
     const response = await request(
       `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/sync-calls`,
       {
         method: "POST",
         headers: { authorization: `Bearer ${TOKEN}` },
-        body: JSON.stringify(call),
+        body: JSON.stringify(callOf(requestId)),
       },
     );
-    return { status: response.statusCode, body: await response.body.json() };
+    const body = (await response.body.json()) as { error?: { code: string } };
+    return { status: response.statusCode, body };
   };
-  return { hand, results };
+  return { hand, logged };
 }
 
-test("the activity's answer here answers the call, and no result is asked for", async () => {
+/** Makes each claimed call with `make`. */
+const each = (make: (call: SyncInput) => Promise<SyncOutcome>) => (claimed: SyncInput[]) =>
+  claimed.map(make);
+
+/** A batch's task run here, as the worker's activity runs it, making each call with `make`. */
+const runHere =
+  (answers: SyncAnswers, make: (call: SyncInput) => Promise<SyncOutcome>) => (batch: SyncBatch) => {
+    setTimeout(() => void callsWaitedHere(answers, batch.calls, each(make)), 10);
+    return Promise.resolve(true);
+  };
+
+test("a call its batch makes here is answered with the target's answer", async () => {
   const answers = new SyncAnswers();
-  const answered: SyncOutcome = { kind: "busy" };
-  const { hand, results } = await listener(async (_, workflowId) => {
-    setTimeout(() => answers.settle(workflowId, answered), 10);
-    return true;
-  }, answers);
+  const { hand } = await listener(
+    answers,
+    runHere(answers, async () => answered),
+  );
   expect(await hand()).toEqual({ status: 200, body: answered });
-  expect(results).toEqual([]);
 });
 
-test("an eager start whose task never ran here is answered by the workflow's result", async () => {
-  const { hand, results } = await listener(async () => true);
-  expect(await hand()).toEqual({ status: 200, body: fromResult });
-  expect(results).toEqual(["req_1"]);
-}, 20_000);
-
-test("a start that was not eager, or an activity that failed here, is answered by the result, asked once", async () => {
-  const notEager = await listener(async () => false);
-  expect(await notEager.hand()).toEqual({ status: 200, body: fromResult });
-  expect(notEager.results).toEqual(["req_1"]);
-
+test("calls arriving while a start is in flight go together in the next batch; a lone call goes alone", async () => {
   const answers = new SyncAnswers();
-  const failedHere = await listener(async (_, workflowId) => {
-    setTimeout(() => answers.settle(workflowId, undefined), 10);
-    return true;
-  }, answers);
-  expect(await failedHere.hand()).toEqual({ status: 200, body: fromResult });
-  expect(failedHere.results).toEqual(["req_1"]);
+  const batches: string[][] = [];
+  const here = runHere(answers, async () => answered);
+  let firstStarting = () => {};
+  const firstStarted = new Promise<void>((resolve) => {
+    firstStarting = resolve;
+  });
+  const { hand } = await listener(answers, async (batch) => {
+    batches.push(batch.calls.map((call) => call.requestId));
+    firstStarting();
+    await new Promise((resolve) => setTimeout(resolve, 100)); // a slow start: the next ones gather
+    return here(batch);
+  });
+  const first = hand("req_1");
+  await firstStarted;
+  const rest = await Promise.all(["req_2", "req_3", "req_4"].map((id) => hand(id)));
+  expect(await first).toEqual({ status: 200, body: answered });
+  expect(rest.map((r) => r.status)).toEqual([200, 200, 200]);
+  expect(batches).toEqual([["req_1"], ["req_2", "req_3", "req_4"]]);
+  const batch = batches.length;
+  await hand("req_5");
+  expect(batches.slice(batch)).toEqual([["req_5"]]);
+});
+
+test("an eager batch that closed without making the call answers 503, so the edge goes through Temporal; the call is then never made here", async () => {
+  const answers = new SyncAnswers();
+  let batch: SyncBatch | undefined;
+  const made: string[] = [];
+  const { hand } = await listener(
+    answers,
+    async (started) => {
+      batch = started;
+      return true;
+    },
+    async () => {}, // closed: its task ran on another worker
+  );
+  const refused = await hand();
+  expect(refused.status).toBe(503);
+  expect(refused.body.error?.code).toBe("unavailable");
+  // The task comes here after all: nobody waits, so the call is not made.
+  const receipts = await callsWaitedHere(
+    answers,
+    batch?.calls ?? [],
+    each(async (call) => {
+      made.push(call.requestId);
+      return answered;
+    }),
+  );
+  expect(receipts).toEqual(["not waited for here"]);
+  expect(made).toEqual([]);
+});
+
+test("a batch that did not start eagerly is watched at once, and a call it claimed is answered though it closed", async () => {
+  const answers = new SyncAnswers();
+  let close = () => {};
+  const closing = new Promise<void>((resolve) => {
+    close = resolve;
+  });
+  const { hand } = await listener(
+    answers,
+    async (batch) => {
+      // Matching hands the task back here: the call is claimed, the batch closes, then it answers.
+      setTimeout(() => {
+        void callsWaitedHere(
+          answers,
+          batch.calls,
+          each(async () => {
+            close();
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            return answered;
+          }),
+        );
+      }, 10);
+      return false;
+    },
+    () => closing,
+  );
+  expect(await hand()).toEqual({ status: 200, body: answered });
+});
+
+test("a call that failed here (its log, say) answers 504 target_timeout and is logged", async () => {
+  const answers = new SyncAnswers();
+  const { hand, logged } = await listener(
+    answers,
+    runHere(answers, async () => {
+      throw new Error("the worker lost its database");
+    }),
+  );
+  const failed = await hand();
+  expect(failed.status).toBe(504);
+  expect(failed.body.error?.code).toBe("target_timeout");
+  expect(logged).toEqual(["a sync call failed on this worker"]);
 });

@@ -1,25 +1,30 @@
 /**
- * Sync calls an edge hands this worker (the edge's RELAY_WORKER_URL): the worker starts the
- * call's workflow itself, asking Temporal for eager start, so the workflow's first task comes back
- * in the start's answer rather than through matching. It answers the edge as soon as the call's
- * local activity has logged and charged the call: the workflow's completion then goes through
- * Temporal while the caller already has its answer, and nothing waits for a long poll. The
- * workflow is the one the edge would start (same id, start request id, search attributes,
- * fairness key and timeout), so the Temporal UI finds it by request id as before.
+ * Sync calls an edge hands this worker (the edge's RELAY_WORKER_URL). Calls of a project that
+ * arrive while its last start is in flight go together in one workflow (`relaySyncBatch`), as
+ * the edges' async calls do (core/grouped.ts): a workflow per call costs Temporal and the worker
+ * most of a sync call's CPU under load, one for several a fraction of it each. A call arriving
+ * alone goes alone at once, so one at a time waits for nothing.
  *
- * Where Temporal sent the task to another worker (this one had no free slot), the workflow's
- * result answers instead. Where this listener refuses or fails, the edge starts the workflow
- * through Temporal's HTTP API as it always could; the shared start request id makes that a
- * repeat of any start made here, not a second call.
+ * The worker starts the batch itself, asking Temporal for eager start, so its first task comes
+ * back in the start's answer rather than through matching, and its local activity makes the
+ * calls here. Each call answers its edge as soon as it is logged and charged: its answer goes
+ * to its listener in this process, never through Temporal's history, and the workflow closes
+ * off the caller's path.
+ *
+ * A batch's activity makes only the calls a listener here still waits for. One whose batch ran
+ * elsewhere (Temporal sent the task to another worker) or too late (its listener gave up) is
+ * never made by the batch: its listener answers its edge 503, and the edge starts the call's
+ * own workflow through Temporal's HTTP API (`relaySync`), so no call is made twice by Relay's
+ * choice. The batch carries its calls' request ids (RelayRequestIds), so the Temporal UI finds
+ * a call's batch by its request id.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Client, WorkflowFailedError } from "@temporalio/client";
+import type { Client } from "@temporalio/client";
 // The SDK's own conversion to protobuf's Duration (seconds as a Long), as its client makes starts.
 import { msToTs } from "@temporalio/common";
 import type { NativeConnection } from "@temporalio/worker";
 import { z } from "zod";
 import {
-  acceptedStatus,
   SYNC_CALLS_PATH,
   type SyncInput,
   type SyncOutcome,
@@ -27,43 +32,56 @@ import {
   syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
+import { grouped } from "../core/grouped.ts";
 import { jsonPayload, type PayloadCipher } from "../core/payload-codec.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
 import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
 import {
+  batchSearchAttributes,
   fairnessOf,
-  requestSearchAttributes,
+  SYNC_BATCH_WORKFLOW,
   SYNC_TASK_QUEUE,
-  SYNC_WORKFLOW,
   TRACE_HEADER,
 } from "../core/temporal.ts";
+import type { AnswerHere, SyncAnswers } from "./sync-answers.ts";
 
 /** Temporal refuses a payload past 2 MB: no sync call's input, as the workflow's, is larger. */
 export const MAX_SYNC_CALL_BYTES = 2 * 1024 * 1024;
 
+/**
+ * Calls one batch carries at most, and their inputs' bytes: its input is one payload (Temporal
+ * warns past 256 KiB), and its request ids one search attribute (2 KB: 64 ids fit). A larger
+ * call goes alone.
+ */
+const SYNC_BATCH_MAX_CALLS = 32;
+const SYNC_BATCH_MAX_BYTES = 256 * 1024;
+
 /** The trace headers an edge may pass on (W3C trace context). */
 const TRACE_HEADERS = ["traceparent", "tracestate"] as const;
 
-/**
- * What this worker's sync calls answer, by workflow id: the local activity settles an entry as
- * it ends (`undefined` when it failed: the workflow's own end then says how).
- */
-export class SyncAnswers {
-  private readonly waiting = new Map<string, (outcome: SyncOutcome | undefined) => void>();
+/** A batch of one project's calls, as its workflow starts. */
+export interface SyncBatch {
+  workflowId: string;
+  project: string;
+  calls: SyncInput[];
+  /** Its first call's trace context: the workflow's span is a child of that call's. */
+  trace: Record<string, string>;
+}
 
-  /** Expects `workflowId`'s answer; `forget` when no longer waiting. */
-  expect(workflowId: string): { answer: Promise<SyncOutcome | undefined>; forget(): void } {
-    const answer = new Promise<SyncOutcome | undefined>((resolve) => {
-      this.waiting.set(workflowId, resolve);
-    });
-    return { answer, forget: () => this.waiting.delete(workflowId) };
-  }
-
-  settle(workflowId: string, outcome: SyncOutcome | undefined): void {
-    this.waiting.get(workflowId)?.(outcome);
-    this.waiting.delete(workflowId);
-  }
+export interface SyncCallsOptions {
+  /** The edges' token (RELAY_EDGE_TOKEN): only edges hand sync calls over. */
+  edgeToken: string;
+  /** How many calls one project, and all together, may have waiting here. */
+  slots: ProjectSlots;
+  answers: SyncAnswers;
+  /** Starts a batch's workflow; true when its first task came back to this worker. */
+  start(batch: SyncBatch): Promise<boolean>;
+  /** Settles once a batch's workflow has closed, however it ended. */
+  closed(workflowId: string): Promise<unknown>;
+  /** Told of each call started, eagerly or not (a metric). */
+  observeStart(eager: boolean): void;
+  logError(fields: Record<string, unknown>, message: string): void;
 }
 
 /**
@@ -82,19 +100,18 @@ const syncCallSchema = z.looseObject({
   }),
 });
 
-export interface SyncCallsOptions {
-  /** The edges' token (RELAY_EDGE_TOKEN): only edges hand sync calls over. */
-  edgeToken: string;
-  /** How many calls one project, and all together, may have waiting here. */
-  slots: ProjectSlots;
-  answers: SyncAnswers;
-  /** Starts the call's workflow; true when its first task came back to this worker. */
-  start(input: SyncInput, workflowId: string, trace: Record<string, string>): Promise<boolean>;
-  /** The workflow's result, when its local activity ran elsewhere or failed. */
-  result(workflowId: string): Promise<SyncOutcome>;
-  /** Told of each call started, eagerly or not (a metric). */
-  observeStart(eager: boolean): void;
-  logError(fields: Record<string, unknown>, message: string): void;
+/** A call handed over, as it waits to join a batch. */
+interface Handed {
+  call: SyncInput;
+  claimed: Promise<void>;
+  bytes: number;
+  trace: Record<string, string>;
+}
+
+/** A call's batch, started: whether eagerly, and (asked once per batch) when it closed. */
+interface Started {
+  eager: boolean;
+  closed(): Promise<unknown>;
 }
 
 /**
@@ -103,9 +120,15 @@ export interface SyncCallsOptions {
  */
 export function syncCallsRoute(options: SyncCallsOptions) {
   const tokenHash = hashSecret(options.edgeToken);
+  const joinBatch = grouped<Handed, Started>({
+    maxItems: SYNC_BATCH_MAX_CALLS,
+    fits: (gathered, next) =>
+      gathered.reduce((bytes, handed) => bytes + handed.bytes, next.bytes) <= SYNC_BATCH_MAX_BYTES,
+    run: (project, handed) => startBatch(options, project, handed),
+  });
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     if (new URL(req.url ?? "/", "http://worker").pathname !== SYNC_CALLS_PATH) return false;
-    void answer(req, options, tokenHash).then(
+    void answer(req, options, tokenHash, joinBatch).then(
       (answered) => send(res, 200, answered),
       (error: unknown) => {
         const refusal = RelayError.from(error);
@@ -119,10 +142,36 @@ export function syncCallsRoute(options: SyncCallsOptions) {
   };
 }
 
+/** How long a project's next batch gathers, at most, for its last one to run here. */
+const GATHER_UNTIL_CLAIMED_MS = 100;
+
+async function startBatch(
+  options: SyncCallsOptions,
+  project: string,
+  handed: Handed[],
+): Promise<Started[]> {
+  const [first] = handed;
+  if (!first) return [];
+  const workflowId = `batch-${syncWorkflowId(first.call)}`;
+  const eager = await options.start({
+    workflowId,
+    project,
+    calls: handed.map(({ call }) => call),
+    trace: first.trace,
+  });
+  // The next batch gathers until this one runs here (its calls claimed), not only while the
+  // start is in flight: under load, batches twice the size for the same wait.
+  if (eager) await settledWithin(first.claimed, GATHER_UNTIL_CLAIMED_MS);
+  let closed: Promise<unknown> | undefined;
+  const started = { eager, closed: () => (closed ??= options.closed(workflowId)) };
+  return handed.map(() => started);
+}
+
 async function answer(
   req: IncomingMessage,
   options: SyncCallsOptions,
   tokenHash: Promise<Uint8Array>,
+  joinBatch: (project: string, handed: Handed) => Promise<Started>,
 ): Promise<SyncOutcome> {
   if (req.method !== "POST") throw new RelayError("method_not_allowed", "POST only");
   const presented = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
@@ -139,11 +188,10 @@ async function answer(
   }
   const checked = syncCallSchema.safeParse(parsed);
   if (!checked.success) throw new RelayError("bad_request", "the call is not a sync call");
-  const input = checked.data as unknown as SyncInput;
-  const release = options.slots.take(input.project);
+  const call = checked.data as unknown as SyncInput;
+  const release = options.slots.take(call.project);
   if (!release) throw new RelayError("unavailable", "this worker has its share of sync calls");
-  const workflowId = syncWorkflowId(input);
-  const expected = options.answers.expect(workflowId);
+  const expected = options.answers.expect(syncWorkflowId(call));
   try {
     const trace = Object.fromEntries(
       TRACE_HEADERS.flatMap((name) => {
@@ -151,51 +199,58 @@ async function answer(
         return typeof value === "string" ? [[name, value]] : [];
       }),
     );
-    const eager = await options.start(input, workflowId, trace);
-    options.observeStart(eager);
-    // Its task went elsewhere (no free slot here): the workflow's result answers at once, or this
-    // worker's activity if matching hands the task back here after all.
+    const started = await joinBatch(call.project, {
+      call,
+      claimed: expected.claimed,
+      bytes: body.byteLength,
+      trace,
+    });
+    options.observeStart(started.eager);
     return await withBudget(
-      answerOrResult(
-        expected.answer,
-        () => options.result(workflowId),
-        eager ? RESULT_BACKSTOP_MS : 0,
-      ),
-      syncBudgetSeconds(input.target),
+      answerHere(expected, started, options.logError),
+      syncBudgetSeconds(call.target),
     );
   } finally {
-    expected.forget();
+    expected.withdraw();
     release();
   }
 }
 
 /**
- * How long an eager start's answer is awaited from this worker's activity alone: past it the
- * workflow's result is asked too, since a first task handed back may still run elsewhere (Core
- * turned it down, or it failed and was retried). One long poll for a slow call, none for the rest.
+ * How long an eager batch's calls wait on this worker's activity alone: past it, the batch's
+ * close is watched too, since a first task handed back may run elsewhere (Core turned it down,
+ * or it failed and was retried there). One long poll per slow batch, none for the rest; a batch
+ * that did not start eagerly is watched at once.
  */
-const RESULT_BACKSTOP_MS = 1000;
+const CLOSE_WATCH_AFTER_MS = 1000;
 
 /**
- * The answer this worker's activity gives, or the workflow's result: asked after `afterMs`, or
- * at once when the activity here failed (its answer `undefined`); asked once at most.
+ * The call's answer from this worker's activity; or, once its batch closed without claiming it,
+ * 503: it was not made and never will be here, so the edge makes it through Temporal.
  */
-async function answerOrResult(
-  here: Promise<SyncOutcome | undefined>,
-  result: () => Promise<SyncOutcome>,
-  afterMs: number,
+async function answerHere(
+  expected: { answer: Promise<AnswerHere>; withdraw(): boolean },
+  started: Started,
+  logError: SyncCallsOptions["logError"],
 ): Promise<SyncOutcome> {
-  let asked: Promise<SyncOutcome> | undefined;
-  const ask = () => {
-    asked ??= result();
-    return asked;
-  };
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const backstop = new Promise<SyncOutcome>((resolve, reject) => {
-    timer = setTimeout(() => ask().then(resolve, reject), afterMs);
+  const notMadeHere = new Promise<never>((_, reject) => {
+    const watch = () =>
+      started
+        .closed()
+        .catch(() => {}) // its close unknown (Temporal did not answer): as good as closed
+        .then(() => {
+          if (expected.withdraw()) {
+            reject(new RelayError("unavailable", "the call's batch did not make it here"));
+          }
+        });
+    timer = setTimeout(watch, started.eager ? CLOSE_WATCH_AFTER_MS : 0);
   });
   try {
-    return (await Promise.race([here, backstop])) ?? (await ask());
+    const answered = await Promise.race([expected.answer, notMadeHere]);
+    if ("outcome" in answered) return answered.outcome;
+    logError({ err: answered.failed }, "a sync call failed on this worker");
+    throw new RelayError("target_timeout", "the sync target did not answer in time");
   } finally {
     clearTimeout(timer);
   }
@@ -217,6 +272,16 @@ async function withBudget<T>(answer: Promise<T>, seconds: number): Promise<T> {
   }
 }
 
+/** Once `promise` settled, or `ms` passed. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const passed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise, passed]);
+  clearTimeout(timer);
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, { "content-type": "application/json" });
@@ -224,7 +289,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * Starts a sync call's workflow on this worker's connection, as the edge starts it through the
+ * Starts a batch's workflow on this worker's connection, as the edge starts a call's through the
  * HTTP API, with eager start asked: Temporal answers with the workflow's first task when this
  * worker has a slot free for it. True when it did.
  */
@@ -233,20 +298,20 @@ export function eagerSyncStarter(
   namespace: string,
   cipher: PayloadCipher,
 ): SyncCallsOptions["start"] {
-  return async (input, workflowId, trace) => {
-    const [sealed] = await cipher.encode([jsonPayload(input)]);
-    const indexed = requestSearchAttributes(input, acceptedStatus(input));
+  return async ({ workflowId, project, calls, trace }) => {
+    const [sealed] = await cipher.encode([jsonPayload(calls)]);
+    const budgetSeconds = Math.max(...calls.map((call) => syncBudgetSeconds(call.target)));
+    const indexed = batchSearchAttributes({ project, requests: calls });
     const response = await connection.workflowService
       .startWorkflowExecution({
         namespace,
         identity: `${process.pid}@relay-worker`,
-        // The edge's start request id for the same call: its start after this one is a repeat.
         requestId: workflowId,
         workflowId,
-        workflowType: { name: SYNC_WORKFLOW },
+        workflowType: { name: SYNC_BATCH_WORKFLOW },
         taskQueue: { name: SYNC_TASK_QUEUE },
         input: { payloads: sealed ? [sealed] : [] },
-        workflowExecutionTimeout: msToTs(syncBudgetSeconds(input.target) * 1000),
+        workflowExecutionTimeout: msToTs(budgetSeconds * 1000),
         searchAttributes: {
           indexedFields: Object.fromEntries(
             Object.entries(indexed).map(([name, value]) => [name, jsonPayload(value)]),
@@ -255,7 +320,7 @@ export function eagerSyncStarter(
         ...(Object.keys(trace).length > 0 && {
           header: { fields: { [TRACE_HEADER]: jsonPayload(trace) } },
         }),
-        priority: fairnessOf(input.project),
+        priority: fairnessOf(project),
         requestEagerExecution: true,
       })
       .catch((error: unknown) => {
@@ -267,20 +332,8 @@ export function eagerSyncStarter(
   };
 }
 
-/**
- * The workflow's result, sealed payloads opened by `client`'s codec. A workflow that ended
- * otherwise (timed out, failed) is a target that did not answer in time, as the edge reads it.
- */
-export const syncResultOf =
-  (client: Client): SyncCallsOptions["result"] =>
+/** Settles once the workflow `workflowId` has closed, however it ended. */
+export const closedOf =
+  (client: Client): SyncCallsOptions["closed"] =>
   (workflowId) =>
-    client.workflow
-      .getHandle<() => Promise<SyncOutcome>>(workflowId)
-      .result()
-      .catch((error: unknown) => {
-        throw error instanceof WorkflowFailedError
-          ? new RelayError("target_timeout", "the sync target did not answer in time")
-          : Object.assign(new RelayError("unavailable", "Temporal did not answer"), {
-              cause: error,
-            });
-      });
+    client.workflow.getHandle(workflowId).result();

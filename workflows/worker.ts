@@ -45,7 +45,8 @@ import {
   observeSlots,
   registry,
 } from "./observability.ts";
-import { eagerSyncStarter, SyncAnswers, syncCallsRoute, syncResultOf } from "./sync-calls.ts";
+import { SyncAnswers } from "./sync-answers.ts";
+import { closedOf, eagerSyncStarter, syncCallsRoute } from "./sync-calls.ts";
 import { workerTracing } from "./tracing.ts";
 import { workerPolling } from "./tuning.ts";
 
@@ -195,7 +196,7 @@ const ops = serveOps(
         ),
         answers: syncAnswers,
         start: eagerSyncStarter(connection, config.TEMPORAL_NAMESPACE, payloadCipher),
-        result: syncResultOf(client),
+        closed: closedOf(client),
         observeStart: observeHandedOver,
         logError: (fields, message) => log.error(fields, message),
       }),

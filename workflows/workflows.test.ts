@@ -39,6 +39,7 @@ import type {
   pruneRequestLog,
   recordStream,
   relaySync,
+  relaySyncBatch,
   rotateKeys,
   sendNotification,
   targetCircuit,
@@ -180,6 +181,25 @@ test("relaySync answers a failed call as such, and a failed activity is not retr
     (c) => (c.args[0] as SyncInput).target.id === crashing.id,
   );
   expect(tries).toHaveLength(1);
+});
+
+test("relaySyncBatch answers what its one activity did with each call, and the activity is not retried", async () => {
+  const { targets: _, ...input } = delivery([target("gathered", "sync")]);
+  const calls = [1, 2].map((n) => ({
+    ...input,
+    requestId: `${input.requestId}-${n}`,
+    target: target(`gathered-${n}`, "sync"),
+    ownsStatus: true,
+  }));
+  const handle = await env.client.workflow.start<typeof relaySyncBatch>("relaySyncBatch", {
+    taskQueue,
+    workflowId: nextId("sync-batch"),
+    args: [calls],
+  });
+  // No listener of this test's worker waits for them (workflows/sync-answers.ts).
+  expect(await handle.result()).toEqual(["not waited for here", "not waited for here"]);
+  expect(callsOf("relaySyncCallsHere").filter((c) => c.args[0] === calls.length)).toHaveLength(1);
+  await recordHistory(handle, "sync-batch-elsewhere");
 });
 
 test("recordStream, rotateKeys and pruneRequestLog answer their activity's answer", async () => {

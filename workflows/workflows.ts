@@ -3,7 +3,8 @@
  * - deliverRequest: one per request (workflow id = request id): a delayed one waits for its
  *   time on a timer, then each async target's first attempt in one workflow task, then retries
  *   as activities; a cancel (Temporal's) stops it wherever it is.
- * - relaySync (sync.ts): one per sync call; the edge waits for its result.
+ * - relaySync (sync.ts): one per sync call an edge starts; the edge waits for its result.
+ * - relaySyncBatch (sync.ts): sync calls a worker gathered, answered by that worker.
  * - targetCircuit (circuit.ts): one per target while its deliveries wait for it.
  * - orderedLane (lanes-before.ts): a key's lane, as releases before lanes in Postgres ran it.
  * - sendNotification (notifications.ts): one per operational event.
@@ -57,7 +58,7 @@ export { deliverBatch } from "./batch.ts";
 export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
-export { relaySync } from "./sync.ts";
+export { relaySync, relaySyncBatch } from "./sync.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */
 const bookkeeping = {
