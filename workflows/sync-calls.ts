@@ -36,7 +36,7 @@ import { grouped } from "../core/grouped.ts";
 import { jsonPayload, type PayloadCipher } from "../core/payload-codec.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
-import { hashSecret, timingSafeEqual } from "../core/secrets.ts";
+import { timingSafeEqual } from "../core/secrets.ts";
 import {
   batchSearchAttributes,
   fairnessOf,
@@ -44,6 +44,7 @@ import {
   SYNC_TASK_QUEUE,
   TRACE_HEADER,
 } from "../core/temporal.ts";
+import { sha256 } from "../platform/node-crypto.ts";
 import type { AnswerHere, SyncAnswers } from "./sync-answers.ts";
 
 /** Temporal refuses a payload past 2 MB: no sync call's input, as the workflow's, is larger. */
@@ -104,6 +105,7 @@ const syncCallSchema = z.looseObject({
 interface Handed {
   call: SyncInput;
   claimed: Promise<void>;
+  answered: Promise<unknown>;
   bytes: number;
   trace: Record<string, string>;
 }
@@ -119,7 +121,7 @@ interface Started {
  * (200), or an error body; false for any other path (the caller's own).
  */
 export function syncCallsRoute(options: SyncCallsOptions) {
-  const tokenHash = hashSecret(options.edgeToken);
+  const tokenHash = sha256(options.edgeToken);
   const joinBatch = grouped<Handed, Started>({
     maxItems: SYNC_BATCH_MAX_CALLS,
     fits: (gathered, next) =>
@@ -142,8 +144,14 @@ export function syncCallsRoute(options: SyncCallsOptions) {
   };
 }
 
-/** How long a project's next batch gathers, at most, for its last one to run here. */
+/**
+ * How long a project's next batch gathers, at most, for its last one to run here (its calls
+ * claimed), then for their answers: a fast target's calls come back before the next batch
+ * starts, and their callers' next calls join it (about half of 32 callers' calls a batch, not
+ * a sixth); a slow target's hold the next batch back this much and no more.
+ */
 const GATHER_UNTIL_CLAIMED_MS = 100;
+const GATHER_UNTIL_ANSWERED_MS = 50;
 
 async function startBatch(
   options: SyncCallsOptions,
@@ -159,9 +167,10 @@ async function startBatch(
     calls: handed.map(({ call }) => call),
     trace: first.trace,
   });
-  // The next batch gathers until this one runs here (its calls claimed), not only while the
-  // start is in flight: under load, batches twice the size for the same wait.
-  if (eager) await settledWithin(first.claimed, GATHER_UNTIL_CLAIMED_MS);
+  if (eager) {
+    await settledWithin(first.claimed, GATHER_UNTIL_CLAIMED_MS);
+    await settledWithin(Promise.all(handed.map((h) => h.answered)), GATHER_UNTIL_ANSWERED_MS);
+  }
   let closed: Promise<unknown> | undefined;
   const started = { eager, closed: () => (closed ??= options.closed(workflowId)) };
   return handed.map(() => started);
@@ -170,12 +179,12 @@ async function startBatch(
 async function answer(
   req: IncomingMessage,
   options: SyncCallsOptions,
-  tokenHash: Promise<Uint8Array>,
+  tokenHash: Uint8Array,
   joinBatch: (project: string, handed: Handed) => Promise<Started>,
 ): Promise<SyncOutcome> {
   if (req.method !== "POST") throw new RelayError("method_not_allowed", "POST only");
   const presented = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
-  if (!presented || !timingSafeEqual(await hashSecret(presented), await tokenHash)) {
+  if (!presented || !timingSafeEqual(sha256(presented), tokenHash)) {
     throw new RelayError("unauthenticated", "an edge's token is required");
   }
   const body = await readCapped(req, MAX_SYNC_CALL_BYTES);
@@ -202,6 +211,7 @@ async function answer(
     const started = await joinBatch(call.project, {
       call,
       claimed: expected.claimed,
+      answered: expected.answer,
       bytes: body.byteLength,
       trace,
     });
