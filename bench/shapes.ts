@@ -3,15 +3,14 @@
  * 45; `npm run bench:shapes`): 32 callers for BENCH_SHAPES_SECONDS (10 s; 3 s quick) per kind,
  * each posting its next call on its last one's answer, each kind in a project of its own, then
  * the drain, until every delivery the kind owes reached the bench target (lost: not there
- * BENCH_SHAPES_DRAIN_SECONDS, 120, after the calls ended). CPU is the whole stack's (edge, control plane, worker, Temporal,
- * Postgres; /proc) over first call to drain end, per delivery (a fan-out's three targets are
- * three). Plain runs first and last: the two say how far the machine drifted during the run.
+ * BENCH_SHAPES_DRAIN_SECONDS, 120, after the calls ended; a sync target's delivery is its
+ * answer). CPU is the whole stack's (edge, control plane, worker, Temporal, Postgres; /proc)
+ * over first call to drain end, per delivery (a fan-out's three targets are three). Plain runs first and last: the two say how far the machine drifted during the run.
  * Checked per kind: every delivery made, none twice without a retry cause, every ordered key
  * in order (a call answered before another of its key was sent is delivered first). Between
  * kinds the bench waits (up to 10 min, not counted) until no delivery workflow runs, so one
  * kind's backlog does not load the next.
- * `BENCH_SHAPES=idempotent,ordered` runs some kinds only, by the start of their names (plain
- * always runs).
+ * `BENCH_SHAPES=idempotent,ordered` runs some kinds only, by name's start (plain always runs).
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -44,9 +43,10 @@ const uniqueKey = (c: number, n: number) => ({ "idempotency-key": `c${c}-n${n}-$
 
 interface Kind {
   name: string;
-  /** The endpoint: its targets (names under the target's /sink/), mode, ordering. */
+  /** The endpoint: its targets (names under the target's /sink/), ordering. */
   targets: string[];
-  mode?: "async" | "sync";
+  /** Its one sync target, whose answer the caller waits for (at the target's /sync). */
+  answering?: string;
   ordering?: "fifo";
   body?: string;
   /** Headers of the `n`th call (0-based) of caller `caller`. */
@@ -82,7 +82,8 @@ const KINDS: Kind[] = [
   },
   { name: "first attempt 503 in four", targets: ["flaky"] },
   { name: "Relay-Delay: 2s", targets: ["delayed"], headers: () => ({ "relay-delay": "2s" }) },
-  { name: "sync", targets: ["sync"], mode: "sync" },
+  { name: "sync", targets: ["sync"], answering: "sync" },
+  { name: "mirror (sync live + async shadow)", targets: ["live", "shadow"], answering: "live" },
 ];
 
 interface KindResult {
@@ -94,7 +95,8 @@ interface KindResult {
   lost: number;
   duplicates: number;
   outOfOrder: number;
-  callP50Ms: number;
+  /** The calls' answer times (ms): p50, p99. */
+  callMs: [number, number];
   deliveredPerSecond: number;
   drainSeconds: number;
   cpuMs: Record<StackProcess, number>;
@@ -161,8 +163,8 @@ async function setUpKind(
     path: "in",
     targets: kind.targets.map((name) => ({
       name,
-      targetUrl: `http://127.0.0.1:${targetPort}/${kind.mode === "sync" ? "sync" : `sink/${name}`}`,
-      deliveryMode: kind.mode ?? "async",
+      targetUrl: `http://127.0.0.1:${targetPort}/${name === kind.answering ? "sync" : `sink/${name}`}`,
+      deliveryMode: name === kind.answering ? "sync" : "async",
     })),
     rateLimit: { requestsPerSecond: 1_000_000, burst: 1_000_000 },
     ...(kind.ordering && { ordering: kind.ordering }),
@@ -193,8 +195,7 @@ async function runKind(
   targetPort: number,
   forSeconds: number,
 ): Promise<KindResult> {
-  const sync = kind.mode === "sync";
-  const perCall = sync ? 1 : kind.targets.length;
+  const sync = kind.answering !== undefined;
   /** Receipts of each request id, by target name; first receipt times. */
   const receipts = new Map<string, Map<string, number>>();
   const firstAt = new Map<string, number>();
@@ -252,10 +253,11 @@ async function runKind(
         }
         const answeredAt = performance.now();
         callMs.push(answeredAt - sentAt);
+        owed += kind.targets.length;
         if (sync) {
           received++;
           firstAt.set(requestId, answeredAt);
-        } else owed += perCall;
+        }
         if (key) {
           const calls = ordered.get(key) ?? [];
           calls.push({ sentAt, answeredAt, requestId });
@@ -265,7 +267,6 @@ async function runKind(
     }),
   );
   const callsEnded = performance.now();
-  if (sync) owed = received;
   while (received < owed && performance.now() - callsEnded < LOST_AFTER_MS) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -283,7 +284,7 @@ async function runKind(
     lost: owed - received,
     duplicates,
     outOfOrder: inversions(ordered, firstAt),
-    callP50Ms: percentile(callMs, 0.5),
+    callMs: [percentile(callMs, 0.5), percentile(callMs, 0.99)],
     deliveredPerSecond: (received * 1000) / (lastReceipt - started),
     drainSeconds:
       ((received < owed ? drained : Math.max(lastReceipt, callsEnded)) - callsEnded) / 1000,
@@ -342,12 +343,11 @@ function print(report: {
     `\nShapes: ${CALLERS} callers for ${seconds} s per kind, each posting its next call on its answer, each kind in its own project, then the drain; CPU of the whole stack from /proc over first call to drain end (load average ${load(report.loadAverage.before)} before, ${load(report.loadAverage.after)} after)\n`,
   );
   console.log(
-    "| kind of call | calls | refused | deliveries | delivered/s | vs plain | CPU ms per delivery | vs plain | call p50 ms | drain s | lost | duplicates | out of order |",
+    "| kind of call | calls | refused | deliveries | delivered/s | vs plain | CPU ms per delivery | vs plain | call p50 / p99 ms | drain s | lost | duplicates | out of order |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of report.results) {
     console.log(
-      `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plain.deliveredPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / stackMs(plain), 2)}x | ${f(r.callP50Ms, 2)} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
+      `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plain.deliveredPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / stackMs(plain), 2)}x | ${r.callMs.map((ms) => f(ms, 1)).join(" / ")} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
     );
   }
   console.log("\nCPU ms per delivery, by process; workflows started per 100 calls\n");
