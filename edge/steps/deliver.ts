@@ -1,28 +1,22 @@
 import {
   acceptedStatus,
   bodyTravelsInline,
-  type DeliveryInput,
   decodeBody,
-  encodeBody,
   type SyncOutcome,
 } from "../../core/delivery.ts";
 import { notQueued, RelayError } from "../../core/errors.ts";
-import { forwardableHeaders } from "../../core/headers.ts";
-import { idempotent, type KeyClaim, keyReused } from "../../core/idempotency.ts";
+import { idempotent } from "../../core/idempotency.ts";
 import {
   type LaneRef,
   laneIdOf,
   ORDERING_KEY_HEADER,
   orderingKeyProblem,
 } from "../../core/lanes.ts";
-import { loopMark } from "../../core/loop.ts";
-import { traceIdOf } from "../../core/tracing.ts";
 import { heldPlaces } from "../../core/waiting.ts";
-import type { Batch, BatchedCall } from "../batched-calls.ts";
-import { travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
+import { batchedCall, claimAlone, deliveryInput, queueInBatch } from "./batched.ts";
 import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from "./credits.ts";
 import { inLane, joinLane } from "./lanes.ts";
 
@@ -129,76 +123,6 @@ function queuesUnordered(call: Received, ordering: LaneRef | undefined): boolean
 function queuesOnly(call: Received): boolean {
   const { targets } = call.endpoint;
   return targets.length > 0 && targets.every((t) => t.deliveryMode === "async");
-}
-
-/**
- * The call as it shares a batch. A body too large for the batch's input goes by reference,
- * stored as the call is accepted; its Idempotency-Key is claimed then too.
- */
-function batchedCall(
-  deps: EdgeDeps,
-  call: Received,
-  requestId: string,
-  claim: KeyClaim | undefined,
-  ordering: LaneRef | undefined,
-): Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane"> {
-  const inline = travelsInBatch(call.body.byteLength);
-  const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, ordering);
-  const { targets } = call.endpoint;
-  return {
-    input: { ...input, targets },
-    ...(!inline && { storedBody: call.body }),
-    ...(claim && { claim }),
-    ...(ordering && {
-      lane: {
-        project: call.project,
-        laneId: ordering.laneId,
-        requestId,
-        targetIds: targets.map((t) => t.id),
-      },
-    }),
-  };
-}
-
-/**
- * Reserved and started with the project's calls of the moment; 202 once its start is durable.
- * Null when the call goes as a workflow of its own instead (an Idempotency-Key's, or an ordered
- * one's, that could not share the batch).
- */
-async function queueInBatch(
-  batch: Batch,
-  call: Received,
-  batched: Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane">,
-): Promise<Response | null> {
-  const { requestId } = batched.input;
-  call.responseHeaders.set("x-relay-request-id", requestId);
-  const answer = await batch({
-    ...batched,
-    trace: call.trace,
-    reservation: reservationOf(call, requestId),
-  });
-  if ("alone" in answer) return null;
-  if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
-  if ("unstored" in answer) throw notQueued();
-  if ("reused" in answer) throw keyReused();
-  return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
-}
-
-/**
- * Claims the key of a call that goes as a workflow of its own; its answer when the key's first
- * call shared a batch (a repeat is answered as that call was), else null: the call goes on, and
- * Temporal's workflow id tells it from its repeats. Without the claim a repeat could be
- * delivered twice, so a control plane that does not answer is a 503.
- */
-async function claimAlone(deps: EdgeDeps, call: Received, claim: KeyClaim) {
-  const outcome = await deps.claimIdempotencyKey(call.project, claim).catch((err: unknown) => {
-    deps.logError({ err, requestId: claim.requestId }, "an Idempotency-Key could not be claimed");
-    throw notQueued();
-  });
-  if (outcome === "reused") throw keyReused();
-  if (outcome !== "repeat") return null;
-  call.responseHeaders.set("x-relay-request-id", claim.requestId);
-  return json(202, { status: "queued", requestId: claim.requestId }, call.responseHeaders);
 }
 
 /**
@@ -363,34 +287,4 @@ function syncAnswer(outcome: SyncOutcome, call: Received, requestId: string): Re
     case "refused":
       throw refusalError(call.key.mode, { code: "insufficient_credits" });
   }
-}
-
-function deliveryInput(
-  deps: EdgeDeps,
-  call: Received,
-  requestId: string,
-  bodyRef: string | undefined,
-  ordering: LaneRef | undefined,
-): DeliveryInput {
-  const traceId = traceIdOf(call.trace);
-  const secretHeaders = [...new Set(call.endpoint.targets.flatMap((t) => t.secretHeaders ?? []))];
-  return {
-    requestId,
-    project: call.project,
-    line: call.endpoint.line,
-    endpoint: call.endpoint.path,
-    keyMode: call.key.mode,
-    receivedAt: deps.state.now().toISOString(),
-    headers: forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain)),
-    bodyBase64: bodyRef ? "" : encodeBody(call.body),
-    ...(bodyRef && { bodyRef }),
-    bodyBytes: call.body.byteLength,
-    ...(traceId && { traceId }),
-    ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
-    ...(secretHeaders.length > 0 && { secretHeaders }),
-    ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
-    // A delayed call takes its place at its time: its workflow joins then, not the edge now.
-    ...(ordering && { ordering: call.notBefore ? ordering : { ...ordering, joinedAtEdge: true } }),
-    targets: [],
-  };
 }
