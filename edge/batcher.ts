@@ -21,9 +21,10 @@
  * apart there, since a batch's workflow id is not its request's. An ordered call joins its lane in
  * that transaction too (store/lanes.ts), so its place is its accept order. A delayed call takes
  * its place among its project's waiting deliveries there too, and shares a batch only with calls
- * due in the same second, which its workflow waits for. Calls with a sync or stream target never
- * come here (edge/steps/deliver.ts): their answer is theirs alone; nor do ordered calls with a
- * delay, nor delayed calls with a key.
+ * due in the same second, which its workflow waits for. A mirror's async targets come here too
+ * (its credits held for its sync target as well), its sync target called once they are accepted
+ * (edge/steps/deliver.ts); calls with a stream target never do, nor ordered calls with a delay,
+ * nor delayed calls with a key.
  */
 import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";

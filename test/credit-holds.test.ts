@@ -179,6 +179,35 @@ test("sync calls reserve in the worker, not through the control plane: a pool of
   expect(await logged(p)).toHaveLength(5);
 });
 
+test("mirror calls at once, their shadows batched: each holds both targets' credits or neither; a pool of 10 answers 5 of 8, both targets reached for those 5 only, all charged and nothing left held", async () => {
+  const live = await target();
+  const shadow = await target();
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: live.url, deliveryMode: "sync" },
+    { name: "shadow", targetUrl: shadow.url },
+  ]);
+  await spendDownTo(sql, p.slug, 10);
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: `{"n":${i}}`, edge: edges()[i % 2] }),
+    ),
+  );
+  expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 402, 402, 402]);
+  expect(live.received.map((r) => r.body).sort()).toEqual(
+    answers.flatMap((a, i) => (a.status === 200 ? [`{"n":${i}}`] : [])).sort(),
+  );
+  await eventually(async () => shadow.received.length >= 5);
+  expect(shadow.received.map((r) => r.body).sort()).toEqual(
+    live.received.map((r) => r.body).sort(),
+  );
+  expect(
+    await eventually(async () => {
+      const pool = await livePool(p);
+      return pool.held === 0 && pool;
+    }),
+  ).toEqual({ used: 100, remaining: 0, held: 0 });
+});
+
 test("a stream's credit is held a call ahead, as a hold of its pool, that goes back when the edge stops; the pool still promises no more than it has", async () => {
   const ok = await target();
   const p = await projectWithEndpoint([{ name: "s", targetUrl: ok.url, deliveryMode: "stream" }]);

@@ -8,7 +8,7 @@
 import { createServer } from "node:http";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { SYNC_BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
+import { BATCH_WORKFLOW, SYNC_BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
 import { freePorts } from "../dev/ports.ts";
 import {
   eventually,
@@ -37,10 +37,10 @@ afterAll(async () => {
   await target.close();
 });
 
-/** The batch workflows that carry a request (RelayRequestIds), once visibility has them. */
-async function batchesOf(requestId: string): Promise<string[]> {
+/** The batch workflows of a type that carry a request (RelayRequestIds), once visibility has them. */
+async function batchesOf(requestId: string, type = SYNC_BATCH_WORKFLOW): Promise<string[]> {
   const ids: string[] = [];
-  const query = `WorkflowType = "${SYNC_BATCH_WORKFLOW}" AND ${searchAttributes.requestIds} = "${requestId}"`;
+  const query = `WorkflowType = "${type}" AND ${searchAttributes.requestIds} = "${requestId}"`;
   for await (const batch of temporal.workflow.list({ query })) ids.push(batch.workflowId);
   return ids;
 }
@@ -95,11 +95,38 @@ test("sync calls of a project at once go in fewer workflows than calls, each ans
   expect(answers.map((answer) => answer.text)).toEqual(answers.map((_, i) => `{"i":${i}}`));
   const requestIds = answers.map((answer) => String(answer.headers["x-relay-request-id"]));
   const batches = await eventually(async () => {
-    const found = await Promise.all(requestIds.map(batchesOf));
+    const found = await Promise.all(requestIds.map((id) => batchesOf(id)));
     return found.every((ids) => ids.length === 1) && new Set(found.flat());
   });
   expect(batches.size).toBeLessThan(requestIds.length);
   echo.close();
+});
+
+test("mirror calls at once: their shadows share async batches and their live calls sync batches, each shadow delivered once", async () => {
+  const shadow = await targetServer();
+  const p = await projectWithEndpoint([
+    { name: "live", targetUrl: target.url, deliveryMode: "sync" },
+    { name: "shadow", targetUrl: shadow.url },
+  ]);
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: `{"i":${i}}` }),
+    ),
+  );
+  expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+  const requestIds = answers.map((answer) => String(answer.headers["x-relay-request-id"]));
+  await eventually(async () => shadow.received.length >= requestIds.length);
+  expect(shadow.received.map((r) => r.headers["x-relay-request-id"]).sort()).toEqual(
+    [...requestIds].sort(),
+  );
+  for (const type of [SYNC_BATCH_WORKFLOW, BATCH_WORKFLOW]) {
+    const batched = await eventually(async () => {
+      const found = await Promise.all(requestIds.map((id) => batchesOf(id, type)));
+      return found.some((ids) => ids.length > 0) && found;
+    });
+    expect(new Set(batched.flat()).size, type).toBeLessThan(requestIds.length);
+  }
+  await shadow.close();
 });
 
 test("an edge whose worker does not answer starts the sync call through Temporal", async () => {

@@ -2,7 +2,7 @@
  * A call as it goes in a batch (../batcher.ts): its input, its acceptance, and the claim of the
  * key of one that goes alone after all. The delivery input every workflow start carries too.
  */
-import { type DeliveryInput, encodeBody } from "../../core/delivery.ts";
+import { type Accepted, type DeliveryInput, encodeBody } from "../../core/delivery.ts";
 import { notQueued } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { type KeyClaim, keyReused } from "../../core/idempotency.ts";
@@ -25,10 +25,11 @@ export function batchedCall(
   requestId: string,
   claim: KeyClaim | undefined,
   ordering: LaneRef | undefined,
+  /** Its targets the batch delivers: all (async) but a mirror's sync one. */
+  targets: DeliveryInput["targets"],
 ): Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane"> {
   const inline = travelsInBatch(call.body.byteLength);
   const input = deliveryInput(deps, call, requestId, inline ? undefined : requestId, ordering);
-  const { targets } = call.endpoint;
   return {
     input: { ...input, targets },
     ...(!inline && { storedBody: call.body }),
@@ -45,15 +46,16 @@ export function batchedCall(
 }
 
 /**
- * Reserved and started with the project's calls of the moment; 202 once its start is durable.
- * Null when the call goes as a workflow of its own instead (an Idempotency-Key's, or an ordered
- * one's, that could not share the batch).
+ * Reserved (all of the call's targets: a mirror's sync one too) and started with the project's
+ * calls of the moment; its accepted status once its start is durable. Null when the call goes
+ * as a workflow of its own instead (an Idempotency-Key's, or an ordered one's, that could not
+ * share the batch).
  */
 export async function queueInBatch(
   batch: Batch,
   call: Received,
   batched: Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane">,
-): Promise<Response | null> {
+): Promise<Accepted | null> {
   const { requestId } = batched.input;
   call.responseHeaders.set("x-relay-request-id", requestId);
   const answer = await batch({
@@ -65,7 +67,7 @@ export async function queueInBatch(
   if ("refused" in answer) throw refusalError(call.key.mode, answer.refused);
   if ("unstored" in answer) throw notQueued();
   if ("reused" in answer) throw keyReused();
-  return json(202, { status: answer.accepted, requestId }, call.responseHeaders);
+  return answer.accepted;
 }
 
 /**

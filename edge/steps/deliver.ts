@@ -1,4 +1,5 @@
 import {
+  type Accepted,
   acceptedStatus,
   bodyTravelsInline,
   decodeBody,
@@ -13,6 +14,7 @@ import {
   orderingKeyProblem,
 } from "../../core/lanes.ts";
 import { heldPlaces } from "../../core/waiting.ts";
+import { travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
 import { endpointName, json, type Received } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
@@ -21,10 +23,11 @@ import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from
 import { inLane, joinLane } from "./lanes.ts";
 
 /**
- * The last step. Async targets are queued (one workflow, 202). A sync target's answer comes back
- * through its own workflow; a stream target is proxied directly. Either way the async targets are
- * queued beside it in the same call (mixed mode, mirrors). What the call reserved first (credits,
- * a delayed call's place) goes back for the targets it could not hand on.
+ * The last step. Async targets are queued (a batch, or a workflow of their own; 202). A sync
+ * target's answer comes back through a worker (workflows/sync-calls.ts); a stream target is
+ * proxied directly. Either way the async targets are queued beside it in the same call (mixed
+ * mode, mirrors; a mirror's in a batch first). What the call reserved first (credits, a delayed
+ * call's place) goes back for the targets it could not hand on.
  */
 export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Response> {
   return async function deliver(call) {
@@ -47,14 +50,30 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       call.notBefore || ordering
         ? []
         : heldPlaces(call.endpoint.targets, call.projectState.heldTargetIds);
+    // A mirror's async targets share a batch too; its sync target is then called as one alone.
+    const mirror =
+      !call.notBefore && places.length === 0 && mirrorsInBatch(call, ordering, bodyTag);
     const batchable = call.notBefore
       ? queuesUnordered(call, ordering) && !bodyTag
-      : queuesOnly(call) && places.length === 0;
+      : (queuesOnly(call) && places.length === 0) || mirror;
+    const queuedTargets = call.endpoint.targets.filter((t) => t.deliveryMode === "async");
     const batched =
-      deps.batch && batchable ? batchedCall(deps, call, requestId.id, claim, ordering) : null;
+      deps.batch && batchable
+        ? batchedCall(deps, call, requestId.id, claim, ordering, queuedTargets)
+        : null;
+    let inBatch: { status: Accepted; syncSlot: SyncSlot | null } | undefined;
     if (deps.batch && batched) {
-      const answered = await queueInBatch(deps.batch, call, batched);
-      if (answered) return answered;
+      // Its sync slot first: a mirror refused one has queued nothing.
+      const syncSlot = mirror ? claimSyncSlot(deps, call) : null;
+      const accepted = await queueInBatch(deps.batch, call, batched).catch((error: unknown) => {
+        syncSlot?.release();
+        throw error;
+      });
+      if (accepted && !mirror) {
+        return json(202, { status: accepted, requestId: requestId.id }, call.responseHeaders);
+      }
+      if (accepted) inBatch = { status: accepted, syncSlot };
+      else syncSlot?.release();
     }
     // Going alone, its key first: a repeat, or this call accepted after all (its group's
     // acceptance committed unanswered), is answered as its first call was.
@@ -82,8 +101,8 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const workerReserves = syncAlone(call);
     const reserved = workerReserves
       ? null
-      : heldAhead
-        ? reservedFor(deps, call.project, heldAhead)
+      : heldAhead || inBatch
+        ? reservedFor(deps, call.project, heldAhead ?? requestId.id)
         : await reserveCall(deps, call, requestId.id, places).catch(async (error: unknown) => {
             await leaveUnstarted();
             throw error;
@@ -93,10 +112,12 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const handedOn = (targets: readonly { id: string }[]) => {
       for (const target of targets) pending.delete(target.id);
     };
+    if (inBatch) handedOn(queuedTargets);
     try {
       return await relayCall(deps, call, requestId, ordering, handedOn, {
         workerReserves,
         laneJoined,
+        inBatch,
         ...(spare && { answerBegun: spare.holdNext }),
       });
     } catch (error) {
@@ -106,6 +127,24 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
       throw error;
     }
   };
+}
+
+/**
+ * A mirror whose async targets may share a batch: one sync target beside them, unordered, with
+ * no Idempotency-Key (a batch claims keys of async calls only), its body inline in a batch.
+ */
+function mirrorsInBatch(call: Received, ordering: LaneRef | undefined, bodyTag?: string): boolean {
+  const { targets } = call.endpoint;
+  const sync = targets.filter((t) => t.deliveryMode === "sync").length;
+  const async = targets.filter((t) => t.deliveryMode === "async").length;
+  return (
+    sync === 1 &&
+    async === targets.length - 1 &&
+    async > 0 &&
+    !ordering &&
+    !bodyTag &&
+    travelsInBatch(call.body.byteLength)
+  );
 }
 
 /** The call's one target is sync, and it is not delayed. */
@@ -166,6 +205,8 @@ interface Relaying {
   laneJoined?: boolean | undefined;
   /** Told once a stream's answer began (../stream.ts `StreamCall.answerBegun`). */
   answerBegun?: () => void;
+  /** A mirror's async targets, accepted in a batch, and the sync slot taken for it then. */
+  inBatch?: { status: Accepted; syncSlot: SyncSlot | null } | undefined;
 }
 
 /**
@@ -178,7 +219,7 @@ async function relayCall(
   { id: requestId, bodyTag }: { id: string; bodyTag: string | undefined },
   ordering: LaneRef | undefined,
   handedOn: (targets: readonly { id: string }[]) => void,
-  { workerReserves, answerBegun, laneJoined }: Relaying,
+  { workerReserves, answerBegun, laneJoined, inBatch }: Relaying,
 ): Promise<Response> {
   const { endpoint } = call;
   // A failed delivery's answer names the request too, so its log entry can be found.
@@ -197,19 +238,26 @@ async function relayCall(
           })
       : undefined;
   const { targets: _, ...request } = deliveryInput(deps, call, requestId, bodyRef, ordering);
-  const syncSlot = answering?.deliveryMode === "sync" ? claimSyncSlot(deps, call) : null;
-  const queued =
-    async.length > 0
+  const syncSlot = inBatch
+    ? inBatch.syncSlot
+    : answering?.deliveryMode === "sync"
+      ? claimSyncSlot(deps, call)
+      : null;
+  const queuing = inBatch
+    ? Promise.resolve(inBatch.status)
+    : async.length > 0
       ? inLane(
           deps,
           { ...request, targets: async },
           () => deps.temporal.startDelivery({ ...request, targets: async }, call.trace, bodyTag),
           laneJoined,
-        ).then((status) => {
-          handedOn(async);
-          return status;
-        })
+        )
       : null;
+  const queued =
+    queuing?.then((status) => {
+      handedOn(async);
+      return status;
+    }) ?? null;
   if (!answering) {
     return json(202, { status: await queued, requestId }, call.responseHeaders);
   }
@@ -254,7 +302,10 @@ async function relayCall(
  * One of the project's sync slots on this edge (WorkflowStarter.claimSync). None free is a 503
  * with Retry-After, answered before anything is queued.
  */
-function claimSyncSlot(deps: EdgeDeps, call: Received): { release(): void } {
+/** One of the project's sync slots on this edge, held while its call is in flight. */
+type SyncSlot = { release(): void };
+
+function claimSyncSlot(deps: EdgeDeps, call: Received): SyncSlot {
   const slot = deps.temporal.claimSync(call.project);
   if (slot) return slot;
   throw tooManySync(call.responseHeaders);
