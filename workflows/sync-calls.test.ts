@@ -172,3 +172,26 @@ test("a call that failed here (its log, say) answers 504 target_timeout and is l
   expect(failed.body.error?.code).toBe("target_timeout");
   expect(logged).toEqual(["a sync call failed on this worker"]);
 });
+
+test("a batch's calls are answered each as it ends: a slow call holds back no other", async () => {
+  const answers = new SyncAnswers();
+  const slow = answers.expect("req_slow");
+  const fast = answers.expect("req_fast");
+  let endSlow = (_: SyncOutcome) => {};
+  const made = callsWaitedHere(
+    answers,
+    [callOf("req_slow"), callOf("req_fast")] as unknown as SyncInput[],
+    each((call) =>
+      call.requestId === "req_slow"
+        ? new Promise<SyncOutcome>((resolve) => {
+            endSlow = resolve;
+          })
+        : Promise.resolve(answered),
+    ),
+  );
+  expect(await fast.answer).toEqual({ outcome: answered });
+  expect(fast.withdraw()).toBe(false); // claimed: it was made
+  endSlow({ kind: "timeout" });
+  expect(await slow.answer).toEqual({ outcome: { kind: "timeout" } });
+  expect(await made).toEqual(["answered", "answered"]);
+});
