@@ -39,6 +39,34 @@ describe("grouped", () => {
     expect(await Promise.all(rest)).toEqual([20, 30, 40]);
   });
 
+  test("with firstWaitsATurn, the calls of an idle key made in one turn run as one group; behind it, calls gather as before", async () => {
+    const runs: number[][] = [];
+    const pending: (() => void)[] = [];
+    const call = grouped<number, number>({
+      maxItems: 10,
+      firstWaitsATurn: true,
+      run: (_, items) =>
+        new Promise((resolve) => {
+          runs.push(items);
+          pending.push(() => resolve(items));
+        }),
+    });
+    const burst = [call("p", 1), call("p", 2), call("p", 3)];
+    expect(runs).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(runs).toEqual([[1, 2, 3]]);
+    const behind = [call("p", 4), call("p", 5)];
+    pending.shift()?.();
+    expect(await Promise.all(burst)).toEqual([1, 2, 3]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(runs).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+    pending.shift()?.();
+    expect(await Promise.all(behind)).toEqual([4, 5]);
+  });
+
   test("after a lone item's run has answered it, the next item runs at once; behind a group's run, items gather until it finishes", async () => {
     const runs: { items: number[]; answer(): void; finish(): void }[] = [];
     const call = grouped<number, number>({

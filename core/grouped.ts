@@ -17,6 +17,12 @@ export interface Grouping<Item, Answer> {
   maxItems: number;
   /** Whether `item` still fits in a group holding `gathered` (bytes, say); else that one runs. */
   fits?(gathered: readonly Item[], item: Item): boolean;
+  /**
+   * An item of an idle key waits one turn of the event loop for those that arrived with it, so
+   * a burst (another process's group, handed on together) runs as one group, not as one alone
+   * and then the rest.
+   */
+  firstWaitsATurn?: boolean;
 }
 
 interface Waiting<Item, Answer> {
@@ -100,7 +106,14 @@ export function grouped<Item, Answer>(
           gathering: [],
         };
         lanes.set(key, lane);
-        void run(key, lane, [waiting]);
+        if (!grouping.firstWaitsATurn) {
+          void run(key, lane, [waiting]);
+          return;
+        }
+        lane.gathering.push(waiting);
+        setTimeout(() => {
+          if (lane.inFlight === 0 && lane.gathering.length > 0) flush(key, lane);
+        }, 0);
         return;
       }
       const items = busy.gathering.map((w) => w.item);

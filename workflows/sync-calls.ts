@@ -124,6 +124,7 @@ export function syncCallsRoute(options: SyncCallsOptions) {
   const tokenHash = sha256(options.edgeToken);
   const joinBatch = grouped<Handed, Started>({
     maxItems: SYNC_BATCH_MAX_CALLS,
+    firstWaitsATurn: true,
     fits: (gathered, next) =>
       gathered.reduce((bytes, handed) => bytes + handed.bytes, next.bytes) <= SYNC_BATCH_MAX_BYTES,
     run: (project, handed) => startBatch(options, project, handed),
