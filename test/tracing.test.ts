@@ -261,7 +261,7 @@ describe("with the exporter on", () => {
     const { traceId, spanId } = parentOf(delivery);
     const spans = await traceOf(
       String(traceId),
-      withSpans("RunWorkflow:relaySync", "POST /v1/hook"),
+      withSpans("RunActivity:relaySyncCallsHere", "POST /v1/hook"),
     );
     const edgeSpan = only(spans, "POST /v1/hook");
     expect(edgeSpan.parentSpanId).toBe("");
@@ -269,7 +269,16 @@ describe("with the exporter on", () => {
       "relay.request_id": requestId,
       "http.response.status_code": 200,
     });
-    const attempt = expectWorkflowChain(spans, edgeSpan, "relaySync", "relaySyncCall");
+    // Handed to a worker: its batch's workflow runs in the trace of the batch's first call, and
+    // each call's attempt is the child of its own edge's hand-over, whichever batch it is in.
+    const handOver = only(spans, "StartWorkflow:relaySync");
+    expectChild(handOver, edgeSpan);
+    const run = only(spans, "RunWorkflow:relaySyncBatch");
+    expectChild(run, handOver);
+    expectChild(only(spans, "RunActivity:relaySyncCallsHere"), run);
+    const attempt = only(spans, "POST t");
+    expectChild(attempt, handOver);
+    expect(attempt.service).toBe("relay-worker");
     expect(attempt.spanId).toBe(spanId);
     expect(
       (await finishedLog<{ status: string; traceId: string | null }>(p, requestId)).traceId,

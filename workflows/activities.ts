@@ -56,7 +56,7 @@ import {
   type TriedBefore,
 } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
-import { callsWaitedHere, type SyncReceipt } from "./sync-answers.ts";
+import { type ClaimedCall, callsWaitedHere, type SyncReceipt } from "./sync-answers.ts";
 import { TurnHandOffs } from "./turn-hand-offs.ts";
 
 /** A sync call not made: its project had its share of this worker's sync calls in flight. */
@@ -97,15 +97,24 @@ export function createActivities(deps: ActivityDeps) {
   };
   /** Sync calls, each within its project's share of this worker's sync calls (else busy). */
   const inSyncShare =
-    (make: (calls: SyncInput[]) => Promise<SyncOutcome>[]) =>
-    (calls: SyncInput[]): Promise<SyncOutcome>[] => {
-      const releases = calls.map((call) => deps.slots.sync.take(call.project));
+    <Call>(projectOf: (call: Call) => string, make: (calls: Call[]) => Promise<SyncOutcome>[]) =>
+    (calls: Call[]): Promise<SyncOutcome>[] => {
+      const releases = calls.map((call) => deps.slots.sync.take(projectOf(call)));
       const made = make(calls.filter((_, i) => releases[i]));
       let next = 0;
       return releases.map((release) =>
         release ? (made[next++] as Promise<SyncOutcome>).finally(release) : Promise.resolve(BUSY),
       );
     };
+  const syncCallAlone = inSyncShare(
+    (call: SyncInput) => call.project,
+    (calls) => calls.map((call) => relaySyncCall(attempts, call)),
+  );
+  const syncCallsClaimed = inSyncShare(
+    (claimed: ClaimedCall) => claimed.call.project,
+    (claimed) =>
+      relaySyncCalls({ ...attempts, signingKeysOf: readOnce(attempts.signingKeysOf) }, claimed),
+  );
   /** A batch's attempts: its requests mostly go to the same targets, each one's hold and keys read once. */
   const batchDeps = (project: string): BatchAttemptDeps => {
     const batch = {
@@ -280,18 +289,10 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The call of a sync workflow an edge started (its own: no listener here waits for it). */
     relaySyncCall: async (input: SyncInput): Promise<SyncOutcome> =>
-      (
-        await inSyncShare((calls) => calls.map((call) => relaySyncCall(attempts, call)))([input])
-      )[0] ?? BUSY,
+      (await syncCallAlone([input])[0]) ?? BUSY,
     /** A batch's sync calls, those a listener here waits for (./sync-calls.ts). */
     relaySyncCallsHere: (calls: SyncInput[]): Promise<SyncReceipt[]> =>
-      callsWaitedHere(
-        deps.syncAnswers,
-        calls,
-        inSyncShare((claimed) =>
-          relaySyncCalls({ ...attempts, signingKeysOf: readOnce(attempts.signingKeysOf) }, claimed),
-        ),
-      ),
+      callsWaitedHere(deps.syncAnswers, calls, syncCallsClaimed),
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
     notify: inProjectShare(

@@ -19,7 +19,7 @@ import type { RequestStatus } from "../core/model.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { TargetFailure } from "../core/target-call.ts";
-import { activeTrace } from "../core/tracing.ts";
+import { activeTrace, type TraceContext } from "../core/tracing.ts";
 import { hmacSha256 } from "../platform/node-crypto.ts";
 import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log.ts";
 import { loadBody } from "../store/bodies.ts";
@@ -29,6 +29,7 @@ import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
 import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
+import type { ClaimedCall } from "./sync-answers.ts";
 import { callAndRead, loggedAnswer, type Sent, syncOutcome, verdictOn } from "./target-answers.ts";
 import { roomForAttempt } from "./target-room.ts";
 
@@ -140,7 +141,12 @@ export async function deliver(
  * target once, log it, close the request. One local activity, so the caller waits for one
  * workflow task and no more; two commits beside the reservation's, one of them beside the call.
  */
-export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promise<SyncOutcome> {
+export async function relaySyncCall(
+  deps: AttemptDeps,
+  input: SyncInput,
+  /** Its attempt's parent span: the activity's when absent. */
+  trace?: TraceContext,
+): Promise<SyncOutcome> {
   const { target, headers, bodyBase64, ownsStatus, holds = [], ...request } = input;
   const signing = signingOf(deps, target.id); // beside the reservation: one round trip, not two
   if (holds.length > 0) {
@@ -161,6 +167,7 @@ export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promis
     opening: request,
     sync: true,
     finishing: (sent) => (ownsStatus ? syncStatus(syncOutcome(sent)) : undefined),
+    ...(trace && { trace }),
   });
   return syncOutcome(sent);
 }
@@ -168,13 +175,16 @@ export async function relaySyncCall(deps: AttemptDeps, input: SyncInput): Promis
 /**
  * A batch's sync calls (./sync-calls.ts), one outcome each, in order: the credits of those that
  * hold any reserved together (a transaction per pool, the pool row locked once, not once a
- * call), then each called as `relaySyncCall` calls one alone.
+ * call), then each called as `relaySyncCall` calls one alone, in its own trace.
  */
-export function relaySyncCalls(deps: AttemptDeps, calls: SyncInput[]): Promise<SyncOutcome>[] {
-  const fits = reservedTogether(deps.sql, calls);
-  return calls.map(async (call, i): Promise<SyncOutcome> => {
+export function relaySyncCalls(deps: AttemptDeps, claimed: ClaimedCall[]): Promise<SyncOutcome>[] {
+  const fits = reservedTogether(
+    deps.sql,
+    claimed.map(({ call }) => call),
+  );
+  return claimed.map(async ({ call, trace }, i): Promise<SyncOutcome> => {
     if (!(await fits)[i]) return { kind: "refused" };
-    return relaySyncCall(deps, { ...call, holds: [] });
+    return relaySyncCall(deps, { ...call, holds: [] }, trace);
   });
 }
 
@@ -214,6 +224,8 @@ interface Attempt extends DeliverInput {
   finishing?: (sent: Sent) => Finishing | undefined;
   /** Its time and keys when read already (`signingOf`). */
   signing?: Signing;
+  /** The parent of its span: the activity's when absent (a batched sync call's own). */
+  trace?: TraceContext;
 }
 
 type Signing = { signedAt: Date; keys: Promise<SigningKey[]> };
@@ -272,7 +284,7 @@ async function postToTarget(
           signal: Context.current().cancellationSignal,
           timeoutBounds: "answer",
           // The activity's span, when the worker traces (Temporal's interceptor started it).
-          trace: activeTrace(),
+          trace: call.trace ?? activeTrace(),
         },
         call.sync === true,
       );

@@ -3,7 +3,7 @@ import { request } from "undici";
 import { afterEach, expect, test } from "vitest";
 import type { SyncInput, SyncOutcome } from "../core/delivery.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
-import { callsWaitedHere, SyncAnswers } from "./sync-answers.ts";
+import { type ClaimedCall, callsWaitedHere, SyncAnswers } from "./sync-answers.ts";
 import { type SyncBatch, type SyncCallsOptions, syncCallsRoute } from "./sync-calls.ts";
 
 const TOKEN = "t".repeat(32);
@@ -59,8 +59,8 @@ async function listener(
 }
 
 /** Makes each claimed call with `make`. */
-const each = (make: (call: SyncInput) => Promise<SyncOutcome>) => (claimed: SyncInput[]) =>
-  claimed.map(make);
+const each = (make: (call: SyncInput) => Promise<SyncOutcome>) => (claimed: ClaimedCall[]) =>
+  claimed.map(({ call }) => make(call));
 
 /** A batch's task run here, as the worker's activity runs it, making each call with `make`. */
 const runHere =

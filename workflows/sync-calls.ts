@@ -44,6 +44,7 @@ import {
   SYNC_TASK_QUEUE,
   TRACE_HEADER,
 } from "../core/temporal.ts";
+import { callerTrace } from "../core/tracing.ts";
 import { sha256 } from "../platform/node-crypto.ts";
 import type { AnswerHere, SyncAnswers } from "./sync-answers.ts";
 
@@ -201,14 +202,15 @@ async function answer(
   const call = checked.data as unknown as SyncInput;
   const release = options.slots.take(call.project);
   if (!release) throw new RelayError("unavailable", "this worker has its share of sync calls");
-  const expected = options.answers.expect(syncWorkflowId(call));
+  const trace = Object.fromEntries(
+    TRACE_HEADERS.flatMap((name) => {
+      const value = req.headers[name];
+      return typeof value === "string" ? [[name, value]] : [];
+    }),
+  );
+  // The call's attempt continues its edge's hand-over span, whichever call's batch it is in.
+  const expected = options.answers.expect(syncWorkflowId(call), callerTrace(new Headers(trace)));
   try {
-    const trace = Object.fromEntries(
-      TRACE_HEADERS.flatMap((name) => {
-        const value = req.headers[name];
-        return typeof value === "string" ? [[name, value]] : [];
-      }),
-    );
     const started = await joinBatch(call.project, {
       call,
       claimed: expected.claimed,
