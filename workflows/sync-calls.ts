@@ -1,9 +1,10 @@
 /**
  * Sync calls an edge hands this worker (the edge's RELAY_WORKER_URL). Calls of a project that
- * arrive while its last start is in flight go together in one workflow (`relaySyncBatch`), as
- * the edges' async calls do (core/grouped.ts): a workflow per call costs Temporal and the worker
- * most of a sync call's CPU under load, one for several a fraction of it each. A call arriving
- * alone goes alone at once, so one at a time waits for nothing.
+ * arrive while its last batch starts and runs go together in one workflow (`relaySyncBatch`),
+ * as the edges' async calls do (core/grouped.ts): a workflow per call costs Temporal and the
+ * worker most of a sync call's CPU under load, one for several a fraction of it each. A call
+ * arriving alone goes alone (after one turn of the event loop, for those handed over with it),
+ * so one at a time waits for nothing.
  *
  * The worker starts the batch itself, asking Temporal for eager start, so its first task comes
  * back in the start's answer rather than through matching, and its local activity makes the
