@@ -16,7 +16,7 @@ import {
   stackLog,
   targetServer,
 } from "./helpers.ts";
-import { starterOf } from "./starters.ts";
+import { starterOf, syncBatchOf } from "./starters.ts";
 
 const [port = 0] = await freePorts(1);
 const denoEdge = { edgeUrl: `http://127.0.0.1:${port}`, edgePort: port };
@@ -83,7 +83,7 @@ test("sync under Deno: the target's own answer, the call handed to the worker", 
   expect(answer.status).toBe(200);
   expect(answer.text).toBe("sync answer");
   expect(answer.headers["x-from"]).toBe("sync-target");
-  const starter = await starterOf(String(answer.headers["x-relay-request-id"]));
+  const starter = await starterOf(await syncBatchOf(String(answer.headers["x-relay-request-id"])));
   expect(starter.identity).toMatch(/@relay-worker$/);
 });
 

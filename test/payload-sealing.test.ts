@@ -23,6 +23,7 @@ import {
   stack,
   targetServer,
 } from "./helpers.ts";
+import { syncBatchOf } from "./starters.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterAll(() => Promise.all(closers.map((close) => close())));
@@ -108,13 +109,14 @@ test("a sync call's history does not hold the target's answer, which the caller 
   expect(answer.json()).toEqual({ answerSecret });
   expect(answer.headers["x-reply-note"]).toBe(headerSecret);
 
-  // A sync call that owns its request's status runs under the request's id. Its caller may
-  // have the answer before Temporal records the workflow's close (a call handed to a worker).
-  const requestId = answer.headers["x-relay-request-id"] as string;
+  // Handed to a worker, the call ran in a batch, found by its request id; its caller may have
+  // the answer before Temporal records the workflow's close.
+  const batch = await syncBatchOf(answer.headers["x-relay-request-id"] as string);
   const seen = await eventually(async () => {
-    const history = await historyAsSeen(requestId);
+    const history = await historyAsSeen(batch);
     return history.includes("EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED") && history;
   });
+  expect(seen).toContain("binary/encrypted");
   expect(seen).not.toContain(answerSecret);
   expect(seen).not.toContain(headerSecret);
 });

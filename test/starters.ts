@@ -1,5 +1,6 @@
 /** Who started a workflow of the test stack's Temporal, as its history says. */
-import { relayTemporal } from "./helpers.ts";
+import { SYNC_BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
+import { eventually, relayTemporal } from "./helpers.ts";
 
 /**
  * Who started a workflow, by its history's first event (`{pid}@relay-worker` for a sync call a
@@ -15,4 +16,25 @@ export async function starterOf(workflowId: string): Promise<{ identity: string;
   } finally {
     await temporal.connection.close();
   }
+}
+
+/**
+ * The workflows of `type` that carry a request in their `RelayRequestIds` (a worker's sync batch,
+ * an edge's async batch), as visibility lists them now.
+ */
+export async function batchesOf(requestId: string, type = SYNC_BATCH_WORKFLOW): Promise<string[]> {
+  const temporal = await relayTemporal();
+  try {
+    const ids: string[] = [];
+    const query = `WorkflowType = "${type}" AND ${searchAttributes.requestIds} = "${requestId}"`;
+    for await (const batch of temporal.workflow.list({ query })) ids.push(batch.workflowId);
+    return ids;
+  } finally {
+    await temporal.connection.close();
+  }
+}
+
+/** The sync batch a worker made a request's sync call in, once visibility lists it. */
+export async function syncBatchOf(requestId: string): Promise<string> {
+  return eventually(async () => (await batchesOf(requestId))[0]);
 }

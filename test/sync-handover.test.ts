@@ -8,7 +8,7 @@
 import { createServer } from "node:http";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { BATCH_WORKFLOW, SYNC_BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
+import { BATCH_WORKFLOW, SYNC_BATCH_WORKFLOW } from "../core/temporal.ts";
 import { freePorts } from "../dev/ports.ts";
 import {
   eventually,
@@ -20,7 +20,7 @@ import {
   stack,
   targetServer,
 } from "./helpers.ts";
-import { starterOf } from "./starters.ts";
+import { batchesOf, starterOf } from "./starters.ts";
 
 const target = await targetServer();
 const [edgePort = 0, deadPort = 0] = await freePorts(2);
@@ -36,14 +36,6 @@ afterAll(async () => {
   await temporal.connection.close();
   await target.close();
 });
-
-/** The batch workflows of a type that carry a request (RelayRequestIds), once visibility has them. */
-async function batchesOf(requestId: string, type = SYNC_BATCH_WORKFLOW): Promise<string[]> {
-  const ids: string[] = [];
-  const query = `WorkflowType = "${type}" AND ${searchAttributes.requestIds} = "${requestId}"`;
-  for await (const batch of temporal.workflow.list({ query })) ids.push(batch.workflowId);
-  return ids;
-}
 
 async function syncProject() {
   return projectWithEndpoint([{ name: "rpc", targetUrl: target.url, deliveryMode: "sync" }]);
