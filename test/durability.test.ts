@@ -95,14 +95,14 @@ async function batchesOf(slug: string): Promise<number> {
 }
 
 /** A customer's endpoint that never answers its first request and accepts every later one. */
-async function holdsFirstRequest() {
+async function holdsFirstRequest(held = 1) {
   const bodies: string[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       bodies.push(Buffer.concat(chunks).toString("utf8"));
-      if (bodies.length > 1) res.end("ok");
+      if (bodies.length > held) res.end("ok");
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -187,6 +187,37 @@ test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through T
     return found.status === "delivered" && found;
   });
   expect(log.status).toBe("delivered");
+  target.close();
+}, 120_000);
+
+test("sync calls sharing batches when their worker is SIGKILLed mid-call: every caller gets the target's answer, none hangs", async () => {
+  const CALLS = 6;
+  const target = await holdsFirstRequest(CALLS);
+  const { key: plaintext } = await projectWithTarget("syncbatchdurable", target.url, 30, "sync");
+  const answering = Array.from({ length: CALLS }, (_, i) =>
+    request(`${stack.edgeUrl}/v1/hook`, {
+      method: "POST",
+      headers: {
+        host: `syncbatchdurable.localhost:${edgePort}`,
+        authorization: `Bearer ${plaintext}`,
+        "content-type": "application/json",
+      },
+      body: `{"n":${i}}`,
+    }),
+  );
+  // Every call is at the target, through the worker's batches: kill that worker.
+  await eventually(async () => target.bodies.length === CALLS);
+  stack.processes.worker.kill();
+  await stack.processes.worker.start();
+
+  const answers = await Promise.all(answering);
+  expect(answers.map((answer) => answer.statusCode)).toEqual(answers.map(() => 200));
+  expect(await Promise.all(answers.map((answer) => answer.body.text()))).toEqual(
+    answers.map(() => "ok"),
+  );
+  // Each called again through its own workflow, once: at least once, none more.
+  const sent = Array.from({ length: CALLS }, (_, i) => `{"n":${i}}`);
+  expect([...target.bodies].sort()).toEqual([...sent, ...sent].sort());
   target.close();
 }, 120_000);
 
