@@ -56,7 +56,12 @@ import {
   type TriedBefore,
 } from "./deliveries.ts";
 import { notifier } from "./notify.ts";
-import { type ClaimedCall, callsWaitedHere, type SyncReceipt } from "./sync-answers.ts";
+import {
+  type ClaimedCall,
+  callsWaitedHere,
+  madeForSome,
+  type SyncReceipt,
+} from "./sync-answers.ts";
 import { TurnHandOffs } from "./turn-hand-offs.ts";
 
 /** A sync call not made: its project had its share of this worker's sync calls in flight. */
@@ -100,10 +105,8 @@ export function createActivities(deps: ActivityDeps) {
     <Call>(projectOf: (call: Call) => string, make: (calls: Call[]) => Promise<SyncOutcome>[]) =>
     (calls: Call[]): Promise<SyncOutcome>[] => {
       const releases = calls.map((call) => deps.slots.sync.take(projectOf(call)));
-      const made = make(calls.filter((_, i) => releases[i]));
-      let next = 0;
-      return releases.map((release) =>
-        release ? (made[next++] as Promise<SyncOutcome>).finally(release) : Promise.resolve(BUSY),
+      return madeForSome(calls, releases, make, () => Promise.resolve(BUSY)).map((outcome, i) =>
+        outcome.finally(releases[i] ?? undefined),
       );
     };
   const syncCallAlone = inSyncShare(

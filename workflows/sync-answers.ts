@@ -70,18 +70,17 @@ export function callsWaitedHere(
   makeCalls: (claimed: ClaimedCall[]) => Promise<SyncOutcome>[],
 ): Promise<SyncReceipt[]> {
   const waiting = calls.map((call) => answers?.claim(syncWorkflowId(call)));
-  const made = makeCalls(
-    calls.flatMap((call, i) => {
-      const trace = waiting[i]?.trace;
-      return trace ? [{ call, trace }] : [];
-    }),
+  const made = madeForSome(
+    calls.map((call, i) => ({ call, trace: waiting[i]?.trace ?? untraced })),
+    waiting,
+    makeCalls,
+    () => undefined,
   );
-  let next = 0;
   return Promise.all(
-    waiting.map(async (claimed): Promise<SyncReceipt> => {
+    waiting.map(async (claimed, i): Promise<SyncReceipt> => {
       if (!claimed) return "not waited for here";
-      const outcome = made[next++];
       try {
+        const outcome = made[i];
         if (!outcome) throw new Error("no outcome for a claimed call");
         claimed.settle({ outcome: await outcome });
         return "answered";
@@ -91,4 +90,19 @@ export function callsWaitedHere(
       }
     }),
   );
+}
+
+/**
+ * `make`'s answers for the items `chosen` marks (all at once, in order), `otherwise` for the
+ * rest: each item's answer at its own index.
+ */
+export function madeForSome<Item, Answer>(
+  items: readonly Item[],
+  chosen: readonly unknown[],
+  make: (chosen: Item[]) => Answer[],
+  otherwise: (item: Item) => Answer,
+): Answer[] {
+  const made = make(items.filter((_, i) => chosen[i]));
+  let next = 0;
+  return items.map((item, i) => (chosen[i] ? (made[next++] as Answer) : otherwise(item)));
 }
