@@ -38,6 +38,8 @@ export function mixTarget() {
   const reached = new Map<string, Set<string>>();
   /** Deliveries made again, by target and by when (ms since the epoch). */
   const again: { target: string; at: number }[] = [];
+  /** Each target's last first delivery (ms since the epoch): which kind the drain waited for. */
+  const lastFirst = new Map<string, number>();
   /** Deliveries to the flaky target seen, and those answered 503 once already. */
   let flakySeen = 0;
   const failedOnce = new Set<string>();
@@ -54,12 +56,14 @@ export function mixTarget() {
       }
       const before = deliveries.get(id) ?? 0;
       deliveries.set(id, before + 1);
-      if (before > 0) again.push({ target: req.url.slice("/in/".length), at: Date.now() });
+      const target = req.url.slice("/in/".length);
+      if (before > 0) again.push({ target, at: Date.now() });
+      else lastFirst.set(target, Date.now());
       const requestId = String(req.headers["x-relay-request-id"]);
       const targets = reached.get(requestId) ?? new Set<string>();
-      reached.set(requestId, targets.add(req.url.slice("/in/".length)));
+      reached.set(requestId, targets.add(target));
     }
     res.end("{}");
   });
-  return { server, deliveries, reached, again };
+  return { server, deliveries, reached, again, lastFirst };
 }

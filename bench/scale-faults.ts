@@ -56,7 +56,7 @@ interface ManagementAnswer {
   key: { id: string };
 }
 
-const { server: target, deliveries, reached, again } = mixTarget();
+const { server: target, deliveries, reached, again, lastFirst } = mixTarget();
 
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 const count = (counts: Map<string, number>, key: string) =>
@@ -368,6 +368,9 @@ await runBench(async (cleanup) => {
   const againBy = (key: (d: (typeof again)[number]) => string) =>
     show(again.reduce((counts, d) => count(counts, key(d)), new Map<string, number>()));
   console.log(`deliveries made again, by target: ${againBy((d) => d.target)}`);
+  console.log(
+    `last first delivery, by target (s): ${[...lastFirst].map(([name, at]) => `${name} ${seconds(at - t0)}`).join(", ")}`,
+  );
   console.log(
     `deliveries made again, by 10 s of the run: ${againBy((d) => String(Math.floor((d.at - t0) / 10_000) * 10))}`,
   );
