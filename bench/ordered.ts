@@ -7,7 +7,7 @@
  * of every stack process (edge, control plane, worker, Temporal, Postgres; Linux's /proc). An
  * ordered call starts its own workflow (never a batch) and joins its lane (signal-with-start),
  * and each delivery then takes a `go` and a `done` through the lane's workflow.
- * `npm run bench:ordered`; the figures go in docs/benchmarks.md, "Ordered delivery (issue 28)".
+ * `npm run bench:ordered`; the figures go in docs/benchmarks.md, "Ordered delivery".
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
