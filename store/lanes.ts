@@ -6,7 +6,7 @@
  * a claim and a hand-over never interleave; a transaction that also counts waiting deliveries
  * (store/waiting.ts) takes the project's waiting lock before any lane's.
  */
-import type { Sql, Transaction } from "./db.ts";
+import { pipelinedTransaction, type Sql, type Transaction } from "./db.ts";
 
 /** The advisory lock's first key (any constant); the lane's hash is the second. */
 const LANE_LOCK = 7_243_005;
@@ -15,11 +15,12 @@ const LANE_LOCK = 7_243_005;
  * Every lane of these, until the caller's commit, locked in one order (the locks' keys
  * ascending), so two transactions that lock several lanes never wait on each other's.
  */
-async function lockLanes(tx: Transaction, laneIds: string[]): Promise<void> {
-  await tx`
+function lockLanes(tx: Transaction, laneIds: string[]): Promise<unknown> {
+  // Sent now (not on a later `then`), so statements sent after it are behind it in a pipeline.
+  return tx`
     select pg_advisory_xact_lock(${LANE_LOCK}, k) from (
       select distinct hashtext(id) as k from unnest(${laneIds}::text[]) as t(id) order by k
-    ) keys`;
+    ) keys`.execute();
 }
 
 /** Whether a request may deliver to a target now, or waits for the signal of its turn. */
@@ -62,18 +63,20 @@ const entryKey = (laneId: string, requestId: string, targetId: string) =>
  * which requests joined anew.
  */
 async function joinAll(q: Transaction, places: LaneClaim[]): Promise<Set<string>> {
-  await lockLanes(
+  const { lanes, requests, targets } = triples(places);
+  // Sent together, run in order: the lock, then the join.
+  const locked = lockLanes(
     q,
     places.map((p) => p.laneId),
   );
-  const { lanes, requests, targets } = triples(places);
-  const joined = await q<{ requestId: string }[]>`
+  const joining = q<{ requestId: string }[]>`
     insert into lane_entries (lane_id, target_id, request_id)
     select l, t, r from unnest(${lanes}::text[], ${targets}::text[], ${requests}::text[])
       with ordinality as p(l, t, r, n)
     order by p.n
     on conflict (request_id, lane_id, target_id) do nothing
-    returning request_id`;
+    returning request_id`.execute();
+  const [, joined] = await Promise.all([locked, joining]);
   return new Set(joined.map((row) => row.requestId));
 }
 
@@ -110,12 +113,13 @@ export async function claimTurnsInOrder(
   carrier: string | null,
 ): Promise<Record<string, Turn>[]> {
   if (claims.length === 0) return [];
-  await lockLanes(
+  const { lanes, requests, targets } = triples(claims);
+  // Sent together, run in order (one round trip): the lock, the heads' turns, then every claim.
+  const locked = lockLanes(
     q,
     claims.map((c) => c.laneId),
   );
-  const { lanes, requests, targets } = triples(claims);
-  await q`
+  const headsTurn = q`
     update lane_entries e set turn = true, changed_at = now()
     from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[])
       as c(lane_id, request_id, target_id)
@@ -124,14 +128,15 @@ export async function claimTurnsInOrder(
       and not exists (
         select 1 from lane_entries o
         where o.lane_id = e.lane_id and o.target_id = e.target_id and o.done_at is null
-          and o.seq < e.seq)`;
-  const entries = await q<{ laneId: string; requestId: string; targetId: string; turn: boolean }[]>`
+          and o.seq < e.seq)`.execute();
+  const claimed = q<{ laneId: string; requestId: string; targetId: string; turn: boolean }[]>`
     update lane_entries e set parked = not e.turn, carrier = ${carrier}
     from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[])
       as c(lane_id, request_id, target_id)
     where e.lane_id = c.lane_id and e.request_id = c.request_id and e.target_id = c.target_id
       and e.done_at is null
-    returning e.lane_id, e.request_id, e.target_id, e.turn`;
+    returning e.lane_id, e.request_id, e.target_id, e.turn`.execute();
+  const [, , entries] = await Promise.all([locked, headsTurn, claimed]);
   const waits = new Set(
     entries.filter((e) => !e.turn).map((e) => entryKey(e.laneId, e.requestId, e.targetId)),
   );
@@ -183,58 +188,68 @@ export interface Leaving extends LaneClaim {
  */
 export async function leaveLanes(q: Transaction, leaving: Leaving[]): Promise<TurnGiven[]> {
   if (leaving.length === 0) return [];
-  await lockLanes(
+  const { lanes, requests, targets } = triples(leaving);
+  const carriers = leaving.flatMap((l) => l.targetIds.map(() => l.carriedBy ?? null));
+  // Sent together, run in order: the lock, the leave, then (below) the heads, one round trip.
+  const locked = lockLanes(
     q,
     leaving.map((l) => l.laneId),
   );
-  const { lanes, requests, targets } = triples(leaving);
-  const carriers = leaving.flatMap((l) => l.targetIds.map(() => l.carriedBy ?? null));
-  const left = await q<{ laneId: string; targetId: string }[]>`
+  const left = q<{ laneId: string; targetId: string }[]>`
     update lane_entries e set done_at = now(), changed_at = now()
     from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[], ${carriers}::text[])
       as l(lane_id, request_id, target_id, carried_by)
     where e.lane_id = l.lane_id and e.request_id = l.request_id and e.target_id = l.target_id
       and e.done_at is null
       and (l.carried_by is null or coalesce(e.carrier, e.request_id) = l.carried_by)
-    returning e.lane_id, e.target_id`;
+    returning e.lane_id, e.target_id`.execute(); // sent now, behind the lock, before the heads
   // A retried leave (nothing left) still answers the heads, so no signal is lost; one on behalf
-  // of a gone carrier that left nothing answers none.
+  // of a gone carrier that left nothing answers none, so its heads wait for what it left.
   const queues = new Map<string, { laneId: string; targetId: string }>();
   for (const l of leaving) {
     if (l.carriedBy !== undefined) continue;
     for (const targetId of l.targetIds)
       queues.set(`${l.laneId}\n${targetId}`, { laneId: l.laneId, targetId });
   }
-  for (const l of left) queues.set(`${l.laneId}\n${l.targetId}`, l);
-  if (queues.size === 0) return [];
-  const at = [...queues.values()];
-  // Each queue's head by the index, whatever the queue's length behind it.
-  const heads = await q<(TurnGiven & { seq: string; turn: boolean; parked: boolean })[]>`
-    select h.* from unnest(${at.map((a) => a.laneId)}::text[], ${at.map((a) => a.targetId)}::text[])
-      as t(lane_id, target_id)
-    cross join lateral (
-      select lane_id, request_id, target_id, seq, turn, parked,
-        coalesce(carrier, request_id) as workflow_id
-      from lane_entries
-      where lane_id = t.lane_id and target_id = t.target_id and done_at is null
-      order by seq limit 1
-    ) h`;
-  const given = heads.filter((h) => !h.turn);
-  if (given.length > 0) {
-    await q`
-      update lane_entries set turn = true, changed_at = now()
-      where (lane_id, target_id, seq) in (
-        select * from unnest(${given.map((h) => h.laneId)}::text[],
-          ${given.map((h) => h.targetId)}::text[], ${given.map((h) => h.seq)}::bigint[]))`;
+  if (leaving.some((l) => l.carriedBy !== undefined)) {
+    const [, gone] = await Promise.all([locked, left]);
+    for (const l of gone) queues.set(`${l.laneId}\n${l.targetId}`, l);
   }
-  return heads
-    .filter((h) => h.parked)
-    .map(({ laneId, requestId, targetId, workflowId }) => ({
-      laneId,
-      requestId,
-      targetId,
-      workflowId,
-    }));
+  const [, , heads] = await Promise.all([locked, left, headsGiven(q, [...queues.values()])]);
+  return heads.map(({ laneId, requestId, targetId, workflowId }) => ({
+    laneId,
+    requestId,
+    targetId,
+    workflowId,
+  }));
+}
+
+/**
+ * Each queue's head (by the index, whatever the queue's length behind it) gets the turn; answers
+ * those parked, whose carriers wait for a signal.
+ */
+function headsGiven(
+  q: Transaction,
+  queues: { laneId: string; targetId: string }[],
+): Promise<TurnGiven[]> {
+  if (queues.length === 0) return Promise.resolve([]);
+  return q<TurnGiven[]>`
+    with heads as (
+      select h.* from unnest(${queues.map((a) => a.laneId)}::text[],
+        ${queues.map((a) => a.targetId)}::text[]) as t(lane_id, target_id)
+      cross join lateral (
+        select lane_id, request_id, target_id, seq, turn, parked,
+          coalesce(carrier, request_id) as workflow_id
+        from lane_entries
+        where lane_id = t.lane_id and target_id = t.target_id and done_at is null
+        order by seq limit 1
+      ) h
+    ), given as (
+      update lane_entries e set turn = true, changed_at = now()
+      from heads h
+      where e.lane_id = h.lane_id and e.target_id = h.target_id and e.seq = h.seq and not h.turn
+    )
+    select lane_id, request_id, target_id, workflow_id from heads where parked`.execute();
 }
 
 /** A place left (`leaveLanes`) is forgotten: the request may join again, at the back. */
@@ -274,7 +289,7 @@ export async function passTurns(
   let leaving = left;
   while (leaving.length > 0) {
     const round = leaving;
-    const given = await sql.begin((tx) => leaveLanes(tx, round));
+    const given = await pipelinedTransaction(sql, (tx) => leaveLanes(tx, round));
     kept.push(...given.filter(keep));
     leaving = (await tell(given.filter((g) => !keep(g)))).map(
       ({ laneId, requestId, targetId, workflowId }) => ({

@@ -14,7 +14,7 @@ import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
 import { earlierAttempts, endAttempts, startAttempts } from "../store/attempt-log.ts";
 import * as circuits from "../store/circuits.ts";
-import type { Sql } from "../store/db.ts";
+import { pipelinedTransaction, type Sql } from "../store/db.ts";
 import { groupCommit } from "../store/group-commit.ts";
 import * as waitingDeliveries from "../store/held.ts";
 import {
@@ -134,7 +134,8 @@ export function createActivities(deps: ActivityDeps) {
       triedBefore,
       slots: deps.slots.attempts,
       lanes: {
-        claim: (claims, carrier) => sql.begin((tx) => claimTurnsInOrder(tx, claims, carrier)),
+        claim: (claims, carrier) =>
+          pipelinedTransaction(sql, (tx) => claimTurnsInOrder(tx, claims, carrier)),
         listen: (carrier, claims) => handOffs.listen(carrier, claims),
         leave: (leaving, keep) => passTurns(sql, leaving, tellTurns, keep),
         countWaits: (entered, left) =>
