@@ -160,6 +160,40 @@ test("concurrent joins of one lane each take a place, in one order every target 
   }
 });
 
+test("a leave, its statements pipelined, waits for its lane's lock before it touches a row: meanwhile it holds none", async () => {
+  const lane = newLane();
+  for (const r of ["r1", "r2"]) await join(lane, r);
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let lockTaken = () => {};
+  const taken = new Promise<void>((resolve) => {
+    lockTaken = resolve;
+  });
+  // Another transaction holds the lane's lock (a join takes it) until it commits.
+  const holder = sql.begin(async (tx) => {
+    await joinLane(tx, lane, "r3", ["a"]);
+    lockTaken();
+    await released;
+  });
+  await taken;
+  const leaving = passTurns(sql, [{ laneId: lane, requestId: "r1", targetIds: ["a"] }], () =>
+    Promise.resolve([]),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 200)); // its statements reach Postgres
+  const rowsFree = await sql`
+    select 1 from lane_entries where lane_id = ${lane} for update nowait`.then(
+    () => true,
+    () => false,
+  );
+  release();
+  await holder;
+  expect(await leaving).toEqual([]);
+  expect(rowsFree).toBe(true);
+  expect(await claim(lane, "r2")).toEqual({ a: "turn" });
+});
+
 test("a head that has not moved is found once per interval; left entries are pruned", async () => {
   const lane = newLane();
   await join(lane, "stuck");
