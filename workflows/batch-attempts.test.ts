@@ -15,50 +15,41 @@ const origin = target("origin");
 const BATCH = "batch-1";
 
 /**
- * Lanes at `origin`, each its requests in order (by lane id), as store/lanes.ts keeps them: a turn
- * given to a parked request is handed to its carrier's listener on this worker (`handOffs`), else
- * told.
+ * One lane at `origin`, its requests in `order`, as store/lanes.ts keeps it: a turn given to a
+ * parked request is handed to its carrier's listener on this worker (`handOffs`), else told.
  */
-function lanesOf(orders: Record<string, string[]>, handOffs = new TurnHandOffs()) {
+function laneOf(order: string[], handOffs = new TurnHandOffs()) {
   const done = new Set<string>();
   const told: string[] = [];
   const carriers = new Map<string, string>();
-  const laneOfRequest = (requestId: string) =>
-    Object.keys(orders).find((laneId) => orders[laneId]?.includes(requestId)) ?? "lane";
-  const head = (laneId: string) => orders[laneId]?.find((id) => !done.has(id));
+  const head = () => order.find((id) => !done.has(id));
   const lanes: LaneDeps = {
     claim: async (claims, carrier) =>
       claims.map((c) => {
         carriers.set(c.requestId, carrier);
-        const turn = head(laneOfRequest(c.requestId)) === c.requestId;
-        return Object.fromEntries(c.targetIds.map((t) => [t, turn ? "turn" : "wait"]));
+        return Object.fromEntries(
+          c.targetIds.map((t) => [t, head() === c.requestId ? "turn" : "wait"]),
+        );
       }),
     listen: (carrier, claims) => handOffs.listen(carrier, claims),
     leave: async (leaving, keep) => {
       for (const { requestId } of leaving) done.add(requestId);
-      const kept: TurnGiven[] = [];
-      for (const laneId of new Set(leaving.map((l) => l.laneId))) {
-        const next = head(laneId);
-        if (!next) continue;
-        const given: TurnGiven = {
-          laneId,
-          requestId: next,
-          targetId: origin.id,
-          workflowId: carriers.get(next) ?? BATCH,
-        };
-        if (keep(given)) kept.push(given);
-        else told.push(...handOffs.offer([given]).map((g) => g.requestId));
-      }
-      return kept;
+      const next = head();
+      if (!next) return [];
+      const given: TurnGiven = {
+        laneId: "lane",
+        requestId: next,
+        targetId: origin.id,
+        workflowId: carriers.get(next) ?? BATCH,
+      };
+      if (keep(given)) return [given];
+      told.push(...handOffs.offer([given]).map((g) => g.requestId));
+      return [];
     },
     countWaits: async () => {},
   };
   return { lanes, told };
 }
-
-/** One lane, "lane", its requests in `order` (`lanesOf`). */
-const laneOf = (order: string[], handOffs = new TurnHandOffs()) =>
-  lanesOf({ lane: order }, handOffs);
 
 /** A batch's attempts where `before` was delivered already; each attempt made is noted. */
 function attemptsWhere(
@@ -116,10 +107,7 @@ test("a batch's later attempts (a retry, a wait for room) run again deliver noth
   ]);
 });
 
-const ordered = (key: string, laneId = "lane") => ({
-  ...delivery([origin]),
-  ordering: { laneId, key },
-});
+const ordered = (key: string) => ({ ...delivery([origin]), ordering: { laneId: "lane", key } });
 
 test("a contended key's calls in one batch go one after another in one activity; a retry keeps the turn, and those behind it wait", async () => {
   const calls = [1, 2, 3, 4].map(() => ordered("k"));
@@ -179,36 +167,4 @@ test("a call behind another batch's running on the same worker is handed its tur
   expect([firstOf, secondOf]).toEqual([[{ settled: "delivered" }], [{ settled: "delivered" }]]);
   expect([a.attempted, b.attempted]).toEqual([[first.requestId], [second.requestId]]);
   expect(told).toEqual([]);
-});
-
-test("a key's next call in the batch goes once the call before it is delivered, not when the batch's slowest attempt ends", async () => {
-  const [first, next, slow] = [ordered("k"), ordered("k"), ordered("s", "slow-lane")];
-  const { lanes } = lanesOf({
-    lane: [first.requestId, next.requestId],
-    "slow-lane": [slow.requestId],
-  });
-  const events: string[] = [];
-  // The slow target answers once the next call is attempted, or after 300 ms when it never is.
-  let answerSlow = () => {};
-  const { deps } = attemptsWhere({ requestId: "none" }, lanes);
-  deps.attempt = async (request) => {
-    const name =
-      request.requestId === slow.requestId
-        ? "slow"
-        : request.requestId === first.requestId
-          ? "first"
-          : "next";
-    events.push(`${name} attempted`);
-    if (name === "slow")
-      await new Promise<void>((resolve) => {
-        answerSlow = resolve;
-        setTimeout(resolve, 300);
-      });
-    if (name === "next") answerSlow();
-    events.push(`${name} answered`);
-    return { kind: "delivered", status: 200, settled: "delivered" };
-  };
-  const firsts = await firstAttemptsOfBatch(deps, "acme", BATCH, [first, next, slow]);
-  expect(firsts).toEqual([1, 2, 3].map(() => ({ settled: "delivered" })));
-  expect(events.indexOf("next attempted")).toBeLessThan(events.indexOf("slow answered"));
 });

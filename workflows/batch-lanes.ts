@@ -1,11 +1,10 @@
 /**
  * A batch's ordered requests, attempted in their lanes' turns inside its local activities
  * (./batch-attempts.ts): their claims in one transaction, parked under the batch's workflow id
- * where it is not their turn; each is attempted the moment its turn comes at every target asked,
- * and the series that end together leave together, one transaction at a time, passing on their
- * turns. A turn that passes to another request of the batch is kept and attempted at once, with
- * no signal and no workflow task, so a contended key's calls in one batch go one after another
- * in one activity, each waiting only for the one before it, not for the batch's slowest. When none
+ * where it is not their turn; each round attempts those whose turn it is at every target asked,
+ * and one transaction passes on the turns their ended series leave. A turn that passes to another
+ * request of the batch is kept and attempted in the next round, with no signal and no workflow
+ * task, so a contended key's calls in one batch go one after another in one activity. When none
  * is in turn, the activity listens a while for turns given on this worker to its waiting ones
  * (./turn-hand-offs.ts), so a key's calls in two batches side by side pass the turn without a
  * signal too. A request left waiting waits in the batch for its turn's signal (./batch-holds.ts).
@@ -82,70 +81,30 @@ export async function attemptInTurns<T extends LaneItem>(
     };
     const mine = (given: TurnGiven) =>
       given.workflowId === carrier && byRequest.has(given.requestId);
-    const started = new Set<number>();
-    let attempting = 0;
-    /** Series ended and not yet left: they leave together, one transaction at a time. */
-    let ended: Leaving[] = [];
-    let leaving = false;
-    /** What failed (a leave, say): nothing more starts, and it is thrown once all has ended. */
-    const failures: unknown[] = [];
-    const fail = (error: unknown) => {
-      failures.push(error);
-    };
-    const attemptInTurn = () => {
-      if (failures.length > 0 || performance.now() >= deadline) return;
-      items.forEach((item, i) => {
-        if (started.has(i) || !inTurn(i)) return;
-        started.add(i);
-        attempting++;
-        attempt(item)
-          .then((verdicts) => {
-            outcomes[i] = verdicts;
-            // A series that ended passes its turn on; one going on (a retry) keeps it.
-            const left = item.targetIds.filter((_, j) => !goesOn(verdicts[j]));
-            if (left.length > 0)
-              ended.push({ laneId: item.laneId, requestId: item.requestId, targetIds: left });
-          }, fail)
-          .finally(() => {
-            attempting--;
-            inbox.interrupt();
-          });
-      });
-    };
-    const leaveEnded = () => {
-      if (leaving || failures.length > 0 || ended.length === 0) return;
-      leaving = true;
-      // After the I/O callbacks of this turn: attempts whose ends committed together leave together.
-      new Promise((resolve) => setImmediate(resolve))
-        .then(() => {
-          const these = ended;
-          ended = [];
-          return lanes.leave(these, mine);
-        })
-        .then(hear, fail)
-        .finally(() => {
-          leaving = false;
-          inbox.interrupt();
-        });
-    };
-    // Each request goes the moment its turn comes (its claim's, a leave's here, or a hand-over
-    // from another activity on this worker), not with a round: a key's turn waits only for the
-    // attempt before it, however long the others take.
-    for (;;) {
+    const inTurnNow = () => {
       hear(inbox.take());
-      attemptInTurn();
-      leaveEnded();
-      const busy = attempting > 0 || leaving;
-      if (!busy) {
-        if (failures.length > 0) throw failures[0];
+      return items.flatMap((_, i) => (outcomes[i] === undefined && inTurn(i) ? [i] : []));
+    };
+    for (let round = 0; round === 0 || performance.now() < deadline; round++) {
+      let now = inTurnNow();
+      if (now.length === 0) {
         const left = deadline - performance.now();
-        if (left <= 0 || started.size === items.length) break;
+        if (left <= 0 || outcomes.every((o) => o !== undefined)) break;
         hear(await inbox.next(Math.min(HAND_OFF_WAIT_MS, left)));
-        // None of its requests' turns came while it listened: the rest wait in the batch.
-        if (!items.some((_, i) => !started.has(i) && inTurn(i))) break;
-      } else {
-        hear(await inbox.next(HAND_OFF_WAIT_MS));
+        now = inTurnNow();
+        if (now.length === 0) break;
       }
+      const verdicts = await Promise.all(now.map((i) => attempt(items[i] as T)));
+      const leaving: Leaving[] = [];
+      now.forEach((i, k) => {
+        const item = items[i] as T;
+        outcomes[i] = verdicts[k];
+        // A series that ended passes its turn on; one going on (a retry) keeps it.
+        const ended = item.targetIds.filter((_, j) => !goesOn(verdicts[k]?.[j]));
+        if (ended.length > 0)
+          leaving.push({ laneId: item.laneId, requestId: item.requestId, targetIds: ended });
+      });
+      if (leaving.length > 0) hear(await lanes.leave(leaving, mine));
     }
     // A turn handed over too late to go is answered as ready: the batch attempts it next.
     hear(inbox.close());

@@ -14,8 +14,6 @@ export interface TurnInbox {
   take(): TurnGiven[];
   /** Waits up to `ms` for a turn to be handed over; answers at once those here already. */
   next(ms: number): Promise<TurnGiven[]>;
-  /** Ends a `next` wait now (something else the activity waits for happened). */
-  interrupt(): void;
   /** Stops listening; answers the turns handed over and not taken yet. */
   close(): TurnGiven[];
 }
@@ -36,10 +34,6 @@ class Inbox implements TurnInbox {
 
   hand(given: TurnGiven): void {
     this.arrived.push(given);
-    this.wake?.();
-  }
-
-  interrupt(): void {
     this.wake?.();
   }
 
