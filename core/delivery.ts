@@ -52,7 +52,24 @@ export interface DeliveryInput {
    * the calls of the same key accepted before it. Absent on an unordered endpoint.
    */
   ordering?: LaneRef;
+  /** Targets of the endpoint the call skips (their filters do not match it); absent when none. */
+  skipped?: SkippedTarget[];
   targets: DeliveryTarget[];
+}
+
+/** Why a call skipped a target: its filter does not match the call (core/filter.ts). */
+export type SkipReason = "filter";
+
+/** A target a call skipped: not delivered to, not charged; the request log says why. */
+export interface SkippedTarget {
+  targetId: string;
+  targetName: string;
+  reason: SkipReason;
+}
+
+/** The targets a call's filters skipped, as the log has them. */
+export function skippedTargets(targets: readonly { id: string; name: string }[]): SkippedTarget[] {
+  return targets.map((t) => ({ targetId: t.id, targetName: t.name, reason: "filter" }));
 }
 
 /**
@@ -304,6 +321,13 @@ export interface StreamEnd {
 
 /** A finished stream, as the edge reports it for the request log and billing. */
 export interface StreamRecord extends StreamStart, StreamEnd {}
+
+/** A call every target skipped, as the edge reports it for the request log: nothing queued. */
+export type SkippedRecord = Pick<
+  DeliveryInput,
+  "requestId" | "project" | "line" | "endpoint" | "keyMode" | "receivedAt" | "bodyBytes"
+> &
+  Pick<DeliveryInput, "traceId" | "idempotencyKey"> & { skipped: SkippedTarget[] };
 
 /** Where a worker takes the sync calls edges hand it (workflows/sync-calls.ts). */
 export const SYNC_CALLS_PATH = "/v1/sync-calls";

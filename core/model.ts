@@ -38,6 +38,7 @@ export const requestStatuses = [
   "failed",
   "scheduled",
   "cancelled",
+  "skipped",
 ] as const;
 export type RequestStatus = (typeof requestStatuses)[number];
 
@@ -47,6 +48,7 @@ export const finishedStatuses: readonly RequestStatus[] = [
   "partially_failed",
   "failed",
   "cancelled",
+  "skipped",
 ];
 
 /** One of an endpoint's targets: where and how a request to it is delivered. */
@@ -62,6 +64,8 @@ export interface DeliveryTarget {
   maxConcurrent?: number | undefined;
   /** Lowercase names of inbound headers never kept in the request log (still forwarded). */
   secretHeaders?: string[] | undefined;
+  /** Which calls it receives (core/filter.ts); absent: every call. */
+  filter?: JsonObject | undefined;
 }
 
 /** When a target's circuit opens and disables it (its defaults and rules: core/circuit.ts). */

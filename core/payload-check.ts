@@ -4,19 +4,21 @@
  * control plane a body sent again from the request log.
  */
 import { RelayError } from "./errors.ts";
+import type { JsonValue } from "./model.ts";
 import type { PayloadValidator } from "./schema.ts";
 
 /**
  * With a schema, the body must be JSON that satisfies it (415, then 422 with details). Without
- * one, a body that says it is JSON must still be JSON; any other body passes as it is.
+ * one, a body that says it is JSON must still be JSON; any other body passes as it is. Answers the
+ * body parsed, when it was (a non-empty JSON body), for whatever reads it next (filters).
  */
 export function checkPayload(
   body: Uint8Array,
   contentType: string | null,
   validate: PayloadValidator | null,
-): void {
+): JsonValue | undefined {
   const saysJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
-  if (!validate && !saysJson) return;
+  if (!validate && !saysJson) return undefined;
   if (validate && body.byteLength > 0 && !saysJson) {
     throw new RelayError(
       "unsupported_media_type",
@@ -39,4 +41,5 @@ export function checkPayload(
       problems,
     );
   }
+  return body.byteLength > 0 ? (payload as JsonValue) : undefined;
 }

@@ -42,6 +42,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},
+    recordSkipped: async () => {},
     newRequestId: () => "req_1",
     idDigest: unkeyedDigest,
     maxBodyBytes: 1024,

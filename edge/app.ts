@@ -4,7 +4,8 @@
  * hash. The steps (./steps, one file each) run in the spec's order, so a call breaking two
  * rules gets the earlier: Host 400 (401 off the edge's domain), CDN-Loop 508, method 405, key 401,
  * line and endpoint 404, IP allowlist 403, Idempotency-Key 400, body size 413, payload 415/422,
- * rate limit 429, credits 402 (and the cap on waiting deliveries, 409), then delivery.
+ * rate limit 429, targets' filters (a call every target skips: 200), credits 402 (and the cap on
+ * waiting deliveries, 409), then delivery.
  */
 import { RelayError } from "../core/errors.ts";
 import { loopMark } from "../core/loop.ts";
@@ -26,6 +27,7 @@ import { body } from "./steps/body.ts";
 import { credits } from "./steps/credits.ts";
 import { deliver } from "./steps/deliver.ts";
 import { endpoint } from "./steps/endpoint.ts";
+import { filter } from "./steps/filter.ts";
 import { idempotency } from "./steps/idempotency.ts";
 import { loop } from "./steps/loop.ts";
 import { method } from "./steps/method.ts";
@@ -74,6 +76,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     .use(body(deps.maxBodyBytes, deps.bodyTimeoutMs ?? 30_000))
     .use(payload)
     .use(rate(runtime))
+    .use(filter(deps))
     .use(credits)
     .use(deliver(deps));
   return (request, conn) =>

@@ -174,6 +174,7 @@ export async function bootEdge(
       logError: telemetry.logError,
       observe: telemetry.streamRecorded,
     }),
+    recordSkipped: (record) => control.recordSkipped(record),
     newRequestId,
     maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
     bodyTimeoutMs: config.RELAY_BODY_TIMEOUT_MS,

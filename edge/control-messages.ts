@@ -86,6 +86,7 @@ export function endpointFrom(e: EndpointMessage): Endpoint {
       }),
       ...(t.maxConcurrent !== undefined && { maxConcurrent: t.maxConcurrent }),
       ...(t.secretHeaders.length > 0 && { secretHeaders: t.secretHeaders }),
+      ...(t.filter !== undefined && { filter: t.filter }),
     })),
   };
 }

@@ -31,6 +31,7 @@ function silentAfterOneBatch(options: { ackHangs?: boolean } = {}) {
     },
     storeBody: async () => "",
     recordStream: async () => {},
+    recordSkipped: async () => {},
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),

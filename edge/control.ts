@@ -13,7 +13,7 @@ import type {
   CallsAccepted,
   ReservationRefusal,
 } from "../core/billing.ts";
-import type { StreamRecord } from "../core/delivery.ts";
+import type { SkippedRecord, StreamRecord } from "../core/delivery.ts";
 import { claimOutcomeOf, type KeyClaim, type KeyClaimOutcome } from "../core/idempotency.ts";
 import type { LanePlace } from "../core/lanes.ts";
 import { planProjectRateLimits } from "../core/limits.ts";
@@ -92,6 +92,8 @@ export interface ControlPlane {
   storeBody(project: string, requestId: string, body: Uint8Array): Promise<string>;
   /** Logs and bills a finished stream; a repeat of one already logged changes nothing. */
   recordStream(record: StreamRecord): Promise<void>;
+  /** Logs a call every target skipped; a repeat of one already logged changes nothing. */
+  recordSkipped(record: SkippedRecord): Promise<void>;
   /** Null when reserved. */
   reserveDeliveries(reservation: CallReservation): Promise<ReservationRefusal | null>;
   /** Immediate calls of one project and pool together: each one's refusal (null: reserved). */
@@ -277,6 +279,14 @@ export function connectControlPlane(options: {
         latencyMs: BigInt(record.latencyMs),
         bytes: BigInt(record.bytes),
         ...(record.error !== null && { error: record.error }),
+        skipped: record.skipped ?? [],
+      });
+    },
+    async recordSkipped(record) {
+      await client.recordSkipped({
+        ...record,
+        receivedAt: timestampFromDate(new Date(record.receivedAt)),
+        bodyBytes: BigInt(record.bodyBytes),
       });
     },
   };

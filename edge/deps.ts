@@ -32,6 +32,8 @@ export interface EdgeDeps {
   batch?: Batch;
   /** Takes a finished stream to be logged and billed (./stream-records.ts); never throws. */
   recordStream: (record: StreamRecord) => void;
+  /** Logs a call every target skipped (control plane): readable once it is answered. */
+  recordSkipped: ControlPlane["recordSkipped"];
   /** Keeps a body too large for Temporal's payloads; answers its reference. */
   storeBody: (project: string, requestId: string, body: Uint8Array) => Promise<string>;
   /** Claims the Idempotency-Key of a call that goes as a workflow of its own (control plane). */

@@ -3,7 +3,7 @@
  * middleware are (`src/compose.ts`). A step refuses a call by throwing a RelayError, or passes the
  * envelope on to `next`, grown by what it learnt; code after its `next` sees the answer.
  */
-import type { Endpoint, KeyRecord } from "../core/model.ts";
+import type { DeliveryTarget, Endpoint, JsonValue, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { Chunks } from "../core/read-capped.ts";
 import type { TraceContext } from "../core/tracing.ts";
@@ -52,8 +52,15 @@ export interface Envelope {
   notBefore?: Date | null;
   /** The whole request body (body step). */
   body?: Uint8Array<ArrayBuffer>;
+  /** The body parsed, when the payload step parsed it (a non-empty JSON body). */
+  payload?: JsonValue | undefined;
   /** The rate limit's verdict on this call (rate step). */
   rate?: RateDecision;
+  /**
+   * The endpoint's targets whose filters the call does not match (filter step): `endpoint` then
+   * holds only the others.
+   */
+  skipped?: DeliveryTarget[];
 }
 
 /** An envelope holding at least the fields `K`: what a step needs, or what it hands on. */

@@ -38,6 +38,7 @@ function scripted() {
     ack: async () => {},
     storeBody: async () => "",
     recordStream: async () => {},
+    recordSkipped: async () => {},
     reserveDeliveries: async () => null,
     reserveDeliveriesBatch: async ({ calls }) => calls.map(() => null),
     acceptCalls: async ({ calls }) => ({ refusals: calls.map(() => null), accepted: true }),

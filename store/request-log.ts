@@ -5,7 +5,12 @@
  * management API reads it through ./request-views.ts. What "delivered" means in SQL is written
  * once here (`delivered`); store/retention.ts prunes the log.
  */
-import { answeredStatus, type DeliveryInput, type StreamRecord } from "../core/delivery.ts";
+import {
+  answeredStatus,
+  type DeliveryInput,
+  type SkippedRecord,
+  type StreamRecord,
+} from "../core/delivery.ts";
 import { type DeliveryTarget, finishedStatuses, type RequestStatus } from "../core/model.ts";
 import { balancesAfter, ledgerCharges, noteEmptiedPools, releaseHolds } from "./credits.ts";
 import { pipelinedTransaction, type Queryable, type Sql } from "./db.ts";
@@ -21,8 +26,11 @@ export const delivered = (q: Queryable) => q`coalesce(status_code between 200 an
 /** A request as the log opens it: the delivery input without what only its calls need. */
 export type RequestOpening = Omit<DeliveryInput, "targets" | "headers" | "bodyBase64" | "body">;
 
-/** The statuses a request is opened in: waiting for its time, delivering, or cancelled. */
-type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled">;
+/**
+ * The statuses a request is opened in: waiting for its time, delivering, cancelled, or skipped by
+ * every target.
+ */
+type Opening = Extract<RequestStatus, "scheduled" | "delivering" | "cancelled" | "skipped">;
 
 /**
  * What the log keeps of a request as received, for whoever inspects it: its headers as
@@ -52,10 +60,10 @@ export const insertRequests = (
   return q`
   insert into requests (id, project_id, line_key, endpoint_path, key_mode, status,
     body_bytes, received_at, not_before, trace_id, idempotency_key, resent_from, headers, body,
-    body_ref)
+    body_ref, skipped)
   select o.id, p.id, o.line_key, o.endpoint_path, o.key_mode, ${status}, o.body_bytes,
     o.received_at, o.not_before, o.trace_id, o.idempotency_key, o.resent_from, o.headers::jsonb,
-    decode(o.body, 'base64'), o.body_ref
+    decode(o.body, 'base64'), o.body_ref, o.skipped::jsonb
   from unnest(${openings.map((o) => o.requestId)}::text[], ${openings.map((o) => o.project)}::text[],
     ${openings.map((o) => o.line)}::text[], ${openings.map((o) => o.endpoint)}::text[],
     ${openings.map((o) => o.keyMode)}::text[], ${openings.map((o) => o.bodyBytes)}::int[],
@@ -66,9 +74,10 @@ export const insertRequests = (
     ${openings.map((o) => o.resentFrom ?? null)}::text[],
     ${openings.map((o) => (o.received ? JSON.stringify(o.received.headers) : null))}::text[],
     ${openings.map((o) => o.received?.bodyBase64 ?? null)}::text[],
-    ${openings.map((o) => o.received?.bodyRef ?? null)}::text[])
+    ${openings.map((o) => o.received?.bodyRef ?? null)}::text[],
+    ${openings.map((o) => (o.skipped ? JSON.stringify(o.skipped) : null))}::text[])
     as o (id, project, line_key, endpoint_path, key_mode, body_bytes, received_at, not_before,
-      trace_id, idempotency_key, resent_from, headers, body, body_ref)
+      trace_id, idempotency_key, resent_from, headers, body, body_ref, skipped)
   join projects p on p.slug = o.project
   on conflict (id) do update set
     status = case when ${advances} then excluded.status else requests.status end,
@@ -167,6 +176,15 @@ export async function settleStatuses(
     where r.id = s.request_id ${only}
     returning r.id, r.status`;
   return new Map(rows.map((row) => [row.id, row.status]));
+}
+
+/**
+ * A call every target skipped, logged as such: nothing was queued, held or charged, so this one
+ * row is all there is of it. A repeat (an edge retrying, or an Idempotency-Key's repeat, whose
+ * request id is the same) changes nothing.
+ */
+export async function recordSkipped(sql: Sql, record: SkippedRecord): Promise<void> {
+  await insertRequest(sql, record, "skipped");
 }
 
 /** A finished stream as the log keeps it: of its target, only which one it was. */

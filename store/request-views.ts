@@ -5,6 +5,7 @@
  * attempt's answer. The log's writes are in ./request-log.ts.
  */
 import { type Hold, holdOf, type TargetGateState } from "../core/circuit.ts";
+import type { SkippedTarget } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
 import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
@@ -54,6 +55,8 @@ export interface RequestView {
   /** A single request's read only: the body as received; null when not kept. */
   body?: LoggedBody | null;
   attempts: AttemptView[];
+  /** Targets the call skipped, and why (their filters do not match it). */
+  skipped: SkippedTarget[];
   /** Targets this request waits for, and why (an open circuit, disabled, paused). */
   waiting: { targetId: string; targetName: string; reason: Hold | typeof THROTTLED }[];
 }
@@ -142,7 +145,8 @@ async function selectRequests(
 ): Promise<RequestView[]> {
   const requests = await sql<(Omit<RequestView, "attempts" | "waiting" | "body"> & ContentRow)[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
-      not_before, trace_id, updated_at, body_bytes, idempotency_key, resent_from
+      not_before, trace_id, updated_at, body_bytes, idempotency_key, resent_from,
+      coalesce(skipped, '[]') as skipped
       ${
         content
           ? sql`, headers, coalesce(body,

@@ -81,15 +81,17 @@ export function deleteLine(sql: Sql, projectId: string, key: string): Promise<bo
 }
 
 /**
- * The `targets` row in scope (`t`) as a DeliveryTarget: its flow limits and secret headers absent
- * when it has none (nulls stripped).
+ * The `targets` row in scope (`t`) as a DeliveryTarget: its flow limits, secret headers and filter
+ * absent when it has none (nulls stripped; the filter joins after the strip, as its own nulls,
+ * `{"$eq": null}`, are conditions).
  */
 export const deliveryTarget = (q: Queryable) => q`
-  json_strip_nulls(json_build_object(
+  jsonb_strip_nulls(jsonb_build_object(
     'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
     'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
     'maxDeliveriesPerSecond', t.max_deliveries_per_second, 'maxConcurrent', t.max_concurrent,
-    'secretHeaders', nullif(t.secret_headers, '[]')))`;
+    'secretHeaders', nullif(t.secret_headers, '[]')))
+    || case when t.filter is null then '{}' else jsonb_build_object('filter', t.filter) end`;
 
 /**
  * Endpoints with their targets in one query: for the API's reads and the edge's project state.
@@ -246,11 +248,11 @@ async function insertTargets(
   for (const [position, t] of targets.entries()) {
     await sql`
       insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
-        timeout_seconds, headers, max_deliveries_per_second, max_concurrent, secret_headers)
+        timeout_seconds, headers, max_deliveries_per_second, max_concurrent, secret_headers, filter)
       values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
         ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)},
         ${t.maxDeliveriesPerSecond ?? null}, ${t.maxConcurrent ?? null},
-        ${sql.json(t.secretHeaders ?? [])})`;
+        ${sql.json(t.secretHeaders ?? [])}, ${t.filter ? sql.json(t.filter) : null})`;
   }
 }
 

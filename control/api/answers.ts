@@ -119,6 +119,7 @@ const target = z.strictObject({
     .array(z.string())
     .optional()
     .describe("Lowercase; forwarded, never kept in the request log. Absent: none"),
+  filter: jsonObject.optional().describe("Which calls it receives; absent: every call"),
 });
 
 const circuitBreaker = z.strictObject({
@@ -326,6 +327,15 @@ export const request = z.strictObject({
         ),
     }),
   ),
+  skipped: z
+    .array(
+      z.strictObject({
+        targetId: z.string(),
+        targetName: z.string(),
+        reason: z.enum(["filter"]).describe("The target's filter does not match the call"),
+      }),
+    )
+    .describe("Targets the call was not delivered to (nor charged for), and why"),
 });
 
 export const requestPage = z.strictObject({

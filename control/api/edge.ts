@@ -4,6 +4,7 @@
  * they reserve and accept before they queue calls is ./reservations.ts.
  */
 
+import type { SkippedRecord, SkippedTarget } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { projectRateLimit } from "../../core/limits.ts";
 import type { Endpoint, KeyMode, KeyRecord, Plan, RateLimit } from "../../core/model.ts";
@@ -26,7 +27,11 @@ import { exhaustedPools } from "../../store/credits.ts";
 import { limitOverrides } from "../../store/limits.ts";
 import { type ProjectView, projectBySlug } from "../../store/projects.ts";
 import { liveEdgeCount, recentDemand, recordDemand } from "../../store/rate-demand.ts";
-import { type LoggedStream, recordStream as logStream } from "../../store/request-log.ts";
+import {
+  type LoggedStream,
+  recordSkipped as logSkipped,
+  recordStream as logStream,
+} from "../../store/request-log.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { type EndpointSigningSecrets, projectSigningSecrets } from "../../store/signing.ts";
 import { capOf, heldCount } from "../../store/waiting.ts";
@@ -142,20 +147,44 @@ export async function recordStream(ctx: Ctx, stream: LoggedStream): Promise<void
   await logStream(ctx.sql, { ...stream, error });
 }
 
+/** A call every target's filter skipped, logged (`store/request-log.ts`): nothing to bill. */
+export async function recordSkipped(ctx: Ctx, record: SkippedRecord): Promise<void> {
+  requireEdge(ctx.caller);
+  const problem = requestProblem(record) ?? skippedProblem(record.skipped);
+  if (problem) throw new RelayError("bad_request", `a skipped call's record ${problem}`);
+  await logSkipped(ctx.sql, record);
+}
+
 /** An edge's own failure messages are short; a longer one is cut, not refused (it bills). */
 const MAX_STREAM_ERROR_CHARS = 1_000;
 
 function streamProblem(stream: LoggedStream): string | null {
-  if (!stream.requestId || !stream.project || !stream.target.id) {
-    return "needs a request, a project and a target";
-  }
-  if (stream.keyMode !== "live" && stream.keyMode !== "test") return "needs a key mode";
-  if (Number.isNaN(Date.parse(stream.receivedAt))) return "needs the time it was received";
-  const counts = [stream.latencyMs, stream.bytes, stream.bodyBytes];
+  if (!stream.target.id) return "needs a target";
+  const counts = [stream.latencyMs, stream.bytes];
   if (!counts.every((n) => Number.isSafeInteger(n) && n >= 0)) {
     return "has a negative or unsafe count";
   }
+  return requestProblem(stream) ?? skippedProblem(stream.skipped ?? []);
+}
+
+/** What every record of a call an edge finished itself names: the request, as it came. */
+function requestProblem(
+  request: Pick<LoggedStream, "requestId" | "project" | "keyMode" | "receivedAt" | "bodyBytes">,
+): string | null {
+  if (!request.requestId || !request.project) return "needs a request and a project";
+  if (request.keyMode !== "live" && request.keyMode !== "test") return "needs a key mode";
+  if (Number.isNaN(Date.parse(request.receivedAt))) return "needs the time it was received";
+  if (!Number.isSafeInteger(request.bodyBytes) || request.bodyBytes < 0) {
+    return "has a negative or unsafe count";
+  }
   return null;
+}
+
+/** An endpoint has at most 50 targets; each skipped one is named, for the filter's reason. */
+function skippedProblem(skipped: readonly SkippedTarget[]): string | null {
+  if (skipped.length > 50) return "names more targets than an endpoint has";
+  const named = skipped.every((s) => s.targetId && s.targetName && s.reason === "filter");
+  return named ? null : "names a skipped target without its id, name or reason";
 }
 
 /**

@@ -180,6 +180,7 @@ async function acceptedRequest(
     body: loggedBody(await inputBody(ctx, input)),
     attempts: [],
     waiting: [],
+    skipped: input.skipped ?? [],
   };
 }
 

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { circuitBreakerBounds, defaultCircuitBreaker } from "../../core/circuit.ts";
 import { RelayError } from "../../core/errors.ts";
+import { filterProblems } from "../../core/filter-rules.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { orderings } from "../../core/lanes.ts";
 import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
@@ -69,6 +70,26 @@ const targetSchema = z.strictObject({
     .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
       message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
     }),
+  filter: z
+    .unknown()
+    .optional()
+    .superRefine((filter, issues) => {
+      if (filter === undefined || filter === null) return;
+      // Each problem's place inside the filter leads its message; the issue's path is the field.
+      for (const { path, message } of filterProblems(filter, "")) {
+        issues.addIssue({
+          code: "custom",
+          message: path ? `${path.slice(1)}: ${message}` : message,
+        });
+      }
+    })
+    .transform((filter) =>
+      filter && Object.keys(filter).length > 0 ? (filter as JsonObject) : undefined,
+    )
+    .meta({ type: "object" })
+    .describe(
+      "Which calls this target receives: Hookdeck Outpost's filter syntax over the call's `body` and `headers` (lowercase names); a call it does not match is skipped, not delivered and not charged. Absent, null or {}: every call",
+    ),
 });
 
 /**

@@ -2,19 +2,27 @@
  * "Send again": a new request (a new id, `resentFrom` the original) to the original's endpoint,
  * with the original's headers and its body or an edited one. It goes the way a call the edge
  * queues goes: checked against the endpoint as it is now (its size cap, its schema), its
- * credits held, a large body stored by reference, one delivery workflow for its targets, which
- * logs and bills it like any other.
+ * credits held, a large body stored by reference, one delivery workflow for the targets whose
+ * filters it matches, which logs and bills it like any other (one every target skips is logged
+ * as skipped, as the edge logs such a call).
  */
 import { z } from "zod";
 import { deliveryHolds } from "../../core/billing.ts";
-import { bodyTravelsInline, type DeliveryInput, encodeBody } from "../../core/delivery.ts";
+import {
+  bodyTravelsInline,
+  type DeliveryInput,
+  encodeBody,
+  skippedTargets,
+} from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
+import { targetsByFilter } from "../../core/filter.ts";
 import { BASE64, bodyBytes } from "../../core/inspect.ts";
 import { checkPayload } from "../../core/payload-check.ts";
 import { compileSchema } from "../../core/schema.ts";
 import { newId } from "../../core/secrets.ts";
 import { insertBody } from "../../store/bodies.ts";
 import { releaseHolds } from "../../store/credits.ts";
+import { recordSkipped } from "../../store/request-log.ts";
 import { findRequest, keyModeOf } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { releasePlaces } from "../../store/waiting.ts";
@@ -85,37 +93,51 @@ export async function sendAgain(
   const headers = Object.fromEntries(
     Object.entries(original.headers).filter(([name]) => !NOT_SENT_AGAIN.includes(name)),
   );
-  checkPayload(
+  const payload = checkPayload(
     body,
     headers["content-type"] ?? null,
     endpoint.schema ? compileSchema(endpoint.schema) : null,
   );
   const resent = newId("req");
+  const { kept: targets, skipped } = targetsByFilter(
+    endpoint.targets,
+    body,
+    new Headers(headers),
+    payload,
+  );
+  const opening = {
+    requestId: resent,
+    project: slug,
+    line: original.line,
+    endpoint: original.endpoint,
+    keyMode,
+    receivedAt: ctx.now().toISOString(),
+    bodyBytes: body.byteLength,
+    resentFrom: requestId,
+    ...(skipped.length > 0 && { skipped: skippedTargets(skipped) }),
+  };
+  if (targets.length === 0) {
+    await recordSkipped(ctx.sql, { ...opening, skipped: skippedTargets(skipped) });
+    return getRequest(ctx, slug, resent);
+  }
   await ctx.sql.begin((tx) =>
     reserveMemberDelivery(ctx, tx, access, {
       requestId: resent,
       pool: keyMode,
-      holds: deliveryHolds(endpoint.targets, body.byteLength),
+      holds: deliveryHolds(targets, body.byteLength),
       // Sent again, a request is a new one, in no lane.
-      waits: { workflowId: resent, targets: endpoint.targets },
+      waits: { workflowId: resent, targets },
     }),
   );
   try {
-    const inline = bodyTravelsInline(body.byteLength, endpoint.targets.length);
+    const inline = bodyTravelsInline(body.byteLength, targets.length);
     const bodyRef = inline ? null : await insertBody(ctx.sql, slug, resent, body);
     const delivery: DeliveryInput = {
-      requestId: resent,
-      project: slug,
-      line: original.line,
-      endpoint: original.endpoint,
-      keyMode,
-      receivedAt: ctx.now().toISOString(),
+      ...opening,
       headers,
       bodyBase64: bodyRef ? "" : encodeBody(body),
       ...(bodyRef && { bodyRef }),
-      bodyBytes: body.byteLength,
-      resentFrom: requestId,
-      targets: endpoint.targets,
+      targets,
     };
     await startDelivery(await ctx.temporal(), delivery, resent, "queued");
   } catch (error) {

@@ -3,6 +3,7 @@
  * int64s and nulls. Pure, no routing.
  */
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { SkippedRecord, SkippedTarget, SkipReason } from "../../core/delivery.ts";
 import { bodyEncodings, type LoggedBody } from "../../core/inspect.ts";
 import type { KeyState } from "../../core/keys.ts";
 import { orderings } from "../../core/lanes.ts";
@@ -17,8 +18,8 @@ import {
   roles,
 } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
-import type { RecordStreamRequest } from "../../gen/relay/v1/edge_pb.ts";
-import type { BodyInput, RequestFilter } from "../../gen/relay/v1/requests_pb.ts";
+import type { RecordSkippedRequest, RecordStreamRequest } from "../../gen/relay/v1/edge_pb.ts";
+import type { BodyInput, RequestFilter, Skipped } from "../../gen/relay/v1/requests_pb.ts";
 import type { EndpointSpec } from "../../gen/relay/v1/routing_pb.ts";
 import type { PoolUsage, Usage } from "../../store/credits.ts";
 import type { KeyView } from "../../store/keys.ts";
@@ -84,6 +85,7 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
     maxConcurrent: t.maxConcurrent,
     secretHeaders: t.secretHeaders,
     headers: t.headers,
+    filter: t.filter,
   })),
   ipAllowlist: spec?.ipAllowlist,
   schema: spec?.schema ?? null,
@@ -163,6 +165,30 @@ export function nullsToUndefined<T extends object>(value: T) {
 /** An edge's stream record; its key mode and counts are checked by the operation. */
 export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
   return {
+    ...requestRecordIn(req),
+    ...(req.bodyRef && { bodyRef: req.bodyRef }),
+    target: { id: req.targetId, name: req.targetName },
+    ownsStatus: req.ownsStatus,
+    statusCode: req.statusCode ?? null,
+    latencyMs: Number(req.latencyMs),
+    bytes: Number(req.bytes),
+    error: req.error ?? null,
+    ...(req.skipped.length > 0 && { skipped: skippedIn(req.skipped) }),
+  };
+}
+
+/** An edge's skipped call; its fields are checked by the operation. */
+export function skippedRecordIn(req: RecordSkippedRequest): SkippedRecord {
+  return {
+    ...requestRecordIn(req),
+    ...(req.idempotencyKey && { idempotencyKey: req.idempotencyKey }),
+    skipped: skippedIn(req.skipped),
+  };
+}
+
+/** The request a record of a call an edge finished itself names, as every such record has it. */
+function requestRecordIn(req: RecordStreamRequest | RecordSkippedRequest) {
+  return {
     requestId: req.requestId,
     project: req.project,
     line: req.line,
@@ -170,14 +196,14 @@ export function streamRecordIn(req: RecordStreamRequest): LoggedStream {
     keyMode: req.keyMode as KeyMode,
     receivedAt: req.receivedAt ? timestampDate(req.receivedAt).toISOString() : "",
     bodyBytes: Number(req.bodyBytes),
-    ...(req.bodyRef && { bodyRef: req.bodyRef }),
     // An edge's own, but kept only in its one shape: the log links it to a trace UI.
     ...(req.traceId && TRACE_ID.test(req.traceId) && { traceId: req.traceId }),
-    target: { id: req.targetId, name: req.targetName },
-    ownsStatus: req.ownsStatus,
-    statusCode: req.statusCode ?? null,
-    latencyMs: Number(req.latencyMs),
-    bytes: Number(req.bytes),
-    error: req.error ?? null,
   };
 }
+
+const skippedIn = (skipped: Skipped[]): SkippedTarget[] =>
+  skipped.map((s) => ({
+    targetId: s.targetId,
+    targetName: s.targetName,
+    reason: s.reason as SkipReason,
+  }));

@@ -23,6 +23,7 @@ import {
   fromEnum,
   optionalTs,
   projectOut,
+  skippedRecordIn,
   streamRecordIn,
 } from "./convert.ts";
 
@@ -69,6 +70,10 @@ export function edgeService(
         return {
           bodyRef: await bodies.storeBody(ctxOf(h), req.project, req.requestId, req.body),
         };
+      },
+      async recordSkipped(req, h) {
+        await edge.recordSkipped(ctxOf(h), skippedRecordIn(req));
+        return {};
       },
       async recordStream(req, h) {
         await edge.recordStream(ctxOf(h), streamRecordIn(req));

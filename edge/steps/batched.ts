@@ -2,7 +2,12 @@
  * A call as it goes in a batch (../batcher.ts): its input, its acceptance, and the claim of the
  * key of one that goes alone after all. The delivery input every workflow start carries too.
  */
-import { type Accepted, type DeliveryInput, encodeBody } from "../../core/delivery.ts";
+import {
+  type Accepted,
+  type DeliveryInput,
+  encodeBody,
+  skippedTargets,
+} from "../../core/delivery.ts";
 import { notQueued } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { type KeyClaim, keyReused } from "../../core/idempotency.ts";
@@ -94,8 +99,26 @@ export function deliveryInput(
   bodyRef: string | undefined,
   ordering: LaneRef | undefined,
 ): DeliveryInput {
+  // A skipped target's secret headers are kept out of the log too: the log is the request's.
+  const everyTarget = [...call.endpoint.targets, ...(call.skipped ?? [])];
+  const secretHeaders = [...new Set(everyTarget.flatMap((t) => t.secretHeaders ?? []))];
+  return {
+    ...requestOf(deps, call, requestId),
+    headers: forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain)),
+    bodyBase64: bodyRef ? "" : encodeBody(call.body),
+    ...(bodyRef && { bodyRef }),
+    ...(secretHeaders.length > 0 && { secretHeaders }),
+    ...(call.skipped && { skipped: skippedTargets(call.skipped) }),
+    ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
+    // A delayed call takes its place at its time: its workflow joins then, not the edge now.
+    ...(ordering && { ordering: call.notBefore ? ordering : { ...ordering, joinedAtEdge: true } }),
+    targets: [],
+  };
+}
+
+/** The request a call is, as the log opens it: what every record of it begins with. */
+export function requestOf(deps: EdgeDeps, call: Received, requestId: string) {
   const traceId = traceIdOf(call.trace);
-  const secretHeaders = [...new Set(call.endpoint.targets.flatMap((t) => t.secretHeaders ?? []))];
   return {
     requestId,
     project: call.project,
@@ -103,16 +126,8 @@ export function deliveryInput(
     endpoint: call.endpoint.path,
     keyMode: call.key.mode,
     receivedAt: deps.state.now().toISOString(),
-    headers: forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain)),
-    bodyBase64: bodyRef ? "" : encodeBody(call.body),
-    ...(bodyRef && { bodyRef }),
     bodyBytes: call.body.byteLength,
     ...(traceId && { traceId }),
     ...(call.idempotencyKey !== null && { idempotencyKey: call.idempotencyKey }),
-    ...(secretHeaders.length > 0 && { secretHeaders }),
-    ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
-    // A delayed call takes its place at its time: its workflow joins then, not the edge now.
-    ...(ordering && { ordering: call.notBefore ? ordering : { ...ordering, joinedAtEdge: true } }),
-    targets: [],
   };
 }

@@ -178,7 +178,7 @@ async function orderingOf(deps: EdgeDeps, call: Received): Promise<LaneRef | und
 }
 
 /** The call's request id, and the body's tag when it repeats an Idempotency-Key. */
-async function requestIdOf(
+export async function requestIdOf(
   deps: EdgeDeps,
   call: Received,
 ): Promise<{ id: string; bodyTag: string | undefined }> {

@@ -10,6 +10,8 @@ import type { KeyMode } from "./keys_pb.ts";
 import { file_relay_v1_keys } from "./keys_pb.ts";
 import type { Project } from "./projects_pb.ts";
 import { file_relay_v1_projects } from "./projects_pb.ts";
+import type { Skipped } from "./requests_pb.ts";
+import { file_relay_v1_requests } from "./requests_pb.ts";
 import type { Endpoint, RateLimit } from "./routing_pb.ts";
 import { file_relay_v1_routing } from "./routing_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
@@ -18,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/edge.proto.
  */
 export const file_relay_v1_edge: GenFile = /*@__PURE__*/
-  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0Io0DCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgSFwoPaGVsZF90YXJnZXRfaWRzGAkgAygJEi8KEnByb2plY3RfcmF0ZV9saW1pdBgKIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdCJeChZFbmRwb2ludFNpZ25pbmdTZWNyZXRzEgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCRIoCgdzZWNyZXRzGAMgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldCJgCg1TaWduaW5nU2VjcmV0EgsKA2tleRgBIAEoDBIzCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19leHBpcmVzX2F0IjYKEVJlc29sdmVLZXlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEAoIa2V5X2hhc2gYAiABKAwiQQoSUmVzb2x2ZUtleVJlc3BvbnNlEiMKA2tleRgBIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIAIgBAUIGCgRfa2V5IikKFkdldFByb2plY3RTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJPChdHZXRQcm9qZWN0U3RhdGVSZXNwb25zZRIqCgVzdGF0ZRgBIAEoCzIWLnJlbGF5LnYxLlByb2plY3RTdGF0ZUgAiAEBQggKBl9zdGF0ZSJGChdHZXRFbmRwb2ludFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSKEAQoYR2V0RW5kcG9pbnRTdGF0ZVJlc3BvbnNlEikKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnRIAIgBARIwCg9zaWduaW5nX3NlY3JldHMYAiADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0QgsKCV9lbmRwb2ludCI+ChNXYXRjaENoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMilAEKBkNoYW5nZRIQCghzZXF1ZW5jZRgBIAEoAxIPCgdwcm9qZWN0GAIgASgJEigKC2tleV9jaGFuZ2VkGAMgASgLMhEucmVsYXkudjEuRWRnZUtleUgAEjMKD3JvdXRpbmdfY2hhbmdlZBgEIAEoCzIYLnJlbGF5LnYxLlJvdXRpbmdDaGFuZ2VkSABCCAoGY2hhbmdlIiwKDlJvdXRpbmdDaGFuZ2VkEgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCSJpChRXYXRjaENoYW5nZXNSZXNwb25zZRIhCgdjaGFuZ2VzGAEgAygLMhAucmVsYXkudjEuQ2hhbmdlEhUKDWhlYWRfc2VxdWVuY2UYAiABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAMgASgDIkgKEUFja0NoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSEAoIbGVhc2VfbXMYAyABKAUiFAoSQWNrQ2hhbmdlc1Jlc3BvbnNlIkUKEFN0b3JlQm9keVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEgwKBGJvZHkYAyABKAwiJQoRU3RvcmVCb2R5UmVzcG9uc2USEAoIYm9keV9yZWYYASABKAkijwMKE1JlY29yZFN0cmVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEgwKBGxpbmUYAyABKAkSEAoIZW5kcG9pbnQYBCABKAkSEAoIa2V5X21vZGUYBSABKAkSLwoLcmVjZWl2ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmJvZHlfYnl0ZXMYByABKAMSEAoIYm9keV9yZWYYCCABKAkSEQoJdGFyZ2V0X2lkGAkgASgJEhMKC3RhcmdldF9uYW1lGAogASgJEhMKC293bnNfc3RhdHVzGAsgASgIEhgKC3N0YXR1c19jb2RlGAwgASgFSACIAQESEgoKbGF0ZW5jeV9tcxgNIAEoAxINCgVieXRlcxgOIAEoAxISCgVlcnJvchgPIAEoCUgBiAEBEhUKCHRyYWNlX2lkGBAgASgJSAKIAQFCDgoMX3N0YXR1c19jb2RlQggKBl9lcnJvckILCglfdHJhY2VfaWQiFgoUUmVjb3JkU3RyZWFtUmVzcG9uc2UiMgoMRGVsaXZlcnlIb2xkEhEKCXRhcmdldF9pZBgBIAEoCRIPCgdjcmVkaXRzGAIgASgDIugBChhSZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIjCghrZXlfbW9kZRgCIAEoDjIRLnJlbGF5LnYxLktleU1vZGUSEgoKcmVxdWVzdF9pZBgDIAEoCRIlCgVob2xkcxgEIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZBIzCgpub3RfYmVmb3JlGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEhcKD2hlbGRfdGFyZ2V0X2lkcxgGIAMoCUINCgtfbm90X2JlZm9yZSJVChlSZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEikKB3JlZnVzYWwYASABKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbBINCgVsaW1pdBgCIAEoAyJGCglDYWxsSG9sZHMSEgoKcmVxdWVzdF9pZBgBIAEoCRIlCgVob2xkcxgCIAMoCzIWLnJlbGF5LnYxLkRlbGl2ZXJ5SG9sZCJ5Ch1SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcyJMCh5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USKgoIcmVmdXNhbHMYASADKA4yGC5yZWxheS52MS5SZXNlcnZlUmVmdXNhbCLGAgoSQWNjZXB0Q2FsbHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEiIKBWNhbGxzGAMgAygLMhMucmVsYXkudjEuQ2FsbEhvbGRzEhMKC3dvcmtmbG93X2lkGAQgASgJEg0KBXN0YXJ0GAUgASgMEg8KB3N0YXJ0ZWQYBiADKAkSJAoGYm9kaWVzGAcgAygLMhQucmVsYXkudjEuU3RvcmVkQm9keRIqCgZjbGFpbXMYCCADKAsyGi5yZWxheS52MS5JZGVtcG90ZW5jeUNsYWltEiIKBWxhbmVzGAkgAygLMhMucmVsYXkudjEuTGFuZVBsYWNlEisKCXNjaGVkdWxlZBgKIAMoCzIYLnJlbGF5LnYxLlNjaGVkdWxlZFBsYWNlIlQKDlNjaGVkdWxlZFBsYWNlEhIKCnJlcXVlc3RfaWQYASABKAkSLgoKbm90X2JlZm9yZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOAoQSWRlbXBvdGVuY3lDbGFpbRISCgpyZXF1ZXN0X2lkGAEgASgJEhAKCGJvZHlfdGFnGAIgASgJIlgKGkNsYWltSWRlbXBvdGVuY3lLZXlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKQoFY2xhaW0YAiABKAsyGi5yZWxheS52MS5JZGVtcG90ZW5jeUNsYWltIkYKG0NsYWltSWRlbXBvdGVuY3lLZXlSZXNwb25zZRInCgdvdXRjb21lGAEgASgOMhYucmVsYXkudjEuQ2xhaW1PdXRjb21lIlUKCUxhbmVQbGFjZRIPCgdwcm9qZWN0GAEgASgJEg8KB2xhbmVfaWQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRISCgp0YXJnZXRfaWRzGAQgAygJIjUKD0pvaW5MYW5lUmVxdWVzdBIiCgVwbGFjZRgBIAEoCzITLnJlbGF5LnYxLkxhbmVQbGFjZSIiChBKb2luTGFuZVJlc3BvbnNlEg4KBmpvaW5lZBgBIAEoCCI2ChBMZWF2ZUxhbmVSZXF1ZXN0EiIKBXBsYWNlGAEgASgLMhMucmVsYXkudjEuTGFuZVBsYWNlIhMKEUxlYXZlTGFuZVJlc3BvbnNlIi4KClN0b3JlZEJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgRib2R5GAIgASgMIooBChNBY2NlcHRDYWxsc1Jlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSEAoIYWNjZXB0ZWQYAiABKAgSJgoGY2xhaW1zGAMgAygOMhYucmVsYXkudjEuQ2xhaW1PdXRjb21lEg0KBWxpbWl0GAQgASgDIlMKGFJlbGVhc2VEZWxpdmVyaWVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSEgoKdGFyZ2V0X2lkcxgDIAMoCSIbChlSZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlIhcKFUdldFBheWxvYWRLZXlzUmVxdWVzdCJMChZHZXRQYXlsb2FkS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5yZWxheS52MS5QYXlsb2FkS2V5Eg4KBmlkX2tleRgCIAEoDCIlCgpQYXlsb2FkS2V5EgoKAmlkGAEgASgJEgsKA2tleRgCIAEoDCJ1Cg5FbmRwb2ludERlbWFuZBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCRIQCghhY2NlcHRlZBgEIAEoAxIPCgdyZWZ1c2VkGAUgASgDEhMKC2ludGVydmFsX21zGAYgASgFIlcKGUV4Y2hhbmdlUmF0ZVNoYXJlc1JlcXVlc3QSDwoHZWRnZV9pZBgBIAEoCRIpCgdkZW1hbmRzGAIgAygLMhgucmVsYXkudjEuRW5kcG9pbnREZW1hbmQiQwoaRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2USEQoJZnJhY3Rpb25zGAEgAygBEhIKCmxpdmVfZWRnZXMYAiABKAUqfwoOUmVzZXJ2ZVJlZnVzYWwSHwobUkVTRVJWRV9SRUZVU0FMX1VOU1BFQ0lGSUVEEAASKAokUkVTRVJWRV9SRUZVU0FMX0lOU1VGRklDSUVOVF9DUkVESVRTEAESIgoeUkVTRVJWRV9SRUZVU0FMX0xJTUlUX0VYQ0VFREVEEAIqgQEKDENsYWltT3V0Y29tZRIdChlDTEFJTV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGAoUQ0xBSU1fT1VUQ09NRV9SRVBFQVQQARIYChRDTEFJTV9PVVRDT01FX1JFVVNFRBACEh4KGkNMQUlNX09VVENPTUVfT1dOX1dPUktGTE9XEAMy0AoKC0VkZ2VTZXJ2aWNlEkcKClJlc29sdmVLZXkSGy5yZWxheS52MS5SZXNvbHZlS2V5UmVxdWVzdBocLnJlbGF5LnYxLlJlc29sdmVLZXlSZXNwb25zZRJWCg9HZXRQcm9qZWN0U3RhdGUSIC5yZWxheS52MS5HZXRQcm9qZWN0U3RhdGVSZXF1ZXN0GiEucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVzcG9uc2USWQoQR2V0RW5kcG9pbnRTdGF0ZRIhLnJlbGF5LnYxLkdldEVuZHBvaW50U3RhdGVSZXF1ZXN0GiIucmVsYXkudjEuR2V0RW5kcG9pbnRTdGF0ZVJlc3BvbnNlEk8KDFdhdGNoQ2hhbmdlcxIdLnJlbGF5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaHi5yZWxheS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABEkcKCkFja0NoYW5nZXMSGy5yZWxheS52MS5BY2tDaGFuZ2VzUmVxdWVzdBocLnJlbGF5LnYxLkFja0NoYW5nZXNSZXNwb25zZRJECglTdG9yZUJvZHkSGi5yZWxheS52MS5TdG9yZUJvZHlSZXF1ZXN0GhsucmVsYXkudjEuU3RvcmVCb2R5UmVzcG9uc2USTQoMUmVjb3JkU3RyZWFtEh0ucmVsYXkudjEuUmVjb3JkU3RyZWFtUmVxdWVzdBoeLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlc3BvbnNlElwKEVJlc2VydmVEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNSZXNwb25zZRJrChZSZXNlcnZlRGVsaXZlcmllc0JhdGNoEicucmVsYXkudjEuUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaFJlcXVlc3QaKC5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVzcG9uc2USSgoLQWNjZXB0Q2FsbHMSHC5yZWxheS52MS5BY2NlcHRDYWxsc1JlcXVlc3QaHS5yZWxheS52MS5BY2NlcHRDYWxsc1Jlc3BvbnNlEmIKE0NsYWltSWRlbXBvdGVuY3lLZXkSJC5yZWxheS52MS5DbGFpbUlkZW1wb3RlbmN5S2V5UmVxdWVzdBolLnJlbGF5LnYxLkNsYWltSWRlbXBvdGVuY3lLZXlSZXNwb25zZRJBCghKb2luTGFuZRIZLnJlbGF5LnYxLkpvaW5MYW5lUmVxdWVzdBoaLnJlbGF5LnYxLkpvaW5MYW5lUmVzcG9uc2USRAoJTGVhdmVMYW5lEhoucmVsYXkudjEuTGVhdmVMYW5lUmVxdWVzdBobLnJlbGF5LnYxLkxlYXZlTGFuZVJlc3BvbnNlElwKEVJlbGVhc2VEZWxpdmVyaWVzEiIucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXF1ZXN0GiMucmVsYXkudjEuUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZRJTCg5HZXRQYXlsb2FkS2V5cxIfLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVxdWVzdBogLnJlbGF5LnYxLkdldFBheWxvYWRLZXlzUmVzcG9uc2USXwoSRXhjaGFuZ2VSYXRlU2hhcmVzEiMucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVxdWVzdBokLnJlbGF5LnYxLkV4Y2hhbmdlUmF0ZVNoYXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_routing]);
+  fileDesc("ChNyZWxheS92MS9lZGdlLnByb3RvEghyZWxheS52MSL7AQoHRWRnZUtleRIKCgJpZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEh8KBG1vZGUYAyABKA4yES5yZWxheS52MS5LZXlNb2RlEjMKCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESMwoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIYChBzdWNjZXNzb3JfdXNhYmxlGAYgASgIEhAKCGtleV9oYXNoGAcgASgMQg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0Io0DCgxQcm9qZWN0U3RhdGUSIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSJQoJZW5kcG9pbnRzGAIgAygLMhIucmVsYXkudjEuRW5kcG9pbnQSLwoSZGVmYXVsdF9yYXRlX2xpbWl0GAMgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0Eh4KFmxpdmVfY3JlZGl0c19leGhhdXN0ZWQYBCABKAgSHgoWdGVzdF9jcmVkaXRzX2V4aGF1c3RlZBgFIAEoCBI5Cg9zaWduaW5nX3NlY3JldHMYBiADKAsyIC5yZWxheS52MS5FbmRwb2ludFNpZ25pbmdTZWNyZXRzEh4KFm1heF93YWl0aW5nX2RlbGl2ZXJpZXMYByABKAMSHAoUaGVsZF9kZWxpdmVyaWVzX2Z1bGwYCCABKAgSFwoPaGVsZF90YXJnZXRfaWRzGAkgAygJEi8KEnByb2plY3RfcmF0ZV9saW1pdBgKIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdCJeChZFbmRwb2ludFNpZ25pbmdTZWNyZXRzEgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCRIoCgdzZWNyZXRzGAMgAygLMhcucmVsYXkudjEuU2lnbmluZ1NlY3JldCJgCg1TaWduaW5nU2VjcmV0EgsKA2tleRgBIAEoDBIzCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19leHBpcmVzX2F0IjYKEVJlc29sdmVLZXlSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEAoIa2V5X2hhc2gYAiABKAwiQQoSUmVzb2x2ZUtleVJlc3BvbnNlEiMKA2tleRgBIAEoCzIRLnJlbGF5LnYxLkVkZ2VLZXlIAIgBAUIGCgRfa2V5IikKFkdldFByb2plY3RTdGF0ZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJPChdHZXRQcm9qZWN0U3RhdGVSZXNwb25zZRIqCgVzdGF0ZRgBIAEoCzIWLnJlbGF5LnYxLlByb2plY3RTdGF0ZUgAiAEBQggKBl9zdGF0ZSJGChdHZXRFbmRwb2ludFN0YXRlUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSKEAQoYR2V0RW5kcG9pbnRTdGF0ZVJlc3BvbnNlEikKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnRIAIgBARIwCg9zaWduaW5nX3NlY3JldHMYAiADKAsyFy5yZWxheS52MS5TaWduaW5nU2VjcmV0QgsKCV9lbmRwb2ludCI+ChNXYXRjaENoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMilAEKBkNoYW5nZRIQCghzZXF1ZW5jZRgBIAEoAxIPCgdwcm9qZWN0GAIgASgJEigKC2tleV9jaGFuZ2VkGAMgASgLMhEucmVsYXkudjEuRWRnZUtleUgAEjMKD3JvdXRpbmdfY2hhbmdlZBgEIAEoCzIYLnJlbGF5LnYxLlJvdXRpbmdDaGFuZ2VkSABCCAoGY2hhbmdlIiwKDlJvdXRpbmdDaGFuZ2VkEgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCSJpChRXYXRjaENoYW5nZXNSZXNwb25zZRIhCgdjaGFuZ2VzGAEgAygLMhAucmVsYXkudjEuQ2hhbmdlEhUKDWhlYWRfc2VxdWVuY2UYAiABKAMSFwoPY2xvY2tfb2Zmc2V0X21zGAMgASgDIkgKEUFja0NoYW5nZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSEAoIbGVhc2VfbXMYAyABKAUiFAoSQWNrQ2hhbmdlc1Jlc3BvbnNlIkUKEFN0b3JlQm9keVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEgwKBGJvZHkYAyABKAwiJQoRU3RvcmVCb2R5UmVzcG9uc2USEAoIYm9keV9yZWYYASABKAkiswMKE1JlY29yZFN0cmVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdwcm9qZWN0GAIgASgJEgwKBGxpbmUYAyABKAkSEAoIZW5kcG9pbnQYBCABKAkSEAoIa2V5X21vZGUYBSABKAkSLwoLcmVjZWl2ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmJvZHlfYnl0ZXMYByABKAMSEAoIYm9keV9yZWYYCCABKAkSEQoJdGFyZ2V0X2lkGAkgASgJEhMKC3RhcmdldF9uYW1lGAogASgJEhMKC293bnNfc3RhdHVzGAsgASgIEhgKC3N0YXR1c19jb2RlGAwgASgFSACIAQESEgoKbGF0ZW5jeV9tcxgNIAEoAxINCgVieXRlcxgOIAEoAxISCgVlcnJvchgPIAEoCUgBiAEBEhUKCHRyYWNlX2lkGBAgASgJSAKIAQESIgoHc2tpcHBlZBgRIAMoCzIRLnJlbGF5LnYxLlNraXBwZWRCDgoMX3N0YXR1c19jb2RlQggKBl9lcnJvckILCglfdHJhY2VfaWQiFgoUUmVjb3JkU3RyZWFtUmVzcG9uc2UirAIKFFJlY29yZFNraXBwZWRSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDwoHcHJvamVjdBgCIAEoCRIMCgRsaW5lGAMgASgJEhAKCGVuZHBvaW50GAQgASgJEhAKCGtleV9tb2RlGAUgASgJEi8KC3JlY2VpdmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpib2R5X2J5dGVzGAcgASgDEiIKB3NraXBwZWQYCCADKAsyES5yZWxheS52MS5Ta2lwcGVkEhUKCHRyYWNlX2lkGAkgASgJSACIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAogASgJSAGIAQFCCwoJX3RyYWNlX2lkQhIKEF9pZGVtcG90ZW5jeV9rZXkiFwoVUmVjb3JkU2tpcHBlZFJlc3BvbnNlIjIKDERlbGl2ZXJ5SG9sZBIRCgl0YXJnZXRfaWQYASABKAkSDwoHY3JlZGl0cxgCIAEoAyLoAQoYUmVzZXJ2ZURlbGl2ZXJpZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIwoIa2V5X21vZGUYAiABKA4yES5yZWxheS52MS5LZXlNb2RlEhIKCnJlcXVlc3RfaWQYAyABKAkSJQoFaG9sZHMYBCADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQSMwoKbm90X2JlZm9yZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIXCg9oZWxkX3RhcmdldF9pZHMYBiADKAlCDQoLX25vdF9iZWZvcmUiVQoZUmVzZXJ2ZURlbGl2ZXJpZXNSZXNwb25zZRIpCgdyZWZ1c2FsGAEgASgOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwSDQoFbGltaXQYAiABKAMiRgoJQ2FsbEhvbGRzEhIKCnJlcXVlc3RfaWQYASABKAkSJQoFaG9sZHMYAiADKAsyFi5yZWxheS52MS5EZWxpdmVyeUhvbGQieQodUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIjCghrZXlfbW9kZRgCIAEoDjIRLnJlbGF5LnYxLktleU1vZGUSIgoFY2FsbHMYAyADKAsyEy5yZWxheS52MS5DYWxsSG9sZHMiTAoeUmVzZXJ2ZURlbGl2ZXJpZXNCYXRjaFJlc3BvbnNlEioKCHJlZnVzYWxzGAEgAygOMhgucmVsYXkudjEuUmVzZXJ2ZVJlZnVzYWwixgIKEkFjY2VwdENhbGxzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEiMKCGtleV9tb2RlGAIgASgOMhEucmVsYXkudjEuS2V5TW9kZRIiCgVjYWxscxgDIAMoCzITLnJlbGF5LnYxLkNhbGxIb2xkcxITCgt3b3JrZmxvd19pZBgEIAEoCRINCgVzdGFydBgFIAEoDBIPCgdzdGFydGVkGAYgAygJEiQKBmJvZGllcxgHIAMoCzIULnJlbGF5LnYxLlN0b3JlZEJvZHkSKgoGY2xhaW1zGAggAygLMhoucmVsYXkudjEuSWRlbXBvdGVuY3lDbGFpbRIiCgVsYW5lcxgJIAMoCzITLnJlbGF5LnYxLkxhbmVQbGFjZRIrCglzY2hlZHVsZWQYCiADKAsyGC5yZWxheS52MS5TY2hlZHVsZWRQbGFjZSJUCg5TY2hlZHVsZWRQbGFjZRISCgpyZXF1ZXN0X2lkGAEgASgJEi4KCm5vdF9iZWZvcmUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjgKEElkZW1wb3RlbmN5Q2xhaW0SEgoKcmVxdWVzdF9pZBgBIAEoCRIQCghib2R5X3RhZxgCIAEoCSJYChpDbGFpbUlkZW1wb3RlbmN5S2V5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEikKBWNsYWltGAIgASgLMhoucmVsYXkudjEuSWRlbXBvdGVuY3lDbGFpbSJGChtDbGFpbUlkZW1wb3RlbmN5S2V5UmVzcG9uc2USJwoHb3V0Y29tZRgBIAEoDjIWLnJlbGF5LnYxLkNsYWltT3V0Y29tZSJVCglMYW5lUGxhY2USDwoHcHJvamVjdBgBIAEoCRIPCgdsYW5lX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSEgoKdGFyZ2V0X2lkcxgEIAMoCSI1Cg9Kb2luTGFuZVJlcXVlc3QSIgoFcGxhY2UYASABKAsyEy5yZWxheS52MS5MYW5lUGxhY2UiIgoQSm9pbkxhbmVSZXNwb25zZRIOCgZqb2luZWQYASABKAgiNgoQTGVhdmVMYW5lUmVxdWVzdBIiCgVwbGFjZRgBIAEoCzITLnJlbGF5LnYxLkxhbmVQbGFjZSITChFMZWF2ZUxhbmVSZXNwb25zZSIuCgpTdG9yZWRCb2R5EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEYm9keRgCIAEoDCKKAQoTQWNjZXB0Q2FsbHNSZXNwb25zZRIqCghyZWZ1c2FscxgBIAMoDjIYLnJlbGF5LnYxLlJlc2VydmVSZWZ1c2FsEhAKCGFjY2VwdGVkGAIgASgIEiYKBmNsYWltcxgDIAMoDjIWLnJlbGF5LnYxLkNsYWltT3V0Y29tZRINCgVsaW1pdBgEIAEoAyJTChhSZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEhIKCnRhcmdldF9pZHMYAyADKAkiGwoZUmVsZWFzZURlbGl2ZXJpZXNSZXNwb25zZSIXChVHZXRQYXlsb2FkS2V5c1JlcXVlc3QiTAoWR2V0UGF5bG9hZEtleXNSZXNwb25zZRIiCgRrZXlzGAEgAygLMhQucmVsYXkudjEuUGF5bG9hZEtleRIOCgZpZF9rZXkYAiABKAwiJQoKUGF5bG9hZEtleRIKCgJpZBgBIAEoCRILCgNrZXkYAiABKAwidQoORW5kcG9pbnREZW1hbmQSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkSEAoIYWNjZXB0ZWQYBCABKAMSDwoHcmVmdXNlZBgFIAEoAxITCgtpbnRlcnZhbF9tcxgGIAEoBSJXChlFeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0Eg8KB2VkZ2VfaWQYASABKAkSKQoHZGVtYW5kcxgCIAMoCzIYLnJlbGF5LnYxLkVuZHBvaW50RGVtYW5kIkMKGkV4Y2hhbmdlUmF0ZVNoYXJlc1Jlc3BvbnNlEhEKCWZyYWN0aW9ucxgBIAMoARISCgpsaXZlX2VkZ2VzGAIgASgFKn8KDlJlc2VydmVSZWZ1c2FsEh8KG1JFU0VSVkVfUkVGVVNBTF9VTlNQRUNJRklFRBAAEigKJFJFU0VSVkVfUkVGVVNBTF9JTlNVRkZJQ0lFTlRfQ1JFRElUUxABEiIKHlJFU0VSVkVfUkVGVVNBTF9MSU1JVF9FWENFRURFRBACKoEBCgxDbGFpbU91dGNvbWUSHQoZQ0xBSU1fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFENMQUlNX09VVENPTUVfUkVQRUFUEAESGAoUQ0xBSU1fT1VUQ09NRV9SRVVTRUQQAhIeChpDTEFJTV9PVVRDT01FX09XTl9XT1JLRkxPVxADMqILCgtFZGdlU2VydmljZRJHCgpSZXNvbHZlS2V5EhsucmVsYXkudjEuUmVzb2x2ZUtleVJlcXVlc3QaHC5yZWxheS52MS5SZXNvbHZlS2V5UmVzcG9uc2USVgoPR2V0UHJvamVjdFN0YXRlEiAucmVsYXkudjEuR2V0UHJvamVjdFN0YXRlUmVxdWVzdBohLnJlbGF5LnYxLkdldFByb2plY3RTdGF0ZVJlc3BvbnNlElkKEEdldEVuZHBvaW50U3RhdGUSIS5yZWxheS52MS5HZXRFbmRwb2ludFN0YXRlUmVxdWVzdBoiLnJlbGF5LnYxLkdldEVuZHBvaW50U3RhdGVSZXNwb25zZRJPCgxXYXRjaENoYW5nZXMSHS5yZWxheS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0Gh4ucmVsYXkudjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwARJHCgpBY2tDaGFuZ2VzEhsucmVsYXkudjEuQWNrQ2hhbmdlc1JlcXVlc3QaHC5yZWxheS52MS5BY2tDaGFuZ2VzUmVzcG9uc2USRAoJU3RvcmVCb2R5EhoucmVsYXkudjEuU3RvcmVCb2R5UmVxdWVzdBobLnJlbGF5LnYxLlN0b3JlQm9keVJlc3BvbnNlEk0KDFJlY29yZFN0cmVhbRIdLnJlbGF5LnYxLlJlY29yZFN0cmVhbVJlcXVlc3QaHi5yZWxheS52MS5SZWNvcmRTdHJlYW1SZXNwb25zZRJQCg1SZWNvcmRTa2lwcGVkEh4ucmVsYXkudjEuUmVjb3JkU2tpcHBlZFJlcXVlc3QaHy5yZWxheS52MS5SZWNvcmRTa2lwcGVkUmVzcG9uc2USXAoRUmVzZXJ2ZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc1Jlc3BvbnNlEmsKFlJlc2VydmVEZWxpdmVyaWVzQmF0Y2gSJy5yZWxheS52MS5SZXNlcnZlRGVsaXZlcmllc0JhdGNoUmVxdWVzdBooLnJlbGF5LnYxLlJlc2VydmVEZWxpdmVyaWVzQmF0Y2hSZXNwb25zZRJKCgtBY2NlcHRDYWxscxIcLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVxdWVzdBodLnJlbGF5LnYxLkFjY2VwdENhbGxzUmVzcG9uc2USYgoTQ2xhaW1JZGVtcG90ZW5jeUtleRIkLnJlbGF5LnYxLkNsYWltSWRlbXBvdGVuY3lLZXlSZXF1ZXN0GiUucmVsYXkudjEuQ2xhaW1JZGVtcG90ZW5jeUtleVJlc3BvbnNlEkEKCEpvaW5MYW5lEhkucmVsYXkudjEuSm9pbkxhbmVSZXF1ZXN0GhoucmVsYXkudjEuSm9pbkxhbmVSZXNwb25zZRJECglMZWF2ZUxhbmUSGi5yZWxheS52MS5MZWF2ZUxhbmVSZXF1ZXN0GhsucmVsYXkudjEuTGVhdmVMYW5lUmVzcG9uc2USXAoRUmVsZWFzZURlbGl2ZXJpZXMSIi5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1JlcXVlc3QaIy5yZWxheS52MS5SZWxlYXNlRGVsaXZlcmllc1Jlc3BvbnNlElMKDkdldFBheWxvYWRLZXlzEh8ucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXF1ZXN0GiAucmVsYXkudjEuR2V0UGF5bG9hZEtleXNSZXNwb25zZRJfChJFeGNoYW5nZVJhdGVTaGFyZXMSIy5yZWxheS52MS5FeGNoYW5nZVJhdGVTaGFyZXNSZXF1ZXN0GiQucmVsYXkudjEuRXhjaGFuZ2VSYXRlU2hhcmVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_keys, file_relay_v1_projects, file_relay_v1_requests, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.EdgeKey
@@ -640,6 +642,13 @@ export type RecordStreamRequest = Message<"relay.v1.RecordStreamRequest"> & {
    * @generated from field: optional string trace_id = 16;
    */
   traceId?: string | undefined;
+
+  /**
+   * The endpoint's targets the call skipped (their filters do not match it).
+   *
+   * @generated from field: repeated relay.v1.Skipped skipped = 17;
+   */
+  skipped: Skipped[];
 };
 
 /**
@@ -663,6 +672,81 @@ export const RecordStreamResponseSchema: GenMessage<RecordStreamResponse> = /*@_
   messageDesc(file_relay_v1_edge, 19);
 
 /**
+ * @generated from message relay.v1.RecordSkippedRequest
+ */
+export type RecordSkippedRequest = Message<"relay.v1.RecordSkippedRequest"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string project = 2;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string line = 3;
+   */
+  line: string;
+
+  /**
+   * @generated from field: string endpoint = 4;
+   */
+  endpoint: string;
+
+  /**
+   * @generated from field: string key_mode = 5;
+   */
+  keyMode: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp received_at = 6;
+   */
+  receivedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 body_bytes = 7;
+   */
+  bodyBytes: bigint;
+
+  /**
+   * @generated from field: repeated relay.v1.Skipped skipped = 8;
+   */
+  skipped: Skipped[];
+
+  /**
+   * @generated from field: optional string trace_id = 9;
+   */
+  traceId?: string | undefined;
+
+  /**
+   * @generated from field: optional string idempotency_key = 10;
+   */
+  idempotencyKey?: string | undefined;
+};
+
+/**
+ * Describes the message relay.v1.RecordSkippedRequest.
+ * Use `create(RecordSkippedRequestSchema)` to create a new message.
+ */
+export const RecordSkippedRequestSchema: GenMessage<RecordSkippedRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 20);
+
+/**
+ * @generated from message relay.v1.RecordSkippedResponse
+ */
+export type RecordSkippedResponse = Message<"relay.v1.RecordSkippedResponse"> & {
+};
+
+/**
+ * Describes the message relay.v1.RecordSkippedResponse.
+ * Use `create(RecordSkippedResponseSchema)` to create a new message.
+ */
+export const RecordSkippedResponseSchema: GenMessage<RecordSkippedResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_edge, 21);
+
+/**
  * One delivery's credits, held until it settles.
  *
  * @generated from message relay.v1.DeliveryHold
@@ -684,7 +768,7 @@ export type DeliveryHold = Message<"relay.v1.DeliveryHold"> & {
  * Use `create(DeliveryHoldSchema)` to create a new message.
  */
 export const DeliveryHoldSchema: GenMessage<DeliveryHold> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 20);
+  messageDesc(file_relay_v1_edge, 22);
 
 /**
  * @generated from message relay.v1.ReserveDeliveriesRequest
@@ -734,7 +818,7 @@ export type ReserveDeliveriesRequest = Message<"relay.v1.ReserveDeliveriesReques
  * Use `create(ReserveDeliveriesRequestSchema)` to create a new message.
  */
 export const ReserveDeliveriesRequestSchema: GenMessage<ReserveDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 21);
+  messageDesc(file_relay_v1_edge, 23);
 
 /**
  * @generated from message relay.v1.ReserveDeliveriesResponse
@@ -760,7 +844,7 @@ export type ReserveDeliveriesResponse = Message<"relay.v1.ReserveDeliveriesRespo
  * Use `create(ReserveDeliveriesResponseSchema)` to create a new message.
  */
 export const ReserveDeliveriesResponseSchema: GenMessage<ReserveDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 22);
+  messageDesc(file_relay_v1_edge, 24);
 
 /**
  * One immediate call's holds, in a batch.
@@ -784,7 +868,7 @@ export type CallHolds = Message<"relay.v1.CallHolds"> & {
  * Use `create(CallHoldsSchema)` to create a new message.
  */
 export const CallHoldsSchema: GenMessage<CallHolds> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 23);
+  messageDesc(file_relay_v1_edge, 25);
 
 /**
  * @generated from message relay.v1.ReserveDeliveriesBatchRequest
@@ -815,7 +899,7 @@ export type ReserveDeliveriesBatchRequest = Message<"relay.v1.ReserveDeliveriesB
  * Use `create(ReserveDeliveriesBatchRequestSchema)` to create a new message.
  */
 export const ReserveDeliveriesBatchRequestSchema: GenMessage<ReserveDeliveriesBatchRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 24);
+  messageDesc(file_relay_v1_edge, 26);
 
 /**
  * @generated from message relay.v1.ReserveDeliveriesBatchResponse
@@ -834,7 +918,7 @@ export type ReserveDeliveriesBatchResponse = Message<"relay.v1.ReserveDeliveries
  * Use `create(ReserveDeliveriesBatchResponseSchema)` to create a new message.
  */
 export const ReserveDeliveriesBatchResponseSchema: GenMessage<ReserveDeliveriesBatchResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 25);
+  messageDesc(file_relay_v1_edge, 27);
 
 /**
  * @generated from message relay.v1.AcceptCallsRequest
@@ -919,7 +1003,7 @@ export type AcceptCallsRequest = Message<"relay.v1.AcceptCallsRequest"> & {
  * Use `create(AcceptCallsRequestSchema)` to create a new message.
  */
 export const AcceptCallsRequestSchema: GenMessage<AcceptCallsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 26);
+  messageDesc(file_relay_v1_edge, 28);
 
 /**
  * A delayed call's time: it waits among its project's waiting deliveries until then.
@@ -943,7 +1027,7 @@ export type ScheduledPlace = Message<"relay.v1.ScheduledPlace"> & {
  * Use `create(ScheduledPlaceSchema)` to create a new message.
  */
 export const ScheduledPlaceSchema: GenMessage<ScheduledPlace> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 27);
+  messageDesc(file_relay_v1_edge, 29);
 
 /**
  * A call's Idempotency-Key: its request id (derived from the key) and its body's tag.
@@ -967,7 +1051,7 @@ export type IdempotencyClaim = Message<"relay.v1.IdempotencyClaim"> & {
  * Use `create(IdempotencyClaimSchema)` to create a new message.
  */
 export const IdempotencyClaimSchema: GenMessage<IdempotencyClaim> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 28);
+  messageDesc(file_relay_v1_edge, 30);
 
 /**
  * @generated from message relay.v1.ClaimIdempotencyKeyRequest
@@ -989,7 +1073,7 @@ export type ClaimIdempotencyKeyRequest = Message<"relay.v1.ClaimIdempotencyKeyRe
  * Use `create(ClaimIdempotencyKeyRequestSchema)` to create a new message.
  */
 export const ClaimIdempotencyKeyRequestSchema: GenMessage<ClaimIdempotencyKeyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 29);
+  messageDesc(file_relay_v1_edge, 31);
 
 /**
  * @generated from message relay.v1.ClaimIdempotencyKeyResponse
@@ -1006,7 +1090,7 @@ export type ClaimIdempotencyKeyResponse = Message<"relay.v1.ClaimIdempotencyKeyR
  * Use `create(ClaimIdempotencyKeyResponseSchema)` to create a new message.
  */
 export const ClaimIdempotencyKeyResponseSchema: GenMessage<ClaimIdempotencyKeyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 30);
+  messageDesc(file_relay_v1_edge, 32);
 
 /**
  * A request's place in an ordering lane (core/lanes.ts): its lane, and its async targets in order.
@@ -1042,7 +1126,7 @@ export type LanePlace = Message<"relay.v1.LanePlace"> & {
  * Use `create(LanePlaceSchema)` to create a new message.
  */
 export const LanePlaceSchema: GenMessage<LanePlace> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 31);
+  messageDesc(file_relay_v1_edge, 33);
 
 /**
  * @generated from message relay.v1.JoinLaneRequest
@@ -1059,7 +1143,7 @@ export type JoinLaneRequest = Message<"relay.v1.JoinLaneRequest"> & {
  * Use `create(JoinLaneRequestSchema)` to create a new message.
  */
 export const JoinLaneRequestSchema: GenMessage<JoinLaneRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 32);
+  messageDesc(file_relay_v1_edge, 34);
 
 /**
  * @generated from message relay.v1.JoinLaneResponse
@@ -1078,7 +1162,7 @@ export type JoinLaneResponse = Message<"relay.v1.JoinLaneResponse"> & {
  * Use `create(JoinLaneResponseSchema)` to create a new message.
  */
 export const JoinLaneResponseSchema: GenMessage<JoinLaneResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 33);
+  messageDesc(file_relay_v1_edge, 35);
 
 /**
  * @generated from message relay.v1.LeaveLaneRequest
@@ -1095,7 +1179,7 @@ export type LeaveLaneRequest = Message<"relay.v1.LeaveLaneRequest"> & {
  * Use `create(LeaveLaneRequestSchema)` to create a new message.
  */
 export const LeaveLaneRequestSchema: GenMessage<LeaveLaneRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 34);
+  messageDesc(file_relay_v1_edge, 36);
 
 /**
  * @generated from message relay.v1.LeaveLaneResponse
@@ -1108,7 +1192,7 @@ export type LeaveLaneResponse = Message<"relay.v1.LeaveLaneResponse"> & {
  * Use `create(LeaveLaneResponseSchema)` to create a new message.
  */
 export const LeaveLaneResponseSchema: GenMessage<LeaveLaneResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 35);
+  messageDesc(file_relay_v1_edge, 37);
 
 /**
  * A call's body, stored by reference (store/bodies.ts).
@@ -1132,7 +1216,7 @@ export type StoredBody = Message<"relay.v1.StoredBody"> & {
  * Use `create(StoredBodySchema)` to create a new message.
  */
 export const StoredBodySchema: GenMessage<StoredBody> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 36);
+  messageDesc(file_relay_v1_edge, 38);
 
 /**
  * @generated from message relay.v1.AcceptCallsResponse
@@ -1174,7 +1258,7 @@ export type AcceptCallsResponse = Message<"relay.v1.AcceptCallsResponse"> & {
  * Use `create(AcceptCallsResponseSchema)` to create a new message.
  */
 export const AcceptCallsResponseSchema: GenMessage<AcceptCallsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 37);
+  messageDesc(file_relay_v1_edge, 39);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesRequest
@@ -1201,7 +1285,7 @@ export type ReleaseDeliveriesRequest = Message<"relay.v1.ReleaseDeliveriesReques
  * Use `create(ReleaseDeliveriesRequestSchema)` to create a new message.
  */
 export const ReleaseDeliveriesRequestSchema: GenMessage<ReleaseDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 38);
+  messageDesc(file_relay_v1_edge, 40);
 
 /**
  * @generated from message relay.v1.ReleaseDeliveriesResponse
@@ -1214,7 +1298,7 @@ export type ReleaseDeliveriesResponse = Message<"relay.v1.ReleaseDeliveriesRespo
  * Use `create(ReleaseDeliveriesResponseSchema)` to create a new message.
  */
 export const ReleaseDeliveriesResponseSchema: GenMessage<ReleaseDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 39);
+  messageDesc(file_relay_v1_edge, 41);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysRequest
@@ -1227,7 +1311,7 @@ export type GetPayloadKeysRequest = Message<"relay.v1.GetPayloadKeysRequest"> & 
  * Use `create(GetPayloadKeysRequestSchema)` to create a new message.
  */
 export const GetPayloadKeysRequestSchema: GenMessage<GetPayloadKeysRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 40);
+  messageDesc(file_relay_v1_edge, 42);
 
 /**
  * @generated from message relay.v1.GetPayloadKeysResponse
@@ -1254,7 +1338,7 @@ export type GetPayloadKeysResponse = Message<"relay.v1.GetPayloadKeysResponse"> 
  * Use `create(GetPayloadKeysResponseSchema)` to create a new message.
  */
 export const GetPayloadKeysResponseSchema: GenMessage<GetPayloadKeysResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 41);
+  messageDesc(file_relay_v1_edge, 43);
 
 /**
  * @generated from message relay.v1.PayloadKey
@@ -1280,7 +1364,7 @@ export type PayloadKey = Message<"relay.v1.PayloadKey"> & {
  * Use `create(PayloadKeySchema)` to create a new message.
  */
 export const PayloadKeySchema: GenMessage<PayloadKey> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 42);
+  messageDesc(file_relay_v1_edge, 44);
 
 /**
  * One endpoint's calls on one edge since its last report: those that reached the rate decision.
@@ -1327,7 +1411,7 @@ export type EndpointDemand = Message<"relay.v1.EndpointDemand"> & {
  * Use `create(EndpointDemandSchema)` to create a new message.
  */
 export const EndpointDemandSchema: GenMessage<EndpointDemand> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 43);
+  messageDesc(file_relay_v1_edge, 45);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesRequest
@@ -1351,7 +1435,7 @@ export type ExchangeRateSharesRequest = Message<"relay.v1.ExchangeRateSharesRequ
  * Use `create(ExchangeRateSharesRequestSchema)` to create a new message.
  */
 export const ExchangeRateSharesRequestSchema: GenMessage<ExchangeRateSharesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 44);
+  messageDesc(file_relay_v1_edge, 46);
 
 /**
  * @generated from message relay.v1.ExchangeRateSharesResponse
@@ -1377,7 +1461,7 @@ export type ExchangeRateSharesResponse = Message<"relay.v1.ExchangeRateSharesRes
  * Use `create(ExchangeRateSharesResponseSchema)` to create a new message.
  */
 export const ExchangeRateSharesResponseSchema: GenMessage<ExchangeRateSharesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_edge, 45);
+  messageDesc(file_relay_v1_edge, 47);
 
 /**
  * @generated from enum relay.v1.ReserveRefusal
@@ -1527,6 +1611,17 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof RecordStreamRequestSchema;
     output: typeof RecordStreamResponseSchema;
+  },
+  /**
+   * Logs a call every target's filter dropped: nothing was queued or charged, and only the
+   * request log knows of it. A repeat of a record already logged changes nothing.
+   *
+   * @generated from rpc relay.v1.EdgeService.RecordSkipped
+   */
+  recordSkipped: {
+    methodKind: "unary";
+    input: typeof RecordSkippedRequestSchema;
+    output: typeof RecordSkippedResponseSchema;
   },
   /**
    * Before a call is queued: holds its deliveries' credits from a metered pool (only when they

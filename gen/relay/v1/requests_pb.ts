@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLJBAoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keSJBCgdXYWl0aW5nEhEKCXRhcmdldF9pZBgBIAEoCRITCgt0YXJnZXRfbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkihAMKDVJlcXVlc3RGaWx0ZXISLAoGc3RhdHVzGAEgASgOMhcucmVsYXkudjEuUmVxdWVzdFN0YXR1c0gAiAEBEhUKCGVuZHBvaW50GAIgASgJSAGIAQESFwoKcmVxdWVzdF9pZBgDIAEoCUgCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgEIAEoCUgDiAEBEhoKDXRhcmdldF9zdGF0dXMYBSABKAVIBIgBARI2Cg1yZWNlaXZlZF9mcm9tGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgFiAEBEjQKC3JlY2VpdmVkX3RvGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgGiAEBQgkKB19zdGF0dXNCCwoJX2VuZHBvaW50Qg0KC19yZXF1ZXN0X2lkQhIKEF9pZGVtcG90ZW5jeV9rZXlCEAoOX3RhcmdldF9zdGF0dXNCEAoOX3JlY2VpdmVkX2Zyb21CDgoMX3JlY2VpdmVkX3RvIm4KE0xpc3RSZXF1ZXN0c1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRInCgZmaWx0ZXIYAiABKAsyFy5yZWxheS52MS5SZXF1ZXN0RmlsdGVyEg4KBmN1cnNvchgDIAEoCRINCgVsaW1pdBgEIAEoBSJQChRMaXN0UmVxdWVzdHNSZXNwb25zZRIjCghyZXF1ZXN0cxgBIAMoCzIRLnJlbGF5LnYxLlJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiOAoRR2V0UmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjgKEkdldFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCI7ChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0ImgKEFNlbmRBZ2FpblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEiYKBGJvZHkYAyABKAsyEy5yZWxheS52MS5Cb2R5SW5wdXRIAIgBAUIHCgVfYm9keSJDCglCb2R5SW5wdXQSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCSI3ChFTZW5kQWdhaW5SZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJuChNMaXN0RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdEZhaWx1cmVzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjsKFFJlcGxheVJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVSZXBsYXlSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiUQoVUmVwbGF5RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlciIqChZSZXBsYXlGYWlsdXJlc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFKoMCCg1SZXF1ZXN0U3RhdHVzEh4KGlJFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUkVRVUVTVF9TVEFUVVNfUVVFVUVEEAESHQoZUkVRVUVTVF9TVEFUVVNfREVMSVZFUklORxACEhwKGFJFUVVFU1RfU1RBVFVTX0RFTElWRVJFRBADEiMKH1JFUVVFU1RfU1RBVFVTX1BBUlRJQUxMWV9GQUlMRUQQBBIZChVSRVFVRVNUX1NUQVRVU19GQUlMRUQQBRIcChhSRVFVRVNUX1NUQVRVU19TQ0hFRFVMRUQQBhIcChhSRVFVRVNUX1NUQVRVU19DQU5DRUxMRUQQBypfCgxCb2R5RW5jb2RpbmcSHQoZQk9EWV9FTkNPRElOR19VTlNQRUNJRklFRBAAEhYKEkJPRFlfRU5DT0RJTkdfVVRGOBABEhgKFEJPRFlfRU5DT0RJTkdfQkFTRTY0EAIywwIKEVJlcXVlc3RMb2dTZXJ2aWNlEk0KDExpc3RSZXF1ZXN0cxIdLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHi5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJHCgpHZXRSZXF1ZXN0EhsucmVsYXkudjEuR2V0UmVxdWVzdFJlcXVlc3QaHC5yZWxheS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USUAoNQ2FuY2VsUmVxdWVzdBIeLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEkQKCVNlbmRBZ2FpbhIaLnJlbGF5LnYxLlNlbmRBZ2FpblJlcXVlc3QaGy5yZWxheS52MS5TZW5kQWdhaW5SZXNwb25zZTKLAgoTRmFpbHVyZVF1ZXVlU2VydmljZRJNCgxMaXN0RmFpbHVyZXMSHS5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVzcG9uc2USUAoNUmVwbGF5UmVxdWVzdBIeLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXF1ZXN0Gh8ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlc3BvbnNlElMKDlJlcGxheUZhaWx1cmVzEh8ucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXF1ZXN0GiAucmVsYXkudjEuUmVwbGF5RmFpbHVyZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLtBAoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBEiIKB3NraXBwZWQYECADKAsyES5yZWxheS52MS5Ta2lwcGVkQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keSJBCgdTa2lwcGVkEhEKCXRhcmdldF9pZBgBIAEoCRITCgt0YXJnZXRfbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkiQQoHV2FpdGluZxIRCgl0YXJnZXRfaWQYASABKAkSEwoLdGFyZ2V0X25hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIoQDCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBEhcKCnJlcXVlc3RfaWQYAyABKAlIAogBARIcCg9pZGVtcG90ZW5jeV9rZXkYBCABKAlIA4gBARIaCg10YXJnZXRfc3RhdHVzGAUgASgFSASIAQESNgoNcmVjZWl2ZWRfZnJvbRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBYgBARI0CgtyZWNlaXZlZF90bxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBogBAUIJCgdfc3RhdHVzQgsKCV9lbmRwb2ludEINCgtfcmVxdWVzdF9pZEISChBfaWRlbXBvdGVuY3lfa2V5QhAKDl90YXJnZXRfc3RhdHVzQhAKDl9yZWNlaXZlZF9mcm9tQg4KDF9yZWNlaXZlZF90byJuChNMaXN0UmVxdWVzdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdFJlcXVlc3RzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjgKEUdldFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI4ChJHZXRSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiOwoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjsKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJoChBTZW5kQWdhaW5SZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRImCgRib2R5GAMgASgLMhMucmVsYXkudjEuQm9keUlucHV0SACIAQFCBwoFX2JvZHkiQwoJQm9keUlucHV0EigKCGVuY29kaW5nGAEgASgOMhYucmVsYXkudjEuQm9keUVuY29kaW5nEgwKBHRleHQYAiABKAkiNwoRU2VuZEFnYWluUmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqfAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcSGgoWUkVRVUVTVF9TVEFUVVNfU0tJUFBFRBAIKl8KDEJvZHlFbmNvZGluZxIdChlCT0RZX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASFgoSQk9EWV9FTkNPRElOR19VVEY4EAESGAoUQk9EWV9FTkNPRElOR19CQVNFNjQQAjLDAgoRUmVxdWVzdExvZ1NlcnZpY2USTQoMTGlzdFJlcXVlc3RzEh0ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEkcKCkdldFJlcXVlc3QSGy5yZWxheS52MS5HZXRSZXF1ZXN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFJlcXVlc3RSZXNwb25zZRJQCg1DYW5jZWxSZXF1ZXN0Eh4ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRAoJU2VuZEFnYWluEhoucmVsYXkudjEuU2VuZEFnYWluUmVxdWVzdBobLnJlbGF5LnYxLlNlbmRBZ2FpblJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -251,6 +251,13 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: optional relay.v1.Body body = 15;
    */
   body?: Body | undefined;
+
+  /**
+   * Targets the call was not delivered to, and why.
+   *
+   * @generated from field: repeated relay.v1.Skipped skipped = 16;
+   */
+  skipped: Skipped[];
 };
 
 /**
@@ -259,6 +266,35 @@ export type Request = Message<"relay.v1.Request"> & {
  */
 export const RequestSchema: GenMessage<Request> = /*@__PURE__*/
   messageDesc(file_relay_v1_requests, 4);
+
+/**
+ * A target a call skipped: "filter" (the target's filter does not match the call).
+ *
+ * @generated from message relay.v1.Skipped
+ */
+export type Skipped = Message<"relay.v1.Skipped"> & {
+  /**
+   * @generated from field: string target_id = 1;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: string target_name = 2;
+   */
+  targetName: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message relay.v1.Skipped.
+ * Use `create(SkippedSchema)` to create a new message.
+ */
+export const SkippedSchema: GenMessage<Skipped> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 5);
 
 /**
  * A delivery waiting for its target: "circuit_open", "disabled", "paused" or "throttled" (its
@@ -288,7 +324,7 @@ export type Waiting = Message<"relay.v1.Waiting"> & {
  * Use `create(WaitingSchema)` to create a new message.
  */
 export const WaitingSchema: GenMessage<Waiting> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 5);
+  messageDesc(file_relay_v1_requests, 6);
 
 /**
  * @generated from message relay.v1.RequestFilter
@@ -345,7 +381,7 @@ export type RequestFilter = Message<"relay.v1.RequestFilter"> & {
  * Use `create(RequestFilterSchema)` to create a new message.
  */
 export const RequestFilterSchema: GenMessage<RequestFilter> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 6);
+  messageDesc(file_relay_v1_requests, 7);
 
 /**
  * @generated from message relay.v1.ListRequestsRequest
@@ -377,7 +413,7 @@ export type ListRequestsRequest = Message<"relay.v1.ListRequestsRequest"> & {
  * Use `create(ListRequestsRequestSchema)` to create a new message.
  */
 export const ListRequestsRequestSchema: GenMessage<ListRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 7);
+  messageDesc(file_relay_v1_requests, 8);
 
 /**
  * @generated from message relay.v1.ListRequestsResponse
@@ -401,7 +437,7 @@ export type ListRequestsResponse = Message<"relay.v1.ListRequestsResponse"> & {
  * Use `create(ListRequestsResponseSchema)` to create a new message.
  */
 export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 8);
+  messageDesc(file_relay_v1_requests, 9);
 
 /**
  * @generated from message relay.v1.GetRequestRequest
@@ -423,7 +459,7 @@ export type GetRequestRequest = Message<"relay.v1.GetRequestRequest"> & {
  * Use `create(GetRequestRequestSchema)` to create a new message.
  */
 export const GetRequestRequestSchema: GenMessage<GetRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 9);
+  messageDesc(file_relay_v1_requests, 10);
 
 /**
  * @generated from message relay.v1.GetRequestResponse
@@ -440,7 +476,7 @@ export type GetRequestResponse = Message<"relay.v1.GetRequestResponse"> & {
  * Use `create(GetRequestResponseSchema)` to create a new message.
  */
 export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 10);
+  messageDesc(file_relay_v1_requests, 11);
 
 /**
  * @generated from message relay.v1.CancelRequestRequest
@@ -462,7 +498,7 @@ export type CancelRequestRequest = Message<"relay.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 11);
+  messageDesc(file_relay_v1_requests, 12);
 
 /**
  * @generated from message relay.v1.CancelRequestResponse
@@ -479,7 +515,7 @@ export type CancelRequestResponse = Message<"relay.v1.CancelRequestResponse"> & 
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 12);
+  messageDesc(file_relay_v1_requests, 13);
 
 /**
  * @generated from message relay.v1.SendAgainRequest
@@ -510,7 +546,7 @@ export type SendAgainRequest = Message<"relay.v1.SendAgainRequest"> & {
  * Use `create(SendAgainRequestSchema)` to create a new message.
  */
 export const SendAgainRequestSchema: GenMessage<SendAgainRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 13);
+  messageDesc(file_relay_v1_requests, 14);
 
 /**
  * A body to send: text as it is, or bytes in base64.
@@ -534,7 +570,7 @@ export type BodyInput = Message<"relay.v1.BodyInput"> & {
  * Use `create(BodyInputSchema)` to create a new message.
  */
 export const BodyInputSchema: GenMessage<BodyInput> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 14);
+  messageDesc(file_relay_v1_requests, 15);
 
 /**
  * @generated from message relay.v1.SendAgainResponse
@@ -553,7 +589,7 @@ export type SendAgainResponse = Message<"relay.v1.SendAgainResponse"> & {
  * Use `create(SendAgainResponseSchema)` to create a new message.
  */
 export const SendAgainResponseSchema: GenMessage<SendAgainResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 15);
+  messageDesc(file_relay_v1_requests, 16);
 
 /**
  * @generated from message relay.v1.ListFailuresRequest
@@ -585,7 +621,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 16);
+  messageDesc(file_relay_v1_requests, 17);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -607,7 +643,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 17);
+  messageDesc(file_relay_v1_requests, 18);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -629,7 +665,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 18);
+  messageDesc(file_relay_v1_requests, 19);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -646,7 +682,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 19);
+  messageDesc(file_relay_v1_requests, 20);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -668,7 +704,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 20);
+  messageDesc(file_relay_v1_requests, 21);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -685,7 +721,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 21);
+  messageDesc(file_relay_v1_requests, 22);
 
 /**
  * @generated from enum relay.v1.RequestStatus
@@ -734,6 +770,13 @@ export enum RequestStatus {
    * @generated from enum value: REQUEST_STATUS_CANCELLED = 7;
    */
   CANCELLED = 7,
+
+  /**
+   * Every target's filter dropped the call: nothing was delivered or charged.
+   *
+   * @generated from enum value: REQUEST_STATUS_SKIPPED = 8;
+   */
+  SKIPPED = 8,
 }
 
 /**
