@@ -1,13 +1,24 @@
 /**
  * The panel's endpoints, in Debian's Chromium against the real stack: an owner creates one,
  * mints a key and sends the copied example, checked against what the relay and the target saw;
- * and the API's refusals of an endpoint appear next to the fields they concern.
+ * the API's refusals of an endpoint appear next to the fields they concern; and a target's
+ * filter is set in the form, shown on the endpoint's page, and a call it skips says so on the
+ * request's page.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { Page } from "playwright-core";
 import { expect, test } from "vitest";
-import { api, eventually, newProject, stack, targetServer, verifiesSignature } from "./helpers.ts";
+import {
+  api,
+  eventually,
+  newProject,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+  verifiesSignature,
+} from "./helpers.ts";
 import {
   expectEveryControlLabelled,
   openSection,
@@ -114,13 +125,19 @@ test("an owner creates an endpoint, mints a key once, and the copied example is 
   await screenshot(page, "panel-usage");
 }, 120_000);
 
-test("the API's refusals appear next to the fields they concern", async () => {
+/** A new project with line `v1`, its owner signed in on the panel's new-endpoint form. */
+async function newEndpointForm() {
   const { slug, ownerToken } = await newProject();
   await api(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
   const page = await newPage();
   await signIn(page, ownerToken);
   await page.waitForURL(`**/panel/${slug}`);
   await page.goto(`/panel/${slug}/endpoints/new?line=v1`);
+  return { slug, ownerToken, page };
+}
+
+test("the API's refusals appear next to the fields they concern", async () => {
+  const { slug, page } = await newEndpointForm();
 
   await page.getByLabel("Endpoint path").fill("orders");
   await page.getByLabel("Name", { exact: true }).fill("billing");
@@ -147,6 +164,85 @@ test("the API's refusals appear next to the fields they concern", async () => {
   await page.getByRole("button", { name: "Mint key" }).click();
   await page.getByLabel("Lifetime (days)").and(page.locator('[aria-invalid="true"]')).waitFor();
   expect(await describedBy(page, "Lifetime (days)")).toMatch(/3650/);
+}, 120_000);
+
+test("an owner sets a target's filter; the endpoint's page shows it, the form pretty-printed", async () => {
+  const { slug, ownerToken, page } = await newEndpointForm();
+
+  await page.getByLabel("Endpoint path").fill("orders");
+  await page.getByLabel("Name", { exact: true }).fill("billing");
+  await page.getByLabel("Target URL").fill("http://127.0.0.1:9/in");
+  const filter = page.getByLabel("Filter", { exact: true });
+  const create = page.getByRole("button", { name: "Create endpoint" });
+  // The browser knows JSON; the API knows the filter syntax.
+  await filter.fill('{"body": {"status": ');
+  await create.click();
+  expect(await describedBy(page, "Filter")).toContain("not valid JSON");
+  await filter.fill('{"body": {"amount": {"$gte": true}}}');
+  await create.click();
+  await page.getByText("Not saved: see the messages next to the fields.").waitFor();
+  expect(await filter.getAttribute("aria-invalid")).toBe("true");
+  expect(await describedBy(page, "Filter")).toMatch(
+    /body\.amount.*\$gte takes a number or a string/,
+  );
+
+  const paidOrShipped = { body: { status: { $in: ["paid", "shipped"] } } };
+  await filter.fill(JSON.stringify(paidOrShipped));
+  await create.click();
+  await page.getByRole("button", { name: "I have copied it: go to the endpoint" }).click();
+  await page.waitForURL(`**/panel/${slug}/endpoints/v1/orders`);
+  expect(await page.getByTestId("target-filter").textContent()).toBe(JSON.stringify(paidOrShipped));
+  expect(await filter.inputValue()).toBe(JSON.stringify(paidOrShipped, null, 2));
+  const saved = await api<{ targets: { filter?: unknown }[] }>(
+    ownerToken,
+    "GET",
+    `/projects/${slug}/lines/v1/endpoints/orders`,
+  );
+  expect(saved.body.targets[0]?.filter).toEqual(paidOrShipped);
+}, 120_000);
+
+test("a request's page names the targets whose filters skipped it", async () => {
+  const target = await targetServer();
+  closeAfter(target.close);
+  const paid = { body: { status: "paid" } };
+  const p = await projectWithEndpoint([
+    { name: "ledger", targetUrl: target.url },
+    { name: "invoices", targetUrl: target.url, filter: paid },
+  ]);
+  const { requestId } = (
+    await relay(p.slug, "/v1/hook", { key: p.key, body: '{"status":"pending"}' })
+  ).json();
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+
+  await page.goto(`/panel/${p.slug}/requests/${requestId}`);
+  await page.getByTestId("request-status").getByText("delivered").waitFor({ timeout: 30_000 });
+  expect(await page.getByTestId("request-skipped").textContent()).toBe(
+    "invoices — skipped: its filter does not match this call",
+  );
+  expect(await page.getByRole("heading", { name: "invoices" }).count()).toBe(0);
+  expect(target.received).toHaveLength(1);
+
+  // A call every target skips is logged as skipped: found by that status, with nothing to replay.
+  await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints`, {
+    path: "paid",
+    targets: [{ name: "invoices", targetUrl: target.url, filter: paid }],
+  });
+  let skippedId = "";
+  await eventually(async () => {
+    const answer = await relay(p.slug, "/v1/paid", { key: p.key, body: '{"status":"pending"}' });
+    skippedId = answer.status === 200 ? answer.json().requestId : "";
+    return skippedId !== "";
+  });
+  await openSection(page, "Request log");
+  await page.getByLabel("Status", { exact: true }).selectOption({ label: "skipped" });
+  await page.getByRole("button", { name: "Apply filters" }).click();
+  await page.locator(`[data-request-id="${skippedId}"][data-status="skipped"]`).waitFor();
+  expect(await page.locator("[data-request-id]").count()).toBe(1);
+  await page.getByRole("link", { name: skippedId }).click();
+  await page.getByText("None: every target skipped this call.").waitFor();
+  expect(await page.getByRole("button", { name: "Replay", exact: true }).count()).toBe(0);
 }, 120_000);
 
 /** The text a screen reader reads after a control's label: its hint and its error. */

@@ -33,14 +33,16 @@ export const requestStatusNames: Record<RequestStatus, string> = {
   [RequestStatus.FAILED]: "failed",
   [RequestStatus.SCHEDULED]: "scheduled",
   [RequestStatus.CANCELLED]: "cancelled",
+  [RequestStatus.SKIPPED]: "skipped",
 };
 
-/** Statuses after which a request changes only by a replay. */
+/** Statuses after which a request changes only by a replay (a skipped one never changes). */
 export const finished = (status: RequestStatus) =>
   status === RequestStatus.DELIVERED ||
   status === RequestStatus.PARTIALLY_FAILED ||
   status === RequestStatus.FAILED ||
-  status === RequestStatus.CANCELLED;
+  status === RequestStatus.CANCELLED ||
+  status === RequestStatus.SKIPPED;
 
 export const deliveryModeNames: Record<DeliveryMode, string> = {
   [DeliveryMode.UNSPECIFIED]: "async",

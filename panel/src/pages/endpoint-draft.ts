@@ -1,7 +1,7 @@
 /**
  * The endpoint editor's draft: the form's text fields for an endpoint, from an existing one or
  * empty, and back to the API's EndpointSpec with what the browser can already tell is wrong (a
- * number that is not one, a header line without a colon, a schema that is not JSON).
+ * number that is not one, a header line without a colon, a schema or a filter that is not JSON).
  */
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import {
@@ -28,6 +28,8 @@ export interface TargetDraft {
   headers: string;
   /** One header name a line. */
   secretHeaders: string;
+  /** JSON text in Hookdeck Outpost's filter syntax; empty for every call. */
+  filter: string;
 }
 
 export interface Draft {
@@ -57,6 +59,7 @@ export const newTarget = (): TargetDraft => ({
   maxConcurrent: "",
   headers: "",
   secretHeaders: "",
+  filter: "",
 });
 
 export function draftOf(endpoint: Endpoint | undefined): Draft {
@@ -86,6 +89,7 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
         .map(([name, value]) => `${name}: ${value}`)
         .join("\n"),
       secretHeaders: t.secretHeaders.join("\n"),
+      filter: t.filter ? JSON.stringify(t.filter, null, 2) : "",
     })),
     ipAllowlist: endpoint.ipAllowlist.join("\n"),
     schema: endpoint.schema ? JSON.stringify(endpoint.schema, null, 2) : "",
@@ -97,19 +101,23 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
   };
 }
 
-/** The schema text as JSON, or why it is not a JSON object. */
-export function parseSchema(text: string): { schema?: JsonObject; problem?: string } {
+/** A field's JSON text as a JSON object, or why it is not one (like `example`); empty: none. */
+function parseJsonObject(text: string, example: string): { value?: JsonObject; problem?: string } {
   if (text.trim() === "") return {};
   try {
     const value: unknown = JSON.parse(text);
     if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      return { problem: 'must be a JSON object, such as {"type": "object"}' };
+      return { problem: `must be a JSON object, such as ${example}` };
     }
-    return { schema: value as JsonObject };
+    return { value: value as JsonObject };
   } catch (error) {
     return { problem: `not valid JSON: ${error instanceof Error ? error.message : String(error)}` };
   }
 }
+
+export const parseSchema = (text: string) => parseJsonObject(text, '{"type": "object"}');
+
+const parseFilter = (text: string) => parseJsonObject(text, '{"body": {"status": "paid"}}');
 
 /** The draft as the API's EndpointSpec, or the fields the browser already knows are wrong. */
 export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, string> } {
@@ -133,6 +141,8 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       if (colon < 1) fields[`targets.${i}.headers`] = `"${line}" is not "Name: value"`;
       else headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
     }
+    const filter = parseFilter(t.filter);
+    if (filter.problem) fields[`targets.${i}.filter`] = filter.problem;
     return {
       name: t.name,
       targetUrl: t.targetUrl,
@@ -142,10 +152,11 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       ...limit(t, "maxConcurrent", i),
       headers,
       secretHeaders: lines(t.secretHeaders),
+      ...(filter.value && { filter: filter.value }),
     };
   });
-  const { schema, problem } = parseSchema(draft.schema);
-  if (problem) fields.schema = problem;
+  const schema = parseSchema(draft.schema);
+  if (schema.problem) fields.schema = schema.problem;
   const rateLimit = draft.customRateLimit
     ? {
         requestsPerSecond: number("rateLimit.requestsPerSecond", draft.requestsPerSecond, false),
@@ -158,7 +169,7 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       path: draft.path.trim(),
       targets,
       ipAllowlist: lines(draft.ipAllowlist),
-      ...(schema && { schema }),
+      ...(schema.value && { schema: schema.value }),
       ...(rateLimit && { rateLimit }),
       ...(draft.circuitBreaker && { circuitBreaker: draft.circuitBreaker }),
       ordering: draft.fifo ? Ordering.FIFO : Ordering.NONE,

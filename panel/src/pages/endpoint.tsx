@@ -1,7 +1,8 @@
 /**
- * One endpoint: its inbound URL and a copyable example request, its targets' delivery control
- * (circuits, pauses), its signing secret (shown once at creation and at each rotation), its
- * settings (edited in place) and deletion. Also the page that creates an endpoint.
+ * One endpoint: its inbound URL, a copyable example request, its targets (with their filters),
+ * their delivery control (circuits, pauses), its signing secret (shown once at creation and at
+ * each rotation), its settings (edited in place) and deletion. Also the page that creates an
+ * endpoint.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -173,6 +174,12 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
             <strong>{t.name}</strong> ({deliveryModeNames[t.deliveryMode]}
             {t.deliveryMode !== DeliveryMode.ASYNC && `, ${t.timeoutSeconds ?? 30} s timeout`}):{" "}
             <code>{t.targetUrl}</code>
+            {t.filter && (
+              <>
+                , only calls matching{" "}
+                <code data-testid="target-filter">{JSON.stringify(t.filter)}</code>
+              </>
+            )}
           </li>
         ))}
       </ul>

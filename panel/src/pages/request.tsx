@@ -3,7 +3,8 @@
  * timeline (when it started, what the target answered, how long it took, the error) with the
  * answer beside it, a link to its workflow in the Temporal UI, its trace id, a replay once it
  * finished, "send again" as a new request, a cancel while it waits (scheduled, or between
- * attempts), and the targets it waits for (an open circuit, a disabled target, a pause) with why.
+ * attempts), the targets it waits for (an open circuit, a disabled target, a pause) with why,
+ * and the targets it skipped (their filters do not match it).
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -54,6 +55,8 @@ export function RequestPage({ requestId }: { requestId: string }) {
           request.status === RequestStatus.PARTIALLY_FAILED;
         const canCancel =
           request.status === RequestStatus.SCHEDULED || request.status === RequestStatus.DELIVERING;
+        // A call every target skipped was never queued: there is nothing to replay.
+        const canReplay = finished(request.status) && request.status !== RequestStatus.SKIPPED;
         return (
           <>
             <dl className="facts">
@@ -80,6 +83,21 @@ export function RequestPage({ requestId }: { requestId: string }) {
                             delivery control
                           </Link>
                           )
+                        </li>
+                      ))}
+                    </ul>
+                  </dd>
+                </>
+              )}
+              {request.skipped.length > 0 && (
+                <>
+                  <dt>Skipped</dt>
+                  <dd>
+                    <ul className="plain" data-testid="request-skipped">
+                      {request.skipped.map((s) => (
+                        <li key={s.targetId}>
+                          <strong>{s.targetName}</strong> — skipped:{" "}
+                          {skipReasons[s.reason] ?? s.reason}
                         </li>
                       ))}
                     </ul>
@@ -143,7 +161,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
                 </>
               )}
             </dl>
-            {finished(request.status) && (
+            {canReplay && (
               <p>
                 <button
                   type="button"
@@ -182,7 +200,13 @@ export function RequestPage({ requestId }: { requestId: string }) {
             <ReceivedContent request={request} />
             <SendAgain key={request.requestId} request={request} />
             <h2>Attempts</h2>
-            {byTarget.size === 0 && <p>No attempt yet.</p>}
+            {byTarget.size === 0 && (
+              <p>
+                {request.status === RequestStatus.SKIPPED
+                  ? "None: every target skipped this call."
+                  : "No attempt yet."}
+              </p>
+            )}
             {[...byTarget].map(([target, attempts]) => (
               <section key={target} className="card" aria-label={`Target ${target}`}>
                 <h3>{target}</h3>
@@ -202,6 +226,11 @@ const waitingReasons: Record<string, string> = {
   disabled: "it is disabled (its circuit stayed open too long) until a member enables it",
   paused: "it is paused until a member resumes it",
   throttled: "its flow limits are full; it goes in its turn as the target has room",
+};
+
+/** Why a call skipped a target, as the request log names it. */
+const skipReasons: Record<string, string> = {
+  filter: "its filter does not match this call",
 };
 
 function outcome(a: Attempt): "delivered" | "failed" | "in flight" {

@@ -1,7 +1,7 @@
 /**
  * The endpoint editor's targets: a row of fields for each (name, URL, mode, timeout, an async
- * target's flow limits, headers, secret headers), with the API's errors about each field beside
- * it and about the list as a whole above it.
+ * target's flow limits, headers, secret headers, filter), with the API's errors about each field
+ * beside it and about the list as a whole above it.
  */
 import { DeliveryMode } from "../../../gen/relay/v1/routing_pb.ts";
 import { fieldError, type Problem } from "../errors.ts";
@@ -29,9 +29,9 @@ export function TargetFields({
     <fieldset>
       <legend>Targets</legend>
       <p className="hint">
-        Every call is delivered to each target. At most one target may be sync (answers the caller,
-        up to its timeout) or stream (proxied as it arrives); the others are async (queued and
-        retried).
+        Every call is delivered to each target whose filter matches it. At most one target may be
+        sync (answers the caller, up to its timeout) or stream (proxied as it arrives); the others
+        are async (queued and retried).
       </p>
       <p className="field-error" aria-live="polite">
         {targetsError}
@@ -123,6 +123,29 @@ export function TargetFields({
                 placeholder="X-Api-Token"
                 value={target.secretHeaders}
                 onChange={(e) => setTarget(target.row, { secretHeaders: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field
+            label="Filter"
+            hint={
+              <>
+                Hookdeck Outpost filter syntax over <code>body</code> and <code>headers</code>
+                {"; empty: every call."}
+              </>
+            }
+            error={fieldError(problem, `targets.${i}.filter`)}
+          >
+            {(control) => (
+              <textarea
+                {...control}
+                name={`targets.${i}.filter`}
+                className="code"
+                rows={3}
+                spellCheck={false}
+                placeholder={'{"body": {"status": {"$in": ["paid", "shipped"]}}}'}
+                value={target.filter}
+                onChange={(e) => setTarget(target.row, { filter: e.target.value })}
               />
             )}
           </Field>
