@@ -8,6 +8,7 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { unkeyedDigest } from "../core/id-digest.ts";
+import type { DeliveryTarget } from "../core/model.ts";
 import { createEdge, type EdgeHandler } from "../edge/app.ts";
 import type { EdgeDeps } from "../edge/deps.ts";
 import type { InboundRequest } from "../edge/pipeline.ts";
@@ -15,7 +16,7 @@ import { endpointIn, hookEndpoint, liveKey, projectState } from "../edge/steps/t
 import { hmacSha256, sha256 } from "../platform/node-crypto.ts";
 import { percentile } from "./harness.ts";
 
-const KEY = `rk_live_${"r".repeat(43)}`;
+export const KEY = `rk_live_${"r".repeat(43)}`;
 const CHUNK = new TextEncoder().encode("data: 1\n\n");
 
 /** The target: 200 and one SSE event, at once. */
@@ -25,22 +26,27 @@ const callTarget: EdgeDeps["callTarget"] = async () => ({
   body: oneChunk(CHUNK),
 });
 
-async function* oneChunk(chunk: Uint8Array): AsyncGenerator<Uint8Array> {
+export async function* oneChunk(chunk: Uint8Array): AsyncGenerator<Uint8Array> {
   yield chunk;
 }
 
-function relayHandler(): EdgeHandler {
+/** A stream target that answers at once (`callTarget`). */
+const streamTarget: DeliveryTarget = {
+  id: "t",
+  name: "t",
+  targetUrl: "http://127.0.0.1:9/stream",
+  deliveryMode: "stream",
+  timeoutSeconds: 30,
+  headers: {},
+};
+
+/**
+ * The edge's whole handler in this process for the endpoint `v1/hook` of project `acme` (key
+ * `KEY`): no control plane, Temporal or socket; async calls are queued at once.
+ */
+export function inProcessEdge(targets: DeliveryTarget[] = [streamTarget]): EdgeHandler {
   const endpoint = hookEndpoint({
-    targets: [
-      {
-        id: "t",
-        name: "t",
-        targetUrl: "http://127.0.0.1:9/stream",
-        deliveryMode: "stream",
-        timeoutSeconds: 30,
-        headers: {},
-      },
-    ],
+    targets,
     rateLimit: { requestsPerSecond: 1_000_000, burst: 1_000_000 },
   });
   let ids = 0;
@@ -49,7 +55,9 @@ function relayHandler(): EdgeHandler {
     state: {
       now: () => new Date(),
       key: async () => liveKey,
-      endpoint: endpointIn(projectState(endpoint)),
+      endpoint: endpointIn(
+        projectState(endpoint, { projectRateLimit: endpoint.rateLimit ?? undefined }),
+      ),
     },
     hashKey: sha256,
     hmac: hmacSha256,
@@ -68,6 +76,7 @@ function relayHandler(): EdgeHandler {
     reserveDeliveries: async () => null,
     releaseDeliveries: async () => {},
     recordStream: () => {},
+    recordSkipped: async () => {},
     newRequestId: () => `req_${ids++}`,
     idDigest: unkeyedDigest,
     maxBodyBytes: 1024 * 1024,
@@ -122,7 +131,7 @@ async function callOnce(handler: EdgeHandler): Promise<number> {
 
 /** p50 µs to the first chunk, through the edge and through the shape with no steps, per idle gap. */
 export async function handlerCost(calls: number, gapsMs: number[]) {
-  const [edge, bare] = [relayHandler(), webStandardShape];
+  const [edge, bare] = [inProcessEdge(), webStandardShape];
   for (const handler of [edge, bare]) for (let i = 0; i < 2000; i++) await callOnce(handler);
   const p50Us = async (handler: EdgeHandler, gapMs: number) => {
     const times: number[] = [];
