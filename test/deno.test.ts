@@ -75,6 +75,26 @@ test("async under Deno: 202 queued, delivered by the worker", async () => {
   expect(delivery.headers.authorization).toBeUndefined();
 });
 
+test("a target's filter under Deno: a call it does not match skips it, one every target skips is 200 skipped", async () => {
+  const paid = { body: { status: "paid" } };
+  const p = await projectWithEndpoint([
+    { name: "paid-only", targetUrl: sink.url, filter: paid },
+    { name: "also-paid", targetUrl: sink.url, filter: paid },
+  ]);
+  const call = (status: string) =>
+    relay(p.slug, "/v1/hook", { key: p.key, body: JSON.stringify({ status }), edge: denoEdge });
+  const pending = await call("pending");
+  expect(pending.status).toBe(200);
+  expect(pending.json()).toMatchObject({ status: "skipped" });
+  const matched = await call("paid");
+  expect(matched.status).toBe(202);
+  const { requestId } = matched.json();
+  await eventually(
+    async () =>
+      sink.received.filter((r) => r.headers["x-relay-request-id"] === requestId).length === 2,
+  );
+});
+
 test("sync under Deno: the target's own answer, the call handed to the worker", async () => {
   const p = await projectWithEndpoint([
     { name: "live", targetUrl: urlOf(answering), deliveryMode: "sync" },
