@@ -8,6 +8,7 @@ import {
   MAX_PROBE_MS,
   probeDelayMs,
 } from "./circuit.ts";
+import { RETRIES_SPENT } from "./delivery.ts";
 
 test("probes come a doubling interval apart, at most ten minutes", () => {
   expect([0, 1, 2, 3].map(probeDelayMs)).toEqual([5000, 10_000, 20_000, 40_000]);
@@ -16,9 +17,14 @@ test("probes come a doubling interval apart, at most ten minutes", () => {
 });
 
 test("a delivered attempt ends the run, a retryable failure extends it, a rejection leaves it", () => {
-  expect(circuitOutcome({ kind: "delivered" })).toBe("succeeded");
-  expect(circuitOutcome({ kind: "retry" })).toBe("failed");
-  expect(circuitOutcome({ kind: "failed" })).toBe("neutral");
+  const message = "target answered";
+  expect(circuitOutcome({ kind: "delivered", status: 200 })).toBe("succeeded");
+  expect(circuitOutcome({ kind: "retry", type: "TargetRetry", message, delayMs: 1 })).toBe(
+    "failed",
+  );
+  expect(circuitOutcome({ kind: "failed", type: "TargetRejected", message })).toBe("neutral");
+  // The last of a target's attempts failing as a retry would: a failure of the target still.
+  expect(circuitOutcome({ kind: "failed", type: RETRIES_SPENT, message })).toBe("failed");
 });
 
 test("a pause holds before the circuit does; a closed circuit holds nothing", () => {

@@ -6,7 +6,7 @@
  * at a bounded rate; a circuit open past a longer limit disables the target until a member
  * enables it again. A pause by hand holds deliveries the same way.
  */
-import type { AttemptVerdict } from "./delivery.ts";
+import { type AttemptVerdict, RETRIES_SPENT } from "./delivery.ts";
 import type { CircuitBreaker } from "./model.ts";
 
 /** Defaults (README, "Delivery control"): ten failures in a row within five minutes; a day open. */
@@ -44,9 +44,10 @@ export type CircuitOutcome = "failed" | "succeeded" | "neutral";
  * 5xx) extends it; an answer not worth retrying (most 4xx) shows the target is up, but not that
  * it takes deliveries, so it leaves the run as it is.
  */
-export function circuitOutcome(verdict: Pick<AttemptVerdict, "kind">): CircuitOutcome {
+export function circuitOutcome(verdict: AttemptVerdict): CircuitOutcome {
   if (verdict.kind === "delivered") return "succeeded";
-  return verdict.kind === "retry" ? "failed" : "neutral";
+  // A last attempt's failure is a failure of the target all the same.
+  return verdict.kind === "retry" || verdict.type === RETRIES_SPENT ? "failed" : "neutral";
 }
 
 /** A set of attempts' circuit outcomes, as a set of ends writes them (store/attempt-log.ts). */

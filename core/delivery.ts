@@ -213,7 +213,11 @@ export function nextRetryDelayMs(
 /** What one attempt at an async target came to: delivered, failed for good, or tried again later. */
 export type AttemptVerdict =
   | { kind: "delivered"; status: number }
-  | { kind: "failed"; type: "TargetRejected" | "TargetRefused"; message: string }
+  | {
+      kind: "failed";
+      type: "TargetRejected" | "TargetRefused" | typeof RETRIES_SPENT;
+      message: string;
+    }
   | { kind: "retry"; type: "TargetRetry" | "TargetUnreachable"; message: string; delayMs: number };
 
 /** What an attempt saw: the target's status and Retry-After, or why there was no answer. */
@@ -225,8 +229,28 @@ export interface AttemptSeen {
   refused: boolean;
 }
 
-/** The verdict on attempt number `attempt` (1 for the first), retries timed by `backoff`. */
+/** A retryable failure at a target whose attempts are spent (its `retry.maxAttempts`). */
+export const RETRIES_SPENT = "TargetRetriesSpent" as const;
+
+/**
+ * The verdict on attempt number `attempt` (1 for the first), retries timed by `backoff`; one that
+ * would be retried fails for good when it was the last of `maxAttempts`.
+ */
 export function attemptVerdict(
+  seen: AttemptSeen,
+  attempt: number,
+  backoff: Backoff & { maxAttempts?: number | undefined },
+  now: Date,
+): AttemptVerdict {
+  const verdict = verdictOnce(seen, attempt, backoff, now);
+  if (verdict.kind !== "retry" || attempt < (backoff.maxAttempts ?? Number.POSITIVE_INFINITY)) {
+    return verdict;
+  }
+  const message = `${verdict.message}; that was its last attempt (${backoff.maxAttempts})`;
+  return { kind: "failed", type: RETRIES_SPENT, message };
+}
+
+function verdictOnce(
   seen: AttemptSeen,
   attempt: number,
   backoff: Backoff,

@@ -66,6 +66,19 @@ export interface DeliveryTarget {
   secretHeaders?: string[] | undefined;
   /** Which calls it receives (core/filter.ts); absent: every call. */
   filter?: JsonObject | undefined;
+  /** Its own retry policy (core/retry.ts); absent, or a setting left out: the deployment's. */
+  retry?: TargetRetry | undefined;
+}
+
+/** A target's retry settings (core/retry.ts); every one optional. */
+export interface TargetRetry {
+  /** Attempts in all, the first included: past them a retryable failure fails for good. */
+  maxAttempts?: number | undefined;
+  initialIntervalSeconds?: number | undefined;
+  backoffCoefficient?: number | undefined;
+  maximumIntervalSeconds?: number | undefined;
+  /** How long after the call its delivery is retried at most. */
+  windowSeconds?: number | undefined;
 }
 
 /** When a target's circuit opens and disables it (its defaults and rules: core/circuit.ts). */
