@@ -5,11 +5,14 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { BatchReservation, CreditHold, ReservationRefusal } from "../core/billing.ts";
 import { orderings } from "../core/lanes.ts";
-import type { Endpoint, KeyRecord } from "../core/model.ts";
+import type { Endpoint, KeyRecord, TargetRetry } from "../core/model.ts";
 import { deliveryModes, keyModes } from "../core/model.ts";
 import { importSigningKey, type SigningKey } from "../core/signing.ts";
 import { type EdgeKey, ReserveRefusal, type SigningSecret } from "../gen/relay/v1/edge_pb.ts";
-import type { Endpoint as EndpointMessage } from "../gen/relay/v1/routing_pb.ts";
+import type {
+  Endpoint as EndpointMessage,
+  TargetRetry as TargetRetryMessage,
+} from "../gen/relay/v1/routing_pb.ts";
 
 export function batchOut(batch: BatchReservation) {
   return {
@@ -87,6 +90,12 @@ export function endpointFrom(e: EndpointMessage): Endpoint {
       ...(t.maxConcurrent !== undefined && { maxConcurrent: t.maxConcurrent }),
       ...(t.secretHeaders.length > 0 && { secretHeaders: t.secretHeaders }),
       ...(t.filter !== undefined && { filter: t.filter }),
+      ...(t.retry && { retry: retryFrom(t.retry) }),
     })),
   };
+}
+
+/** A target's retry settings as the control plane's own read has them: those it sets only. */
+function retryFrom({ $typeName: _, ...retry }: TargetRetryMessage): TargetRetry {
+  return Object.fromEntries(Object.entries(retry).filter(([, v]) => v !== undefined));
 }

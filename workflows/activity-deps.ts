@@ -4,9 +4,9 @@
  * take them.
  */
 import type { Hold } from "../core/circuit.ts";
-import type { Backoff } from "../core/delivery.ts";
 import type { LaneJoin } from "../core/lanes-before.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
+import type { RetrySchedule } from "../core/retry.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
 import type {
@@ -22,9 +22,7 @@ import type { AttemptOutcome } from "./observability.ts";
 import type { SyncAnswers } from "./sync-answers.ts";
 
 /** How deliveries are retried: configuration, so tests can shrink it. */
-export interface RetryPolicy extends Backoff {
-  /** How long a delivery is retried in all. */
-  windowMs: number;
+export interface RetryPolicy extends RetrySchedule {
   /** How long one attempt may take before Temporal counts it lost (a worker died). */
   attemptTimeoutMs: number;
 }

@@ -288,7 +288,7 @@ async function postToTarget(
         },
         call.sync === true,
       );
-  const sent: Sent = { attempt, ...called };
+  const sent: Sent = { attempt, ...called, ...(current?.retry && { retry: current.retry }) };
   const ended = await endAttempt(deps, (await starting).id, {
     requestId,
     replay: call.replay,

@@ -10,7 +10,9 @@ import {
   MAX_SYNC_ANSWER_BYTES,
   type SyncOutcome,
 } from "../core/delivery.ts";
+import type { TargetRetry } from "../core/model.ts";
 import { TOO_LARGE } from "../core/read-capped.ts";
+import { retryScheduleOf } from "../core/retry.ts";
 import {
   readAnswer,
   readAnswerStart,
@@ -54,15 +56,18 @@ export function loggedAnswer(answer: Answer): LoggedAnswer {
   };
 }
 
-/** The verdict on an attempt at an async target. */
-export function verdictOn({ attempt, answer, failure }: Sent, policy: RetryPolicy): AttemptVerdict {
+/** The verdict on an attempt at an async target, timed by its own retry policy over `policy`. */
+export function verdictOn(
+  { attempt, answer, failure, retry }: Sent,
+  policy: RetryPolicy,
+): AttemptVerdict {
   const seen = {
     status: answer?.status ?? null,
     retryAfter: answer?.headers.get("retry-after") ?? null,
     error: failure?.message ?? null,
     refused: failure?.kind === "refused",
   };
-  return attemptVerdict(seen, attempt, policy, new Date());
+  return attemptVerdict(seen, attempt, retryScheduleOf(policy, retry), new Date());
 }
 
 /** A target's answer to an attempt. */
@@ -81,6 +86,8 @@ export interface Sent {
   answer: Answer | null;
   /** Why there is no answer: refused, timed out or unreachable, as the log says it. */
   failure: TargetFailure | null;
+  /** The target's own retry policy, as the target is now; absent: the deployment's. */
+  retry?: TargetRetry | undefined;
 }
 
 /** What a sync call came to, as its caller is answered. */

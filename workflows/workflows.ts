@@ -34,6 +34,7 @@ import {
   TARGET_REJECTED,
 } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
+import { retryScheduleOf } from "../core/retry.ts";
 import { circuitWorkflowId } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type { Activities } from "./activities.ts";
@@ -279,6 +280,8 @@ async function deliverToTarget(
   heldBeforeMs = 0,
 ) {
   const targetId = delivery.target.id;
+  // Its own window and backoff, as the target had them when the call was accepted.
+  const schedule = retryScheduleOf(policy, delivery.target.retry);
   let waiting = waitingFirst;
   let heldMs = heldBeforeMs;
   for (;;) {
@@ -290,7 +293,7 @@ async function deliverToTarget(
     else if (waiting) await sleep(waiting.waitMs);
     heldMs += Date.now() - since;
     const { probe, fromQueue } = letGo;
-    const { deliver } = deliveryActivities(policy, heldMs, probe);
+    const { deliver } = deliveryActivities(schedule, heldMs, probe);
     const outcome = probe
       ? await deliver({ ...delivery, probe })
           .catch((error: unknown) => heldUnlessRejected(error))

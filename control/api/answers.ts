@@ -120,6 +120,16 @@ const target = z.strictObject({
     .optional()
     .describe("Lowercase; forwarded, never kept in the request log. Absent: none"),
   filter: jsonObject.optional().describe("Which calls it receives; absent: every call"),
+  retry: z
+    .strictObject({
+      maxAttempts: z.number().int().optional(),
+      initialIntervalSeconds: z.number().int().optional(),
+      backoffCoefficient: z.number().optional(),
+      maximumIntervalSeconds: z.number().int().optional(),
+      windowSeconds: z.number().int().optional(),
+    })
+    .optional()
+    .describe("Its own retry policy; absent, or a setting left out: the deployment's"),
 });
 
 const circuitBreaker = z.strictObject({

@@ -6,7 +6,14 @@ import { RelayError } from "../../core/errors.ts";
 import { filterProblems } from "../../core/filter-rules.ts";
 import { parseCidr } from "../../core/ip.ts";
 import { orderings } from "../../core/lanes.ts";
-import { deliveryModes, type Endpoint, type JsonObject } from "../../core/model.ts";
+import {
+  deliveryModes,
+  type Endpoint,
+  type JsonObject,
+  type Plan,
+  type TargetRetry,
+} from "../../core/model.ts";
+import { retryBounds, retryProblems } from "../../core/retry.ts";
 import { schemaProblem } from "../../core/schema.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import { waitForEdgesToCatchUp } from "../../store/changes.ts";
@@ -35,6 +42,16 @@ const RESERVED_HEADER =
 
 /** An HTTP header name (RFC 9110's token). */
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name");
+
+/**
+ * A retry setting within what any plan allows (a free project's tighter bounds are checked when
+ * saved, `retryPlanRules`); absent, the deployment's.
+ */
+const retrySetting = (name: keyof TargetRetry, what: string, whole = true) => {
+  const { min, max } = retryBounds.paid[name];
+  const number = whole ? z.number().int() : z.number();
+  return number.min(min).max(max).optional().describe(`${what}; ${min} to ${max}`);
+};
 
 /** A flow control limit: a whole number 1 to 1000; absent or null, no limit. */
 const flowLimit = (what: string) =>
@@ -70,6 +87,19 @@ const targetSchema = z.strictObject({
     .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
       message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",
     }),
+  retry: z
+    .strictObject({
+      maxAttempts: retrySetting("maxAttempts", "Attempts in all, the first included"),
+      initialIntervalSeconds: retrySetting("initialIntervalSeconds", "The first retry's wait"),
+      backoffCoefficient: retrySetting("backoffCoefficient", "Each wait's growth", false),
+      maximumIntervalSeconds: retrySetting("maximumIntervalSeconds", "The longest wait"),
+      windowSeconds: retrySetting("windowSeconds", "How long after the call it is retried"),
+    })
+    .nullish()
+    .transform((retry) => (retry && Object.keys(retry).length > 0 ? retry : undefined))
+    .describe(
+      "Its own retry policy (async targets); a setting left out, or the whole of it, is the deployment's. Bounds per plan: docs/api.md",
+    ),
   filter: z
     .unknown()
     .optional()
@@ -145,12 +175,12 @@ function endpointRules(
 ): void {
   for (const [i, target] of spec.targets.entries()) {
     if (target.deliveryMode === "async") continue;
-    for (const limit of ["maxDeliveriesPerSecond", "maxConcurrent"] as const) {
+    for (const limit of ["maxDeliveriesPerSecond", "maxConcurrent", "retry"] as const) {
       if (target[limit] === undefined) continue;
       issues.addIssue({
         code: "custom",
         path: ["targets", i, limit],
-        message: `only an async target takes flow control; a ${target.deliveryMode} target answers its caller at once`,
+        message: `only an async target takes flow control and retries; a ${target.deliveryMode} target answers its caller at once`,
       });
     }
   }
@@ -190,6 +220,17 @@ const allowedTargets = (rules: SavedTargetRules) =>
   allowedUrls(rules, (spec: { targets: { targetUrl: string }[] }) =>
     spec.targets.map((t, i) => [["targets", i, "targetUrl"], t.targetUrl]),
   );
+
+/** A project's targets retry within its plan's bounds (core/retry.ts). */
+const retryPlanRules =
+  (plan: Plan) =>
+  (spec: { targets: { retry?: TargetRetry | undefined }[] }, issues: z.RefinementCtx) => {
+    for (const [i, { retry }] of spec.targets.entries()) {
+      for (const { path, message } of retry ? retryProblems(retry, plan) : []) {
+        issues.addIssue({ code: "custom", path: ["targets", i, "retry", path], message });
+      }
+    }
+  };
 
 export const createLineBody = z.strictObject({ key: segment });
 
@@ -242,7 +283,12 @@ export async function createEndpoint(
   input: unknown,
 ): Promise<Endpoint & { signingSecret: string }> {
   const access = await projectAccess(ctx, slug);
-  const spec = parseInput(createEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
+  const spec = parseInput(
+    createEndpointBody
+      .superRefine(allowedTargets(ctx.targetRules))
+      .superRefine(retryPlanRules(access.plan)),
+    input,
+  );
   await requireLine(ctx.sql, access.projectId, line);
   const signingSecret = await routing
     .insertEndpoint(ctx.sql, ctx.sealingKey, capsOf(ctx), access.projectId, line, spec)
@@ -260,7 +306,12 @@ export async function updateEndpoint(
   input: unknown,
 ): Promise<Endpoint> {
   const access = await projectAccess(ctx, slug);
-  const update = parseInput(updateEndpointBody.superRefine(allowedTargets(ctx.targetRules)), input);
+  const update = parseInput(
+    updateEndpointBody
+      .superRefine(allowedTargets(ctx.targetRules))
+      .superRefine(retryPlanRules(access.plan)),
+    input,
+  );
   const spec = { ...update, path: update.path ?? path };
   const replaced = await routing
     .replaceEndpoint(ctx.sql, capsOf(ctx), access.projectId, line, path, spec)

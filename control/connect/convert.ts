@@ -86,6 +86,13 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
     secretHeaders: t.secretHeaders,
     headers: t.headers,
     filter: t.filter,
+    retry: t.retry && {
+      maxAttempts: t.retry.maxAttempts,
+      initialIntervalSeconds: t.retry.initialIntervalSeconds,
+      backoffCoefficient: t.retry.backoffCoefficient,
+      maximumIntervalSeconds: t.retry.maximumIntervalSeconds,
+      windowSeconds: t.retry.windowSeconds,
+    },
   })),
   ipAllowlist: spec?.ipAllowlist,
   schema: spec?.schema ?? null,

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/routing.proto.
  */
 export const file_relay_v1_routing: GenFile = /*@__PURE__*/
-  fileDesc("ChZyZWxheS92MS9yb3V0aW5nLnByb3RvEghyZWxheS52MSJDCgRMaW5lEgsKA2tleRgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK+AwoGVGFyZ2V0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdGFyZ2V0X3VybBgDIAEoCRItCg1kZWxpdmVyeV9tb2RlGAQgASgOMhYucmVsYXkudjEuRGVsaXZlcnlNb2RlEhwKD3RpbWVvdXRfc2Vjb25kcxgFIAEoBUgAiAEBEi4KB2hlYWRlcnMYBiADKAsyHS5yZWxheS52MS5UYXJnZXQuSGVhZGVyc0VudHJ5EiYKGW1heF9kZWxpdmVyaWVzX3Blcl9zZWNvbmQYByABKAVIAYgBARIbCg5tYXhfY29uY3VycmVudBgIIAEoBUgCiAEBEhYKDnNlY3JldF9oZWFkZXJzGAkgAygJEiwKBmZpbHRlchgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIA4gBARouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUISChBfdGltZW91dF9zZWNvbmRzQhwKGl9tYXhfZGVsaXZlcmllc19wZXJfc2Vjb25kQhEKD19tYXhfY29uY3VycmVudEIJCgdfZmlsdGVyIjcKCVJhdGVMaW1pdBIbChNyZXF1ZXN0c19wZXJfc2Vjb25kGAEgASgBEg0KBWJ1cnN0GAIgASgFImIKDkNpcmN1aXRCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgFEhYKDndpbmRvd19zZWNvbmRzGAIgASgFEh0KFWRpc2FibGVfYWZ0ZXJfc2Vjb25kcxgDIAEoBSKIAwoIRW5kcG9pbnQSDAoEbGluZRgBIAEoCRIMCgRwYXRoGAIgASgJEiEKB3RhcmdldHMYAyADKAsyEC5yZWxheS52MS5UYXJnZXQSFAoMaXBfYWxsb3dsaXN0GAQgAygJEiwKBnNjaGVtYRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBARIsCgpyYXRlX2xpbWl0GAYgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0SAGIAQESDwoHdmVyc2lvbhgHIAEoBRIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2Cg9jaXJjdWl0X2JyZWFrZXIYCSABKAsyGC5yZWxheS52MS5DaXJjdWl0QnJlYWtlckgCiAEBEiQKCG9yZGVyaW5nGAogASgOMhIucmVsYXkudjEuT3JkZXJpbmdCCQoHX3NjaGVtYUINCgtfcmF0ZV9saW1pdEISChBfY2lyY3VpdF9icmVha2VyIr0CCgxFbmRwb2ludFNwZWMSDAoEcGF0aBgBIAEoCRIhCgd0YXJnZXRzGAIgAygLMhAucmVsYXkudjEuVGFyZ2V0EhQKDGlwX2FsbG93bGlzdBgDIAMoCRIsCgZzY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESLAoKcmF0ZV9saW1pdBgFIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdEgBiAEBEjYKD2NpcmN1aXRfYnJlYWtlchgGIAEoCzIYLnJlbGF5LnYxLkNpcmN1aXRCcmVha2VySAKIAQESJAoIb3JkZXJpbmcYByABKA4yEi5yZWxheS52MS5PcmRlcmluZ0IJCgdfc2NoZW1hQg0KC19yYXRlX2xpbWl0QhIKEF9jaXJjdWl0X2JyZWFrZXIiIwoQTGlzdExpbmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjIKEUxpc3RMaW5lc1Jlc3BvbnNlEh0KBWxpbmVzGAEgAygLMg4ucmVsYXkudjEuTGluZSIxChFDcmVhdGVMaW5lUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgsKA2tleRgCIAEoCSIyChJDcmVhdGVMaW5lUmVzcG9uc2USHAoEbGluZRgBIAEoCzIOLnJlbGF5LnYxLkxpbmUiMQoRRGVsZXRlTGluZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRILCgNrZXkYAiABKAkiFAoSRGVsZXRlTGluZVJlc3BvbnNlIjUKFExpc3RFbmRwb2ludHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCSI+ChVMaXN0RW5kcG9pbnRzUmVzcG9uc2USJQoJZW5kcG9pbnRzGAEgAygLMhIucmVsYXkudjEuRW5kcG9pbnQiQQoSR2V0RW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJIjsKE0dldEVuZHBvaW50UmVzcG9uc2USJAoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludCJgChVDcmVhdGVFbmRwb2ludFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEigKCGVuZHBvaW50GAMgASgLMhYucmVsYXkudjEuRW5kcG9pbnRTcGVjIlYKFkNyZWF0ZUVuZHBvaW50UmVzcG9uc2USJAoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludBIWCg5zaWduaW5nX3NlY3JldBgCIAEoCSJuChVVcGRhdGVFbmRwb2ludFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkSKAoIZW5kcG9pbnQYBCABKAsyFi5yZWxheS52MS5FbmRwb2ludFNwZWMiPgoWVXBkYXRlRW5kcG9pbnRSZXNwb25zZRIkCghlbmRwb2ludBgBIAEoCzISLnJlbGF5LnYxLkVuZHBvaW50IkQKFURlbGV0ZUVuZHBvaW50UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSIYChZEZWxldGVFbmRwb2ludFJlc3BvbnNlInsKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEhwKD292ZXJsYXBfc2Vjb25kcxgEIAEoBUgAiAEBQhIKEF9vdmVybGFwX3NlY29uZHMiiwEKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRI8ChNwcmV2aW91c19leHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQhYKFF9wcmV2aW91c19leHBpcmVzX2F0KngKDERlbGl2ZXJ5TW9kZRIdChlERUxJVkVSWV9NT0RFX1VOU1BFQ0lGSUVEEAASFwoTREVMSVZFUllfTU9ERV9BU1lOQxABEhYKEkRFTElWRVJZX01PREVfU1lOQxACEhgKFERFTElWRVJZX01PREVfU1RSRUFNEAMqSgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESEQoNT1JERVJJTkdfRklGTxACMuUBCgtMaW5lU2VydmljZRJECglMaXN0TGluZXMSGi5yZWxheS52MS5MaXN0TGluZXNSZXF1ZXN0GhsucmVsYXkudjEuTGlzdExpbmVzUmVzcG9uc2USRwoKQ3JlYXRlTGluZRIbLnJlbGF5LnYxLkNyZWF0ZUxpbmVSZXF1ZXN0GhwucmVsYXkudjEuQ3JlYXRlTGluZVJlc3BvbnNlEkcKCkRlbGV0ZUxpbmUSGy5yZWxheS52MS5EZWxldGVMaW5lUmVxdWVzdBocLnJlbGF5LnYxLkRlbGV0ZUxpbmVSZXNwb25zZTKSBAoPRW5kcG9pbnRTZXJ2aWNlElAKDUxpc3RFbmRwb2ludHMSHi5yZWxheS52MS5MaXN0RW5kcG9pbnRzUmVxdWVzdBofLnJlbGF5LnYxLkxpc3RFbmRwb2ludHNSZXNwb25zZRJKCgtHZXRFbmRwb2ludBIcLnJlbGF5LnYxLkdldEVuZHBvaW50UmVxdWVzdBodLnJlbGF5LnYxLkdldEVuZHBvaW50UmVzcG9uc2USUwoOQ3JlYXRlRW5kcG9pbnQSHy5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlcXVlc3QaIC5yZWxheS52MS5DcmVhdGVFbmRwb2ludFJlc3BvbnNlElMKDlVwZGF0ZUVuZHBvaW50Eh8ucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXF1ZXN0GiAucmVsYXkudjEuVXBkYXRlRW5kcG9pbnRSZXNwb25zZRJTCg5EZWxldGVFbmRwb2ludBIfLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVxdWVzdBogLnJlbGF5LnYxLkRlbGV0ZUVuZHBvaW50UmVzcG9uc2USYgoTUm90YXRlU2lnbmluZ1NlY3JldBIkLnJlbGF5LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0GiUucmVsYXkudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZyZWxheS92MS9yb3V0aW5nLnByb3RvEghyZWxheS52MSJDCgRMaW5lEgsKA2tleRgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLzAwoGVGFyZ2V0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdGFyZ2V0X3VybBgDIAEoCRItCg1kZWxpdmVyeV9tb2RlGAQgASgOMhYucmVsYXkudjEuRGVsaXZlcnlNb2RlEhwKD3RpbWVvdXRfc2Vjb25kcxgFIAEoBUgAiAEBEi4KB2hlYWRlcnMYBiADKAsyHS5yZWxheS52MS5UYXJnZXQuSGVhZGVyc0VudHJ5EiYKGW1heF9kZWxpdmVyaWVzX3Blcl9zZWNvbmQYByABKAVIAYgBARIbCg5tYXhfY29uY3VycmVudBgIIAEoBUgCiAEBEhYKDnNlY3JldF9oZWFkZXJzGAkgAygJEiwKBmZpbHRlchgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIA4gBARIpCgVyZXRyeRgLIAEoCzIVLnJlbGF5LnYxLlRhcmdldFJldHJ5SASIAQEaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEgoQX3RpbWVvdXRfc2Vjb25kc0IcChpfbWF4X2RlbGl2ZXJpZXNfcGVyX3NlY29uZEIRCg9fbWF4X2NvbmN1cnJlbnRCCQoHX2ZpbHRlckIICgZfcmV0cnkiqwIKC1RhcmdldFJldHJ5EhkKDG1heF9hdHRlbXB0cxgBIAEoBUgAiAEBEiUKGGluaXRpYWxfaW50ZXJ2YWxfc2Vjb25kcxgCIAEoBUgBiAEBEiAKE2JhY2tvZmZfY29lZmZpY2llbnQYAyABKAFIAogBARIlChhtYXhpbXVtX2ludGVydmFsX3NlY29uZHMYBCABKAVIA4gBARIbCg53aW5kb3dfc2Vjb25kcxgFIAEoBUgEiAEBQg8KDV9tYXhfYXR0ZW1wdHNCGwoZX2luaXRpYWxfaW50ZXJ2YWxfc2Vjb25kc0IWChRfYmFja29mZl9jb2VmZmljaWVudEIbChlfbWF4aW11bV9pbnRlcnZhbF9zZWNvbmRzQhEKD193aW5kb3dfc2Vjb25kcyI3CglSYXRlTGltaXQSGwoTcmVxdWVzdHNfcGVyX3NlY29uZBgBIAEoARINCgVidXJzdBgCIAEoBSJiCg5DaXJjdWl0QnJlYWtlchIZChFmYWlsdXJlX3RocmVzaG9sZBgBIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgCIAEoBRIdChVkaXNhYmxlX2FmdGVyX3NlY29uZHMYAyABKAUiiAMKCEVuZHBvaW50EgwKBGxpbmUYASABKAkSDAoEcGF0aBgCIAEoCRIhCgd0YXJnZXRzGAMgAygLMhAucmVsYXkudjEuVGFyZ2V0EhQKDGlwX2FsbG93bGlzdBgEIAMoCRIsCgZzY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESLAoKcmF0ZV9saW1pdBgGIAEoCzITLnJlbGF5LnYxLlJhdGVMaW1pdEgBiAEBEg8KB3ZlcnNpb24YByABKAUSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoPY2lyY3VpdF9icmVha2VyGAkgASgLMhgucmVsYXkudjEuQ2lyY3VpdEJyZWFrZXJIAogBARIkCghvcmRlcmluZxgKIAEoDjISLnJlbGF5LnYxLk9yZGVyaW5nQgkKB19zY2hlbWFCDQoLX3JhdGVfbGltaXRCEgoQX2NpcmN1aXRfYnJlYWtlciK9AgoMRW5kcG9pbnRTcGVjEgwKBHBhdGgYASABKAkSIQoHdGFyZ2V0cxgCIAMoCzIQLnJlbGF5LnYxLlRhcmdldBIUCgxpcF9hbGxvd2xpc3QYAyADKAkSLAoGc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEiwKCnJhdGVfbGltaXQYBSABKAsyEy5yZWxheS52MS5SYXRlTGltaXRIAYgBARI2Cg9jaXJjdWl0X2JyZWFrZXIYBiABKAsyGC5yZWxheS52MS5DaXJjdWl0QnJlYWtlckgCiAEBEiQKCG9yZGVyaW5nGAcgASgOMhIucmVsYXkudjEuT3JkZXJpbmdCCQoHX3NjaGVtYUINCgtfcmF0ZV9saW1pdEISChBfY2lyY3VpdF9icmVha2VyIiMKEExpc3RMaW5lc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSIyChFMaXN0TGluZXNSZXNwb25zZRIdCgVsaW5lcxgBIAMoCzIOLnJlbGF5LnYxLkxpbmUiMQoRQ3JlYXRlTGluZVJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRILCgNrZXkYAiABKAkiMgoSQ3JlYXRlTGluZVJlc3BvbnNlEhwKBGxpbmUYASABKAsyDi5yZWxheS52MS5MaW5lIjEKEURlbGV0ZUxpbmVSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSCwoDa2V5GAIgASgJIhQKEkRlbGV0ZUxpbmVSZXNwb25zZSI1ChRMaXN0RW5kcG9pbnRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkiPgoVTGlzdEVuZHBvaW50c1Jlc3BvbnNlEiUKCWVuZHBvaW50cxgBIAMoCzISLnJlbGF5LnYxLkVuZHBvaW50IkEKEkdldEVuZHBvaW50UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCSI7ChNHZXRFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQiYAoVQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIoCghlbmRwb2ludBgDIAEoCzIWLnJlbGF5LnYxLkVuZHBvaW50U3BlYyJWChZDcmVhdGVFbmRwb2ludFJlc3BvbnNlEiQKCGVuZHBvaW50GAEgASgLMhIucmVsYXkudjEuRW5kcG9pbnQSFgoOc2lnbmluZ19zZWNyZXQYAiABKAkibgoVVXBkYXRlRW5kcG9pbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSDAoEbGluZRgCIAEoCRIMCgRwYXRoGAMgASgJEigKCGVuZHBvaW50GAQgASgLMhYucmVsYXkudjEuRW5kcG9pbnRTcGVjIj4KFlVwZGF0ZUVuZHBvaW50UmVzcG9uc2USJAoIZW5kcG9pbnQYASABKAsyEi5yZWxheS52MS5FbmRwb2ludCJEChVEZWxldGVFbmRwb2ludFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRsaW5lGAIgASgJEgwKBHBhdGgYAyABKAkiGAoWRGVsZXRlRW5kcG9pbnRSZXNwb25zZSJ7ChpSb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEgwKBGxpbmUYAiABKAkSDAoEcGF0aBgDIAEoCRIcCg9vdmVybGFwX3NlY29uZHMYBCABKAVIAIgBAUISChBfb3ZlcmxhcF9zZWNvbmRzIosBChtSb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USFgoOc2lnbmluZ19zZWNyZXQYASABKAkSPAoTcHJldmlvdXNfZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUIWChRfcHJldmlvdXNfZXhwaXJlc19hdCp4CgxEZWxpdmVyeU1vZGUSHQoZREVMSVZFUllfTU9ERV9VTlNQRUNJRklFRBAAEhcKE0RFTElWRVJZX01PREVfQVNZTkMQARIWChJERUxJVkVSWV9NT0RFX1NZTkMQAhIYChRERUxJVkVSWV9NT0RFX1NUUkVBTRADKkoKCE9yZGVyaW5nEhgKFE9SREVSSU5HX1VOU1BFQ0lGSUVEEAASEQoNT1JERVJJTkdfTk9ORRABEhEKDU9SREVSSU5HX0ZJRk8QAjLlAQoLTGluZVNlcnZpY2USRAoJTGlzdExpbmVzEhoucmVsYXkudjEuTGlzdExpbmVzUmVxdWVzdBobLnJlbGF5LnYxLkxpc3RMaW5lc1Jlc3BvbnNlEkcKCkNyZWF0ZUxpbmUSGy5yZWxheS52MS5DcmVhdGVMaW5lUmVxdWVzdBocLnJlbGF5LnYxLkNyZWF0ZUxpbmVSZXNwb25zZRJHCgpEZWxldGVMaW5lEhsucmVsYXkudjEuRGVsZXRlTGluZVJlcXVlc3QaHC5yZWxheS52MS5EZWxldGVMaW5lUmVzcG9uc2UykgQKD0VuZHBvaW50U2VydmljZRJQCg1MaXN0RW5kcG9pbnRzEh4ucmVsYXkudjEuTGlzdEVuZHBvaW50c1JlcXVlc3QaHy5yZWxheS52MS5MaXN0RW5kcG9pbnRzUmVzcG9uc2USSgoLR2V0RW5kcG9pbnQSHC5yZWxheS52MS5HZXRFbmRwb2ludFJlcXVlc3QaHS5yZWxheS52MS5HZXRFbmRwb2ludFJlc3BvbnNlElMKDkNyZWF0ZUVuZHBvaW50Eh8ucmVsYXkudjEuQ3JlYXRlRW5kcG9pbnRSZXF1ZXN0GiAucmVsYXkudjEuQ3JlYXRlRW5kcG9pbnRSZXNwb25zZRJTCg5VcGRhdGVFbmRwb2ludBIfLnJlbGF5LnYxLlVwZGF0ZUVuZHBvaW50UmVxdWVzdBogLnJlbGF5LnYxLlVwZGF0ZUVuZHBvaW50UmVzcG9uc2USUwoORGVsZXRlRW5kcG9pbnQSHy5yZWxheS52MS5EZWxldGVFbmRwb2ludFJlcXVlc3QaIC5yZWxheS52MS5EZWxldGVFbmRwb2ludFJlc3BvbnNlEmIKE1JvdGF0ZVNpZ25pbmdTZWNyZXQSJC5yZWxheS52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBolLnJlbGF5LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Line
@@ -105,6 +105,13 @@ export type Target = Message<"relay.v1.Target"> & {
    * @generated from field: optional google.protobuf.Struct filter = 10;
    */
   filter?: JsonObject | undefined;
+
+  /**
+   * Its own retry policy, async targets only; a setting left out is the deployment's.
+   *
+   * @generated from field: optional relay.v1.TargetRetry retry = 11;
+   */
+  retry?: TargetRetry | undefined;
 };
 
 /**
@@ -113,6 +120,50 @@ export type Target = Message<"relay.v1.Target"> & {
  */
 export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
   messageDesc(file_relay_v1_routing, 1);
+
+/**
+ * How a target's failed deliveries are retried. Which answers are retried stays Relay's rule, and
+ * a target's Retry-After still postpones an attempt. Bounds per plan in the API docs.
+ *
+ * @generated from message relay.v1.TargetRetry
+ */
+export type TargetRetry = Message<"relay.v1.TargetRetry"> & {
+  /**
+   * Attempts in all, the first included.
+   *
+   * @generated from field: optional int32 max_attempts = 1;
+   */
+  maxAttempts?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 initial_interval_seconds = 2;
+   */
+  initialIntervalSeconds?: number | undefined;
+
+  /**
+   * @generated from field: optional double backoff_coefficient = 3;
+   */
+  backoffCoefficient?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 maximum_interval_seconds = 4;
+   */
+  maximumIntervalSeconds?: number | undefined;
+
+  /**
+   * How long after the call its delivery is retried at most.
+   *
+   * @generated from field: optional int32 window_seconds = 5;
+   */
+  windowSeconds?: number | undefined;
+};
+
+/**
+ * Describes the message relay.v1.TargetRetry.
+ * Use `create(TargetRetrySchema)` to create a new message.
+ */
+export const TargetRetrySchema: GenMessage<TargetRetry> = /*@__PURE__*/
+  messageDesc(file_relay_v1_routing, 2);
 
 /**
  * @generated from message relay.v1.RateLimit
@@ -134,7 +185,7 @@ export type RateLimit = Message<"relay.v1.RateLimit"> & {
  * Use `create(RateLimitSchema)` to create a new message.
  */
 export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 2);
+  messageDesc(file_relay_v1_routing, 3);
 
 /**
  * When a target's circuit opens and disables; every field has a default (README).
@@ -169,7 +220,7 @@ export type CircuitBreaker = Message<"relay.v1.CircuitBreaker"> & {
  * Use `create(CircuitBreakerSchema)` to create a new message.
  */
 export const CircuitBreakerSchema: GenMessage<CircuitBreaker> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 3);
+  messageDesc(file_relay_v1_routing, 4);
 
 /**
  * @generated from message relay.v1.Endpoint
@@ -241,7 +292,7 @@ export type Endpoint = Message<"relay.v1.Endpoint"> & {
  * Use `create(EndpointSchema)` to create a new message.
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 4);
+  messageDesc(file_relay_v1_routing, 5);
 
 /**
  * The writable part of an endpoint; the line and path come from the request.
@@ -292,7 +343,7 @@ export type EndpointSpec = Message<"relay.v1.EndpointSpec"> & {
  * Use `create(EndpointSpecSchema)` to create a new message.
  */
 export const EndpointSpecSchema: GenMessage<EndpointSpec> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 5);
+  messageDesc(file_relay_v1_routing, 6);
 
 /**
  * @generated from message relay.v1.ListLinesRequest
@@ -309,7 +360,7 @@ export type ListLinesRequest = Message<"relay.v1.ListLinesRequest"> & {
  * Use `create(ListLinesRequestSchema)` to create a new message.
  */
 export const ListLinesRequestSchema: GenMessage<ListLinesRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 6);
+  messageDesc(file_relay_v1_routing, 7);
 
 /**
  * @generated from message relay.v1.ListLinesResponse
@@ -326,7 +377,7 @@ export type ListLinesResponse = Message<"relay.v1.ListLinesResponse"> & {
  * Use `create(ListLinesResponseSchema)` to create a new message.
  */
 export const ListLinesResponseSchema: GenMessage<ListLinesResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 7);
+  messageDesc(file_relay_v1_routing, 8);
 
 /**
  * @generated from message relay.v1.CreateLineRequest
@@ -348,7 +399,7 @@ export type CreateLineRequest = Message<"relay.v1.CreateLineRequest"> & {
  * Use `create(CreateLineRequestSchema)` to create a new message.
  */
 export const CreateLineRequestSchema: GenMessage<CreateLineRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 8);
+  messageDesc(file_relay_v1_routing, 9);
 
 /**
  * @generated from message relay.v1.CreateLineResponse
@@ -365,7 +416,7 @@ export type CreateLineResponse = Message<"relay.v1.CreateLineResponse"> & {
  * Use `create(CreateLineResponseSchema)` to create a new message.
  */
 export const CreateLineResponseSchema: GenMessage<CreateLineResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 9);
+  messageDesc(file_relay_v1_routing, 10);
 
 /**
  * @generated from message relay.v1.DeleteLineRequest
@@ -387,7 +438,7 @@ export type DeleteLineRequest = Message<"relay.v1.DeleteLineRequest"> & {
  * Use `create(DeleteLineRequestSchema)` to create a new message.
  */
 export const DeleteLineRequestSchema: GenMessage<DeleteLineRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 10);
+  messageDesc(file_relay_v1_routing, 11);
 
 /**
  * @generated from message relay.v1.DeleteLineResponse
@@ -400,7 +451,7 @@ export type DeleteLineResponse = Message<"relay.v1.DeleteLineResponse"> & {
  * Use `create(DeleteLineResponseSchema)` to create a new message.
  */
 export const DeleteLineResponseSchema: GenMessage<DeleteLineResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 11);
+  messageDesc(file_relay_v1_routing, 12);
 
 /**
  * @generated from message relay.v1.ListEndpointsRequest
@@ -422,7 +473,7 @@ export type ListEndpointsRequest = Message<"relay.v1.ListEndpointsRequest"> & {
  * Use `create(ListEndpointsRequestSchema)` to create a new message.
  */
 export const ListEndpointsRequestSchema: GenMessage<ListEndpointsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 12);
+  messageDesc(file_relay_v1_routing, 13);
 
 /**
  * @generated from message relay.v1.ListEndpointsResponse
@@ -439,7 +490,7 @@ export type ListEndpointsResponse = Message<"relay.v1.ListEndpointsResponse"> & 
  * Use `create(ListEndpointsResponseSchema)` to create a new message.
  */
 export const ListEndpointsResponseSchema: GenMessage<ListEndpointsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 13);
+  messageDesc(file_relay_v1_routing, 14);
 
 /**
  * @generated from message relay.v1.GetEndpointRequest
@@ -466,7 +517,7 @@ export type GetEndpointRequest = Message<"relay.v1.GetEndpointRequest"> & {
  * Use `create(GetEndpointRequestSchema)` to create a new message.
  */
 export const GetEndpointRequestSchema: GenMessage<GetEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 14);
+  messageDesc(file_relay_v1_routing, 15);
 
 /**
  * @generated from message relay.v1.GetEndpointResponse
@@ -483,7 +534,7 @@ export type GetEndpointResponse = Message<"relay.v1.GetEndpointResponse"> & {
  * Use `create(GetEndpointResponseSchema)` to create a new message.
  */
 export const GetEndpointResponseSchema: GenMessage<GetEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 15);
+  messageDesc(file_relay_v1_routing, 16);
 
 /**
  * @generated from message relay.v1.CreateEndpointRequest
@@ -510,7 +561,7 @@ export type CreateEndpointRequest = Message<"relay.v1.CreateEndpointRequest"> & 
  * Use `create(CreateEndpointRequestSchema)` to create a new message.
  */
 export const CreateEndpointRequestSchema: GenMessage<CreateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 16);
+  messageDesc(file_relay_v1_routing, 17);
 
 /**
  * @generated from message relay.v1.CreateEndpointResponse
@@ -534,7 +585,7 @@ export type CreateEndpointResponse = Message<"relay.v1.CreateEndpointResponse"> 
  * Use `create(CreateEndpointResponseSchema)` to create a new message.
  */
 export const CreateEndpointResponseSchema: GenMessage<CreateEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 17);
+  messageDesc(file_relay_v1_routing, 18);
 
 /**
  * @generated from message relay.v1.UpdateEndpointRequest
@@ -566,7 +617,7 @@ export type UpdateEndpointRequest = Message<"relay.v1.UpdateEndpointRequest"> & 
  * Use `create(UpdateEndpointRequestSchema)` to create a new message.
  */
 export const UpdateEndpointRequestSchema: GenMessage<UpdateEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 18);
+  messageDesc(file_relay_v1_routing, 19);
 
 /**
  * @generated from message relay.v1.UpdateEndpointResponse
@@ -583,7 +634,7 @@ export type UpdateEndpointResponse = Message<"relay.v1.UpdateEndpointResponse"> 
  * Use `create(UpdateEndpointResponseSchema)` to create a new message.
  */
 export const UpdateEndpointResponseSchema: GenMessage<UpdateEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 19);
+  messageDesc(file_relay_v1_routing, 20);
 
 /**
  * @generated from message relay.v1.DeleteEndpointRequest
@@ -610,7 +661,7 @@ export type DeleteEndpointRequest = Message<"relay.v1.DeleteEndpointRequest"> & 
  * Use `create(DeleteEndpointRequestSchema)` to create a new message.
  */
 export const DeleteEndpointRequestSchema: GenMessage<DeleteEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 20);
+  messageDesc(file_relay_v1_routing, 21);
 
 /**
  * @generated from message relay.v1.DeleteEndpointResponse
@@ -623,7 +674,7 @@ export type DeleteEndpointResponse = Message<"relay.v1.DeleteEndpointResponse"> 
  * Use `create(DeleteEndpointResponseSchema)` to create a new message.
  */
 export const DeleteEndpointResponseSchema: GenMessage<DeleteEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 21);
+  messageDesc(file_relay_v1_routing, 22);
 
 /**
  * @generated from message relay.v1.RotateSigningSecretRequest
@@ -658,7 +709,7 @@ export type RotateSigningSecretRequest = Message<"relay.v1.RotateSigningSecretRe
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 22);
+  messageDesc(file_relay_v1_routing, 23);
 
 /**
  * @generated from message relay.v1.RotateSigningSecretResponse
@@ -684,7 +735,7 @@ export type RotateSigningSecretResponse = Message<"relay.v1.RotateSigningSecretR
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_routing, 23);
+  messageDesc(file_relay_v1_routing, 24);
 
 /**
  * @generated from enum relay.v1.DeliveryMode
