@@ -3,7 +3,7 @@
  * stack: for Node, Python and Go, the example caller calls the edge and the example receiver
  * verifies what Relay delivers. Also checks that the doc shows each example file as it is.
  * `npm run check:quickstart` (`-- --verbose` prints every example's output); not part of npm test
- * (it installs Python and Go packages).
+ * (it installs Python and Go packages), but .ci/run runs it.
  *
  * A language whose toolchain is missing (python3 with venv, go) is skipped, and said so. The exit
  * code is 0 only when the doc matches and every language that ran passed. Everything it starts

@@ -8,11 +8,11 @@ import type { Commands, Name } from "./quickstart-languages.ts";
 import { Background, type Ran, run } from "./quickstart-run.ts";
 
 /**
- * The callers reach the edge at `http://localhost:{port}`. The edge takes the project from the
- * Host's first label, and `{project}.localhost` names do not resolve for Node, Python or Go on
- * every machine (glibc without systemd-resolved), so the project is named `localhost`.
+ * The callers reach the edge as the quick start prints it, `http://localhost:{port}/demo/...`:
+ * on a dev stack the project may lead the path, since `{project}.localhost` names do not resolve
+ * for Node, Python or Go on every machine (glibc without systemd-resolved).
  */
-export const PROJECT = "localhost";
+export const PROJECT = "demo";
 /** `--verbose`: every caller's and receiver's output, passed or not. */
 const VERBOSE = process.argv.includes("--verbose");
 
@@ -66,7 +66,7 @@ export async function exercise(
     caller = await run(commands.caller, {
       env: {
         ...commands.env,
-        RELAY_URL: `http://${PROJECT}:${relay.edgePort}/v1/${relay.endpoint}`,
+        RELAY_URL: `http://localhost:${relay.edgePort}/${PROJECT}/v1/${relay.endpoint}`,
         RELAY_API_KEY: relay.apiKey,
       },
       timeoutMs: 60_000,

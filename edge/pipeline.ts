@@ -40,6 +40,8 @@ export interface Envelope {
   trace: TraceContext;
   /** The project the Host names (project step); not yet known to hold the key. */
   project?: string;
+  /** `/{line}/{endpoint}` when the project led the path (a dev stack's `localhost`), not the Host. */
+  route?: string;
   /** The caller's key, valid for the project (auth step). */
   key?: KeyRecord;
   /** The endpoint the path names, its project's state and its compiled rules (endpoint step). */

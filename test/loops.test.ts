@@ -131,6 +131,28 @@ test("a Host outside the edge's domain gets the 401 a wrong key gets, to the byt
   expect((await call(`${p.slug}.localhost:${stack().edgePort}`, p.key)).status).toBe(202);
 });
 
+test("on the dev stack's localhost, the project may lead the path; an unknown one is a wrong key", async () => {
+  const target = await targetServer();
+  closers.push(target.close);
+  const p = await projectWithEndpoint([{ name: "t", targetUrl: target.url }]);
+  const call = (path: string, key: string) =>
+    request(`${stack().edgeUrl}${path}`, {
+      method: "POST",
+      headers: {
+        host: `localhost:${stack().edgePort}`,
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+      },
+      body: "{}",
+    }).then(async (answer) => ({ status: answer.statusCode, body: await answer.body.text() }));
+  expect((await call(`/${p.slug}/v1/hook`, p.key)).status).toBe(202);
+  const unknown = await call("/nosuchproject/v1/hook", p.key);
+  const wrongKey = await call(`/${p.slug}/v1/hook`, `rk_live_${"A".repeat(43)}`);
+  expect(unknown).toEqual(wrongKey);
+  expect(unknown.status).toBe(401);
+  expect((await call(`/${p.slug}/v1/nowhere`, p.key)).status).toBe(404);
+});
+
 test("a target at the edge's own listener is refused at delivery; another loopback target delivers", async () => {
   const target = await targetServer();
   closers.push(target.close);

@@ -9,8 +9,8 @@ export function endpoint(
   runtime: EndpointRuntime,
 ): Step<Authenticated, Routed> {
   return async function endpoint(envelope, next) {
-    const { pathname } = new URL(envelope.request.url);
-    const [line, path, ...rest] = pathname.split("/").slice(1).map(decodeSegment);
+    const route = envelope.route ?? new URL(envelope.request.url).pathname;
+    const [line, path, ...rest] = route.split("/").slice(1).map(decodeSegment);
     const found =
       rest.length === 0 && line != null && path != null
         ? await state.endpoint(envelope.project, line, path)

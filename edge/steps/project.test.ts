@@ -41,3 +41,26 @@ test("any other host gets the 401 a wrong key gets", async () => {
     });
   }
 });
+
+test("on a dev stack's localhost, a call to the domain alone names its project first in its path", async () => {
+  const next = passed<{ project: string; route?: string }>();
+  const at = (url: string, host: string) => ({
+    ...arrived(),
+    request: new Request(url, { method: "POST", headers: { host } }),
+  });
+  for (const host of ["localhost:8787", "LOCALHOST", "localhost."]) {
+    await project("localhost:8787")(at("http://localhost:8787/Demo/v1/orders", host), next);
+  }
+  expect(next.handed.map((e) => [e.project, e.route])).toEqual([
+    ["demo", "/v1/orders"],
+    ["demo", "/v1/orders"],
+    ["demo", "/v1/orders"],
+  ]);
+  // A project's own name still works there, and the domain alone of any other is a wrong key.
+  await project("localhost:8787")(arrived({ headers: { host: "demo.localhost:8787" } }), next);
+  expect(next.handed.at(-1)?.project).toBe("demo");
+  expect(next.handed.at(-1)).not.toHaveProperty("route");
+  const elsewhere = at("http://relay.test/demo/v1/orders", "relay.test");
+  const refused = await refusal(project("relay.test")(elsewhere, passed()));
+  expect(refused.code).toBe("invalid_or_missing_key");
+});

@@ -4,7 +4,10 @@ import { wrongKey } from "./auth.ts";
 
 /**
  * Names the project from the Host, which must be `{project}.{domain}` under the edge's domain;
- * whether the project exists is the auth step's to say.
+ * whether the project exists is the auth step's to say. On a dev stack's domain, `localhost`, a
+ * call to the domain alone names its project first in the path instead
+ * (`localhost:8787/{project}/{line}/{endpoint}`): Node, Python and Go ask the system's resolver,
+ * which need not know `*.localhost` names, and Node's fetch sends no Host of the caller's own.
  */
 export function project(edgeDomain: string): Step<Envelope, With<"project">> {
   const domain = hostOf(edgeDomain);
@@ -12,9 +15,18 @@ export function project(edgeDomain: string): Step<Envelope, With<"project">> {
     const { request } = envelope;
     // The Host first: under Deno a bad one is in the URL too, which would not parse.
     const host = request.headers.get("host") ?? new URL(request.url).host;
+    if (domain === DEV_DOMAIN && DEV_DOMAIN_ALONE.test(host)) {
+      const [, first = "", route = ""] =
+        /^\/([^/]*)(.*)$/.exec(new URL(request.url).pathname) ?? [];
+      return next(Object.assign(envelope, { project: first.toLowerCase(), route }));
+    }
     return next(Object.assign(envelope, { project: projectOf(host, domain) }));
   };
 }
+
+/** The domain on which the project may lead the path, and a Host that is that domain alone. */
+const DEV_DOMAIN = "localhost";
+const DEV_DOMAIN_ALONE = /^localhost\.?(:\d{1,5})?$/i;
 
 /** The domain's host, without its port or a trailing dot. */
 function hostOf(edgeDomain: string): string {

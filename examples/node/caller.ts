@@ -2,7 +2,7 @@
  * Calls a Relay endpoint four ways: an async call, a call safe to repeat (Idempotency-Key), a
  * delayed call (Relay-Delay), and one Relay refuses, to read its error body.
  *
- *   RELAY_URL=http://demo.localhost:8787/v1/orders RELAY_API_KEY=rk_live_... npx tsx caller.ts
+ *   RELAY_URL=http://localhost:8787/demo/v1/orders RELAY_API_KEY=rk_live_... npx tsx caller.ts
  */
 const url = process.env.RELAY_URL ?? "";
 const apiKey = process.env.RELAY_API_KEY ?? "";
