@@ -280,8 +280,7 @@ async function deliverToTarget(
   heldBeforeMs = 0,
 ) {
   const targetId = delivery.target.id;
-  // Its own window and backoff, as the target had them when the call was accepted.
-  const schedule = retryScheduleOf(policy, delivery.target.retry);
+  const schedule = retryScheduleOf(policy, delivery.target.retry); // the target's, as accepted
   let waiting = waitingFirst;
   let heldMs = heldBeforeMs;
   for (;;) {
