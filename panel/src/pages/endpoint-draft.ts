@@ -4,6 +4,7 @@
  * number that is not one, a header line without a colon, a schema or a filter that is not JSON).
  */
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { TargetRetry } from "../../../core/model.ts";
 import {
   type CircuitBreaker,
   DeliveryMode,
@@ -13,6 +14,19 @@ import {
 } from "../../../gen/relay/v1/routing_pb.ts";
 
 export type Spec = MessageInitShape<typeof EndpointSpecSchema>;
+
+export type RetrySetting = keyof TargetRetry;
+
+/** A target's retry settings as typed, each empty for the deployment's. */
+export type RetryDraft = Record<RetrySetting, string>;
+
+const retryDraftOf = (retry: TargetRetry | undefined): RetryDraft => ({
+  maxAttempts: String(retry?.maxAttempts ?? ""),
+  initialIntervalSeconds: String(retry?.initialIntervalSeconds ?? ""),
+  backoffCoefficient: String(retry?.backoffCoefficient ?? ""),
+  maximumIntervalSeconds: String(retry?.maximumIntervalSeconds ?? ""),
+  windowSeconds: String(retry?.windowSeconds ?? ""),
+});
 
 export interface TargetDraft {
   /** React's key for the row; targets are matched by name on the server. */
@@ -24,6 +38,8 @@ export interface TargetDraft {
   /** Flow control (async only); empty for no limit. */
   maxDeliveriesPerSecond: string;
   maxConcurrent: string;
+  /** Its own retry policy (async only). */
+  retry: RetryDraft;
   /** One `Name: value` a line. */
   headers: string;
   /** One header name a line. */
@@ -57,6 +73,7 @@ export const newTarget = (): TargetDraft => ({
   timeoutSeconds: "30",
   maxDeliveriesPerSecond: "",
   maxConcurrent: "",
+  retry: retryDraftOf(undefined),
   headers: "",
   secretHeaders: "",
   filter: "",
@@ -85,6 +102,7 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
       timeoutSeconds: String(t.timeoutSeconds ?? 30),
       maxDeliveriesPerSecond: String(t.maxDeliveriesPerSecond ?? ""),
       maxConcurrent: String(t.maxConcurrent ?? ""),
+      retry: retryDraftOf(t.retry),
       headers: Object.entries(t.headers)
         .map(([name, value]) => `${name}: ${value}`)
         .join("\n"),
@@ -134,6 +152,19 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
     t.deliveryMode === DeliveryMode.ASYNC && t[name].trim() !== ""
       ? { [name]: number(`targets.${i}.${name}`, t[name], true) }
       : {};
+  /**
+   * A retry policy of the settings filled in (the backoff factor may be a fraction); none when
+   * all are empty, and sent only for an async target, the only kind it holds.
+   */
+  const retry = (t: TargetDraft, i: number) => {
+    if (t.deliveryMode !== DeliveryMode.ASYNC) return {};
+    const settings: Partial<Record<RetrySetting, number>> = {};
+    for (const [name, text] of Object.entries(t.retry) as [RetrySetting, string][]) {
+      if (text.trim() === "") continue;
+      settings[name] = number(`targets.${i}.retry.${name}`, text, name !== "backoffCoefficient");
+    }
+    return Object.keys(settings).length > 0 ? { retry: settings } : {};
+  };
   const targets = draft.targets.map((t, i) => {
     const headers: Record<string, string> = {};
     for (const line of t.headers.split("\n").filter((l) => l.trim() !== "")) {
@@ -150,6 +181,7 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       timeoutSeconds: number(`targets.${i}.timeoutSeconds`, t.timeoutSeconds, true),
       ...limit(t, "maxDeliveriesPerSecond", i),
       ...limit(t, "maxConcurrent", i),
+      ...retry(t, i),
       headers,
       secretHeaders: lines(t.secretHeaders),
       ...(filter.value && { filter: filter.value }),

@@ -1,8 +1,8 @@
 /**
- * One endpoint: its inbound URL, a copyable example request, its targets (with their filters),
- * their delivery control (circuits, pauses), its signing secret (shown once at creation and at
- * each rotation), its settings (edited in place) and deletion. Also the page that creates an
- * endpoint.
+ * One endpoint: its inbound URL, a copyable example request, its targets (with their filters and
+ * retry policies), their delivery control (circuits, pauses), its signing secret (shown once at
+ * creation and at each rotation), its settings (edited in place) and deletion. Also the page that
+ * creates an endpoint.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -12,6 +12,7 @@ import {
   type Endpoint,
   EndpointService,
   Ordering,
+  type TargetRetry,
 } from "../../../gen/relay/v1/routing_pb.ts";
 import { problemOf } from "../errors.ts";
 import { curlExample, keyPlaceholder, sampleFor } from "../example.ts";
@@ -180,11 +181,36 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
                 <code data-testid="target-filter">{JSON.stringify(t.filter)}</code>
               </>
             )}
+            {t.retry && (
+              <>
+                , <span data-testid="target-retry">{retryPolicyOf(t.retry)}</span>
+              </>
+            )}
           </li>
         ))}
       </ul>
     </section>
   );
+}
+
+/**
+ * A target's own retry policy as read, only the settings it sets (the rest are the
+ * deployment's): "retries: at most 5 attempts, from 2 s ×1.5, up to 60 s apart, for 3600 s".
+ */
+function retryPolicyOf(retry: TargetRetry): string {
+  const { maxAttempts, initialIntervalSeconds, backoffCoefficient } = retry;
+  const { maximumIntervalSeconds, windowSeconds } = retry;
+  const growth = [
+    initialIntervalSeconds && `from ${initialIntervalSeconds} s`,
+    backoffCoefficient && `×${backoffCoefficient}`,
+  ].filter(Boolean);
+  const settings = [
+    maxAttempts && `at most ${maxAttempts} ${maxAttempts === 1 ? "attempt" : "attempts"}`,
+    growth.join(" "),
+    maximumIntervalSeconds && `up to ${maximumIntervalSeconds} s apart`,
+    windowSeconds && `for ${windowSeconds} s`,
+  ].filter(Boolean);
+  return `retries: ${settings.join(", ")}`;
 }
 
 /**

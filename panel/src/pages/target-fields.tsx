@@ -1,12 +1,13 @@
 /**
  * The endpoint editor's targets: a row of fields for each (name, URL, mode, timeout, an async
- * target's flow limits, headers, secret headers, filter), with the API's errors about each field
- * beside it and about the list as a whole above it.
+ * target's flow limits and retries, headers, secret headers, filter), with the API's errors about
+ * each field beside it and about the list as a whole above it.
  */
 import { DeliveryMode } from "../../../gen/relay/v1/routing_pb.ts";
 import { fieldError, type Problem } from "../errors.ts";
 import { Field } from "../ui.tsx";
 import { newTarget, type TargetDraft } from "./endpoint-draft.ts";
+import { RetryFields } from "./retry-fields.tsx";
 
 export function TargetFields({
   targets,
@@ -93,7 +94,10 @@ export function TargetFields({
             )}
           </Field>
           {target.deliveryMode === DeliveryMode.ASYNC && (
-            <FlowLimits target={target} i={i} problem={problem} onChange={setTarget} />
+            <>
+              <FlowLimits target={target} i={i} problem={problem} onChange={setTarget} />
+              <RetryFields target={target} i={i} problem={problem} onChange={setTarget} />
+            </>
           )}
           <Field
             label="Extra headers"
