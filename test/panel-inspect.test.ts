@@ -2,8 +2,9 @@
  * The panel's inspectable requests, in Debian's Chromium against the real stack: a request's
  * headers and body as received with each attempt's answer beside it, Replay of a delivered
  * request, Send again with an edited body (refused by the endpoint's schema first), and the
- * request log's search fields. What the worker keeps of a request is written here by hand
- * (test/inspect-logged.test.ts has the worker write it).
+ * request log's search fields, and "Try a filter" on a request as logged. What the worker keeps
+ * of a request is written here by hand for the first test (test/inspect-logged.test.ts has the
+ * worker write it); the filter console's request is kept by the worker itself.
  */
 import { afterAll, expect, test } from "vitest";
 import { connect } from "../store/db.ts";
@@ -122,4 +123,51 @@ test("the request log is searched by target status code and request id, a bad co
   await filters.getByLabel("Target status").fill("99");
   await filters.getByRole("button", { name: "Apply filters" }).click();
   await filters.getByText(/expected number to be >=100/).waitFor();
+}, 120_000);
+
+test("a request's page tries filters on it as logged: each target's as it is now, then typed ones", async () => {
+  const target = await targetServer();
+  closeAfter(target.close);
+  const p = await projectWithEndpoint([
+    { name: "paid-only", targetUrl: target.url, filter: { body: { status: "paid" } } },
+    { name: "every-call", targetUrl: target.url },
+  ]);
+  const { requestId } = (
+    await relay(p.slug, "/v1/hook", { key: p.key, body: '{"status":"pending"}' })
+  ).json();
+  await finishedLog(p, requestId);
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+  await page.goto(`/panel/${p.slug}/requests/${requestId}`);
+
+  const tryFilter = page.getByRole("region", { name: "Try a filter" });
+  const targets = tryFilter.getByTestId("filter-targets");
+  await targets.locator('[data-target="paid-only"]').getByText("skips it").waitFor();
+  expect(await targets.locator('[data-target="paid-only"]').textContent()).toBe(
+    'paid-only: {"body":{"status":"paid"}} skips it',
+  );
+  expect(await targets.locator('[data-target="every-call"]').textContent()).toBe(
+    "every-call: no filter: every call matches",
+  );
+  await tryFilter
+    .getByText("Runs here, on this request as logged; saving a filter is on the endpoint's page")
+    .waitFor();
+
+  // Prefilled with the first target's filter, which skips this request.
+  const typed = tryFilter.getByLabel("Filter to try");
+  expect(JSON.parse(await typed.inputValue())).toEqual({ body: { status: "paid" } });
+  const verdict = tryFilter.getByTestId("filter-verdict");
+  await verdict.getByText("does not match: the target would skip it").waitFor();
+
+  // Tried in the browser only: what is typed never goes to the control plane.
+  const sent: string[] = [];
+  page.on("request", (request) => sent.push(request.postData() ?? ""));
+  await typed.fill('{"body":{"status":"pend');
+  await verdict.getByText("not JSON yet").waitFor();
+  await typed.fill('{"body":{"status":"pending"}}');
+  await verdict.getByText("matches this request").waitFor();
+  await typed.fill('{"body":{"amount":{"$gt":true}}}');
+  await verdict.getByText("body.amount.$gt: $gt takes a number or a string").waitFor();
+  expect(sent.filter((body) => body.includes("amount") || body.includes("pending"))).toEqual([]);
 }, 120_000);
