@@ -31,6 +31,9 @@ import {
 import { kindOf, MIX, mixTarget } from "./fault-mix.ts";
 import { runBench, UNLIMITED_RATE } from "./harness.ts";
 
+/** RELAY_TEMPORAL_SERVER=cluster: Temporal as two server nodes behind a balancer, one killed. */
+const cluster = process.env.RELAY_TEMPORAL_SERVER === "cluster";
+const temporalShape = `Temporal's own server (PostgreSQL, 4 shards${cluster ? ", two nodes" : ""})`;
 const total = Number(process.env.FAULTS_REQUESTS ?? 10_000);
 const rate = Number(process.env.FAULTS_RATE ?? 40);
 const drainMs = Number(process.env.FAULTS_DRAIN_SECONDS ?? 600) * 1000;
@@ -80,12 +83,12 @@ await runBench(async (cleanup) => {
   const ports = await freeStackPorts();
   const [control2Port = 0, worker2Port = 0, edge2Port = 0] = await freePorts(3);
   const edgePorts = [ports.edge, edge2Port];
-  console.log(`starting the stack on Temporal's own server (PostgreSQL, 4 shards) in ${dir}`);
+  console.log(`starting the stack on ${temporalShape} in ${dir}`);
   const stack = await startStack({
     dir,
     ports,
     output: join(dir, "stack.log"),
-    temporalServer: "postgres",
+    temporalServer: cluster ? "cluster" : "postgres",
     // Workers must know every edge they could loop back to.
     env: { RELAY_EDGE_LISTENERS: edgePorts.map((p) => `127.0.0.1:${p}`).join(",") },
     supervise: { onGiveUp: (reason) => gaveUp.push(reason) },
@@ -244,10 +247,11 @@ await runBench(async (cleanup) => {
       process: second.worker,
       health: `http://127.0.0.1:${worker2Port}/healthz`,
     },
+    // A cluster's first node: back once it serves on its own port, not the balancer's.
     "temporal server": {
-      name: "temporal server",
+      name: cluster ? "temporal server (the first of two nodes)" : "temporal server",
       process: null,
-      health: `${stack.temporal.httpAddress}/api/v1/system-info`,
+      health: `${stack.temporal.nodeHttpAddresses?.[0] ?? stack.temporal.httpAddress}/api/v1/system-info`,
     },
   };
   const kills: { kind: string; name: string; pid: number; atS: string; backAfterS: string }[] = [];
@@ -348,7 +352,7 @@ await runBench(async (cleanup) => {
     retriedThenAccepted,
   };
   console.log(
-    `\nScale-out with faults: ${total} calls at ${rate}/s, 2 edges, 2 control planes, 2 workers, Temporal's own server (PostgreSQL, 4 shards)\n`,
+    `\nScale-out with faults: ${total} calls at ${rate}/s, 2 edges, 2 control planes, 2 workers, ${temporalShape}\n`,
   );
   console.log(
     "| calls | 202s | refused (gave up) | delivered (unique) | lost | duplicates (by delivery id) | target calls | accepted after a retry | send s | all answered s | drained s |",

@@ -94,7 +94,13 @@ export interface StackOptions {
 
 export interface Stack {
   databaseUrl: string;
-  temporal: { address: string; httpAddress: string; uiUrl: string | null };
+  temporal: {
+    address: string;
+    httpAddress: string;
+    uiUrl: string | null;
+    /** Each node's own HTTP API when Temporal is a cluster behind `httpAddress`. */
+    nodeHttpAddresses?: string[];
+  };
   controlUrl: string;
   edgeUrl: string;
   demoUrl: string;
@@ -137,7 +143,8 @@ export async function postToControl<T = Record<string, string>>(
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { dir, ports } = options;
-  if (options.temporalTls && options.temporalServer !== "postgres") {
+  const ownServer = options.temporalServer === "postgres" || options.temporalServer === "cluster";
+  if (options.temporalTls && !ownServer) {
     throw new StartError("TLS needs Temporal's own server (RELAY_TEMPORAL_SERVER=postgres)");
   }
   await mkdir(dir, { recursive: true });
@@ -173,8 +180,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           httpAddress: external.temporalHttpAddress ?? "http://127.0.0.1:7243",
           uiUrl: null,
         }
-      : options.temporalServer === "postgres"
-        ? { kind: "postgres" as const, binaries: await findTemporalServer() }
+      : ownServer
+        ? {
+            kind: "postgres" as const,
+            binaries: await findTemporalServer(),
+            nodes: options.temporalServer === "cluster" ? 2 : 1,
+          }
         : { kind: "dev" as const, cli: await findTemporalCli() };
     let databaseUrl = external.databaseUrl;
     if (!databaseUrl) {
@@ -212,15 +223,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
             })
           : await startTemporalServer(temporalSource.binaries, dir, ports.temporal, {
               postgres: temporalPostgresOf(databaseUrl),
+              nodes: temporalSource.nodes,
               tls: options.temporalTls,
               output,
             });
-      supervised(running.process);
+      const nodes = running.nodes ?? [running.process];
+      for (const node of nodes) supervised(node);
       stops.push(() => running.stop());
       temporal = running;
+      // All of a cluster's nodes down at once, then up one after another, as the first start.
       restartTemporal = async () => {
-        await running.process.stop();
-        await running.process.start();
+        await Promise.all(nodes.map((node) => node.stop()));
+        for (const node of nodes) await node.start();
       };
       temporalPid = () => running.process.child?.pid ?? null;
     }

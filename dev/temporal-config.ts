@@ -155,6 +155,8 @@ export function temporalServerConfig(options: {
   ports: TemporalServerPorts;
   dynamicConfigPath: string;
   tls?: TemporalServerTls | undefined;
+  /** The cluster's nodes: each gets its share of the connections one node would have. */
+  nodes?: number;
 }): Record<string, unknown> {
   const { postgres, ports } = options;
   const datastore = (databaseName: string, maxConns: number) => ({
@@ -186,8 +188,8 @@ export function temporalServerConfig(options: {
       visibilityStore: "visibility",
       numHistoryShards: HISTORY_SHARDS,
       datastores: {
-        default: datastore(postgres.database, 20),
-        visibility: datastore(postgres.visibilityDatabase, 10),
+        default: datastore(postgres.database, Math.ceil(20 / (options.nodes ?? 1))),
+        visibility: datastore(postgres.visibilityDatabase, Math.ceil(10 / (options.nodes ?? 1))),
       },
     },
     global: {

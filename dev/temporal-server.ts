@@ -17,6 +17,7 @@ import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { temporalConnectionOptions } from "../platform/temporal.ts";
 import { freeLowPorts } from "./ports.ts";
 import { ManagedProcess, StartError } from "./processes.ts";
+import { type Balancer, startBalancer } from "./tcp-balancer.ts";
 import { cliCacheDir, goInstall, type RunningTemporal, type TemporalPorts } from "./temporal.ts";
 import {
   type DynamicConfig,
@@ -37,8 +38,11 @@ import {
 export const TEMPORAL_SERVER_VERSION = "v1.31.2";
 const MODULE = "go.temporal.io/server";
 
-/** Which Temporal the stack runs: the CLI's dev server (the default) or Temporal's own server. */
-export const temporalServerKind = z.enum(["dev", "postgres"]).default("dev");
+/**
+ * Which Temporal the stack runs: the CLI's dev server (the default), Temporal's own server on
+ * PostgreSQL, or (`cluster`) two of its server processes as one cluster behind a balancer.
+ */
+export const temporalServerKind = z.enum(["dev", "postgres", "cluster"]).default("dev");
 export type TemporalServerKind = z.infer<typeof temporalServerKind>;
 
 /** RELAY_TEMPORAL_SERVER for the test stacks, which have no config module of their own. */
@@ -46,7 +50,7 @@ export function temporalServerKindFromEnv(): TemporalServerKind {
   const parsed = temporalServerKind.safeParse(process.env.RELAY_TEMPORAL_SERVER || undefined);
   if (parsed.success) return parsed.data;
   throw new StartError(
-    `RELAY_TEMPORAL_SERVER=${process.env.RELAY_TEMPORAL_SERVER}: must be "dev" or "postgres"`,
+    `RELAY_TEMPORAL_SERVER=${process.env.RELAY_TEMPORAL_SERVER}: must be "dev", "postgres" or "cluster"`,
   );
 }
 
@@ -140,6 +144,12 @@ async function setUpTemporalDatabases(sqlTool: string, postgres: TemporalPostgre
 
 export interface TemporalServerOptions {
   postgres: TemporalPostgres;
+  /**
+   * Server processes in the cluster (1 unless given): each runs every service on ports of its
+   * own, they find each other through the membership table in PostgreSQL, and clients reach
+   * their frontends through one balancer on `ports` (./tcp-balancer.ts).
+   */
+  nodes?: number;
   dynamicConfig?: DynamicConfig;
   /** The frontend serves gRPC and its HTTP API over TLS with this certificate. */
   tls?: TemporalServerTls | undefined;
@@ -148,8 +158,8 @@ export interface TemporalServerOptions {
 
 /**
  * Temporal's own server with its config files under `dir`, ready once the namespace and Relay's
- * search attributes are there. A start again (a supervised restart) runs the same files: its
- * state is in PostgreSQL.
+ * search attributes are there: one process, or (`nodes`) a cluster of them behind a balancer. A
+ * start again (a supervised restart) runs the same files: its state is in PostgreSQL.
  */
 export async function startTemporalServer(
   binaries: TemporalServerBinaries,
@@ -164,6 +174,82 @@ export async function startTemporalServer(
     dynamicConfigPath,
     dynamicConfigFile(options.dynamicConfig ?? temporalDynamicConfig),
   );
+  const nodes = options.nodes ?? 1;
+  // A cluster's nodes serve on ports of their own; the balancer takes the clients' ports.
+  const frontends: { grpc: number; http: number }[] =
+    nodes === 1
+      ? [ports]
+      : await Promise.all(
+          Array.from({ length: nodes }, async () => {
+            const [grpc, http] = (await freeLowPorts(2)) as [number, number];
+            return { grpc, http };
+          }),
+        );
+  const started: ManagedProcess[] = [];
+  const balancers: Balancer[] = [];
+  const stop = async () => {
+    await Promise.all(balancers.map((b) => b.close()));
+    await Promise.all(started.map((node) => node.stop()));
+  };
+  const address = `127.0.0.1:${ports.grpc}`;
+  const scheme = options.tls ? "https" : "http";
+  try {
+    // One at a time: the first registers the namespace, the next joins a cluster that has it.
+    for (const [i, frontend] of frontends.entries()) {
+      const node = await serverNode(binaries, dir, i, frontend, dynamicConfigPath, options);
+      started.push(node);
+      await node.start(120_000);
+      if (i === 0) {
+        await registerRelay(
+          await temporalConnectionOptions({
+            TEMPORAL_ADDRESS: `127.0.0.1:${frontend.grpc}`,
+            TEMPORAL_TLS_CA: options.tls?.caFile,
+          }),
+        );
+      }
+    }
+    if (nodes > 1) {
+      balancers.push(
+        await startBalancer(
+          ports.grpc,
+          frontends.map((f) => f.grpc),
+        ),
+        await startBalancer(
+          ports.http,
+          frontends.map((f) => f.http),
+        ),
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    address,
+    httpAddress: `${scheme}://127.0.0.1:${ports.http}`,
+    uiUrl: null,
+    process: started[0] as ManagedProcess,
+    ...(nodes > 1 && {
+      nodes: started,
+      nodeHttpAddresses: frontends.map((f) => `${scheme}://127.0.0.1:${f.http}`),
+    }),
+    stop,
+  };
+}
+
+/**
+ * One server process: every service, its frontend on `frontend`, the others on free ports. The
+ * first node's config is `temporal-server.yaml` (what bench/fault-cluster.ts finds it by), the
+ * next ones' `temporal-server-{n}.yaml`.
+ */
+async function serverNode(
+  binaries: TemporalServerBinaries,
+  dir: string,
+  index: number,
+  frontend: { grpc: number; http: number },
+  dynamicConfigPath: string,
+  options: TemporalServerOptions,
+): Promise<ManagedProcess> {
   // The services' own ports, which no client of Temporal's dials.
   const [
     history,
@@ -174,26 +260,28 @@ export async function startTemporalServer(
     matchingMembership,
     workerMembership,
   ] = (await freeLowPorts(7)) as [number, number, number, number, number, number, number];
-  const configPath = join(dir, "temporal-server.yaml");
+  const configPath = join(
+    dir,
+    index === 0 ? "temporal-server.yaml" : `temporal-server-${index + 1}.yaml`,
+  );
   const config = temporalServerConfig({
     postgres: options.postgres,
     dynamicConfigPath,
     tls: options.tls,
+    nodes: options.nodes,
     ports: {
-      frontend: { grpc: ports.grpc, http: ports.http, membership: frontendMembership },
+      frontend: { ...frontend, membership: frontendMembership },
       history: { grpc: history, membership: historyMembership },
       matching: { grpc: matching, membership: matchingMembership },
       worker: { grpc: worker, membership: workerMembership },
     },
   });
   await writeFile(configPath, toYaml(config), { mode: 0o600 });
-
-  const scheme = options.tls ? "https" : "http";
-  const httpAddress = `${scheme}://127.0.0.1:${ports.http}`;
+  const httpAddress = `${options.tls ? "https" : "http"}://127.0.0.1:${frontend.http}`;
   const tlsFetch = options.tls ? await caFetch(options.tls.caFile) : fetch;
-  const server = new ManagedProcess(
+  return new ManagedProcess(
     {
-      name: "temporal",
+      name: index === 0 ? "temporal" : `temporal-${index + 1}`,
       command: [binaries.server, "--config-file", configPath, "--allow-no-auth", "start"],
       env: {},
       serves: async () => {
@@ -204,20 +292,6 @@ export async function startTemporalServer(
     },
     options.output ?? "inherit",
   );
-  const address = `127.0.0.1:${ports.grpc}`;
-  try {
-    await server.start(120_000);
-    await registerRelay(
-      await temporalConnectionOptions({
-        TEMPORAL_ADDRESS: address,
-        TEMPORAL_TLS_CA: options.tls?.caFile,
-      }),
-    );
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
-  return { address, httpAddress, uiUrl: null, process: server, stop: () => server.stop() };
 }
 
 /** A fetch that trusts the CA in `caFile` alone (the HTTP API's certificate is signed by it). */

@@ -98,8 +98,12 @@ export interface RunningTemporal {
   httpAddress: string;
   /** The Temporal UI: the dev server serves one, Temporal's own server none. */
   uiUrl: string | null;
-  /** The server's process: supervised like the stack's others when the stack is. */
+  /** The server's process (a cluster's first node): supervised like the stack's others. */
   process: ManagedProcess;
+  /** Every server process of a cluster, the first one included; absent for one process. */
+  nodes?: ManagedProcess[];
+  /** Each node's own HTTP API, behind the balancer's `httpAddress` (a cluster's only). */
+  nodeHttpAddresses?: string[];
   stop(): Promise<void>;
 }
 

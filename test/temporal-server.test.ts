@@ -1,8 +1,9 @@
 /**
  * The Temporal the stack runs is the one RELAY_TEMPORAL_SERVER chose: the CLI's dev server on
  * SQLite with one history shard by default; Temporal's own server on PostgreSQL with 4 shards
- * under `postgres` (npm run test:cluster), Relay's search attributes registered on either; and
- * on the latter, Relay's dynamic config known to it and task queue fairness at work.
+ * under `postgres` (npm run test:cluster), as two nodes of one cluster under `cluster`, Relay's
+ * search attributes registered on each; and on its own server, Relay's dynamic config known to
+ * it and task queue fairness at work.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
+import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import { searchAttributes, searchAttributeType } from "../core/temporal.ts";
 import { BACKLOG, victimPlaces } from "../dev/fairness-probe.ts";
@@ -20,7 +22,7 @@ import { stack } from "./helpers.ts";
 
 const connection = await Connection.connect({ address: stack().temporalAddress });
 afterAll(() => connection.close());
-const onOwnServer = stack().temporalServer === "postgres";
+const onOwnServer = stack().temporalServer !== "dev";
 
 test("Temporal keeps its state where the stack's switch says", async () => {
   const info = await connection.workflowService.getClusterInfo({});
@@ -76,4 +78,20 @@ test.runIf(onOwnServer)(
     }
   },
   180_000,
+);
+
+test.runIf(stack().temporalServer === "cluster")(
+  "as a cluster, two server nodes each run every service, found through the membership table",
+  async () => {
+    const sql = postgres(stack().databaseUrl.replace(/\/[^/?]*(\?|$)/, "/temporal$1"), { max: 1 });
+    try {
+      // temporal's membership roles: 1 frontend, 2 history, 3 matching, 4 worker.
+      const live = await sql<{ role: number; hosts: number }[]>`
+        select role, count(distinct host_id)::int as hosts from cluster_membership
+        where record_expiry > now() group by role order by role`;
+      expect(live).toEqual([1, 2, 3, 4].map((role) => ({ role, hosts: 2 })));
+    } finally {
+      await sql.end();
+    }
+  },
 );

@@ -74,7 +74,7 @@ async function testCertificates(dir: string): Promise<TemporalServerTls> {
   return { certFile: file("server.pem"), keyFile: file("server.key"), caFile: file("ca.pem") };
 }
 
-describe.runIf(temporalServerKindFromEnv() === "postgres")("Temporal over TLS", () => {
+describe.runIf(temporalServerKindFromEnv() !== "dev")("Temporal over TLS", () => {
   let stack: Stack;
   let dir: string;
   let edge: { edgeUrl: string; edgePort: number };
