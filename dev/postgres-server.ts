@@ -25,7 +25,9 @@ async function runEmbeddedPostgres(dir: string, port: number): Promise<void> {
     password: PASSWORD,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1"],
+    // Room for every pool of a stack of two of each process and a Temporal cluster of two
+    // nodes (each of its services keeps pools of its own): 100, the default, runs out.
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=400"],
     onLog: () => {},
     onError: (error) => console.error("[postgres]", error),
   });
