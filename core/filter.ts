@@ -235,8 +235,12 @@ function contains(value: JsonValue, operand: JsonValue): boolean | undefined {
     step(Math.ceil((value.length * operand.length) / 65_536));
     return value.includes(operand);
   }
-  if (Array.isArray(value))
-    return value.some((item) => (step(), isPrimitive(item) && item === operand));
+  if (Array.isArray(value)) {
+    return value.some((item) => {
+      step();
+      return isPrimitive(item) && item === operand;
+    });
+  }
   return undefined;
 }
 
