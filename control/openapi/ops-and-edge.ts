@@ -174,7 +174,7 @@ export const edgePath = (refusals: Refusals) => ({
         ]),
         default: {
           description:
-            "A sync or stream endpoint: the target's own status, headers and body (of any content type), as it answered",
+            'A sync or stream endpoint: the target\'s own status, headers and body (of any content type), as it answered. A call every target\'s filter skips: 200 `{"status": "skipped", "requestId"}`, whatever the mode',
         },
       },
     },
