@@ -5,6 +5,7 @@ import {
   MATCH_STEPS,
   matchesCondition,
   matchesFilter,
+  targetsByFilter,
 } from "./filter.ts";
 import { FILTER_LIMITS, filterProblems } from "./filter-rules.ts";
 import type { JsonObject, JsonValue } from "./model.ts";
@@ -253,6 +254,16 @@ describe("the examples of Outpost's filter docs, read against Relay's call", () 
 });
 
 describe("matching a call", () => {
+  test("a call's targets share one budget of steps: fifty filters cannot take fifty times it", () => {
+    // Each filter alone needs about 60% of the steps: the first matches, the second is out of them.
+    const items = [1, ...Array.from({ length: Math.floor(MATCH_STEPS * 0.6) }, () => 0)];
+    const body = new TextEncoder().encode(JSON.stringify({ items }));
+    const target = (id: string) => ({ id, filter: { body: { items: 1 } } });
+    const { kept, skipped } = targetsByFilter([target("a"), target("b")], body, new Headers());
+    expect(kept.map((t) => t.id)).toEqual(["a"]);
+    expect(skipped.map((t) => t.id)).toEqual(["b"]);
+  });
+
   test("a match whose steps are spent does not match: a body's long array cannot hold the edge", () => {
     // The one match is the last item looked at (items are looked at from the end).
     const items = [1, ...Array.from({ length: MATCH_STEPS * 2 }, () => 0)];

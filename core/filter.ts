@@ -28,15 +28,16 @@ export const valueOperators = new Set(
 export const operators = new Set([...valueOperators, "$or", "$and", "$not"]);
 
 /**
- * The steps one match may take (a value tested, an item looked at). A saved filter is small, but
- * a condition's work grows with the body's arrays: 500 conditions against a million items would
- * hold the edge for seconds. Past this the filter does not match; real filters need hundreds.
+ * The steps one call's filters may take in all (a value tested, an item looked at). A saved filter
+ * is small, but a condition's work grows with the body's arrays: 500 conditions against a million
+ * items would hold the edge for seconds, and an endpoint has up to 50 targets. Past this a filter
+ * does not match; real filters need hundreds.
  */
 export const MATCH_STEPS = 100_000;
 let stepsLeft = Number.POSITIVE_INFINITY;
 const stepsSpent = new Error("the filter's steps are spent");
 
-/** Steps of the match under way (`matchesFilter` sets the budget; matching is synchronous). */
+/** Steps of the match under way (`matchesFilters` sets the budget; matching is synchronous). */
 function step(steps = 1): void {
   stepsLeft -= steps;
   if (stepsLeft < 0) throw stepsSpent;
@@ -44,15 +45,24 @@ function step(steps = 1): void {
 
 /** True when `input` matches `filter` (an empty filter `{}` matches everything). Never throws. */
 export function matchesFilter(filter: JsonObject, input: FilterInput): boolean {
+  return matchesFilters([filter], input)[0] ?? false;
+}
+
+/** Whether `input` matches each of `filters`, all of them within MATCH_STEPS. Never throws. */
+export function matchesFilters(filters: readonly JsonObject[], input: FilterInput): boolean[] {
   const call: JsonObject = { headers: input.headers };
   if (input.body !== undefined) call.body = input.body;
   stepsLeft = MATCH_STEPS;
   try {
-    return matchesCondition(call, filter);
-  } catch {
-    // As Outpost recovers a panic: a filter that cannot be evaluated does not match; nor does
-    // one whose steps are spent.
-    return false;
+    return filters.map((filter) => {
+      try {
+        return matchesCondition(call, filter);
+      } catch {
+        // As Outpost recovers a panic: a filter that cannot be evaluated does not match; nor
+        // does one whose steps are spent.
+        return false;
+      }
+    });
   } finally {
     stepsLeft = Number.POSITIVE_INFINITY;
   }
@@ -65,9 +75,13 @@ export function targetsByFilter<T extends { filter?: JsonObject | undefined }>(
   headers: Headers,
   parsed?: JsonValue,
 ): { kept: T[]; skipped: T[] } {
-  if (!targets.some((t) => t.filter)) return { kept: [...targets], skipped: [] };
-  const input = filterInput(body, headers, parsed);
-  const skipped = targets.filter((t) => t.filter && !matchesFilter(t.filter, input));
+  const filtered = targets.filter((t) => t.filter);
+  if (filtered.length === 0) return { kept: [...targets], skipped: [] };
+  const matches = matchesFilters(
+    filtered.map((t) => t.filter as JsonObject),
+    filterInput(body, headers, parsed),
+  );
+  const skipped = filtered.filter((_, i) => !matches[i]);
   return { kept: targets.filter((t) => !skipped.includes(t)), skipped };
 }
 
