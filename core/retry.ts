@@ -35,20 +35,20 @@ type Bounds = Record<keyof TargetRetry, { min: number; max: number }>;
 /**
  * What each plan allows. A paid project's deliveries may be retried for three days, a free one's
  * for a day (the deployment's default window); every delivery waiting to be retried holds its
- * credits and a place in its project's caps meanwhile.
+ * credits meanwhile. A paid plan allows more attempts and longer waits; the rest is the same.
  */
+const freeBounds: Bounds = {
+  maxAttempts: { min: 1, max: 25 },
+  initialIntervalSeconds: { min: 1, max: 3_600 },
+  backoffCoefficient: { min: 1, max: 10 },
+  maximumIntervalSeconds: { min: 1, max: 3_600 },
+  windowSeconds: { min: 60, max: 86_400 },
+};
 export const retryBounds: Record<Plan, Bounds> = {
-  free: {
-    maxAttempts: { min: 1, max: 25 },
-    initialIntervalSeconds: { min: 1, max: 3_600 },
-    backoffCoefficient: { min: 1, max: 10 },
-    maximumIntervalSeconds: { min: 1, max: 3_600 },
-    windowSeconds: { min: 60, max: 86_400 },
-  },
+  free: freeBounds,
   paid: {
+    ...freeBounds,
     maxAttempts: { min: 1, max: 100 },
-    initialIntervalSeconds: { min: 1, max: 3_600 },
-    backoffCoefficient: { min: 1, max: 10 },
     maximumIntervalSeconds: { min: 1, max: 21_600 },
     windowSeconds: { min: 60, max: 259_200 },
   },
