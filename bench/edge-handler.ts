@@ -68,6 +68,7 @@ export function inProcessEdge(targets: DeliveryTarget[] = [streamTarget]): EdgeH
       runSync: () => Promise.reject(new Error("no sync target here")),
     },
     callTarget,
+    transform: () => Promise.reject(new Error("no transformations in this bench")),
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large body here")),
     claimIdempotencyKey: async () => "claimed" as const,

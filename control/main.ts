@@ -10,6 +10,7 @@ import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { nodeAesGcm } from "../platform/node-crypto.ts";
 import { pooledWholeFetch } from "../platform/pooled-fetch.ts";
 import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
+import { nodeTransformPool } from "../platform/transforms.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
 import { endedSessions } from "../store/codec-sessions.ts";
@@ -68,6 +69,7 @@ const server = createControlServer(
       },
       temporal: temporalClient,
       taskQueue: taskQueueHealth(temporalClient),
+      transforms: nodeTransformPool(),
       links: {
         edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
         workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,

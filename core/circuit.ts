@@ -42,12 +42,14 @@ export type CircuitOutcome = "failed" | "succeeded" | "neutral";
 /**
  * A delivered attempt closes the run; one worth retrying (no answer, a timeout, 408, 425, 429,
  * 5xx) extends it; an answer not worth retrying (most 4xx) shows the target is up, but not that
- * it takes deliveries, so it leaves the run as it is.
+ * it takes deliveries, so it leaves the run as it is; nor does an attempt its transformation
+ * dropped or failed, which never reached it.
  */
 export function circuitOutcome(verdict: AttemptVerdict): CircuitOutcome {
   if (verdict.kind === "delivered") return "succeeded";
   // A last attempt's failure is a failure of the target all the same.
-  return verdict.kind === "retry" || verdict.type === RETRIES_SPENT ? "failed" : "neutral";
+  const spent = verdict.kind === "failed" && verdict.type === RETRIES_SPENT;
+  return verdict.kind === "retry" || spent ? "failed" : "neutral";
 }
 
 /** A set of attempts' circuit outcomes, as a set of ends writes them (store/attempt-log.ts). */

@@ -57,8 +57,11 @@ export interface DeliveryInput {
   targets: DeliveryTarget[];
 }
 
-/** Why a call skipped a target: its filter does not match the call (core/filter.ts). */
-export type SkipReason = "filter";
+/**
+ * Why a call skipped a target: its filter does not match the call (core/filter.ts), or its
+ * transformation dropped it (core/transform.ts).
+ */
+export type SkipReason = "filter" | "transform";
 
 /** A target a call skipped: not delivered to, not charged; the request log says why. */
 export interface SkippedTarget {
@@ -67,9 +70,12 @@ export interface SkippedTarget {
   reason: SkipReason;
 }
 
-/** The targets a call's filters skipped, as the log has them. */
-export function skippedTargets(targets: readonly { id: string; name: string }[]): SkippedTarget[] {
-  return targets.map((t) => ({ targetId: t.id, targetName: t.name, reason: "filter" }));
+/** The targets a call skipped (its filters, unless said), as the log has them. */
+export function skippedTargets(
+  targets: readonly { id: string; name: string }[],
+  reason: SkipReason = "filter",
+): SkippedTarget[] {
+  return targets.map((t) => ({ targetId: t.id, targetName: t.name, reason }));
 }
 
 /**
@@ -210,12 +216,16 @@ export function nextRetryDelayMs(
   return Math.max(retryAfter ?? 0, backoffMs(attempt, backoff));
 }
 
-/** What one attempt at an async target came to: delivered, failed for good, or tried again later. */
+/**
+ * What one attempt at an async target came to: delivered, skipped (its transformation dropped the
+ * call), failed for good, or tried again later.
+ */
 export type AttemptVerdict =
   | { kind: "delivered"; status: number }
+  | { kind: "skipped" }
   | {
       kind: "failed";
-      type: "TargetRejected" | "TargetRefused" | typeof RETRIES_SPENT;
+      type: "TargetRejected" | "TargetRefused" | typeof TRANSFORM_FAILED | typeof RETRIES_SPENT;
       message: string;
     }
   | { kind: "retry"; type: "TargetRetry" | "TargetUnreachable"; message: string; delayMs: number };
@@ -227,7 +237,15 @@ export interface AttemptSeen {
   error: string | null;
   /** The target's address is one the rules refuse: never worth another try. */
   refused: boolean;
+  /**
+   * Its transformation dropped the call, or failed: the target was not called. A failure is its
+   * owner's code's, so another try would fail alike; it fails for good, into the failure queue.
+   */
+  transform?: "dropped" | "failed";
 }
+
+/** The failure type of a delivery whose target's transformation failed (core/transform.ts). */
+export const TRANSFORM_FAILED = "TransformFailed" as const;
 
 /** A retryable failure at a target whose attempts are spent (its `retry.maxAttempts`). */
 export const RETRIES_SPENT = "TargetRetriesSpent" as const;
@@ -256,6 +274,10 @@ function verdictOnce(
   backoff: Backoff,
   now: Date,
 ): AttemptVerdict {
+  if (seen.transform === "dropped") return { kind: "skipped" };
+  if (seen.transform === "failed") {
+    return { kind: "failed", type: TRANSFORM_FAILED, message: `${seen.error}` };
+  }
   if (seen.refused) return { kind: "failed", type: "TargetRefused", message: `${seen.error}` };
   if (seen.status === null) {
     return {
@@ -295,7 +317,11 @@ export type SyncOutcome =
   /** Not called: the project had its share of the worker's sync calls in flight. */
   | { kind: "busy" }
   /** Not called: its pool had too few credits left for it (`SyncInput.holds`). */
-  | { kind: "refused" };
+  | { kind: "refused" }
+  /** Not called: its transformation dropped the call. */
+  | { kind: "skipped" }
+  /** Not called: its transformation failed (the reason in the log and the answer). */
+  | { kind: "transform_failed"; error: string };
 
 /** How much of a target's answer body the request log keeps per attempt. */
 export const LOGGED_ANSWER_BYTES = 64 * 1024;
@@ -311,7 +337,8 @@ export function answeredStatus(statusCode: number | null): "delivered" | "failed
   return statusCode !== null && classifyStatus(statusCode) === "delivered" ? "delivered" : "failed";
 }
 
-export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" {
+export function syncStatus(outcome: SyncOutcome): "delivered" | "failed" | "skipped" {
+  if (outcome.kind === "skipped") return "skipped";
   return answeredStatus(outcome.kind === "answered" ? outcome.status : null);
 }
 

@@ -28,6 +28,8 @@ export const errorStatus = {
   rate_limited: 429,
   internal: 500,
   target_unreachable: 502,
+  /** A sync or stream target's transformation failed (core/transform.ts): it was not called. */
+  transform_failed: 502,
   unavailable: 503,
   target_timeout: 504,
   loop_detected: 508,

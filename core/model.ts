@@ -66,6 +66,8 @@ export interface DeliveryTarget {
   secretHeaders?: string[] | undefined;
   /** Which calls it receives (core/filter.ts); absent: every call. */
   filter?: JsonObject | undefined;
+  /** A function `(request) => request` its calls go through (core/transform.ts); absent: none. */
+  transform?: string | undefined;
   /** Its own retry policy (core/retry.ts); absent, or a setting left out: the deployment's. */
   retry?: TargetRetry | undefined;
 }

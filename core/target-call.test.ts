@@ -1,8 +1,9 @@
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { DeliveryTarget } from "./model.ts";
 import { TOO_LARGE } from "./read-capped.ts";
 import { decodeSigningSecret, importSigningKey, newSigningSecret, verify } from "./signing.ts";
 import {
+  DROPPED,
   discardAnswer,
   readAnswer,
   sendToTarget,
@@ -16,6 +17,7 @@ import {
   TargetRefused,
 } from "./target-request.ts";
 import { untraced } from "./tracing.ts";
+import type { RunTransform, TransformOutcome, TransformRequest } from "./transform.ts";
 
 const target: DeliveryTarget = {
   id: "tgt_1",
@@ -38,6 +40,8 @@ function input(overrides: Partial<TargetCallInput> = {}): TargetCallInput {
     signal: new AbortController().signal,
     timeoutBounds: "answer",
     trace: untraced,
+    project: "acme",
+    transform: () => Promise.reject(new Error("this target has no transformation")),
     ...overrides,
   };
 }
@@ -74,7 +78,7 @@ test("a call is signed and built as targetRequest builds it, then answered", asy
   const { callTarget, calls } = transport(() => ok(chunks(["hel", "lo"])));
   const call = input({ signingKeys: [{ key, expiresAt: null }] });
   const sent = await sendToTarget(callTarget, call);
-  if ("failure" in sent) throw new Error(sent.failure.message);
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   expect(sent.answer.status).toBe(200);
   const [made] = calls;
   expect(made?.url).toBe(target.targetUrl);
@@ -148,7 +152,7 @@ test("bounding the whole answer, a body still arriving at the timeout is a timeo
   const { callTarget } = transport((init) => ok(chunks(["12"], init.signal)));
   const quick = { ...target, timeoutSeconds: 0.02 };
   const sent = await sendToTarget(callTarget, input({ target: quick }));
-  if ("failure" in sent) throw new Error(sent.failure.message);
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   const read = await readAnswer(sent, 100);
   expect("failure" in read && read.failure.kind).toBe("timeout");
 });
@@ -157,7 +161,7 @@ test("bounding only the start, the timeout no longer runs once the answer starte
   const { callTarget } = transport(() => ok(chunks(["12"])));
   const quick = { ...target, timeoutSeconds: 0.02 };
   const sent = await sendToTarget(callTarget, input({ target: quick, timeoutBounds: "start" }));
-  if ("failure" in sent) throw new Error(sent.failure.message);
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   await new Promise((resolve) => setTimeout(resolve, 60));
   expect(sent.signal.aborted).toBe(false);
   expect(sent.timeout.aborted).toBe(false);
@@ -166,12 +170,12 @@ test("bounding only the start, the timeout no longer runs once the answer starte
 test("a body past the limit is too large and dropped; a discarded one ends the call", async () => {
   const { callTarget } = transport(() => ok(chunks(["12345", "6789"])));
   const sent = await sendToTarget(callTarget, input());
-  if ("failure" in sent) throw new Error(sent.failure.message);
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   expect(await readAnswer(sent, 8)).toEqual({ body: TOO_LARGE });
   expect(sent.signal.aborted).toBe(true);
 
   const again = await sendToTarget(callTarget, input());
-  if ("failure" in again) throw new Error(again.failure.message);
+  if (!("answer" in again)) throw new Error(JSON.stringify(again));
   discardAnswer(again);
   expect(again.signal.aborted).toBe(true);
   expect(again.timeout.aborted).toBe(false);
@@ -180,6 +184,83 @@ test("a body past the limit is too large and dropped; a discarded one ends the c
 test("a null body reads as empty", async () => {
   const { callTarget } = transport(() => ok(null));
   const sent = await sendToTarget(callTarget, input());
-  if ("failure" in sent) throw new Error(sent.failure.message);
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   expect(await readAnswer(sent, 8)).toEqual({ body: new Uint8Array() });
+});
+
+describe("a target's transformation", () => {
+  const transforming = { ...target, transform: "(request) => request" };
+  const ran: { project: string; request: TransformRequest }[] = [];
+  const runs =
+    (outcome: (request: TransformRequest) => TransformOutcome): RunTransform =>
+    async (project, _source, request) => {
+      ran.push({ project, request });
+      return outcome(request);
+    };
+
+  test("is handed the call as it would go, and what it hands back is sent, and signed", async () => {
+    const secret = newSigningSecret();
+    const key = await importSigningKey(decodeSigningSecret(secret));
+    const { callTarget, calls } = transport(() => ok());
+    const call = input({
+      target: { ...transforming, targetUrl: "https://example.com/in?v=1" },
+      signingKeys: [{ key, expiresAt: null }],
+      transform: runs((request) => ({
+        request: {
+          ...request,
+          path: "/orders",
+          query: { v: "2" },
+          headers: { "content-type": "application/json", "x-shape": "v2" },
+          body: { wrapped: request.body },
+        },
+      })),
+    });
+    const sent = await sendToTarget(callTarget, call);
+    expect("answer" in sent).toBe(true);
+    expect(ran.at(-1)).toEqual({
+      project: "acme",
+      request: {
+        method: "POST",
+        path: "/in",
+        query: { v: "1" },
+        headers: { "content-type": "application/json", "x-api-key": "configured" },
+        body: { a: 1 },
+      },
+    });
+    const [made] = calls;
+    expect(made?.url).toBe("https://example.com/orders?v=2");
+    const headers = made?.init.headers as Headers;
+    // What it handed back replaces the configured headers; Relay's own still come last.
+    expect(headers.get("x-api-key")).toBeNull();
+    expect(headers.get("x-shape")).toBe("v2");
+    expect(headers.get("webhook-id")).toBe("req_1.tgt_1");
+    const body = made?.init.body as Uint8Array;
+    expect(new TextDecoder().decode(body)).toBe('{"wrapped":{"a":1}}');
+    const signature = {
+      id: headers.get("webhook-id") ?? "",
+      timestamp: headers.get("webhook-timestamp") ?? "",
+      signature: headers.get("webhook-signature") ?? "",
+    };
+    expect(await verify(secret, signature, body, call.signedAt)).toBe(true);
+  });
+
+  test("that drops the call leaves the target uncalled", async () => {
+    const { callTarget, calls } = transport(() => ok());
+    const call = input({ target: transforming, transform: runs(() => ({ dropped: true })) });
+    expect(await sendToTarget(callTarget, call)).toEqual(DROPPED);
+    expect(calls).toEqual([]);
+  });
+
+  test("that fails is the call's failure, the target uncalled", async () => {
+    const { callTarget, calls } = transport(() => ok());
+    const failing = runs(() => ({ error: "it ran past 50 ms" }));
+    const sent = await sendToTarget(
+      callTarget,
+      input({ target: transforming, transform: failing }),
+    );
+    expect(sent).toEqual({
+      failure: { kind: "transform", message: "its transformation failed: it ran past 50 ms" },
+    });
+    expect(calls).toEqual([]);
+  });
 });

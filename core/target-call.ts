@@ -22,9 +22,12 @@ import {
   type TraceContext,
   traceHeaders,
 } from "./tracing.ts";
+import { type RunTransform, transformedCall, transformInput } from "./transform.ts";
 
 export interface TargetCallInput {
   requestId: string;
+  /** Whose call it is: a transformation waits for a sandbox thread in this project's line. */
+  project: string;
   target: DeliveryTarget;
   /** 1 for the first try. */
   attempt: number;
@@ -46,12 +49,17 @@ export interface TargetCallInput {
   timeoutBounds: "start" | "answer";
   /** The span the attempt's own span is a child of (the edge's, an activity's). */
   trace: TraceContext;
+  /** Runs the target's transformation, when it has one (the runtime's sandbox threads). */
+  transform: RunTransform;
 }
 
 /** Why a call came to no answer, with what the request log says of it. */
 export interface TargetFailure {
-  /** refused: the target rules refuse its address; it was never reached. */
-  kind: "refused" | "timeout" | "unreachable";
+  /**
+   * refused: the target rules refuse its address; transform: its transformation failed. Either
+   * way it was never reached.
+   */
+  kind: "refused" | "timeout" | "unreachable" | "transform";
   message: string;
 }
 
@@ -69,14 +77,20 @@ export interface Answered {
   drop: AbortController;
 }
 
-export type TargetCallResult = Answered | { failure: TargetFailure };
+/** Its transformation dropped the call (returned null): the target was not called. */
+export const DROPPED = { dropped: true } as const;
+
+export type TargetCallResult = Answered | { failure: TargetFailure } | typeof DROPPED;
 
 /** Calls the target once, through `callTarget`; its answer as it starts to arrive, or why none. */
 export async function sendToTarget(
   callTarget: CallTarget,
   call: TargetCallInput,
 ): Promise<TargetCallResult> {
-  const { requestId, target, body } = call;
+  const { requestId, target } = call;
+  const outgoing = await outgoingCall(call);
+  if ("failure" in outgoing || "dropped" in outgoing) return outgoing;
+  const { body } = outgoing;
   const signature = await webhookHeaders(
     call.signingKeys,
     deliveryId(requestId, target),
@@ -94,12 +108,13 @@ export async function sendToTarget(
   });
   try {
     const answer = await callTarget(
-      target.targetUrl,
+      outgoing.url,
       targetRequest({
         requestId,
         target,
         attempt: call.attempt,
         callerHeaders: call.callerHeaders,
+        transformedHeaders: outgoing.headers,
         signature,
         traceHeaders: traceHeaders(traced.context),
         body,
@@ -116,6 +131,31 @@ export async function sendToTarget(
   } finally {
     timeout.answered();
   }
+}
+
+/** The call as the target's transformation leaves it, or as it came when it has none. */
+async function outgoingCall(
+  call: TargetCallInput,
+): Promise<
+  | { url: string; headers?: Record<string, string>; body: Uint8Array<ArrayBuffer> }
+  | { failure: TargetFailure }
+  | typeof DROPPED
+> {
+  const { target } = call;
+  if (target.transform === undefined) return { url: target.targetUrl, body: call.body };
+  const request = transformInput(
+    target.targetUrl,
+    { ...call.callerHeaders, ...target.headers },
+    call.body,
+  );
+  const outcome = await call.transform(call.project, target.transform, request);
+  if ("dropped" in outcome) return DROPPED;
+  if ("error" in outcome) {
+    return {
+      failure: { kind: "transform", message: `its transformation failed: ${outcome.error}` },
+    };
+  }
+  return transformedCall(target.targetUrl, outcome.request);
 }
 
 /**

@@ -13,6 +13,11 @@ export interface TargetCall {
   attempt: number;
   /** The caller's forwardable headers (`forwardableHeaders`). */
   callerHeaders: Record<string, string>;
+  /**
+   * The headers a transformation handed back (core/transform.ts): sent instead of the caller's
+   * and the target's configured ones. Relay's own still come last.
+   */
+  transformedHeaders?: Record<string, string> | undefined;
   /** The `webhook-*` headers signing this body. */
   signature: Record<string, string>;
   /** `traceparent` naming the attempt's span (replacing the caller's); empty when untraced. */
@@ -38,7 +43,8 @@ export interface TargetInit {
 /**
  * The fetch init of a call. A redirect is the target's answer, never followed: its Location was
  * never checked against the target rules, so following it could reach any internal address.
- * Caller headers come first, the target's configured ones replace them, Relay's own come last.
+ * Caller headers come first, the target's configured ones replace them (or a transformation's
+ * replace both), Relay's own come last.
  * The CDN-Loop the edge marked (`forwardableHeaders`) is Relay's own: no configured header
  * replaces it, so a target cannot hide a loop through itself.
  */
@@ -46,14 +52,19 @@ export function targetRequest(call: TargetCall): TargetInit {
   const cdnLoop = call.callerHeaders[CDN_LOOP];
   return {
     method: "POST",
-    headers: layeredHeaders(call.callerHeaders, call.target.headers, {
-      ...(cdnLoop && { [CDN_LOOP]: cdnLoop }),
-      "x-relay-request-id": call.requestId,
-      "x-relay-delivery-id": deliveryId(call.requestId, call.target),
-      "x-relay-attempt": String(call.attempt),
-      ...call.traceHeaders,
-      ...call.signature,
-    }),
+    headers: layeredHeaders(
+      ...(call.transformedHeaders
+        ? [call.transformedHeaders]
+        : [call.callerHeaders, call.target.headers]),
+      {
+        ...(cdnLoop && { [CDN_LOOP]: cdnLoop }),
+        "x-relay-request-id": call.requestId,
+        "x-relay-delivery-id": deliveryId(call.requestId, call.target),
+        "x-relay-attempt": String(call.attempt),
+        ...call.traceHeaders,
+        ...call.signature,
+      },
+    ),
     body: call.body,
     redirect: "manual",
     signal: call.signal,

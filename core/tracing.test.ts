@@ -31,6 +31,8 @@ function call(answer: (init: TargetInit) => Promise<number>) {
     target,
     attempt: 3,
     callerHeaders: { traceparent: caller.get("traceparent") ?? "" },
+    project: "acme",
+    transform: () => Promise.reject(new Error("this target has no transformation")),
     body: new Uint8Array(),
     signingKeys: [],
     signedAt: new Date(0),

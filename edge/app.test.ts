@@ -34,6 +34,7 @@ test("every unauthenticated call does the same work: one hash, one lookup, then 
       runSync: () => Promise.reject(new Error("no sync targets in this test")),
     },
     callTarget: () => Promise.reject(new Error("no targets in this test")),
+    transform: () => Promise.reject(new Error("no transformations in this test")),
     logError: () => {},
     storeBody: () => Promise.reject(new Error("no large bodies in this test")),
     claimIdempotencyKey: async () => "claimed" as const,

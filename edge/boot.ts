@@ -47,6 +47,8 @@ export interface Runtime {
   aesGcm?: AesGcm;
   /** Calls stream targets, connecting only to addresses `rules` allow. */
   callTarget: (rules: TargetRules) => EdgeDeps["callTarget"];
+  /** Runs stream targets' transformations, off the event loop (core/transform-pool.ts). */
+  transform: EdgeDeps["transform"];
   /** This machine's interface addresses, where the runtime may list them (core/listeners.ts). */
   machineAddresses?: () => string[];
 }
@@ -150,6 +152,7 @@ export async function bootEdge(
     edgeDomain: config.RELAY_EDGE_DOMAIN,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
+    transform: runtime.transform,
     callTarget: runtime.callTarget({
       allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
       ownListeners: ownListeners(

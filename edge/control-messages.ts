@@ -90,6 +90,7 @@ export function endpointFrom(e: EndpointMessage): Endpoint {
       ...(t.maxConcurrent !== undefined && { maxConcurrent: t.maxConcurrent }),
       ...(t.secretHeaders.length > 0 && { secretHeaders: t.secretHeaders }),
       ...(t.filter !== undefined && { filter: t.filter }),
+      ...(t.transform !== undefined && { transform: t.transform }),
       ...(t.retry && { retry: retryFrom(t.retry) }),
     })),
   };

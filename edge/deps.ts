@@ -9,6 +9,7 @@ import type { IdDigest } from "../core/id-digest.ts";
 import type { Cidr } from "../core/ip.ts";
 import type { Hmac } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import type { RunTransform } from "../core/transform.ts";
 import type { Batch } from "./batched-calls.ts";
 import type { ControlPlane } from "./control.ts";
 import type { RateShares } from "./rate-shares.ts";
@@ -48,6 +49,8 @@ export interface EdgeDeps {
   spareHolds?: SpareHolds;
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
   callTarget: CallTarget;
+  /** Runs a stream target's transformation (the runtime's sandbox threads). */
+  transform: RunTransform;
   newRequestId: () => string;
   /** Digests the ids derived from callers' values: keyed with the deployment's id key. */
   idDigest: IdDigest;

@@ -2,6 +2,7 @@
 import { hmacSha256, nodeAesGcm, sha256 } from "../platform/node-crypto.ts";
 import { pooledFetch, pooledWholeFetch } from "../platform/pooled-fetch.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
+import { nodeTransformPool } from "../platform/transforms.ts";
 import { serveNode } from "./adapters/node.ts";
 import { bootEdge } from "./boot.ts";
 
@@ -15,6 +16,7 @@ const { config, handler, state, log, logError, finish } = await bootEdge(process
   callTarget: (rules) =>
     targetCaller(targetDispatcher(rules, { keepAliveTimeout: 30_000, connections: 128 })),
   machineAddresses,
+  transform: nodeTransformPool().run,
 });
 const server = serveNode(handler, logError);
 server.listen(config.RELAY_EDGE_PORT, config.RELAY_EDGE_HOST, () => {

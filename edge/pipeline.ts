@@ -126,3 +126,12 @@ export function json(status: number, body: unknown, headers: Headers): Response 
   headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(body), { status, headers });
 }
+
+/**
+ * A call no target received (its filters skipped every one, or a sync or stream target's
+ * transformation dropped it): 200 at once, with its request id, whatever the targets' modes.
+ */
+export function skippedAnswer(requestId: string, headers: Headers): Response {
+  headers.set("x-relay-request-id", requestId);
+  return json(200, { status: "skipped", requestId }, headers);
+}

@@ -3,7 +3,7 @@
  * it is produced, metered for billing, and a target that cuts its stream cuts the caller's.
  */
 import { StreamMeter } from "../core/billing.ts";
-import type { StreamStart } from "../core/delivery.ts";
+import { type StreamStart, skippedTargets } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
 import { forwardableHeaders, safeResponseHeaders } from "../core/headers.ts";
 import { loopMark } from "../core/loop.ts";
@@ -11,7 +11,7 @@ import type { SigningKey } from "../core/signing.ts";
 import { sendToTarget, type TargetFailure } from "../core/target-call.ts";
 import type { TraceContext } from "../core/tracing.ts";
 import type { EdgeDeps } from "./deps.ts";
-import type { InboundRequest } from "./pipeline.ts";
+import { type InboundRequest, skippedAnswer } from "./pipeline.ts";
 
 export interface StreamCall {
   /** The caller's request: its headers to forward, its signal to follow. */
@@ -44,9 +44,14 @@ export async function proxyStream(
 ): Promise<Response> {
   const { requestId, target } = stream;
   const started = performance.now();
-  const record = (statusCode: number | null, bytes: number, error: string | null) => {
+  const record = (
+    statusCode: number | null,
+    bytes: number,
+    error: string | null,
+    skipped = stream.skipped,
+  ) => {
     const latencyMs = Math.round(performance.now() - started);
-    deps.recordStream({ ...stream, statusCode, latencyMs, bytes, error });
+    deps.recordStream({ ...stream, statusCode, latencyMs, bytes, error, skipped });
   };
   const callerHeaders = forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain));
   callerHeaders["accept-encoding"] = "identity";
@@ -62,8 +67,17 @@ export async function proxyStream(
     signal: call.request.signal,
     timeoutBounds: "start",
     trace: call.trace,
+    project: stream.project,
+    transform: deps.transform,
   });
   const answerBegun = call.answerBegun ?? (() => {});
+  if ("dropped" in sent) {
+    // Logged as a target its transformation skipped: the request log names it, nothing charged.
+    const skipped = [...(stream.skipped ?? []), ...skippedTargets([target], "transform")];
+    answerBegun();
+    record(null, 0, "skipped: its transformation dropped the call", skipped);
+    return skippedAnswer(requestId, call.responseHeaders);
+  }
   if ("failure" in sent) {
     const failure = callFailure(sent.failure);
     answerBegun();
@@ -83,6 +97,10 @@ export async function proxyStream(
 
 /** Why a call got no answer: in the request log, and to the caller. */
 function callFailure(failure: TargetFailure): { logged: string; answer: RelayError } {
+  if (failure.kind === "transform") {
+    const answer = new RelayError("transform_failed", `the stream target's ${failure.message}`);
+    return { logged: failure.message, answer };
+  }
   if (failure.kind === "refused") {
     return {
       logged: failure.message,

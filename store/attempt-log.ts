@@ -126,6 +126,8 @@ export interface AttemptEnd {
   answer: LoggedAnswer | null;
   latencyMs: number;
   error: string | null;
+  /** Its transformation dropped the call: the target was not called, and is skipped. */
+  skipped?: boolean;
   /**
    * Charged when the target answered (once per delivery: a retry finds its charge there), in
    * place of the delivery's credit hold; the hold goes back when the delivery ends unanswered.
@@ -222,15 +224,37 @@ async function recordEnds(tx: Transaction, ends: readonly AttemptEnd[]): Promise
   await tx`
     update attempts a set status_code = e.status_code, latency_ms = e.latency_ms, error = e.error,
       response_headers = e.headers::jsonb, response_body = decode(e.body, 'base64'),
-      response_truncated = coalesce(e.truncated::boolean, false)
+      response_truncated = coalesce(e.truncated::boolean, false), skipped = e.skipped::boolean
     from unnest(${ends.map((e) => e.attemptId)}::bigint[],
       ${ends.map((e) => e.statusCode)}::int[], ${ends.map((e) => e.latencyMs)}::int[],
       ${ends.map((e) => e.error)}::text[],
       ${ends.map((e) => (e.answer ? JSON.stringify(e.answer.headers) : null))}::text[],
       ${ends.map((e) => e.answer?.bodyBase64 ?? null)}::text[],
-      ${ends.map((e) => (e.answer ? String(e.answer.truncated) : null))}::text[])
-      as e (id, status_code, latency_ms, error, headers, body, truncated)
+      ${ends.map((e) => (e.answer ? String(e.answer.truncated) : null))}::text[],
+      ${ends.map((e) => String(e.skipped === true))}::text[])
+      as e (id, status_code, latency_ms, error, headers, body, truncated, skipped)
     where a.id = e.id`;
+  const dropped = ends.filter((e) => e.skipped).map((e) => e.attemptId);
+  if (dropped.length > 0) await logSkipped(tx, dropped);
+}
+
+/**
+ * The request log names the targets these attempts skipped (their transformations dropped the
+ * call) among its `skipped`, once each, as the edge names those its filters skipped.
+ */
+export async function logSkipped(q: Queryable, attemptIds: readonly string[]): Promise<void> {
+  await q`
+    update requests r set skipped = coalesce(r.skipped, '[]'::jsonb) || d.added
+    from (
+      select a.request_id, jsonb_agg(jsonb_build_object('targetId', a.target_id,
+        'targetName', a.target_name, 'reason', 'transform')) as added
+      from attempts a join requests q on q.id = a.request_id
+      where a.id = any(${attemptIds}::bigint[])
+        and not coalesce(q.skipped, '[]'::jsonb)
+          @> jsonb_build_array(jsonb_build_object('targetId', a.target_id))
+      group by a.request_id
+    ) d
+    where r.id = d.request_id`;
 }
 
 /** The statuses of requests the ends' callers know (`finishing`, not "settled"). */

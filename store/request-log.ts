@@ -137,7 +137,8 @@ export async function cancelRequest(
 
 /**
  * Sets a request's status from all of its attempts, replays included: delivered when every
- * target it tried has a delivered attempt, failed when none has, partially failed in between.
+ * target it tried has a delivered attempt, failed when none has, partially failed in between. A
+ * target its transformation skipped counts for neither; skipped when every one was.
  * The credits still held for `targetIds`, the deliveries settled (none charged), go back.
  */
 export async function settleRequest(
@@ -163,11 +164,13 @@ export async function settleStatuses(
     update requests r set status = s.status, updated_at = now()
     from (
       select request_id, case
-        when bool_and(delivered) then 'delivered'
+        when bool_and(skipped) then 'skipped'
+        when bool_and(delivered or skipped) then 'delivered'
         when bool_or(delivered) then 'partially_failed'
         else 'failed' end as status
       from (
-        select request_id, target_id, bool_or(${delivered(q)}) as delivered
+        select request_id, target_id, bool_or(${delivered(q)}) as delivered,
+          bool_or(skipped) as skipped
         from attempts where request_id = any(${[...new Set(requestIds)]}::text[])
         group by request_id, target_id
       ) per_target
@@ -208,6 +211,9 @@ export type LoggedStream = Omit<StreamRecord, "target"> & {
 export async function recordStream(sql: Sql, record: LoggedStream): Promise<void> {
   const { target, ownsStatus, statusCode, latencyMs, bytes, error, ...request } = record;
   const { requestId } = request;
+  // Its transformation dropped the call: the edge named the stream's target among the skipped.
+  const dropped =
+    request.skipped?.some((s) => s.targetId === target.id && s.reason === "transform") ?? false;
   const charge = {
     project: request.project,
     pool: request.keyMode,
@@ -218,9 +224,9 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
   await pipelinedTransaction(sql, async (tx) => {
     const attempt = tx`
       insert into attempts (request_id, target_id, target_name, attempt, started_at, status_code,
-        latency_ms, error)
+        latency_ms, error, skipped)
       select ${requestId}, ${target.id}, ${target.name}, 1, ${request.receivedAt}, ${statusCode},
-        ${latencyMs}, ${error}
+        ${latencyMs}, ${error}, ${dropped}
       where exists (select 1 from requests where id = ${requestId})
         and not exists (select 1 from attempts where request_id = ${requestId}
           and target_id = ${target.id})
@@ -233,7 +239,8 @@ export async function recordStream(sql: Sql, record: LoggedStream): Promise<void
       (ownsStatus
         ? tx`
           with attempt as (${attempt})
-          update requests set status = ${answeredStatus(statusCode)}, updated_at = now()
+          update requests set status = ${dropped ? "skipped" : answeredStatus(statusCode)},
+            updated_at = now()
           where id in (select request_id from attempt)`
         : attempt
       ).execute(),

@@ -82,7 +82,7 @@ export function deleteLine(sql: Sql, projectId: string, key: string): Promise<bo
 
 /**
  * The `targets` row in scope (`t`) as a DeliveryTarget: its flow limits, secret headers, retry
- * policy and filter absent when it has none (nulls stripped; the filter joins after the strip, as its own nulls,
+ * policy, transformation and filter absent when it has none (nulls stripped; the filter joins after the strip, as its own nulls,
  * `{"$eq": null}`, are conditions).
  */
 export const deliveryTarget = (q: Queryable) => q`
@@ -90,7 +90,7 @@ export const deliveryTarget = (q: Queryable) => q`
     'id', t.id, 'name', t.name, 'targetUrl', t.target_url, 'deliveryMode', t.delivery_mode,
     'timeoutSeconds', t.timeout_seconds, 'headers', t.headers,
     'maxDeliveriesPerSecond', t.max_deliveries_per_second, 'maxConcurrent', t.max_concurrent,
-    'secretHeaders', nullif(t.secret_headers, '[]'), 'retry', t.retry))
+    'secretHeaders', nullif(t.secret_headers, '[]'), 'retry', t.retry, 'transform', t.transform))
     || case when t.filter is null then '{}' else jsonb_build_object('filter', t.filter) end`;
 
 /**
@@ -249,12 +249,12 @@ async function insertTargets(
     await sql`
       insert into targets (id, endpoint_id, position, name, target_url, delivery_mode,
         timeout_seconds, headers, max_deliveries_per_second, max_concurrent, secret_headers, filter,
-        retry)
+        retry, transform)
       values (${idsByName.get(t.name) ?? newId("tgt")}, ${endpointId}, ${position}, ${t.name},
         ${t.targetUrl}, ${t.deliveryMode}, ${t.timeoutSeconds}, ${sql.json(t.headers)},
         ${t.maxDeliveriesPerSecond ?? null}, ${t.maxConcurrent ?? null},
         ${sql.json(t.secretHeaders ?? [])}, ${t.filter ? sql.json(t.filter) : null},
-        ${t.retry ? sql.json({ ...t.retry }) : null})`;
+        ${t.retry ? sql.json({ ...t.retry }) : null}, ${t.transform ?? null})`;
   }
 }
 

@@ -222,6 +222,7 @@ export const activities: Activities = {
     if (turnedAway(input)) return BUSY;
     const verdict = attempt(input, "deliver");
     if (verdict.kind === "delivered") return verdict.status;
+    if (verdict.kind === "skipped") return "skipped";
     throw ApplicationFailure.create({
       message: verdict.message,
       type: verdict.type,

@@ -218,7 +218,7 @@ export function createActivities(deps: ActivityDeps) {
     /** A batch's ordered requests go on as workflows of their own: it carries them no more. */
     releaseCarried: (workflowId: string, requestIds: string[]): Promise<void> =>
       releaseCarried(sql, workflowId, requestIds),
-    deliver: async (input: DeliverInput): Promise<number | "held" | Busy> => {
+    deliver: async (input: DeliverInput): Promise<number | "held" | "skipped" | Busy> => {
       // A first run of it was in flight elsewhere: delivered meanwhile, it is not called again.
       const before = input.mayHaveLanded
         ? (await triedBefore([input.requestId]))(input)

@@ -3,12 +3,14 @@
  * target takes of it. Apart from ./activities.ts, which assembles them, so ./attempts.ts can
  * take them.
  */
+
 import type { Hold } from "../core/circuit.ts";
 import type { LaneJoin } from "../core/lanes-before.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import type { RetrySchedule } from "../core/retry.ts";
 import type { SigningKey } from "../core/signing.ts";
 import type { CallTarget } from "../core/target-request.ts";
+import type { RunTransform } from "../core/transform.ts";
 import type {
   AttemptEnd,
   AttemptEnded,
@@ -37,6 +39,8 @@ export interface ActivityDeps {
    * allow, checked (and pinned) where it connects; a refused one rejects with `TargetRefused`.
    */
   callTarget: CallTarget;
+  /** Runs a target's transformation before a call (the worker's sandbox threads). */
+  transform: RunTransform;
   /** Real time plus the dev clock's offset, read from Postgres. */
   now: () => Promise<Date>;
   sealingKey: CryptoKey;
@@ -88,6 +92,7 @@ export interface AttemptDeps
     | "sql"
     | "now"
     | "callTarget"
+    | "transform"
     | "observeAttempt"
     | "observeCircuit"
     | "ensureCircuit"

@@ -102,7 +102,7 @@ export async function firstAttempt(
 export async function deliver(
   deps: AttemptDeps,
   input: DeliverInput,
-): Promise<number | "held" | Busy> {
+): Promise<number | "held" | "skipped" | Busy> {
   const hold = await deps.holdOf(input.target.id);
   if (hold && !(input.probe && hold === "circuit_open")) return "held";
   const release = await roomForAttempt(deps, input, async () =>
@@ -129,6 +129,7 @@ export async function deliver(
     deps.retryPolicy,
   );
   if (verdict.kind === "delivered") return verdict.status;
+  if (verdict.kind === "skipped") return "skipped";
   throw ApplicationFailure.create({
     message: verdict.message,
     type: verdict.type,
@@ -283,6 +284,8 @@ async function postToTarget(
           hmac: hmacSha256,
           signal: Context.current().cancellationSignal,
           timeoutBounds: "answer",
+          project: call.project,
+          transform: deps.transform,
           // The activity's span, when the worker traces (Temporal's interceptor started it).
           trace: call.trace ?? activeTrace(),
         },
@@ -299,7 +302,8 @@ async function postToTarget(
     statusCode: sent.answer?.status ?? null,
     answer: sent.answer && loggedAnswer(sent.answer),
     latencyMs: Math.round(performance.now() - started),
-    error: sent.failure?.message ?? null,
+    error: sent.dropped ? DROPPED_MESSAGE : (sent.failure?.message ?? null),
+    ...(sent.dropped && { skipped: true }),
     billedBytes: body.byteLength,
     // A sync call answers its caller: its target's failures are the caller's to see.
     circuit: call.sync ? "neutral" : circuitOutcome(verdictOn(sent, deps.retryPolicy)),
@@ -337,6 +341,9 @@ const TARGET_DELETED: TargetFailure = {
   message: "cancelled: the target was deleted",
 };
 
+/** What the log says of an attempt its target's transformation dropped. */
+const DROPPED_MESSAGE = "skipped: its transformation dropped the call";
+
 /** Ends an attempt: told to the log and the metrics, then recorded (and charged) in the log. */
 function endAttempt(
   deps: Pick<AttemptDeps, "observeAttempt" | "endAttempt">,
@@ -347,6 +354,7 @@ function endAttempt(
     answer: LoggedAnswer | null;
     latencyMs: number;
     error: string | null;
+    skipped?: boolean;
     billedBytes: number;
     circuit: CircuitOutcome;
     freesFlowSlot: boolean;
@@ -374,6 +382,7 @@ function endAttempt(
   const { statusCode, answer, latencyMs, error, circuit, freesFlowSlot, lastTry, finishing } = a;
   return deps.endAttempt({
     attemptId,
+    ...(a.skipped && { skipped: true }),
     statusCode,
     answer,
     freesFlowSlot,

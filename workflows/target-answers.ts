@@ -3,6 +3,7 @@
  * kept for the log, and judged (an async attempt's verdict, a sync call's outcome).
  */
 import {
+  type AttemptSeen,
   type AttemptVerdict,
   attemptVerdict,
   encodeBody,
@@ -32,8 +33,9 @@ export async function callAndRead(
   callTarget: CallTarget,
   input: TargetCallInput,
   sync: boolean,
-): Promise<Pick<Sent, "answer" | "failure">> {
+): Promise<Pick<Sent, "answer" | "failure" | "dropped">> {
   const sent = await sendToTarget(callTarget, input);
+  if ("dropped" in sent) return { answer: null, failure: null, dropped: true };
   if ("failure" in sent) return { answer: null, failure: sent.failure };
   const { status, headers } = sent.answer;
   if (!sync) {
@@ -58,14 +60,20 @@ export function loggedAnswer(answer: Answer): LoggedAnswer {
 
 /** The verdict on an attempt at an async target, timed by its own retry policy over `policy`. */
 export function verdictOn(
-  { attempt, answer, failure, retry }: Sent,
+  { attempt, answer, failure, dropped, retry }: Sent,
   policy: RetryPolicy,
 ): AttemptVerdict {
+  const transform: AttemptSeen["transform"] = dropped
+    ? "dropped"
+    : failure?.kind === "transform"
+      ? "failed"
+      : undefined;
   const seen = {
     status: answer?.status ?? null,
     retryAfter: answer?.headers.get("retry-after") ?? null,
     error: failure?.message ?? null,
     refused: failure?.kind === "refused",
+    ...(transform && { transform }),
   };
   return attemptVerdict(seen, attempt, retryScheduleOf(policy, retry), new Date());
 }
@@ -86,12 +94,16 @@ export interface Sent {
   answer: Answer | null;
   /** Why there is no answer: refused, timed out or unreachable, as the log says it. */
   failure: TargetFailure | null;
+  /** Its transformation dropped the call: no answer, and no failure either. */
+  dropped?: true;
   /** The target's own retry policy, as the target is now; absent: the deployment's. */
   retry?: TargetRetry | undefined;
 }
 
 /** What a sync call came to, as its caller is answered. */
-export function syncOutcome({ answer, failure }: Sent): SyncOutcome {
+export function syncOutcome({ answer, failure, dropped }: Sent): SyncOutcome {
+  if (dropped) return { kind: "skipped" };
+  if (failure?.kind === "transform") return { kind: "transform_failed", error: failure.message };
   if (!answer) {
     return failure?.kind === "timeout"
       ? { kind: "timeout" }

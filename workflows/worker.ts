@@ -31,6 +31,7 @@ import {
   temporalConnectionOptions,
   wakeCircuit,
 } from "../platform/temporal.ts";
+import { nodeTransformPool } from "../platform/transforms.ts";
 import { workerClock } from "../store/clock.ts";
 import { connect, postgresAnswers } from "../store/db.ts";
 import { keepSeeing } from "../store/workers.ts";
@@ -78,6 +79,7 @@ const activities = createActivities({
   workerId,
   syncAnswers,
   callTarget: targetCaller(dispatcher),
+  transform: nodeTransformPool().run,
   now: workerClock(sql, config.RELAY_DEV_CLOCK),
   sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
   logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,

@@ -302,7 +302,7 @@ async function deliverToTarget(
           ...(fromQueue && { fromQueue }),
           ...(mayHaveLanded && { mayHaveLanded }),
         });
-    if (typeof outcome === "number") return;
+    if (typeof outcome === "number" || outcome === "skipped") return;
     waiting = outcome;
   }
 }

@@ -120,6 +120,10 @@ const target = z.strictObject({
     .optional()
     .describe("Lowercase; forwarded, never kept in the request log. Absent: none"),
   filter: jsonObject.optional().describe("Which calls it receives; absent: every call"),
+  transform: z
+    .string()
+    .optional()
+    .describe("The function `(request) => request` its calls go through; absent: none"),
   retry: z
     .strictObject({
       maxAttempts: z.number().int().optional(),
@@ -342,7 +346,11 @@ export const request = z.strictObject({
       z.strictObject({
         targetId: z.string(),
         targetName: z.string(),
-        reason: z.enum(["filter"]).describe("The target's filter does not match the call"),
+        reason: z
+          .enum(["filter", "transform"])
+          .describe(
+            "filter: the target's filter does not match the call; transform: its transformation returned null",
+          ),
       }),
     )
     .describe("Targets the call was not delivered to (nor charged for), and why"),

@@ -1,4 +1,5 @@
 /** What every control-plane operation receives: the database, the clock, and the caller. */
+
 import type { Client } from "@temporalio/client";
 import { RelayError } from "../../core/errors.ts";
 import type { ProjectLimits } from "../../core/limits.ts";
@@ -6,6 +7,7 @@ import type { Plan, Role } from "../../core/model.ts";
 import type { PayloadCipher, PayloadKey } from "../../core/payload-codec.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
 import type { TaskQueueHealth } from "../../core/task-queue.ts";
+import type { TransformPool } from "../../core/transform-pool.ts";
 import type { Sql } from "../../store/db.ts";
 import { isUniqueViolation } from "../../store/errors.ts";
 import { projectBySlug } from "../../store/projects.ts";
@@ -35,6 +37,8 @@ export interface Deps {
   targetRules: SavedTargetRules;
   /** A Temporal client, connected on first use (replays, on-demand rotation). */
   temporal: () => Promise<Client>;
+  /** Sandbox threads: a saved transformation is checked there, and tried on a logged request. */
+  transforms: Pick<TransformPool, "run" | "check">;
   /** Whether a worker takes Relay's tasks (cached a few seconds). */
   taskQueue: () => Promise<TaskQueueHealth>;
   /** Where people reach this deployment; the panel links to these. */

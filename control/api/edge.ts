@@ -180,10 +180,11 @@ function requestProblem(
   return null;
 }
 
-/** An endpoint has at most 50 targets; each skipped one is named, for the filter's reason. */
+/** An endpoint has at most 50 targets; each skipped one is named, with a known reason. */
 function skippedProblem(skipped: readonly SkippedTarget[]): string | null {
   if (skipped.length > 50) return "names more targets than an endpoint has";
-  const named = skipped.every((s) => s.targetId && s.targetName && s.reason === "filter");
+  const reasons: readonly string[] = ["filter", "transform"];
+  const named = skipped.every((s) => s.targetId && s.targetName && reasons.includes(s.reason));
   return named ? null : "names a skipped target without its id, name or reason";
 }
 

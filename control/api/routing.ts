@@ -16,6 +16,7 @@ import {
 import { retryBounds, retryProblems } from "../../core/retry.ts";
 import { schemaProblem } from "../../core/schema.ts";
 import type { SavedTargetRules } from "../../core/targets.ts";
+import { transformSizeProblem } from "../../core/transform.ts";
 import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
@@ -99,6 +100,17 @@ const targetSchema = z.strictObject({
     .transform((retry) => (retry && Object.keys(retry).length > 0 ? retry : undefined))
     .describe(
       "Its own retry policy (async targets); a setting left out, or the whole of it, is the deployment's. Bounds per plan: docs/api.md",
+    ),
+  transform: z
+    .string()
+    .nullish()
+    .superRefine((source, issues) => {
+      const problem = source ? transformSizeProblem(source) : null;
+      if (problem) issues.addIssue({ code: "custom", message: problem });
+    })
+    .transform((source) => (source && source.trim() !== "" ? source : undefined))
+    .describe(
+      'A JavaScript function `(request) => request` each call to this target goes through, sandboxed (50 ms, 64 MiB): it may change the body, headers, path and query sent, or return null to drop the call (skipped, not charged). At most 32 KiB. Absent, null or empty: none. docs/api.md "Transformations"',
     ),
   filter: z
     .unknown()
@@ -232,6 +244,22 @@ const retryPlanRules =
     }
   };
 
+/** Each target's transformation compiles to a function, in the sandbox; else 400 with details. */
+async function transformsCompile(
+  ctx: Ctx,
+  slug: string,
+  targets: { transform?: string | undefined }[],
+): Promise<void> {
+  const problems = await Promise.all(
+    targets.map(({ transform }) => (transform ? ctx.transforms.check(slug, transform) : null)),
+  );
+  const details = problems.flatMap((message, i) =>
+    message ? [{ path: `targets.${i}.transform`, message }] : [],
+  );
+  const [first] = details;
+  if (first) throw new RelayError("bad_request", `${first.path}: ${first.message}`, details);
+}
+
 export const createLineBody = z.strictObject({ key: segment });
 
 export type { LineView } from "../../store/routing.ts";
@@ -289,6 +317,7 @@ export async function createEndpoint(
       .superRefine(retryPlanRules(access.plan)),
     input,
   );
+  await transformsCompile(ctx, access.slug, spec.targets);
   await requireLine(ctx.sql, access.projectId, line);
   const signingSecret = await routing
     .insertEndpoint(ctx.sql, ctx.sealingKey, capsOf(ctx), access.projectId, line, spec)
@@ -312,6 +341,7 @@ export async function updateEndpoint(
       .superRefine(retryPlanRules(access.plan)),
     input,
   );
+  await transformsCompile(ctx, access.slug, update.targets);
   const spec = { ...update, path: update.path ?? path };
   const replaced = await routing
     .replaceEndpoint(ctx.sql, capsOf(ctx), access.projectId, line, path, spec)

@@ -86,6 +86,7 @@ export const endpointIn = (spec: EndpointSpec | undefined) => ({
     secretHeaders: t.secretHeaders,
     headers: t.headers,
     filter: t.filter,
+    transform: t.transform,
     retry: t.retry && {
       maxAttempts: t.retry.maxAttempts,
       initialIntervalSeconds: t.retry.initialIntervalSeconds,

@@ -16,7 +16,7 @@ import {
 import { heldPlaces } from "../../core/waiting.ts";
 import { travelsInBatch } from "../batcher.ts";
 import type { EdgeDeps } from "../deps.ts";
-import { endpointName, json, type Received } from "../pipeline.ts";
+import { endpointName, json, type Received, skippedAnswer } from "../pipeline.ts";
 import { answerHeaders, proxyStream } from "../stream.ts";
 import { batchedCall, claimAlone, deliveryInput, queueInBatch } from "./batched.ts";
 import { refusalError, reservationOf, reserveCall, reservedFor, spareHold } from "./credits.ts";
@@ -337,5 +337,9 @@ function syncAnswer(outcome: SyncOutcome, call: Received, requestId: string): Re
       throw tooManySync(relayHeaders);
     case "refused":
       throw refusalError(call.key.mode, { code: "insufficient_credits" });
+    case "skipped":
+      return skippedAnswer(requestId, relayHeaders);
+    case "transform_failed":
+      throw new RelayError("transform_failed", `the sync target's ${outcome.error}`);
   }
 }

@@ -2,7 +2,7 @@ import { skippedTargets } from "../../core/delivery.ts";
 import { notQueued } from "../../core/errors.ts";
 import { targetsByFilter } from "../../core/filter.ts";
 import type { EdgeDeps } from "../deps.ts";
-import { json, type Received, type Step } from "../pipeline.ts";
+import { type Received, type Step, skippedAnswer } from "../pipeline.ts";
 import { requestOf } from "./batched.ts";
 import { requestIdOf } from "./deliver.ts";
 
@@ -32,7 +32,6 @@ export function filter(deps: EdgeDeps): Step<Received> {
         deps.logError({ err, requestId }, "a skipped call could not be logged");
         throw notQueued();
       });
-    call.responseHeaders.set("x-relay-request-id", requestId);
-    return json(200, { status: "skipped", requestId }, call.responseHeaders);
+    return skippedAnswer(requestId, call.responseHeaders);
   };
 }

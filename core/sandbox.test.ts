@@ -1,0 +1,53 @@
+import { describe, expect, test } from "vitest";
+import { checkSource, loadSandbox, runTransformSource } from "./sandbox.ts";
+
+const sandbox = await loadSandbox();
+const input = JSON.stringify({ method: "POST", path: "/", query: {}, headers: {}, body: { a: 1 } });
+const run = (source: string) => runTransformSource(sandbox, source, input);
+
+describe("a transformation's run", () => {
+  test("answers what the function returned, as JSON; nothing when it returned nothing", () => {
+    expect(run("(r) => ({ ...r, body: { ...r.body, b: 2 } })")).toEqual({
+      output: JSON.stringify({
+        method: "POST",
+        path: "/",
+        query: {},
+        headers: {},
+        body: { a: 1, b: 2 },
+      }),
+    });
+    expect(run("(r) => null")).toEqual({ output: "null" });
+    expect(run("(r) => {}")).toEqual({ output: undefined });
+  });
+
+  test("a throw, a loop, an allocation without bound, a recursion: each its reason", () => {
+    expect(run("(r) => { throw new Error('boom') }")).toEqual({ error: "it threw Error: boom" });
+    expect(run("(r) => { for (;;) {} }")).toEqual({ error: "it ran past 50 ms" });
+    expect(run("(r) => 'x'.repeat(1e8)")).toEqual({ error: "it ran out of its 64 MiB" });
+    expect(run("(r) => { const a = []; for (;;) a.push({ n: a.length }) }")).toEqual({
+      error: "it ran past 50 ms",
+    });
+    expect(run("(r) => { const f = () => f(); return f() }")).toEqual({
+      error: "it overflowed its stack",
+    });
+  });
+
+  test("has no host: no I/O, no timers, nothing but the language", () => {
+    for (const name of ["fetch", "require", "process", "setTimeout", "Deno", "WebAssembly"]) {
+      expect(run(`(r) => typeof ${name}`)).toEqual({ output: '"undefined"' });
+    }
+  });
+
+  test("sees nothing an earlier run left", () => {
+    expect(run("(r) => { globalThis.left = 'secret'; return r }")).not.toHaveProperty("error");
+    expect(run("(r) => typeof globalThis.left")).toEqual({ output: '"undefined"' });
+  });
+});
+
+test("a source is checked: it compiles, to a function", () => {
+  expect(checkSource(sandbox, "(r) => r")).toEqual({ output: undefined });
+  expect(checkSource(sandbox, "(r => ")).toEqual({ error: expect.stringMatching(/SyntaxError/) });
+  expect(checkSource(sandbox, "42")).toEqual({
+    error: "it threw TypeError: the transformation is not a function",
+  });
+});

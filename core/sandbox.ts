@@ -1,0 +1,124 @@
+/**
+ * Runs a transformation in QuickJS compiled to WebAssembly: no I/O, no host objects, a fresh
+ * runtime per run (nothing one run leaves is seen by the next, whoever's it was), its time, memory
+ * and stack bounded (./transform.ts `TRANSFORM_LIMITS`). Synchronous: a runtime calls it on a
+ * thread of its own (./transform-pool.ts), never on its event loop. The same on Node and Deno.
+ */
+import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import { TRANSFORM_LIMITS } from "./transform.ts";
+
+export type Sandbox = QuickJSWASMModule;
+
+export function loadSandbox(): Promise<Sandbox> {
+  return newQuickJSWASMModuleFromVariant(variant);
+}
+
+/** What a run came to: what the function returned (JSON text; undefined for nothing), or why not. */
+export type SandboxRun = { output: string | undefined } | { error: string };
+
+/**
+ * Calls the function `source` evaluates to on `inputJson` parsed, and answers what it returned
+ * as JSON. A throw, a run past its time, memory or stack, or a source that is not a function
+ * answers the reason.
+ */
+export function runTransformSource(
+  sandbox: Sandbox,
+  source: string,
+  inputJson: string,
+): SandboxRun {
+  return inSandbox(sandbox, (vm) => {
+    const input = vm.newString(inputJson);
+    vm.setProp(vm.global, "__input", input);
+    input.dispose();
+    return `const __f = (${source}\n);
+      if (typeof __f !== "function") throw new TypeError("the transformation is not a function");
+      const __out = __f(JSON.parse(__input));
+      __out === undefined ? undefined : JSON.stringify(__out);`;
+  });
+}
+
+/** Whether `source` is a transformation: an error when it does not compile or is no function. */
+export function checkSource(sandbox: Sandbox, source: string): SandboxRun {
+  return inSandbox(
+    sandbox,
+    () => `const __f = (${source}\n);
+      if (typeof __f !== "function") throw new TypeError("the transformation is not a function");`,
+  );
+}
+
+function inSandbox(sandbox: Sandbox, code: (vm: QuickJSContext) => string): SandboxRun {
+  const runtime = sandbox.newRuntime();
+  runtime.setMemoryLimit(TRANSFORM_LIMITS.memoryBytes);
+  runtime.setMaxStackSize(TRANSFORM_LIMITS.stackBytes);
+  const deadline = Date.now() + TRANSFORM_LIMITS.runMs;
+  let interrupted = false;
+  runtime.setInterruptHandler(() => {
+    interrupted = Date.now() > deadline;
+    return interrupted;
+  });
+  const vm = runtime.newContext();
+  try {
+    const result = vm.evalCode(`"use strict";\n${code(vm)}`, "transform.js");
+    if (result.error) {
+      const thrown = vm.dump(result.error) as unknown;
+      result.error.dispose();
+      return { error: reasonOf(thrown, interrupted) };
+    }
+    const output = vm.typeof(result.value) === "string" ? vm.getString(result.value) : undefined;
+    result.value.dispose();
+    return { output };
+  } finally {
+    vm.dispose();
+    runtime.dispose();
+  }
+}
+
+/** What a failed run's thrown value says, in the request log's words. */
+function reasonOf(thrown: unknown, interrupted: boolean): string {
+  if (interrupted) return `it ran past ${TRANSFORM_LIMITS.runMs} ms`;
+  const { name, message } = (thrown ?? {}) as { name?: string; message?: string };
+  if (thrown === null || message === "out of memory") {
+    return `it ran out of its ${TRANSFORM_LIMITS.memoryBytes / 1024 / 1024} MiB`;
+  }
+  if (message?.includes("stack overflow")) return "it overflowed its stack";
+  const text = name && message !== undefined ? `${name}: ${message}` : String(thrown);
+  return `it threw ${text.slice(0, 500)}`;
+}
+
+/** One run, as a thread is handed it (its answer: `ThreadAnswer`). */
+export interface ThreadJob {
+  id: number;
+  /** "run": the function on `inputJson`; "check": only whether `source` is a function. */
+  kind: "run" | "check";
+  source: string;
+  inputJson: string;
+}
+
+/** A job's answer; or, first of all, that the thread is ready for jobs. */
+export type ThreadAnswer = { id: number; run: SandboxRun } | typeof READY;
+
+export const READY = { ready: true } as const;
+
+/**
+ * A sandbox thread's side of ./transform-pool.ts: loads QuickJS, says it is ready, then answers
+ * each job in turn.
+ */
+export async function serveSandbox(port: {
+  onJob(handle: (job: ThreadJob) => void): void;
+  answer(answer: ThreadAnswer): void;
+}): Promise<void> {
+  const sandbox = await loadSandbox();
+  port.onJob((job) => {
+    const run =
+      job.kind === "check"
+        ? checkSource(sandbox, job.source)
+        : runTransformSource(sandbox, job.source, job.inputJson);
+    port.answer({ id: job.id, run });
+  });
+  port.answer(READY);
+}

@@ -1,0 +1,60 @@
+import { describe, expect, test } from "vitest";
+import { READY, type ThreadJob } from "./sandbox.ts";
+import type { TransformRequest } from "./transform.ts";
+import { type SandboxThread, TransformPool } from "./transform-pool.ts";
+
+const request: TransformRequest = { method: "POST", path: "/", query: {}, headers: {}, body: {} };
+
+/** Threads that answer only when told, so a test decides the order runs end in. */
+function manualThreads() {
+  const threads: { jobs: ThreadJob[]; answer: (job: ThreadJob) => void; ended: boolean }[] = [];
+  const spawn = (): SandboxThread => {
+    const thread = { jobs: [] as ThreadJob[], answer: (_: ThreadJob) => {}, ended: false };
+    threads.push(thread);
+    return {
+      post: (job) => thread.jobs.push(job),
+      listen(answer) {
+        thread.answer = (job) => answer({ id: job.id, run: { output: JSON.stringify(request) } });
+        queueMicrotask(() => answer(READY));
+      },
+      terminate: () => {
+        thread.ended = true;
+      },
+    };
+  };
+  return { threads, spawn };
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("the sandbox threads", () => {
+  test("take each project's runs in turn: one project's many wait behind another's one", async () => {
+    const { threads, spawn } = manualThreads();
+    const pool = new TransformPool(spawn, 1);
+    const order: string[] = [];
+    const runFor = (project: string) =>
+      pool.run(project, `(r) => r /* ${project} */`, request).then(() => order.push(project));
+    const runs = [runFor("busy"), runFor("busy"), runFor("busy"), runFor("calm")];
+    for (let i = 0; i < 4; i++) {
+      await tick();
+      const [thread] = threads;
+      const job = thread?.jobs[i];
+      if (job) thread?.answer(job);
+    }
+    await Promise.all(runs);
+    expect(order).toEqual(["busy", "calm", "busy", "busy"]);
+  });
+
+  test("a run past its time ends its thread and fails; the next run has a new thread", async () => {
+    const { threads, spawn } = manualThreads();
+    const pool = new TransformPool(spawn, 1);
+    const overrun = await pool.run("p", "(r) => { for (;;) {} }", request);
+    expect(overrun).toEqual({ error: "it ran past 50 ms" });
+    expect(threads[0]?.ended).toBe(true);
+    const next = pool.run("p", "(r) => r", request);
+    await tick();
+    const job = threads[1]?.jobs[0];
+    if (job) threads[1]?.answer(job);
+    expect(await next).toEqual({ request });
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * Transformations run on sandbox threads (./sandbox.ts), never on a process's event loop, so a
+ * run that loops or allocates holds one thread for its bounded time and slows no other call. The
+ * threads are shared fairly: each project waits in a line of its own and the lines take turns,
+ * so one project's many runs delay another's by one run at most per thread. A thread that
+ * overruns (QuickJS looks at its clock between bytecodes, and a native call can outlast it) is
+ * ended and replaced. The same on Node and Deno: the runtime spawns the thread.
+ */
+import type { SandboxRun, ThreadAnswer, ThreadJob } from "./sandbox.ts";
+import { type RunTransform, TRANSFORM_LIMITS, transformOutcome } from "./transform.ts";
+
+/** A sandbox thread as the pool drives it: the runtime's worker thread or Web Worker. */
+export interface SandboxThread {
+  post(job: ThreadJob): void;
+  /** `answer` for each job; `failed` once, when the thread died. */
+  listen(answer: (answer: ThreadAnswer) => void, failed: (error: unknown) => void): void;
+  terminate(): void;
+}
+
+/** How long past its own bound a run may hold its thread before the thread is ended. */
+const OVERRUN_GRACE_MS = 200;
+
+interface Job extends ThreadJob {
+  settle: (run: SandboxRun) => void;
+}
+
+interface Slot {
+  thread: SandboxThread;
+  /** It loaded its sandbox: a run's time counts from its start, not the thread's. */
+  ready: boolean;
+  job: Job | null;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+export class TransformPool {
+  private readonly slots: Slot[] = [];
+  /** Waiting runs by project, and the projects in turn order. */
+  private readonly lines = new Map<string, Job[]>();
+  private nextId = 1;
+
+  constructor(
+    private readonly spawn: () => SandboxThread,
+    private readonly size: number,
+  ) {}
+
+  /** Runs a target's transformation on `request` for `project`: the call to send, or why not. */
+  readonly run: RunTransform = async (project, source, request) => {
+    const run = await this.enqueue(project, "run", source, JSON.stringify(request));
+    return "error" in run ? run : transformOutcome(run.output);
+  };
+
+  /** Why `source` is not a transformation (a syntax error, not a function); null when it is. */
+  async check(project: string, source: string): Promise<string | null> {
+    const run = await this.enqueue(project, "check", source, "null");
+    return "error" in run ? run.error : null;
+  }
+
+  close(): void {
+    for (const slot of this.slots) slot.thread.terminate();
+    this.slots.length = 0;
+  }
+
+  private enqueue(project: string, kind: Job["kind"], source: string, inputJson: string) {
+    return new Promise<SandboxRun>((settle) => {
+      const job: Job = { id: this.nextId++, kind, source, inputJson, settle };
+      const line = this.lines.get(project);
+      if (line) line.push(job);
+      else this.lines.set(project, [job]);
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    for (;;) {
+      // An idle ready thread, or a new one (its runs wait until it says it is ready).
+      const slot = this.idleSlot();
+      const job = slot && this.nextJob();
+      if (!slot || !job) return;
+      slot.job = job;
+      slot.timer = setTimeout(() => this.overran(slot), TRANSFORM_LIMITS.runMs + OVERRUN_GRACE_MS);
+      const { settle: _, ...message } = job;
+      slot.thread.post(message);
+    }
+  }
+
+  /** The next project's first run; that project goes to the back of the turn order. */
+  private nextJob(): Job | undefined {
+    for (const [project, line] of this.lines) {
+      this.lines.delete(project);
+      const job = line.shift();
+      if (line.length > 0) this.lines.set(project, line);
+      if (job) return job;
+    }
+    return undefined;
+  }
+
+  private idleSlot(): Slot | undefined {
+    const idle = this.slots.find((slot) => slot.ready && slot.job === null);
+    if (idle || this.slots.length >= this.size || this.lines.size === 0) return idle;
+    const slot: Slot = { thread: this.spawn(), ready: false, job: null, timer: null };
+    slot.thread.listen(
+      (answer) => {
+        if ("ready" in answer) {
+          slot.ready = true;
+          this.dispatch();
+        } else if (slot.job?.id === answer.id) this.finish(slot, answer.run);
+      },
+      (error) => this.replace(slot, { error: `the sandbox failed: ${String(error)}` }),
+    );
+    this.slots.push(slot);
+    return undefined;
+  }
+
+  private finish(slot: Slot, run: SandboxRun): void {
+    if (slot.timer) clearTimeout(slot.timer);
+    const job = slot.job;
+    slot.job = null;
+    slot.timer = null;
+    job?.settle(run);
+    this.dispatch();
+  }
+
+  private overran(slot: Slot): void {
+    this.replace(slot, { error: `it ran past ${TRANSFORM_LIMITS.runMs} ms` });
+  }
+
+  /** Ends a thread that overran or died, answering its run with `run`; a new one takes its place. */
+  private replace(slot: Slot, run: SandboxRun): void {
+    const at = this.slots.indexOf(slot);
+    if (at < 0) return;
+    this.slots.splice(at, 1);
+    slot.thread.terminate();
+    this.finish(slot, run);
+  }
+}

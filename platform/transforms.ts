@@ -1,0 +1,39 @@
+/**
+ * Node's sandbox threads for transformations (core/transform-pool.ts): worker threads, half the
+ * machine's cores (one at least), so the runs of a busy project leave the event loop a core.
+ */
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import { type SandboxThread, TransformPool } from "../core/transform-pool.ts";
+
+/** The thread's module: its build under dist/, or its source, loaded through tsx. */
+const fromSource = import.meta.url.endsWith(".ts");
+const threadModule = new URL(
+  fromSource ? "./sandbox-thread.ts" : "./sandbox-thread.js",
+  import.meta.url,
+);
+
+export function nodeTransformPool(
+  size = Math.max(1, Math.floor(availableParallelism() / 2)),
+): TransformPool {
+  return new TransformPool(spawnThread, size);
+}
+
+function spawnThread(): SandboxThread {
+  const worker = fromSource
+    ? new Worker(
+        `import("tsx/esm/api").then((tsx) => tsx.tsImport(${JSON.stringify(threadModule.href)}, ${JSON.stringify(import.meta.url)}))`,
+        { eval: true },
+      )
+    : new Worker(threadModule);
+  worker.unref(); // an idle sandbox keeps no process alive
+  return {
+    post: (job) => worker.postMessage(job),
+    listen(answer, failed) {
+      worker.on("message", answer);
+      worker.once("error", failed);
+      worker.once("exit", (code) => failed(`the thread exited (${code})`));
+    },
+    terminate: () => void worker.terminate(),
+  };
+}
