@@ -95,6 +95,27 @@ test("a target's filter under Deno: a call it does not match skips it, one every
   );
 });
 
+test("a stream target's transformation under Deno: run in a Web Worker's sandbox, a drop answered 200 skipped", async () => {
+  const p = await projectWithEndpoint([
+    {
+      name: "shaped",
+      targetUrl: sink.url,
+      deliveryMode: "stream",
+      transform: `(r) => r.body.drop ? null : { ...r, path: "/shaped", body: { on: r.body.on } }`,
+    },
+  ]);
+  const call = (body: object) =>
+    relay(p.slug, "/v1/hook", { key: p.key, body: JSON.stringify(body), edge: denoEdge });
+  const shaped = await call({ on: "deno-transform", extra: 1 });
+  expect(shaped.status).toBe(200);
+  const requestId = String(shaped.headers["x-relay-request-id"]);
+  const got = sink.received.find((r) => r.headers["x-relay-request-id"] === requestId);
+  expect(got).toMatchObject({ path: "/shaped", body: '{"on":"deno-transform"}' });
+  const dropped = await call({ drop: true });
+  expect(dropped.status).toBe(200);
+  expect(dropped.json()).toMatchObject({ status: "skipped" });
+});
+
 test("sync under Deno: the target's own answer, the call handed to the worker", async () => {
   const p = await projectWithEndpoint([
     { name: "live", targetUrl: urlOf(answering), deliveryMode: "sync" },
