@@ -5,12 +5,14 @@
  * in the log, and leaves another tenant's calls delivered. Checked when saved.
  */
 import { afterAll, describe, expect, test } from "vitest";
+import { BATCH_WORKFLOW, searchAttributes } from "../core/temporal.ts";
 import {
   api,
   eventually,
   finishedLog,
   projectWithEndpoint,
   relay,
+  relayTemporal,
   targetServer,
 } from "./helpers.ts";
 
@@ -62,6 +64,34 @@ describe("a transformation changes what its target receives", () => {
       expect(log.status).toBe("delivered");
     });
   }
+});
+
+test("calls the edge batches are transformed and dropped alike", async () => {
+  const p = await projectWithEndpoint([
+    {
+      name: "evens",
+      targetUrl: target.url,
+      transform: "(r) => r.body.i % 2 ? null : { ...r, body: { even: r.body.i, tag: r.body.tag } }",
+    },
+  ]);
+  const tag = "batched-transform";
+  const answers = await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: JSON.stringify({ i, tag }) }),
+    ),
+  );
+  const logs = await Promise.all(answers.map((a) => finishedLog<Logged>(p, requestIdOf(a))));
+  expect(logs.map((l) => l.status)).toEqual(logs.map((_, i) => (i % 2 ? "skipped" : "delivered")));
+  const evens = receivedWith(tag).map((r) => JSON.parse(r.body).even);
+  expect(evens.sort((a, b) => a - b)).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22]);
+  // Through a batch's first attempts (visibility lists it a moment later).
+  const temporal = await relayTemporal();
+  const query = `WorkflowType = "${BATCH_WORKFLOW}" AND ${searchAttributes.project} = "${p.slug}"`;
+  await eventually(async () => {
+    for await (const _ of temporal.workflow.list({ query })) return true;
+    return false;
+  });
+  await temporal.connection.close();
 });
 
 describe("a transformation that returns null drops the call", () => {
