@@ -32,6 +32,15 @@ interface Slot {
   timer: ReturnType<typeof setTimeout> | null;
 }
 
+/**
+ * Threads per process: half the machine's cores, so a busy project's runs leave the event loop a
+ * core; two at least, so a run that overran holds back no other project's while its thread is
+ * replaced.
+ */
+export function sandboxThreads(cores: number): number {
+  return Math.max(2, Math.floor(cores / 2));
+}
+
 export class TransformPool {
   private readonly slots: Slot[] = [];
   /** Waiting runs by project, and the projects in turn order. */

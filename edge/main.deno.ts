@@ -10,7 +10,7 @@ import {
   literalAddress,
   type TargetRules,
 } from "../core/targets.ts";
-import { TransformPool } from "../core/transform-pool.ts";
+import { sandboxThreads, TransformPool } from "../core/transform-pool.ts";
 import { webWorkerThread } from "./adapters/web-worker.ts";
 import { type EdgeHandler, errorAnswer, NOT_A_PATH } from "./app.ts";
 import { bootEdge } from "./boot.ts";
@@ -155,10 +155,10 @@ function callTarget(rules: TargetRules): CallTarget {
   };
 }
 
-/** Sandbox threads as Web Workers: half the machine's cores, two at least. */
+/** Sandbox threads as Web Workers. */
 const transforms = new TransformPool(
   () => webWorkerThread(new URL("./adapters/sandbox-thread.deno.ts", import.meta.url)),
-  Math.max(2, Math.floor(navigator.hardwareConcurrency / 2)),
+  sandboxThreads(navigator.hardwareConcurrency),
 );
 
 const { config, handler, state, log, finish } = await bootEdge(Deno.env.toObject(), {

@@ -1,10 +1,7 @@
-/**
- * Node's sandbox threads for transformations (core/transform-pool.ts): worker threads, half the
- * machine's cores (one at least), so the runs of a busy project leave the event loop a core.
- */
+/** Node's sandbox threads for transformations (core/transform-pool.ts): worker threads. */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
-import { type SandboxThread, TransformPool } from "../core/transform-pool.ts";
+import { type SandboxThread, sandboxThreads, TransformPool } from "../core/transform-pool.ts";
 
 /** The thread's module: its build under dist/, or its source, loaded through tsx. */
 const fromSource = import.meta.url.endsWith(".ts");
@@ -13,10 +10,8 @@ const threadModule = new URL(
   import.meta.url,
 );
 
-export function nodeTransformPool(
-  size = Math.max(1, Math.floor(availableParallelism() / 2)),
-): TransformPool {
-  return new TransformPool(spawnThread, size);
+export function nodeTransformPool(): TransformPool {
+  return new TransformPool(spawnThread, sandboxThreads(availableParallelism()));
 }
 
 function spawnThread(): SandboxThread {
