@@ -3,8 +3,8 @@
  * mints a key and sends the copied example, checked against what the relay and the target saw;
  * the API's refusals of an endpoint appear next to the fields they concern; and a target's
  * filter is set in the form, shown on the endpoint's page, and a call it skips says so on the
- * request's page; an async target's retry policy is set in the form, a refused setting named
- * beside it, and shown on the endpoint's page.
+ * request's page; an async target's retry policy and its transformation are set in the form, a
+ * refused one named beside its field, and shown on the endpoint's page.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -200,6 +200,43 @@ test("an owner sets a target's filter; the endpoint's page shows it, the form pr
     `/projects/${slug}/lines/v1/endpoints/orders`,
   );
   expect(saved.body.targets[0]?.filter).toEqual(paidOrShipped);
+}, 120_000);
+
+test("an owner sets a target's transformation; one that does not compile is refused beside it, the saved one shown", async () => {
+  const { slug, ownerToken, page } = await newEndpointForm();
+
+  await page.getByLabel("Endpoint path").fill("orders");
+  await page.getByLabel("Name", { exact: true }).fill("billing");
+  await page.getByLabel("Target URL").fill("http://127.0.0.1:9/in");
+  const transform = page.getByLabel("Transformation", { exact: true });
+  const create = page.getByRole("button", { name: "Create endpoint" });
+  // Whether it compiles is the API's to say: the sandbox that runs it checks it.
+  await transform.fill("(request) => {");
+  await create.click();
+  await page.getByText("Not saved: see the messages next to the fields.").waitFor();
+  expect(await transform.getAttribute("aria-invalid")).toBe("true");
+  expect(await describedBy(page, "Transformation")).toMatch(/SyntaxError/);
+
+  const wraps = "(request) => ({ ...request, body: { order: request.body } })";
+  await transform.fill(wraps);
+  await create.click();
+  await page.getByRole("button", { name: "I have copied it: go to the endpoint" }).click();
+  await page.waitForURL(`**/panel/${slug}/endpoints/v1/orders`);
+  const shown = page.getByTestId("target-transform");
+  await page.getByText("Its transformation", { exact: true }).click();
+  expect(await shown.textContent()).toBe(wraps);
+  expect(await transform.inputValue()).toBe(wraps);
+  const saved = await api<{ targets: { transform?: string }[] }>(
+    ownerToken,
+    "GET",
+    `/projects/${slug}/lines/v1/endpoints/orders`,
+  );
+  expect(saved.body.targets[0]?.transform).toBe(wraps);
+
+  // Emptied, it is left out: the target has none.
+  await transform.fill("");
+  await page.getByRole("button", { name: "Save changes" }).click();
+  await shown.waitFor({ state: "detached" });
 }, 120_000);
 
 test("an owner sets an async target's retries; a refused one is named beside its field, the saved ones shown", async () => {

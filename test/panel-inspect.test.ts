@@ -1,14 +1,15 @@
 /**
  * The panel's inspectable requests, in Debian's Chromium against the real stack: a request's
  * headers and body as received with each attempt's answer beside it, Replay of a delivered
- * request, Send again with an edited body (refused by the endpoint's schema first), and the
- * request log's search fields, and "Try a filter" on a request as logged. What the worker keeps
- * of a request is written here by hand for the first test (test/inspect-logged.test.ts has the
- * worker write it); the filter console's request is kept by the worker itself.
+ * request, Send again with an edited body (refused by the endpoint's schema first), the request
+ * log's search fields, and "Try a filter or transformation" on a request as logged. What the
+ * worker keeps of a request is written here by hand for the first test
+ * (test/inspect-logged.test.ts has the worker write it); the console's requests are kept by the
+ * worker itself.
  */
 import { afterAll, expect, test } from "vitest";
 import { connect } from "../store/db.ts";
-import { finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
 import { openSection, panelBrowser, screenshot, signIn } from "./panel-browser.ts";
 
 const { newPage, closeAfter } = panelBrowser();
@@ -141,7 +142,7 @@ test("a request's page tries filters on it as logged: each target's as it is now
   await page.waitForURL(`**/panel/${p.slug}`);
   await page.goto(`/panel/${p.slug}/requests/${requestId}`);
 
-  const tryFilter = page.getByRole("region", { name: "Try a filter" });
+  const tryFilter = page.getByRole("region", { name: "Try a filter or transformation" });
   const targets = tryFilter.getByTestId("filter-targets");
   await targets.locator('[data-target="paid-only"]').getByText("skips it").waitFor();
   expect(await targets.locator('[data-target="paid-only"]').textContent()).toBe(
@@ -151,7 +152,7 @@ test("a request's page tries filters on it as logged: each target's as it is now
     "every-call: no filter: every call matches",
   );
   await tryFilter
-    .getByText("Runs here, on this request as logged; saving a filter is on the endpoint's page")
+    .getByText("On this request as logged: filters run here, transformations in the sandbox")
     .waitFor();
 
   // Prefilled with the first target's filter, which skips this request.
@@ -170,4 +171,85 @@ test("a request's page tries filters on it as logged: each target's as it is now
   await typed.fill('{"body":{"amount":{"$gt":true}}}');
   await verdict.getByText("body.amount.$gt: $gt takes a number or a string").waitFor();
   expect(sent.filter((body) => body.includes("amount") || body.includes("pending"))).toEqual([]);
+}, 120_000);
+
+/** Wraps the body and marks the call; as the target would be handed it, path and query too. */
+const LEDGER = `(request) => ({
+  ...request,
+  path: request.path + "/ledger",
+  headers: { ...request.headers, "x-ledger": "1" },
+  body: { entry: request.body, version: request.query.v },
+})`;
+
+test("a request's page tries transformations on it as logged: each target's as it is now, then typed ones", async () => {
+  const target = await targetServer();
+  closeAfter(target.close);
+  const paid = { body: { status: "paid" } };
+  const targets = [
+    { name: "ledger", targetUrl: `${target.url}?v=2` },
+    { name: "paid-only", targetUrl: target.url, filter: paid },
+    { name: "archive", targetUrl: target.url, filter: { body: { status: "archived" } } },
+  ];
+  const p = await projectWithEndpoint(targets);
+  const { requestId } = (
+    await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: '{"id":"order-7","status":"pending"}',
+      headers: { "x-shop": "north" },
+    })
+  ).json();
+  await finishedLog(p, requestId);
+  // As the worker logs a target whose transformation dropped the call (here, archive's filter did).
+  await sql`update requests set skipped = (
+    select jsonb_agg(case when s->>'targetName' = 'archive'
+      then jsonb_set(s, '{reason}', '"transform"') else s end)
+    from jsonb_array_elements(skipped) s) where id = ${requestId}`;
+  // Transformations set after the call, so none ran on its delivery: the console tries them.
+  const [ledger, paidOnly, archive] = targets;
+  const saved = await api(p.ownerToken, "PUT", `${p.base}/lines/v1/endpoints/hook`, {
+    targets: [
+      { ...ledger, transform: LEDGER },
+      { ...paidOnly, transform: "(request) => request" },
+      { ...archive, filter: undefined, transform: "(request) => null" },
+    ],
+  });
+  expect(saved.status).toBe(200);
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+  await page.goto(`/panel/${p.slug}/requests/${requestId}`);
+
+  const skipped = page.getByTestId("request-skipped").locator("li");
+  await skipped.first().waitFor();
+  expect(await skipped.allTextContents()).toEqual([
+    "paid-only — skipped: its filter does not match this call",
+    "archive — skipped: its transformation dropped the call",
+  ]);
+  const tryConsole = page.getByRole("region", { name: "Try a filter or transformation" });
+  const row = (name: string) =>
+    tryConsole.getByTestId("filter-targets").locator(`[data-target="${name}"]`);
+  const sent = row("ledger").getByTestId("transformed-request");
+  await sent.waitFor();
+  expect(JSON.parse((await sent.textContent()) ?? "")).toMatchObject({
+    path: "/in/ledger",
+    query: { v: "2" },
+    headers: { "x-shop": "north", "x-ledger": "1", "content-type": "application/json" },
+    body: { entry: { id: "order-7", status: "pending" }, version: "2" },
+  });
+  await row("paid-only").getByText("not run: its filter skips this call").waitFor();
+  await row("archive").getByText("dropped: it returns null").waitFor();
+  await screenshot(page, "panel-transform-console");
+
+  // Typed: prefilled with the first target's transformation, tried in the control plane.
+  const typed = tryConsole.getByLabel("Transformation to try");
+  expect(await typed.inputValue()).toBe(LEDGER);
+  const verdict = tryConsole.getByTestId("transform-verdict");
+  await verdict.getByTestId("transformed-request").waitFor();
+  await typed.fill('(r) => { throw new Error("nope") }');
+  await verdict.getByText("fails: it threw Error: nope").waitFor();
+  await typed.fill("(r) => ({ ...r, body: r.path })");
+  await tryConsole.getByLabel("As handed to").selectOption({ label: "archive" });
+  await verdict.getByText('"body": "/in"').waitFor();
+  await typed.fill(`(r) => r /* ${"x".repeat(33 * 1024)} */`);
+  await verdict.getByText("a transformation is at most 32768 bytes").waitFor();
 }, 120_000);

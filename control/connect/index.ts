@@ -14,6 +14,7 @@ import { NotificationService } from "../../gen/relay/v1/notifications_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../../gen/relay/v1/projects_pb.ts";
 import { FailureQueueService, RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, LineService } from "../../gen/relay/v1/routing_pb.ts";
+import { TransformService } from "../../gen/relay/v1/transforms_pb.ts";
 import { UsageService } from "../../gen/relay/v1/usage_pb.ts";
 import { postgresAnswers } from "../../store/db.ts";
 import type { ControlApp } from "../app.ts";
@@ -31,6 +32,7 @@ import { notificationService } from "./notifications.ts";
 import { policyService } from "./policy.ts";
 import { projectService } from "./project.ts";
 import { requestLogService } from "./request-log.ts";
+import { transformService } from "./transforms.ts";
 import { usageService } from "./usage.ts";
 
 export { relayInterceptor } from "./caller.ts";
@@ -42,6 +44,7 @@ export const relayServices = [
   PolicyService,
   LineService,
   EndpointService,
+  TransformService,
   DeliveryControlService,
   KeyService,
   RequestLogService,
@@ -70,6 +73,7 @@ export function relayRoutes(app: ControlApp, limits: MessageLimits) {
     policyService(router, ctxOf);
     lineService(router, ctxOf);
     endpointService(router, ctxOf);
+    transformService(router, ctxOf);
     deliveryControlService(router, ctxOf);
     keyService(router, ctxOf);
     usageService(router, ctxOf);

@@ -54,6 +54,7 @@ export const tags = {
   Notifications: "The URL Relay posts its operational events to (docs/notifications.md)",
   Lines: "The first segment of an inbound URL, grouping endpoints",
   Endpoints: "Where a line's requests are delivered, and how",
+  Transformations: "Trying a target's transformation before it is saved",
   "Delivery control": "Circuit breakers and pauses, per target",
   Keys: "Project API keys, which callers of the edge present",
   Usage: "Credits and deliveries",

@@ -15,6 +15,7 @@ import { notificationRoutes } from "./notifications.ts";
 import { policyRoutes } from "./policy.ts";
 import { projectRoutes } from "./project.ts";
 import { requestLogRoutes } from "./request-log.ts";
+import { transformRoutes } from "./transforms.ts";
 import { usageRoutes } from "./usage.ts";
 
 export const routes: Route[] = [
@@ -24,6 +25,7 @@ export const routes: Route[] = [
   ...notificationRoutes,
   ...lineRoutes,
   ...endpointRoutes,
+  ...transformRoutes,
   ...deliveryControlRoutes,
   ...keyRoutes,
   ...usageRoutes,

@@ -46,6 +46,8 @@ export interface TargetDraft {
   secretHeaders: string;
   /** JSON text in Hookdeck Outpost's filter syntax; empty for every call. */
   filter: string;
+  /** JavaScript source of `(request) => request`; empty for none. */
+  transform: string;
 }
 
 export interface Draft {
@@ -77,6 +79,7 @@ export const newTarget = (): TargetDraft => ({
   headers: "",
   secretHeaders: "",
   filter: "",
+  transform: "",
 });
 
 export function draftOf(endpoint: Endpoint | undefined): Draft {
@@ -108,6 +111,7 @@ export function draftOf(endpoint: Endpoint | undefined): Draft {
         .join("\n"),
       secretHeaders: t.secretHeaders.join("\n"),
       filter: t.filter ? JSON.stringify(t.filter, null, 2) : "",
+      transform: t.transform ?? "",
     })),
     ipAllowlist: endpoint.ipAllowlist.join("\n"),
     schema: endpoint.schema ? JSON.stringify(endpoint.schema, null, 2) : "",
@@ -185,6 +189,8 @@ export function specOf(draft: Draft): { spec: Spec } | { fields: Record<string, 
       headers,
       secretHeaders: lines(t.secretHeaders),
       ...(filter.value && { filter: filter.value }),
+      // Whether it compiles is the API's to say, in the sandbox that runs it.
+      ...(t.transform.trim() !== "" && { transform: t.transform }),
     };
   });
   const schema = parseSchema(draft.schema);

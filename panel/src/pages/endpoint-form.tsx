@@ -1,9 +1,9 @@
 /**
  * The endpoint editor, for a new endpoint and an existing one: path, targets (mode, timeout,
- * flow limits, retries, headers, filter), IP allowlist, JSON Schema and rate limit. What the
- * browser can tell at once (a number that is not one, a schema or a filter that is not JSON) is
- * said before sending; every other rule is the API's, and its messages appear next to the fields
- * they name. The draft and those checks are endpoint-draft.ts; the targets' rows,
+ * flow limits, retries, headers, filter, transformation), IP allowlist, JSON Schema and rate
+ * limit. What the browser can tell at once (a number that is not one, a schema or a filter that
+ * is not JSON) is said before sending; every other rule is the API's (a transformation that does
+ * not compile among them), and its messages appear next to the fields they name. The draft and those checks are endpoint-draft.ts; the targets' rows,
  * target-fields.tsx.
  */
 import { type FormEvent, useState } from "react";

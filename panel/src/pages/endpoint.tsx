@@ -1,8 +1,8 @@
 /**
- * One endpoint: its inbound URL, a copyable example request, its targets (with their filters and
- * retry policies), their delivery control (circuits, pauses), its signing secret (shown once at
- * creation and at each rotation), its settings (edited in place) and deletion. Also the page that
- * creates an endpoint.
+ * One endpoint: its inbound URL, a copyable example request, its targets (with their filters,
+ * retry policies and transformations), their delivery control (circuits, pauses), its signing
+ * secret (shown once at creation and at each rotation), its settings (edited in place) and
+ * deletion. Also the page that creates an endpoint.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -185,6 +185,14 @@ function ExampleRequest({ endpoint }: { endpoint: Endpoint }) {
               <>
                 , <span data-testid="target-retry">{retryPolicyOf(t.retry)}</span>
               </>
+            )}
+            {t.transform && (
+              <details className="target-transform">
+                <summary>Its transformation</summary>
+                <pre className="code" data-testid="target-transform">
+                  {t.transform}
+                </pre>
+              </details>
             )}
           </li>
         ))}

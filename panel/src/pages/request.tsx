@@ -4,7 +4,8 @@
  * answer beside it, a link to its workflow in the Temporal UI, its trace id, a replay once it
  * finished, "send again" as a new request, a cancel while it waits (scheduled, or between
  * attempts), the targets it waits for (an open circuit, a disabled target, a pause) with why,
- * the targets it skipped (their filters do not match it), and a console to try filters on it.
+ * the targets it skipped (their filters do not match it, or their transformations dropped it),
+ * and a console to try filters and transformations on it.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
@@ -22,10 +23,10 @@ import { projectPath, useInvalidate, useProject } from "../project.ts";
 import { Link } from "../router.tsx";
 import { requestWorkflowsUrl } from "../temporal-ui.ts";
 import { FormError, Loaded, StatusBadge } from "../ui.tsx";
-import { FilterConsole } from "./filter-console.tsx";
 import { AnswerContent, ReceivedContent } from "./request-content.tsx";
 import { refreshMs } from "./requests.tsx";
 import { SendAgain } from "./send-again.tsx";
+import { TryConsole } from "./try-console.tsx";
 
 export function RequestPage({ requestId }: { requestId: string }) {
   const { project, token } = useProject();
@@ -200,7 +201,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
             <FormError problem={cancel.error ? problemOf(cancel.error) : null} />
             <ReceivedContent request={request} />
             <SendAgain key={request.requestId} request={request} />
-            {(request.headers || request.body) && <FilterConsole request={request} />}
+            {(request.headers || request.body) && <TryConsole request={request} />}
             <h2>Attempts</h2>
             {byTarget.size === 0 && (
               <p>
@@ -233,6 +234,7 @@ const waitingReasons: Record<string, string> = {
 /** Why a call skipped a target, as the request log names it. */
 const skipReasons: Record<string, string> = {
   filter: "its filter does not match this call",
+  transform: "its transformation dropped the call",
 };
 
 function outcome(a: Attempt): "delivered" | "failed" | "in flight" {

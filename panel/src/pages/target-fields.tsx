@@ -1,7 +1,7 @@
 /**
  * The endpoint editor's targets: a row of fields for each (name, URL, mode, timeout, an async
- * target's flow limits and retries, headers, secret headers, filter), with the API's errors about
- * each field beside it and about the list as a whole above it.
+ * target's flow limits and retries, headers, secret headers, filter, transformation), with the
+ * API's errors about each field beside it and about the list as a whole above it.
  */
 import { DeliveryMode } from "../../../gen/relay/v1/routing_pb.ts";
 import { fieldError, type Problem } from "../errors.ts";
@@ -30,9 +30,9 @@ export function TargetFields({
     <fieldset>
       <legend>Targets</legend>
       <p className="hint">
-        Every call is delivered to each target whose filter matches it. At most one target may be
-        sync (answers the caller, up to its timeout) or stream (proxied as it arrives); the others
-        are async (queued and retried).
+        Every call is delivered to each target whose filter matches it, as its transformation, if it
+        has one, makes it. At most one target may be sync (answers the caller, up to its timeout) or
+        stream (proxied as it arrives); the others are async (queued and retried).
       </p>
       <p className="field-error" aria-live="polite">
         {targetsError}
@@ -150,6 +150,30 @@ export function TargetFields({
                 placeholder={'{"body": {"status": {"$in": ["paid", "shipped"]}}}'}
                 value={target.filter}
                 onChange={(e) => setTarget(target.row, { filter: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field
+            label="Transformation"
+            hint={
+              <>
+                A JavaScript function <code>(request) =&gt; request</code> over its{" "}
+                <code>path</code>, <code>query</code>, <code>headers</code> and <code>body</code>:
+                return the call to send, or <code>null</code> to skip it; empty: sent as it came.
+              </>
+            }
+            error={fieldError(problem, `targets.${i}.transform`)}
+          >
+            {(control) => (
+              <textarea
+                {...control}
+                name={`targets.${i}.transform`}
+                className="code"
+                rows={Math.min(16, Math.max(3, target.transform.split("\n").length + 1))}
+                spellCheck={false}
+                placeholder="(request) => ({ ...request, body: { order: request.body } })"
+                value={target.transform}
+                onChange={(e) => setTarget(target.row, { transform: e.target.value })}
               />
             )}
           </Field>
