@@ -1,21 +1,32 @@
 /**
  * Runs a transformation in QuickJS compiled to WebAssembly: no I/O, no host objects, a fresh
- * runtime per run (nothing one run leaves is seen by the next, whoever's it was), its time, memory
- * and stack bounded (./transform.ts `TRANSFORM_LIMITS`). Synchronous: a runtime calls it on a
- * thread of its own (./transform-pool.ts), never on its event loop. The same on Node and Deno.
+ * QuickJS runtime per run (nothing one run leaves is seen by the next), its time, memory and stack
+ * bounded (./transform.ts `TRANSFORM_LIMITS`), and a fresh WebAssembly instance whenever the
+ * project changes, so no memory a project's run used is ever in reach of another project's.
+ * Synchronous: a runtime calls it on a thread of its own (./transform-pool.ts), never on its
+ * event loop. The same on Node and Deno.
  */
-import variant from "@jitl/quickjs-singlefile-mjs-release-sync";
+import wasmfile from "@jitl/quickjs-wasmfile-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
+  newVariant,
   type QuickJSContext,
+  type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import { TRANSFORM_LIMITS } from "./transform.ts";
 
 export type Sandbox = QuickJSWASMModule;
 
-export function loadSandbox(): Promise<Sandbox> {
-  return newQuickJSWASMModuleFromVariant(variant);
+/** Its types describe the CommonJS build's module object; imported as ESM, it is the variant. */
+const variant = wasmfile as unknown as QuickJSSyncVariant;
+
+/** QuickJS's WebAssembly, for each runtime to read its bytes (its package's `./wasm`). */
+export const SANDBOX_WASM = "@jitl/quickjs-wasmfile-release-sync/wasm";
+
+/** A fresh sandbox: its own instance of QuickJS's compiled module, its own memory. */
+export function newSandbox(module: WebAssembly.Module): Promise<Sandbox> {
+  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: module }));
 }
 
 /** What a run came to: what the function returned (JSON text; undefined for nothing), or why not. */
@@ -40,6 +51,15 @@ export function runTransformSource(
       const __out = __f(JSON.parse(__input));
       __out === undefined ? undefined : JSON.stringify(__out);`;
   });
+}
+
+/**
+ * Runs a transformation once in a throwaway sandbox: the engine compiles QuickJS's functions on
+ * their first call, which would otherwise count against the first real run's 50 ms.
+ */
+export async function warm(module: WebAssembly.Module): Promise<void> {
+  const input = JSON.stringify({ path: "/", query: {}, headers: {}, body: { items: [1, "a"] } });
+  runTransformSource(await newSandbox(module), "(r) => ({ ...r, body: [r.body] })", input);
 }
 
 /** Whether `source` is a transformation: an error when it does not compile or is no function. */
@@ -93,6 +113,8 @@ function reasonOf(thrown: unknown, interrupted: boolean): string {
 /** One run, as a thread is handed it (its answer: `ThreadAnswer`). */
 export interface ThreadJob {
   id: number;
+  /** Whose run it is: a project's runs share a sandbox, never another project's. */
+  project: string;
   /** "run": the function on `inputJson`; "check": only whether `source` is a function. */
   kind: "run" | "check";
   source: string;
@@ -105,20 +127,36 @@ export type ThreadAnswer = { id: number; run: SandboxRun } | typeof READY;
 export const READY = { ready: true } as const;
 
 /**
- * A sandbox thread's side of ./transform-pool.ts: loads QuickJS, says it is ready, then answers
- * each job in turn.
+ * A sandbox thread's side of ./transform-pool.ts: compiles QuickJS from `wasm` (its bytes, as the
+ * runtime reads them), says it is ready, then answers each job in turn, in a fresh sandbox when
+ * the job's project is not the last one's.
  */
-export async function serveSandbox(port: {
-  onJob(handle: (job: ThreadJob) => void): void;
-  answer(answer: ThreadAnswer): void;
-}): Promise<void> {
-  const sandbox = await loadSandbox();
+export async function serveSandbox(
+  port: {
+    onJob(handle: (job: ThreadJob) => void): void;
+    answer(answer: ThreadAnswer): void;
+  },
+  wasm: Promise<BufferSource>,
+): Promise<void> {
+  const module = await WebAssembly.compile(await wasm);
+  await warm(module);
+  let current: { project: string; sandbox: Sandbox } | undefined;
+  const sandboxOf = async (project: string) => {
+    if (current?.project !== project) current = { project, sandbox: await newSandbox(module) };
+    return current.sandbox;
+  };
+  // One job at a time, in order: the pool sends the next only once this one is answered.
   port.onJob((job) => {
-    const run =
-      job.kind === "check"
-        ? checkSource(sandbox, job.source)
-        : runTransformSource(sandbox, job.source, job.inputJson);
-    port.answer({ id: job.id, run });
+    void sandboxOf(job.project).then(
+      (sandbox) => {
+        const run =
+          job.kind === "check"
+            ? checkSource(sandbox, job.source)
+            : runTransformSource(sandbox, job.source, job.inputJson);
+        port.answer({ id: job.id, run });
+      },
+      (error: unknown) => port.answer({ id: job.id, run: { error: `no sandbox: ${error}` } }),
+    );
   });
   port.answer(READY);
 }

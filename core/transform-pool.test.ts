@@ -45,6 +45,29 @@ describe("the sandbox threads", () => {
     expect(order).toEqual(["busy", "calm", "busy", "busy"]);
   });
 
+  test("a project's run goes to the thread that ran it last, when that one is idle", async () => {
+    const { threads, spawn } = manualThreads();
+    const pool = new TransformPool(spawn, 2);
+    const answerAll = async () => {
+      await tick();
+      for (const thread of threads) {
+        const job = thread.jobs.at(-1);
+        if (job) thread.answer(job);
+      }
+    };
+    const first = [pool.run("a", "(r) => r", request), pool.run("b", "(r) => r", request)];
+    await tick(); // the threads start and say they are ready
+    await answerAll();
+    await Promise.all(first);
+    const again = [pool.run("b", "(r) => r", request), pool.run("a", "(r) => r", request)];
+    await answerAll();
+    await Promise.all(again);
+    expect(threads.map((t) => t.jobs.map((j) => j.project))).toEqual([
+      ["a", "a"],
+      ["b", "b"],
+    ]);
+  });
+
   test("a run past its time ends its thread and fails; the next run has a new thread", async () => {
     const { threads, spawn } = manualThreads();
     const pool = new TransformPool(spawn, 1);

@@ -28,6 +28,8 @@ interface Slot {
   thread: SandboxThread;
   /** It loaded its sandbox: a run's time counts from its start, not the thread's. */
   ready: boolean;
+  /** Whose run it made last: its sandbox holds that project's memory, and no other's. */
+  lastProject?: string;
   job: Job | null;
   timer: ReturnType<typeof setTimeout> | null;
 }
@@ -71,7 +73,7 @@ export class TransformPool {
 
   private enqueue(project: string, kind: Job["kind"], source: string, inputJson: string) {
     return new Promise<SandboxRun>((settle) => {
-      const job: Job = { id: this.nextId++, kind, source, inputJson, settle };
+      const job: Job = { id: this.nextId++, project, kind, source, inputJson, settle };
       const line = this.lines.get(project);
       if (line) line.push(job);
       else this.lines.set(project, [job]);
@@ -81,11 +83,14 @@ export class TransformPool {
 
   private dispatch(): void {
     for (;;) {
-      // An idle ready thread, or a new one (its runs wait until it says it is ready).
-      const slot = this.idleSlot();
-      const job = slot && this.nextJob();
-      if (!slot || !job) return;
+      // Idle ready threads, or a new one (its runs wait until it says it is ready).
+      const idle = this.idleSlots();
+      const job = idle.length > 0 ? this.nextJob() : undefined;
+      if (!job) return;
+      // The thread that ran this project last, if idle: it need not start a fresh sandbox.
+      const slot = idle.find((s) => s.lastProject === job.project) ?? (idle[0] as Slot);
       slot.job = job;
+      slot.lastProject = job.project;
       slot.timer = setTimeout(() => this.overran(slot), TRANSFORM_LIMITS.runMs + OVERRUN_GRACE_MS);
       const { settle: _, ...message } = job;
       slot.thread.post(message);
@@ -103,9 +108,9 @@ export class TransformPool {
     return undefined;
   }
 
-  private idleSlot(): Slot | undefined {
-    const idle = this.slots.find((slot) => slot.ready && slot.job === null);
-    if (idle || this.slots.length >= this.size || this.lines.size === 0) return idle;
+  private idleSlots(): Slot[] {
+    const idle = this.slots.filter((slot) => slot.ready && slot.job === null);
+    if (idle.length > 0 || this.slots.length >= this.size || this.lines.size === 0) return idle;
     const slot: Slot = { thread: this.spawn(), ready: false, job: null, timer: null };
     slot.thread.listen(
       (answer) => {
@@ -117,7 +122,7 @@ export class TransformPool {
       (error) => this.replace(slot, { error: `the sandbox failed: ${String(error)}` }),
     );
     this.slots.push(slot);
-    return undefined;
+    return [];
   }
 
   private finish(slot: Slot, run: SandboxRun): void {

@@ -1,15 +1,24 @@
 /** A sandbox thread on Deno (a Web Worker): edge/main.deno.ts spawns it (./web-worker.ts). */
-import { serveSandbox, type ThreadAnswer, type ThreadJob } from "../../core/sandbox.ts";
+import {
+  SANDBOX_WASM,
+  serveSandbox,
+  type ThreadAnswer,
+  type ThreadJob,
+} from "../../core/sandbox.ts";
 
-/** The worker's global scope, as much of it as this file uses. */
+/** The worker's global scope, and Deno's file read, as much of them as this file uses. */
 declare const self: {
   onmessage: ((event: { data: ThreadJob }) => void) | null;
   postMessage(answer: ThreadAnswer): void;
 };
+declare const Deno: { readFile(path: URL): Promise<Uint8Array<ArrayBuffer>> };
 
-void serveSandbox({
-  onJob: (handle) => {
-    self.onmessage = (event) => handle(event.data);
+void serveSandbox(
+  {
+    onJob: (handle) => {
+      self.onmessage = (event) => handle(event.data);
+    },
+    answer: (answer) => self.postMessage(answer),
   },
-  answer: (answer) => self.postMessage(answer),
-});
+  Deno.readFile(new URL(import.meta.resolve(SANDBOX_WASM))),
+);

@@ -1,7 +1,18 @@
+import { readFile } from "node:fs/promises";
 import { describe, expect, test } from "vitest";
-import { checkSource, loadSandbox, runTransformSource } from "./sandbox.ts";
+import {
+  checkSource,
+  newSandbox,
+  runTransformSource,
+  SANDBOX_WASM,
+  warm,
+} from "../core/sandbox.ts";
 
-const sandbox = await loadSandbox();
+const module = await WebAssembly.compile(
+  await readFile(new URL(import.meta.resolve(SANDBOX_WASM))),
+);
+await warm(module);
+const sandbox = await newSandbox(module);
 const input = JSON.stringify({ method: "POST", path: "/", query: {}, headers: {}, body: { a: 1 } });
 const run = (source: string) => runTransformSource(sandbox, source, input);
 
