@@ -206,6 +206,8 @@ export const activities: Activities = {
     if (before) return before;
     if (turnedAway(delivery)) return BUSY;
     const verdict = attempt(delivery, "firstAttempt");
+    // Project "lost-first": the attempt reaches its target, then the local activity fails.
+    if (delivery.project === "lost-first") throw new Error("the local activity's answer was lost");
     const ends = only && verdict.kind !== "retry";
     return { ...verdict, ...(ends && { settled: settled(delivery.requestId) }) };
   },
@@ -219,6 +221,10 @@ export const activities: Activities = {
   },
   async deliver(input: DeliverInput) {
     calls.push({ name: "deliver", args: [input] });
+    const before = input.mayHaveLanded
+      ? (await batchDeps().triedBefore([input.requestId]))(input)
+      : undefined;
+    if (before?.kind === "delivered") return before.status;
     if (turnedAway(input)) return BUSY;
     const verdict = attempt(input, "deliver");
     if (verdict.kind === "delivered") return verdict.status;

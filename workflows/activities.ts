@@ -219,11 +219,15 @@ export function createActivities(deps: ActivityDeps) {
     releaseCarried: (workflowId: string, requestIds: string[]): Promise<void> =>
       releaseCarried(sql, workflowId, requestIds),
     deliver: async (input: DeliverInput): Promise<number | "held" | "skipped" | Busy> => {
-      // A first run of it was in flight elsewhere: delivered meanwhile, it is not called again.
-      const before = input.mayHaveLanded
-        ? (await triedBefore([input.requestId]))(input)
-        : undefined;
-      if (before?.kind === "delivered") return before.status;
+      // An earlier try may have reached the target and its verdict been lost: a first run in
+      // flight elsewhere, a first attempt whose local activity failed, or this activity's own
+      // earlier run (Temporal retries one whose completion it never got, its worker killed).
+      // Delivered meanwhile, it is not called again; still in flight on a live worker, it waits.
+      const mayHaveLanded = input.mayHaveLanded || Context.current().info.attempt > 1;
+      const before = mayHaveLanded ? (await triedBefore([input.requestId]))(input) : undefined;
+      if (before?.kind === "delivered" || before?.kind === "busy") {
+        return before.kind === "delivered" ? before.status : before;
+      }
       return deliver(attempts, input);
     },
     holdDelivery: async (

@@ -212,3 +212,18 @@ test("a deliverRequest cancelled before its first task never tries its targets",
     input.requestId,
   );
 });
+
+test("deliverRequest does not send again what a first attempt whose verdict was lost delivered", async () => {
+  const lost = target("lost-verdict");
+  const handle = await start({ ...delivery([lost]), project: "lost-first" });
+
+  expect(await handle.result()).toBe("delivered");
+  // The first attempt delivered; its local activity failed, and the retry read the log first.
+  expect(attemptsOf(handle.workflowId).map((a) => [a.via, a.status])).toEqual([
+    ["firstAttempt", 200],
+  ]);
+  const [retry] = callsOf("deliver").filter(
+    (c) => (c.args[0] as DeliverInput).target.id === lost.id,
+  );
+  expect(retry?.args[0]).toMatchObject({ mayHaveLanded: true });
+});

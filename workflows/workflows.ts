@@ -255,11 +255,17 @@ interface Retrying {
   waiting: Waiting;
 }
 
-/** How a delivery goes on after its first attempt's verdict; null when that attempt ended it. */
+/**
+ * How a delivery goes on after its first attempt's verdict; null when that attempt ended it. A
+ * first attempt that failed as an activity (null) may have reached its target all the same: the
+ * next one reads the log first (`mayHaveLanded`), so a 2xx logged there is not sent again.
+ */
 function retryingOf(delivery: DeliverInput, verdict?: FirstAttempt | null): Retrying | null {
   if (verdict?.kind === "held") return { delivery, delayMs: 0, waiting: "held" };
   if (verdict?.kind === "busy") return { delivery, delayMs: 0, waiting: verdict };
   if (!goesOn(verdict)) return null;
+  if (verdict === null)
+    return { delivery: { ...delivery, mayHaveLanded: true }, delayMs: 0, waiting: null };
   return { delivery, delayMs: verdict?.kind === "retry" ? verdict.delayMs : 0, waiting: null };
 }
 
