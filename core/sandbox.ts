@@ -14,7 +14,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { TRANSFORM_LIMITS } from "./transform.ts";
+import { type SandboxCall, TRANSFORM_LIMITS } from "./transform.ts";
 
 export type Sandbox = QuickJSWASMModule;
 
@@ -29,27 +29,66 @@ export function newSandbox(module: WebAssembly.Module): Promise<Sandbox> {
   return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: module }));
 }
 
-/** What a run came to: what the function returned (JSON text; undefined for nothing), or why not. */
-export type SandboxRun = { output: string | undefined } | { error: string };
+/**
+ * What a run came to: what the function returned, as JSON less its body (undefined for nothing),
+ * and the body it set, as text (null: none set, the call's own goes); or why it failed.
+ */
+export type SandboxRun =
+  | { output: string | undefined; bodyText: string | null }
+  | { error: string };
 
 /**
- * Calls the function `source` evaluates to on `inputJson` parsed, and answers what it returned
- * as JSON. A throw, a run past its time, memory or stack, or a source that is not a function
- * answers the reason.
+ * The request the function is handed: its body parsed from `__body` when first read, and a body
+ * the function sets or reads (and may have changed) is what goes. A returned object with no
+ * `body` of its own (`{...request}` copies none: the property is not enumerable) keeps it.
+ */
+const HANDED = `const __request = JSON.parse(__meta);
+  __request.method = "POST";
+  let __read = false, __parsed;
+  Object.defineProperty(__request, "body", {
+    configurable: true,
+    get() {
+      if (!__read) {
+        __read = true;
+        try { __parsed = JSON.parse(__body); } catch { __parsed = __body; }
+      }
+      return __parsed;
+    },
+    set(value) { __read = true; __parsed = value; },
+  });`;
+
+const RETURNED = `const __own = __out !== __request && Object.prototype.hasOwnProperty.call(__out, "body");
+  const __sentBody = __own ? __out.body : __read ? __parsed : undefined;
+  globalThis.__sent = __sentBody === undefined ? null
+    : typeof __sentBody === "string" ? __sentBody : JSON.stringify(__sentBody);
+  return JSON.stringify({ path: __out.path, query: __out.query, headers: __out.headers });`;
+
+/**
+ * Calls the function `source` evaluates to on `call`, and answers what it returned. A throw, a
+ * run past its time, memory or stack, or a source that is not a function answers the reason.
  */
 export function runTransformSource(
   sandbox: Sandbox,
   source: string,
-  inputJson: string,
+  call: SandboxCall,
 ): SandboxRun {
+  const { bodyText, ...meta } = call;
   return inSandbox(sandbox, (vm) => {
-    const input = vm.newString(inputJson);
-    vm.setProp(vm.global, "__input", input);
-    input.dispose();
+    for (const [name, value] of [
+      ["__meta", JSON.stringify(meta)],
+      ["__body", bodyText],
+    ] as const) {
+      const handle = vm.newString(value);
+      vm.setProp(vm.global, name, handle);
+      handle.dispose();
+    }
     return `const __f = (${source}\n);
-      if (typeof __f !== "function") throw new TypeError("the transformation is not a function");
-      const __out = __f(JSON.parse(__input));
-      __out === undefined ? undefined : JSON.stringify(__out);`;
+        if (typeof __f !== "function") throw new TypeError("the transformation is not a function");
+        ${HANDED}
+        const __out = __f(__request);
+        __out === undefined ? undefined
+          : __out === null || typeof __out !== "object" ? JSON.stringify(__out)
+          : (() => { ${RETURNED} })();`;
   });
 }
 
@@ -58,8 +97,8 @@ export function runTransformSource(
  * their first call, which would otherwise count against the first real run's 50 ms.
  */
 export async function warm(module: WebAssembly.Module): Promise<void> {
-  const input = JSON.stringify({ path: "/", query: {}, headers: {}, body: { items: [1, "a"] } });
-  runTransformSource(await newSandbox(module), "(r) => ({ ...r, body: [r.body] })", input);
+  const call = { path: "/", query: {}, headers: {}, bodyText: '{"items":[1,"a"]}' };
+  runTransformSource(await newSandbox(module), "(r) => ({ ...r, body: [r.body] })", call);
 }
 
 /** Whether `source` is a transformation: an error when it does not compile or is no function. */
@@ -91,7 +130,10 @@ function inSandbox(sandbox: Sandbox, code: (vm: QuickJSContext) => string): Sand
     }
     const output = vm.typeof(result.value) === "string" ? vm.getString(result.value) : undefined;
     result.value.dispose();
-    return { output };
+    const sent = vm.getProp(vm.global, "__sent");
+    const bodyText = vm.typeof(sent) === "string" ? vm.getString(sent) : null;
+    sent.dispose();
+    return { output, bodyText };
   } finally {
     vm.dispose();
     runtime.dispose();
@@ -115,10 +157,10 @@ export interface ThreadJob {
   id: number;
   /** Whose run it is: a project's runs share a sandbox, never another project's. */
   project: string;
-  /** "run": the function on `inputJson`; "check": only whether `source` is a function. */
+  /** "run": the function on `call`; "check": only whether `source` is a function. */
   kind: "run" | "check";
   source: string;
-  inputJson: string;
+  call?: SandboxCall;
 }
 
 /** A job's answer; or, first of all, that the thread is ready for jobs. */
@@ -152,7 +194,7 @@ export async function serveSandbox(
         const run =
           job.kind === "check"
             ? checkSource(sandbox, job.source)
-            : runTransformSource(sandbox, job.source, job.inputJson);
+            : runTransformSource(sandbox, job.source, job.call as SandboxCall);
         port.answer({ id: job.id, run });
       },
       (error: unknown) => port.answer({ id: job.id, run: { error: `no sandbox: ${error}` } }),

@@ -17,7 +17,7 @@ import {
   TargetRefused,
 } from "./target-request.ts";
 import { untraced } from "./tracing.ts";
-import type { RunTransform, TransformOutcome, TransformRequest } from "./transform.ts";
+import type { RunTransform, SandboxCall, TransformOutcome } from "./transform.ts";
 
 const target: DeliveryTarget = {
   id: "tgt_1",
@@ -190,12 +190,12 @@ test("a null body reads as empty", async () => {
 
 describe("a target's transformation", () => {
   const transforming = { ...target, transform: "(request) => request" };
-  const ran: { project: string; request: TransformRequest }[] = [];
+  const ran: { project: string; call: SandboxCall }[] = [];
   const runs =
-    (outcome: (request: TransformRequest) => TransformOutcome): RunTransform =>
-    async (project, _source, request) => {
-      ran.push({ project, request });
-      return outcome(request);
+    (outcome: (call: SandboxCall) => TransformOutcome): RunTransform =>
+    async (project, _source, call) => {
+      ran.push({ project, call });
+      return outcome(call);
     };
 
   test("is handed the call as it would go, and what it hands back is sent, and signed", async () => {
@@ -205,13 +205,12 @@ describe("a target's transformation", () => {
     const call = input({
       target: { ...transforming, targetUrl: "https://example.com/in?v=1" },
       signingKeys: [{ key, expiresAt: null }],
-      transform: runs((request) => ({
-        request: {
-          ...request,
+      transform: runs((handed) => ({
+        call: {
           path: "/orders",
           query: { v: "2" },
           headers: { "content-type": "application/json", "x-shape": "v2" },
-          body: { wrapped: request.body },
+          bodyText: `{"wrapped":${handed.bodyText}}`,
         },
       })),
     });
@@ -219,12 +218,11 @@ describe("a target's transformation", () => {
     expect("answer" in sent).toBe(true);
     expect(ran.at(-1)).toEqual({
       project: "acme",
-      request: {
-        method: "POST",
+      call: {
         path: "/in",
         query: { v: "1" },
         headers: { "content-type": "application/json", "x-api-key": "configured" },
-        body: { a: 1 },
+        bodyText: '{"a":1}',
       },
     });
     const [made] = calls;

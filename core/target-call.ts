@@ -22,7 +22,7 @@ import {
   type TraceContext,
   traceHeaders,
 } from "./tracing.ts";
-import { type RunTransform, transformedCall, transformInput } from "./transform.ts";
+import { outgoingCall, type RunTransform, sandboxCall } from "./transform.ts";
 
 export interface TargetCallInput {
   requestId: string;
@@ -88,7 +88,7 @@ export async function sendToTarget(
   call: TargetCallInput,
 ): Promise<TargetCallResult> {
   const { requestId, target } = call;
-  const outgoing = await outgoingCall(call);
+  const outgoing = await transformedCall(call);
   if ("failure" in outgoing || "dropped" in outgoing) return outgoing;
   const { body } = outgoing;
   const signature = await webhookHeaders(
@@ -134,7 +134,7 @@ export async function sendToTarget(
 }
 
 /** The call as the target's transformation leaves it, or as it came when it has none. */
-async function outgoingCall(
+async function transformedCall(
   call: TargetCallInput,
 ): Promise<
   | { url: string; headers?: Record<string, string>; body: Uint8Array<ArrayBuffer> }
@@ -143,19 +143,19 @@ async function outgoingCall(
 > {
   const { target } = call;
   if (target.transform === undefined) return { url: target.targetUrl, body: call.body };
-  const request = transformInput(
+  const handed = sandboxCall(
     target.targetUrl,
     { ...call.callerHeaders, ...target.headers },
     call.body,
   );
-  const outcome = await call.transform(call.project, target.transform, request);
+  const outcome = await call.transform(call.project, target.transform, handed);
   if ("dropped" in outcome) return DROPPED;
   if ("error" in outcome) {
     return {
       failure: { kind: "transform", message: `its transformation failed: ${outcome.error}` },
     };
   }
-  return transformedCall(target.targetUrl, outcome.request);
+  return outgoingCall(target.targetUrl, outcome.call, call.body);
 }
 
 /**

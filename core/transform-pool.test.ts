@@ -1,9 +1,9 @@
 import { describe, expect, test } from "vitest";
 import { READY, type ThreadJob } from "./sandbox.ts";
-import type { TransformRequest } from "./transform.ts";
+import type { SandboxCall } from "./transform.ts";
 import { type SandboxThread, TransformPool } from "./transform-pool.ts";
 
-const request: TransformRequest = { method: "POST", path: "/", query: {}, headers: {}, body: {} };
+const request: SandboxCall = { path: "/", query: {}, headers: {}, bodyText: "{}" };
 
 /** Threads that answer only when told, so a test decides the order runs end in. */
 function manualThreads() {
@@ -14,7 +14,9 @@ function manualThreads() {
     return {
       post: (job) => thread.jobs.push(job),
       listen(answer) {
-        thread.answer = (job) => answer({ id: job.id, run: { output: JSON.stringify(request) } });
+        const { bodyText: _, ...returned } = request;
+        thread.answer = (job) =>
+          answer({ id: job.id, run: { output: JSON.stringify(returned), bodyText: null } });
         queueMicrotask(() => answer(READY));
       },
       terminate: () => {
@@ -68,6 +70,18 @@ describe("the sandbox threads", () => {
     ]);
   });
 
+  test("no project holds every thread: another's run finds one free of the first's", async () => {
+    const { threads, spawn } = manualThreads();
+    const pool = new TransformPool(spawn, 2);
+    void pool.run("busy", "(r) => { for (;;) {} }", request);
+    void pool.run("busy", "(r) => { for (;;) {} }", request);
+    await tick();
+    void pool.run("calm", "(r) => r", request);
+    await tick();
+    expect(threads.map((t) => t.jobs.map((j) => j.project))).toEqual([["busy"], ["calm"]]);
+    pool.close();
+  });
+
   test("a run past its time ends its thread and fails; the next run has a new thread", async () => {
     const { threads, spawn } = manualThreads();
     const pool = new TransformPool(spawn, 1);
@@ -78,6 +92,7 @@ describe("the sandbox threads", () => {
     await tick();
     const job = threads[1]?.jobs[0];
     if (job) threads[1]?.answer(job);
-    expect(await next).toEqual({ request });
+    const { bodyText: _, ...returned } = request;
+    expect(await next).toEqual({ call: { ...returned, bodyText: null } });
   });
 });

@@ -1,13 +1,18 @@
 /**
  * Transformations run on sandbox threads (./sandbox.ts), never on a process's event loop, so a
  * run that loops or allocates holds one thread for its bounded time and slows no other call. The
- * threads are shared fairly: each project waits in a line of its own and the lines take turns,
- * so one project's many runs delay another's by one run at most per thread. A thread that
+ * threads are shared fairly: each project waits in a line of its own, the lines take turns, and
+ * no project holds every thread, so another project's run finds one free of the first's. A thread that
  * overruns (QuickJS looks at its clock between bytecodes, and a native call can outlast it) is
  * ended and replaced. The same on Node and Deno: the runtime spawns the thread.
  */
 import type { SandboxRun, ThreadAnswer, ThreadJob } from "./sandbox.ts";
-import { type RunTransform, TRANSFORM_LIMITS, transformOutcome } from "./transform.ts";
+import {
+  type RunTransform,
+  type SandboxCall,
+  TRANSFORM_LIMITS,
+  transformOutcome,
+} from "./transform.ts";
 
 /** A sandbox thread as the pool drives it: the runtime's worker thread or Web Worker. */
 export interface SandboxThread {
@@ -55,14 +60,14 @@ export class TransformPool {
   ) {}
 
   /** Runs a target's transformation on `request` for `project`: the call to send, or why not. */
-  readonly run: RunTransform = async (project, source, request) => {
-    const run = await this.enqueue(project, "run", source, JSON.stringify(request));
-    return "error" in run ? run : transformOutcome(run.output);
+  readonly run: RunTransform = async (project, source, call) => {
+    const run = await this.enqueue(project, "run", source, call);
+    return "error" in run ? run : transformOutcome(run.output, run.bodyText);
   };
 
   /** Why `source` is not a transformation (a syntax error, not a function); null when it is. */
   async check(project: string, source: string): Promise<string | null> {
-    const run = await this.enqueue(project, "check", source, "null");
+    const run = await this.enqueue(project, "check", source);
     return "error" in run ? run.error : null;
   }
 
@@ -71,9 +76,9 @@ export class TransformPool {
     this.slots.length = 0;
   }
 
-  private enqueue(project: string, kind: Job["kind"], source: string, inputJson: string) {
+  private enqueue(project: string, kind: Job["kind"], source: string, call?: SandboxCall) {
     return new Promise<SandboxRun>((settle) => {
-      const job: Job = { id: this.nextId++, project, kind, source, inputJson, settle };
+      const job: Job = { id: this.nextId++, project, kind, source, ...(call && { call }), settle };
       const line = this.lines.get(project);
       if (line) line.push(job);
       else this.lines.set(project, [job]);
@@ -97,15 +102,28 @@ export class TransformPool {
     }
   }
 
-  /** The next project's first run; that project goes to the back of the turn order. */
+  /**
+   * The next project's first run; that project goes to the back of the turn order. A project
+   * with its share of the threads running waits its turn without losing its place.
+   */
   private nextJob(): Job | undefined {
     for (const [project, line] of this.lines) {
+      if (this.running(project) >= this.share) continue;
       this.lines.delete(project);
       const job = line.shift();
       if (line.length > 0) this.lines.set(project, line);
       if (job) return job;
     }
     return undefined;
+  }
+
+  /** Threads a project may hold at once: all but one, so another project always finds one. */
+  private get share(): number {
+    return Math.max(1, this.size - 1);
+  }
+
+  private running(project: string): number {
+    return this.slots.filter((slot) => slot.job?.project === project).length;
   }
 
   private idleSlots(): Slot[] {

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import {
+  outgoingCall,
+  sandboxCall,
   TRANSFORM_LIMITS,
-  transformedCall,
   transformInput,
   transformOutcome,
   transformSizeProblem,
@@ -32,27 +33,29 @@ describe("what a transformation is handed", () => {
 });
 
 describe("what it hands back", () => {
-  const request = { method: "POST", path: "/x", query: {}, headers: {}, body: { a: 1 } };
-  const outcome = (value: unknown) => transformOutcome(JSON.stringify(value));
+  const call = { path: "/x", query: {}, headers: {} };
+  const outcome = (value: unknown, bodyText: string | null = null) =>
+    transformOutcome(JSON.stringify(value), bodyText);
 
-  test("null drops the call; a request of the shape is sent", () => {
+  test("null drops the call; a request of the shape is sent, with the body it set or none", () => {
     expect(outcome(null)).toEqual({ dropped: true });
-    expect(outcome(request)).toEqual({ request });
+    expect(outcome(call)).toEqual({ call: { ...call, bodyText: null } });
+    expect(outcome(call, '{"a":1}')).toEqual({ call: { ...call, bodyText: '{"a":1}' } });
   });
 
   test("nothing, or anything but a request, fails with what was wrong", () => {
-    expect(transformOutcome(undefined)).toEqual({
+    expect(transformOutcome(undefined, null)).toEqual({
       error: "it returned nothing (return null to drop the call)",
     });
     for (const [value, message] of [
       [[], /other than a request/],
-      [{ ...request, path: "x" }, /path is not a string starting with one \//],
-      [{ ...request, path: "//evil.example/x" }, /path is not a string starting with one \//],
-      [{ ...request, query: { a: 1 } }, /query is not an object of strings/],
-      [{ ...request, headers: { "X-Upper": "a" } }, /not a lowercase header name/],
-      [{ ...request, headers: { host: "evil.example" } }, /connection's, not its to set/],
-      [{ ...request, headers: { a: "b\r\nc: d" } }, /line break/],
-      [{ ...request, body: undefined }, /has no body/],
+      [42, /other than a request/],
+      [{ ...call, path: "x" }, /path is not a string starting with one \//],
+      [{ ...call, path: "//evil.example/x" }, /path is not a string starting with one \//],
+      [{ ...call, query: { a: 1 } }, /query is not an object of strings/],
+      [{ ...call, headers: { "X-Upper": "a" } }, /not a lowercase header name/],
+      [{ ...call, headers: { host: "evil.example" } }, /connection's, not its to set/],
+      [{ ...call, headers: { a: "b\r\nc: d" } }, /line break/],
     ] as const) {
       expect(outcome(value)).toEqual({ error: expect.stringMatching(message) });
     }
@@ -62,28 +65,36 @@ describe("what it hands back", () => {
     const headers = Object.fromEntries(
       Array.from({ length: TRANSFORM_LIMITS.headers + 1 }, (_, i) => [`h${i}`, "v"]),
     );
-    expect(outcome({ ...request, headers })).toEqual({ error: "it set more than 64 headers" });
+    expect(outcome({ ...call, headers })).toEqual({ error: "it set more than 64 headers" });
     const path = `/${"p".repeat(TRANSFORM_LIMITS.pathBytes)}`;
-    expect(outcome({ ...request, path })).toEqual({ error: "its path is over 2048 bytes" });
+    expect(outcome({ ...call, path })).toEqual({ error: "its path is over 2048 bytes" });
     const body = "b".repeat(TRANSFORM_LIMITS.bodyBytes + 1);
-    expect(outcome({ ...request, body })).toEqual({ error: "its body is over 5242880 bytes" });
+    expect(outcome(call, body)).toEqual({ error: "its body is over 5242880 bytes" });
   });
 });
 
 describe("the call sent", () => {
-  test("stays on the target's origin; a string body goes as its text, anything else as JSON", () => {
-    const request = {
-      method: "POST" as const,
-      path: "/orders/1",
-      query: { v: "2" },
-      headers: { "x-a": "b" },
-      body: "plain text",
-    };
-    const call = transformedCall("https://example.com:8443/in?old=1", request);
+  test("stays on the target's origin, with the body set, or the call's own bytes", () => {
+    const original = utf8.encode('{"a":1}');
+    const sent = { path: "/orders/1", query: { v: "2" }, headers: { "x-a": "b" } };
+    const call = outgoingCall(
+      "https://example.com:8443/in?old=1",
+      { ...sent, bodyText: "text" },
+      original,
+    );
     expect(call.url).toBe("https://example.com:8443/orders/1?v=2");
-    expect(new TextDecoder().decode(call.body)).toBe("plain text");
-    const json = transformedCall("https://example.com/in", { ...request, body: { a: [1] } });
-    expect(new TextDecoder().decode(json.body)).toBe('{"a":[1]}');
+    expect(new TextDecoder().decode(call.body)).toBe("text");
+    const kept = outgoingCall("https://example.com/in", { ...sent, bodyText: null }, original);
+    expect(kept.body).toBe(original);
+  });
+
+  test("a sandbox is handed the body as text, not parsed", () => {
+    expect(sandboxCall("https://example.com/in?v=1", { A: "b" }, utf8.encode("{}"))).toEqual({
+      path: "/in",
+      query: { v: "1" },
+      headers: { a: "b" },
+      bodyText: "{}",
+    });
   });
 });
 

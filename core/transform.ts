@@ -22,7 +22,7 @@ export const TRANSFORM_LIMITS = {
   queryBytes: 8192,
 } as const;
 
-/** A call as a transformation sees it, and as it hands one back. */
+/** A call as a transformation sees it (`request.body` is parsed when first read). */
 export interface TransformRequest {
   method: "POST";
   /** The target URL's path, as `/hooks/orders`. */
@@ -35,50 +35,72 @@ export interface TransformRequest {
   body: JsonValue;
 }
 
+/**
+ * A call as it goes to a sandbox and comes back: its body as text, parsed there only when the
+ * transformation reads it, so one that sets a header or a path costs no parse of a large body.
+ */
+export interface SandboxCall {
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  bodyText: string;
+}
+
+/** The call a transformation handed back; `bodyText` null: the body as it came. */
+export type TransformedCall = Omit<SandboxCall, "bodyText"> & { bodyText: string | null };
+
 /** What a run came to: the call to send, none (dropped), or why it failed. */
-export type TransformOutcome =
-  | { request: TransformRequest }
-  | { dropped: true }
-  | { error: string };
+export type TransformOutcome = { call: TransformedCall } | { dropped: true } | { error: string };
 
 /**
- * Runs a target's transformation for `project` on `request`, away from the caller's thread; the
+ * Runs a target's transformation for `project` on `call`, away from the caller's thread; the
  * runtime's (./transform-pool.ts). Never rejects: a failure is an outcome.
  */
 export type RunTransform = (
   project: string,
   source: string,
-  request: TransformRequest,
+  call: SandboxCall,
 ) => Promise<TransformOutcome>;
 
 const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder();
 
-/** The call a target would receive untransformed, as its transformation is handed it. */
+/** The call a target would receive untransformed, as a sandbox takes it. */
+export function sandboxCall(
+  targetUrl: string,
+  headers: Record<string, string>,
+  body: Uint8Array,
+): SandboxCall {
+  const url = new URL(targetUrl);
+  return {
+    path: url.pathname,
+    query: Object.fromEntries(url.searchParams),
+    headers: Object.fromEntries(Object.entries(headers).map(([n, v]) => [n.toLowerCase(), v])),
+    bodyText: utf8Decoder.decode(body),
+  };
+}
+
+/** The call a target would receive untransformed, as its transformation sees it. */
 export function transformInput(
   targetUrl: string,
   headers: Record<string, string>,
   body: Uint8Array,
 ): TransformRequest {
-  const url = new URL(targetUrl);
-  const text = utf8Decoder.decode(body);
-  let parsed: JsonValue = text;
-  try {
-    parsed = JSON.parse(text) as JsonValue;
-  } catch {
-    // not JSON: the transformation gets its text
-  }
-  return {
-    method: "POST",
-    path: url.pathname,
-    query: Object.fromEntries(url.searchParams),
-    headers: Object.fromEntries(Object.entries(headers).map(([n, v]) => [n.toLowerCase(), v])),
-    body: parsed,
-  };
+  const { bodyText, ...call } = sandboxCall(targetUrl, headers, body);
+  return { method: "POST", ...call, body: bodyValue(bodyText) };
 }
 
-/** The call as sent: its URL on the target's origin, its headers and body bytes. */
-export interface TransformedCall {
+/** A body's text as a transformation reads it: parsed as JSON, else the text itself. */
+export function bodyValue(text: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return text;
+  }
+}
+
+/** A call as sent: its URL on the target's origin, its headers and body bytes. */
+export interface OutgoingCall {
   url: string;
   headers: Record<string, string>;
   body: Uint8Array<ArrayBuffer>;
@@ -86,14 +108,18 @@ export interface TransformedCall {
 
 /**
  * The call a transformation handed back, sent to the target's own origin (a path cannot leave
- * it): a string body goes as its text, anything else as JSON.
+ * it), with the body it set, or the call's own bytes when it set none.
  */
-export function transformedCall(targetUrl: string, request: TransformRequest): TransformedCall {
+export function outgoingCall(
+  targetUrl: string,
+  call: TransformedCall,
+  body: Uint8Array<ArrayBuffer>,
+): OutgoingCall {
   const url = new URL(targetUrl);
-  url.pathname = request.path;
-  url.search = new URLSearchParams(request.query).toString();
-  const body = typeof request.body === "string" ? request.body : JSON.stringify(request.body);
-  return { url: url.href, headers: request.headers, body: utf8.encode(body) };
+  url.pathname = call.path;
+  url.search = new URLSearchParams(call.query).toString();
+  const sent = call.bodyText === null ? body : utf8.encode(call.bodyText);
+  return { url: url.href, headers: call.headers, body: sent };
 }
 
 /** Headers a transformation may not set: the connection's and the body's framing. */
@@ -112,27 +138,30 @@ const FRAMING_HEADERS = new Set([
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 /**
- * What a run handed back (`undefined`, or its JSON text), checked: `null` drops the call; an
- * object of the request's shape, within bounds, is the call to send; anything else fails it with
- * a message that says what was wrong.
+ * What a run handed back, checked: `returned` is the JSON of what the function returned less its
+ * body (undefined for nothing), `bodyText` the body it set (null: none set). `null` drops the
+ * call; an object of the request's shape, within bounds, is the call to send; anything else fails
+ * it with a message that says what was wrong.
  */
-export function transformOutcome(output: string | undefined): TransformOutcome {
-  if (output === undefined) return { error: "it returned nothing (return null to drop the call)" };
-  if (utf8.encode(output).byteLength > TRANSFORM_LIMITS.bodyBytes * 2) {
-    return { error: `it returned more than ${TRANSFORM_LIMITS.bodyBytes} bytes of body` };
-  }
-  const value = JSON.parse(output) as JsonValue;
+export function transformOutcome(
+  returned: string | undefined,
+  bodyText: string | null,
+): TransformOutcome {
+  if (returned === undefined)
+    return { error: "it returned nothing (return null to drop the call)" };
+  const value = JSON.parse(returned) as JsonValue;
   if (value === null) return { dropped: true };
   if (typeof value !== "object" || Array.isArray(value)) {
     return { error: "it returned something other than a request or null" };
   }
-  const problem = requestProblem(value);
+  const problem = requestProblem(value) ?? bodyProblem(bodyText);
   if (problem) return { error: problem };
-  return { request: value as unknown as TransformRequest };
+  const { path, query, headers } = value as Omit<TransformedCall, "bodyText">;
+  return { call: { path, query, headers, bodyText } };
 }
 
 function requestProblem(value: { [key: string]: JsonValue }): string | null {
-  const { path, query, headers, body } = value;
+  const { path, query, headers } = value;
   const limits = TRANSFORM_LIMITS;
   if (typeof path !== "string" || !path.startsWith("/") || path.startsWith("//")) {
     return "its path is not a string starting with one /";
@@ -156,12 +185,14 @@ function requestProblem(value: { [key: string]: JsonValue }): string | null {
     headerBytes += name.length + utf8.encode(headerValue).byteLength;
   }
   if (headerBytes > limits.headerBytes) return `its headers are over ${limits.headerBytes} bytes`;
-  if (body === undefined) return 'it has no body (an empty one is "")';
-  const sent = typeof body === "string" ? body : JSON.stringify(body);
-  if (utf8.encode(sent).byteLength > limits.bodyBytes) {
-    return `its body is over ${limits.bodyBytes} bytes`;
-  }
   return null;
+}
+
+function bodyProblem(bodyText: string | null): string | null {
+  const limit = TRANSFORM_LIMITS.bodyBytes;
+  // A UTF-16 unit is at most three bytes: most bodies need no encoding to be known short enough.
+  if (bodyText === null || bodyText.length * 3 <= limit) return null;
+  return utf8.encode(bodyText).byteLength > limit ? `its body is over ${limit} bytes` : null;
 }
 
 function isStringRecord(value: JsonValue | undefined): value is Record<string, string> {

@@ -13,22 +13,41 @@ const module = await WebAssembly.compile(
 );
 await warm(module);
 const sandbox = await newSandbox(module);
-const input = JSON.stringify({ method: "POST", path: "/", query: {}, headers: {}, body: { a: 1 } });
-const run = (source: string) => runTransformSource(sandbox, source, input);
+const call = { path: "/", query: {}, headers: {}, bodyText: '{"a":1}' };
+const run = (source: string) => runTransformSource(sandbox, source, call);
+const META = JSON.stringify({ path: "/", query: {}, headers: {} });
 
 describe("a transformation's run", () => {
-  test("answers what the function returned, as JSON; nothing when it returned nothing", () => {
+  test("answers what the function returned, less its body, and the body it set", () => {
     expect(run("(r) => ({ ...r, body: { ...r.body, b: 2 } })")).toEqual({
-      output: JSON.stringify({
-        method: "POST",
-        path: "/",
-        query: {},
-        headers: {},
-        body: { a: 1, b: 2 },
-      }),
+      output: META,
+      bodyText: '{"a":1,"b":2}',
     });
-    expect(run("(r) => null")).toEqual({ output: "null" });
-    expect(run("(r) => {}")).toEqual({ output: undefined });
+    expect(run("(r) => ({ ...r, path: '/x', body: 'plain' })")).toEqual({
+      output: JSON.stringify({ path: "/x", query: {}, headers: {} }),
+      bodyText: "plain",
+    });
+    expect(run("(r) => null")).toEqual({ output: "null", bodyText: null });
+    expect(run("(r) => {}")).toEqual({ output: undefined, bodyText: null });
+  });
+
+  test("a body not read nor set goes as it came; one read may have changed, and goes again", () => {
+    // `{...request}` copies no body: the call's own goes, never parsed.
+    expect(run("(r) => ({ ...r, headers: { a: 'b' } })")).toEqual({
+      output: JSON.stringify({ path: "/", query: {}, headers: { a: "b" } }),
+      bodyText: null,
+    });
+    expect(run("(r) => r")).toEqual({ output: META, bodyText: null });
+    expect(run("(r) => { r.body.a = 2; return { ...r } }")).toEqual({
+      output: META,
+      bodyText: '{"a":2}',
+    });
+    expect(
+      runTransformSource(sandbox, "(r) => r.body.length ? r : null", {
+        ...call,
+        bodyText: "not json",
+      }),
+    ).toEqual({ output: META, bodyText: "not json" });
   });
 
   test("a throw, a loop, an allocation without bound, a recursion: each its reason", () => {
@@ -45,18 +64,18 @@ describe("a transformation's run", () => {
 
   test("has no host: no I/O, no timers, nothing but the language", () => {
     for (const name of ["fetch", "require", "process", "setTimeout", "Deno", "WebAssembly"]) {
-      expect(run(`(r) => typeof ${name}`)).toEqual({ output: '"undefined"' });
+      expect(run(`(r) => typeof ${name}`)).toMatchObject({ output: '"undefined"' });
     }
   });
 
   test("sees nothing an earlier run left", () => {
     expect(run("(r) => { globalThis.left = 'secret'; return r }")).not.toHaveProperty("error");
-    expect(run("(r) => typeof globalThis.left")).toEqual({ output: '"undefined"' });
+    expect(run("(r) => typeof globalThis.left")).toMatchObject({ output: '"undefined"' });
   });
 });
 
 test("a source is checked: it compiles, to a function", () => {
-  expect(checkSource(sandbox, "(r) => r")).toEqual({ output: undefined });
+  expect(checkSource(sandbox, "(r) => r")).toEqual({ output: undefined, bodyText: null });
   expect(checkSource(sandbox, "(r => ")).toEqual({ error: expect.stringMatching(/SyntaxError/) });
   expect(checkSource(sandbox, "42")).toEqual({
     error: "it threw TypeError: the transformation is not a function",

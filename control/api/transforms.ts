@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { JsonValue } from "../../core/model.ts";
-import { TRANSFORM_LIMITS, transformSizeProblem } from "../../core/transform.ts";
+import { bodyValue, TRANSFORM_LIMITS, transformSizeProblem } from "../../core/transform.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { jsonValue, parseInput } from "./validation.ts";
 
@@ -78,10 +78,12 @@ export async function tryTransform(
 ): Promise<TriedTransform> {
   const access = await projectAccess(ctx, slug);
   const { transform, request } = parseInput(tryTransformBody, input);
-  const outcome = await ctx.transforms.run(access.slug, transform, { method: "POST", ...request });
+  const { body, ...call } = request;
+  const bodyText = typeof body === "string" ? body : JSON.stringify(body);
+  const outcome = await ctx.transforms.run(access.slug, transform, { ...call, bodyText });
   if ("dropped" in outcome) return { outcome: "dropped" };
   if ("error" in outcome) return { outcome: "error", error: outcome.error };
-  // What is sent: fields a transformation adds beyond these (a method) are not.
-  const { path, query, headers, body } = outcome.request;
-  return { outcome: "request", request: { path, query, headers, body } };
+  const { path, query, headers, bodyText: sent } = outcome.call;
+  const sentBody = sent === null ? body : bodyValue(sent);
+  return { outcome: "request", request: { path, query, headers, body: sentBody } };
 }
