@@ -134,3 +134,28 @@ export function rerunVerdict(
   const endsBy = run.startedAtMs + target.timeoutSeconds * 1000 + FIRST_ATTEMPT_SLACK_MS;
   return endsBy > nowMs ? { kind: "busy", waitMs: endsBy - nowMs, mayHaveLanded: true } : undefined;
 }
+
+/** Why a delivery waits before its next attempt, when it does. */
+export type Waiting = "held" | Busy | null;
+
+/** A delivery whose first attempt did not end it: when it goes on, and why it waits. */
+interface Retrying {
+  delivery: DeliverInput;
+  delayMs: number;
+  waiting: Waiting;
+}
+
+/**
+ * How a delivery goes on after its first attempt's verdict; null when that attempt ended it. A
+ * first attempt that failed as an activity (null) may have reached its target all the same: the
+ * next one reads the log first (`mayHaveLanded`), so a 2xx logged there is not sent again.
+ */
+export function retryingOf(delivery: DeliverInput, verdict?: FirstAttempt | null): Retrying | null {
+  if (verdict?.kind === "held") return { delivery, delayMs: 0, waiting: "held" };
+  if (verdict?.kind === "busy") return { delivery, delayMs: 0, waiting: verdict };
+  if (!goesOn(verdict)) return null;
+  if (verdict === null) {
+    return { delivery: { ...delivery, mayHaveLanded: true }, delayMs: 0, waiting: null };
+  }
+  return { delivery, delayMs: verdict?.kind === "retry" ? verdict.delayMs : 0, waiting: null };
+}

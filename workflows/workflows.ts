@@ -42,13 +42,13 @@ import type { RetryPolicy } from "./activity-deps.ts";
 import { timeToWait, type WaitLeft } from "./delays.ts";
 import {
   asyncDeliveries,
-  type Busy,
   type DeliverInput,
   FIRST_ATTEMPT_SLACK_MS,
   type FirstAttempt,
-  goesOn,
   type RequestRow,
+  retryingOf,
   targetIdsOf,
+  type Waiting,
 } from "./deliveries.ts";
 import { type Lane, RequestLane } from "./lanes.ts";
 import { raise, requestFailed } from "./notifications.ts";
@@ -244,30 +244,6 @@ async function deliverAll(
 
 /** How long a held delivery waits for its release before it looks again itself. */
 const HOLD_RECHECK = "1 hour";
-
-/** Why a delivery waits before its next attempt, when it does. */
-type Waiting = "held" | Busy | null;
-
-/** A delivery whose first attempt did not end it: when it goes on, and why it waits. */
-interface Retrying {
-  delivery: DeliverInput;
-  delayMs: number;
-  waiting: Waiting;
-}
-
-/**
- * How a delivery goes on after its first attempt's verdict; null when that attempt ended it. A
- * first attempt that failed as an activity (null) may have reached its target all the same: the
- * next one reads the log first (`mayHaveLanded`), so a 2xx logged there is not sent again.
- */
-function retryingOf(delivery: DeliverInput, verdict?: FirstAttempt | null): Retrying | null {
-  if (verdict?.kind === "held") return { delivery, delayMs: 0, waiting: "held" };
-  if (verdict?.kind === "busy") return { delivery, delayMs: 0, waiting: verdict };
-  if (!goesOn(verdict)) return null;
-  if (verdict === null)
-    return { delivery: { ...delivery, mayHaveLanded: true }, delayMs: 0, waiting: null };
-  return { delivery, delayMs: verdict?.kind === "retry" ? verdict.delayMs : 0, waiting: null };
-}
 
 /**
  * Tries one target until the attempt series ends. While the target's deliveries wait (its
