@@ -44,6 +44,33 @@ export function Field({
   );
 }
 
+/** Code typed to try: monospace, growing with its text up to `maxRows`. */
+export function CodeArea({
+  control,
+  name,
+  text,
+  onText,
+  maxRows,
+}: {
+  control: ControlProps;
+  name: string;
+  text: string;
+  onText: (text: string) => void;
+  maxRows: number;
+}) {
+  return (
+    <textarea
+      {...control}
+      name={name}
+      className="code"
+      rows={Math.min(maxRows, Math.max(3, text.split("\n").length + 1))}
+      spellCheck={false}
+      value={text}
+      onChange={(e) => onText(e.target.value)}
+    />
+  );
+}
+
 /** A key lifetime in whole days, 1 to 3650; empty means what the hint says. */
 export function DaysField(props: {
   label: string;

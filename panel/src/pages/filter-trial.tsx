@@ -8,7 +8,7 @@ import { useEffect, useMemo, useState } from "react";
 import { type FilterInput, matchesFilter } from "../../../core/filter.ts";
 import { filterProblems } from "../../../core/filter-rules.ts";
 import type { Target } from "../../../gen/relay/v1/routing_pb.ts";
-import { Field } from "../ui.tsx";
+import { CodeArea, Field } from "../ui.tsx";
 
 /** How long typing pauses before the typed filter is tried. */
 const TRY_AFTER_MS = 300;
@@ -61,15 +61,7 @@ export function FilterTrial({ initial, logged }: { initial: string; logged: Filt
         }
       >
         {(control) => (
-          <textarea
-            {...control}
-            name="filter"
-            className="code"
-            rows={Math.min(12, Math.max(3, text.split("\n").length + 1))}
-            spellCheck={false}
-            value={text}
-            onChange={(e) => setText(e.target.value)}
-          />
+          <CodeArea control={control} name="filter" text={text} onText={setText} maxRows={12} />
         )}
       </Field>
       <div role="status" data-testid="filter-verdict" data-verdict={verdict.kind}>

@@ -18,7 +18,7 @@ import type { Target } from "../../../gen/relay/v1/routing_pb.ts";
 import { TransformService } from "../../../gen/relay/v1/transforms_pb.ts";
 import { fieldError, problemOf } from "../errors.ts";
 import { useProject } from "../project.ts";
-import { Field } from "../ui.tsx";
+import { CodeArea, Field } from "../ui.tsx";
 
 /** How long typing pauses before the typed transformation is tried. */
 const TRY_AFTER_MS = 300;
@@ -118,15 +118,7 @@ export function TransformTrial({
         }
       >
         {(control) => (
-          <textarea
-            {...control}
-            name="transform"
-            className="code"
-            rows={Math.min(16, Math.max(3, text.split("\n").length + 1))}
-            spellCheck={false}
-            value={text}
-            onChange={(e) => setText(e.target.value)}
-          />
+          <CodeArea control={control} name="transform" text={text} onText={setText} maxRows={16} />
         )}
       </Field>
       {targets.length > 1 && (
