@@ -44,8 +44,10 @@ const callToTry = transformCall.extend({
 export const tryTransformBody = z.strictObject({
   transform: z
     .string()
+    // Stated in the document too, so a client knows: something besides spaces.
+    .regex(/\S/, "a transformation is a function, not empty")
     .superRefine((source, issues) => {
-      const problem = transformSizeProblem(source);
+      const problem = source.trim() && transformSizeProblem(source); // an empty one: the pattern
       if (problem) issues.addIssue({ code: "custom", message: problem });
     })
     .describe(
