@@ -4,6 +4,7 @@
  * operation returns their shape. A time is a Date in the code and an ISO 8601 string in JSON: a
  * codec whose input side is what goes on the wire, so answers are documented on their input side.
  */
+
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
 import { bodyEncodings } from "../../core/inspect.ts";
@@ -12,6 +13,7 @@ import { type ProjectCap, projectCaps } from "../../core/limits.ts";
 import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
 import { policyBody } from "./projects.ts";
+import { transformCall } from "./transforms.ts";
 import { jsonObject, jsonValue } from "./validation.ts";
 
 export const timestamp = z.codec(z.iso.datetime(), z.date(), {
@@ -393,4 +395,5 @@ export const components: Record<string, z.ZodType> = {
   Attempt: attempt,
   Request: request,
   RequestPage: requestPage,
+  TransformCall: transformCall,
 };

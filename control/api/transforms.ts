@@ -24,7 +24,7 @@ const body = jsonValue
   ) as unknown as z.ZodType<JsonValue>;
 
 /** A call as a transformation is handed it and hands it back (core/transform.ts); always a POST. */
-const transformCall = z.strictObject({
+export const transformCall = z.strictObject({
   path: z
     .string()
     .max(TRANSFORM_LIMITS.pathBytes)

@@ -44,7 +44,7 @@ export function TransformOutcome({ source, input }: { source: string; input: Tra
   if (tried.error) {
     const problem = problemOf(tried.error);
     return (
-      <p className="field-error" data-outcome="refused">
+      <p className="field-error" data-transform-outcome="refused">
         {fieldError(problem, "transform") ?? problem.message}
       </p>
     );
@@ -59,13 +59,13 @@ export function TransformOutcome({ source, input }: { source: string; input: Tra
       );
     case "dropped":
       return (
-        <p className="verdict-skips" data-outcome="dropped">
+        <p className="verdict-skips" data-transform-outcome="dropped">
           dropped: it returns null, so the target would skip this call
         </p>
       );
     case "error":
       return (
-        <p className="field-error" data-outcome="error">
+        <p className="field-error" data-transform-outcome="error">
           fails: {outcome.value}
         </p>
       );
@@ -73,7 +73,7 @@ export function TransformOutcome({ source, input }: { source: string; input: Tra
       const { path, query, headers, body } = outcome.value;
       const sent = { path, query, headers, body: body ? toJson(ValueSchema, body) : null };
       return (
-        <figure className="body" data-outcome="request">
+        <figure className="body" data-transform-outcome="request">
           <figcaption className="verdict-matches">The call the target would be sent</figcaption>
           <pre className="code" data-testid="transformed-request">
             {JSON.stringify(sent, null, 2)}
