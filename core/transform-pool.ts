@@ -59,7 +59,7 @@ export class TransformPool {
     private readonly size: number,
   ) {}
 
-  /** Runs a target's transformation on `request` for `project`: the call to send, or why not. */
+  /** Runs a target's transformation on `call` for `project`: the call to send, or why not. */
   readonly run: RunTransform = async (project, source, call) => {
     const run = await this.enqueue(project, "run", source, call);
     return "error" in run ? run : transformOutcome(run.output, run.bodyText);
