@@ -11,12 +11,12 @@ import {
   newQuickJSWASMModuleFromVariant,
   newVariant,
   type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import { type SandboxCall, TRANSFORM_LIMITS } from "./transform.ts";
-
-export type Sandbox = QuickJSWASMModule;
 
 /** Its types describe the CommonJS build's module object; imported as ESM, it is the variant. */
 const variant = wasmfile as unknown as QuickJSSyncVariant;
@@ -25,8 +25,68 @@ const variant = wasmfile as unknown as QuickJSSyncVariant;
 export const SANDBOX_WASM = "@jitl/quickjs-wasmfile-release-sync/wasm";
 
 /** A fresh sandbox: its own instance of QuickJS's compiled module, its own memory. */
-export function newSandbox(module: WebAssembly.Module): Promise<Sandbox> {
-  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: module }));
+export async function newSandbox(module: WebAssembly.Module): Promise<Sandbox> {
+  return new Sandbox(
+    await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: module })),
+  );
+}
+
+/** A QuickJS runtime for one run, bounded; its clock starts when the run takes it. */
+interface RunContext {
+  runtime: QuickJSRuntime;
+  vm: QuickJSContext;
+  deadline: number;
+  interrupted: boolean;
+}
+
+/**
+ * One instance of QuickJS, whose runs each take a runtime of their own. Making a runtime and
+ * freeing a used one (with all a 64 KiB body's objects) cost as much as a quarter of a run, so
+ * a thread does both after it has sent a run's answer (`tidy`), off the caller's path.
+ */
+export class Sandbox {
+  #quickjs: QuickJSWASMModule;
+  #ready: RunContext | undefined;
+  #spent: RunContext[] = [];
+
+  constructor(quickjs: QuickJSWASMModule) {
+    this.#quickjs = quickjs;
+  }
+
+  /** A fresh runtime for a run starting now, freed by the next `tidy` (or `take`). */
+  take(): RunContext {
+    this.#free();
+    const context = this.#ready ?? this.#newContext();
+    this.#ready = undefined;
+    context.deadline = Date.now() + TRANSFORM_LIMITS.runMs;
+    this.#spent.push(context);
+    return context;
+  }
+
+  /** Frees the runs' runtimes and makes the next one ready. */
+  tidy(): void {
+    this.#free();
+    this.#ready ??= this.#newContext();
+  }
+
+  #free(): void {
+    for (const { vm, runtime } of this.#spent.splice(0)) {
+      vm.dispose();
+      runtime.dispose();
+    }
+  }
+
+  #newContext(): RunContext {
+    const runtime = this.#quickjs.newRuntime();
+    runtime.setMemoryLimit(TRANSFORM_LIMITS.memoryBytes);
+    runtime.setMaxStackSize(TRANSFORM_LIMITS.stackBytes);
+    const context = { runtime, vm: runtime.newContext(), deadline: 0, interrupted: false };
+    runtime.setInterruptHandler(() => {
+      context.interrupted = Date.now() > context.deadline;
+      return context.interrupted;
+    });
+    return context;
+  }
 }
 
 /**
@@ -78,7 +138,7 @@ export function runTransformSource(
       ["__meta", JSON.stringify(meta)],
       ["__body", bodyText],
     ] as const) {
-      const handle = vm.newString(value);
+      const handle = newText(vm, value);
       vm.setProp(vm.global, name, handle);
       handle.dispose();
     }
@@ -111,32 +171,47 @@ export function checkSource(sandbox: Sandbox, source: string): SandboxRun {
 }
 
 function inSandbox(sandbox: Sandbox, code: (vm: QuickJSContext) => string): SandboxRun {
-  const runtime = sandbox.newRuntime();
-  runtime.setMemoryLimit(TRANSFORM_LIMITS.memoryBytes);
-  runtime.setMaxStackSize(TRANSFORM_LIMITS.stackBytes);
-  const deadline = Date.now() + TRANSFORM_LIMITS.runMs;
-  let interrupted = false;
-  runtime.setInterruptHandler(() => {
-    interrupted = Date.now() > deadline;
-    return interrupted;
-  });
-  const vm = runtime.newContext();
+  const context = sandbox.take();
+  const { vm } = context;
+  const result = vm.evalCode(`"use strict";\n${code(vm)}`, "transform.js");
+  if (result.error) {
+    const thrown = vm.dump(result.error) as unknown;
+    result.error.dispose();
+    return { error: reasonOf(thrown, context.interrupted) };
+  }
+  const output = vm.typeof(result.value) === "string" ? vm.getString(result.value) : undefined;
+  result.value.dispose();
+  const sent = vm.getProp(vm.global, "__sent");
+  const bodyText = vm.typeof(sent) === "string" ? vm.getString(sent) : null;
+  sent.dispose();
+  return { output, bodyText };
+}
+
+/** What quickjs-emscripten-core keeps protected on a context (the version is pinned). */
+interface ContextInternals {
+  module: { _malloc(bytes: number): number; _free(pointer: number): void; HEAPU8: Uint8Array };
+  ffi: { QTS_NewString(context: number, pointer: number): number };
+  ctx: { value: number };
+  memory: { heapValueHandle(pointer: number): QuickJSHandle };
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * `vm.newString(text)`, less its cost: quickjs-emscripten copies a string into WebAssembly's
+ * memory a character at a time in JavaScript (most of a millisecond for a 64 KiB body), where
+ * `encodeInto` writes it at once. QuickJS reads it as a C string, as `newString` hands it.
+ */
+function newText(vm: QuickJSContext, text: string): QuickJSHandle {
+  const { module, ffi, ctx, memory } = vm as unknown as ContextInternals;
+  const bytes = text.length * 3 + 1; // UTF-8's worst case, and the closing NUL
+  const pointer = module._malloc(bytes);
   try {
-    const result = vm.evalCode(`"use strict";\n${code(vm)}`, "transform.js");
-    if (result.error) {
-      const thrown = vm.dump(result.error) as unknown;
-      result.error.dispose();
-      return { error: reasonOf(thrown, interrupted) };
-    }
-    const output = vm.typeof(result.value) === "string" ? vm.getString(result.value) : undefined;
-    result.value.dispose();
-    const sent = vm.getProp(vm.global, "__sent");
-    const bodyText = vm.typeof(sent) === "string" ? vm.getString(sent) : null;
-    sent.dispose();
-    return { output, bodyText };
+    const { written } = utf8.encodeInto(text, module.HEAPU8.subarray(pointer, pointer + bytes - 1));
+    module.HEAPU8[pointer + written] = 0;
+    return memory.heapValueHandle(ffi.QTS_NewString(ctx.value, pointer));
   } finally {
-    vm.dispose();
-    runtime.dispose();
+    module._free(pointer);
   }
 }
 
@@ -195,7 +270,9 @@ export async function serveSandbox(
           job.kind === "check"
             ? checkSource(sandbox, job.source)
             : runTransformSource(sandbox, job.source, job.call as SandboxCall);
+
         port.answer({ id: job.id, run });
+        sandbox.tidy();
       },
       (error: unknown) => port.answer({ id: job.id, run: { error: `no sandbox: ${error}` } }),
     );

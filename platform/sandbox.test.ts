@@ -50,6 +50,22 @@ describe("a transformation's run", () => {
     ).toEqual({ output: META, bodyText: "not json" });
   });
 
+  test("a body in any script reaches the function whole, and comes back whole", () => {
+    const body = { name: "Zoë Ångström", note: "€ 5, 日本, 😀", empty: "" };
+    const echoed = runTransformSource(
+      sandbox,
+      "(r) => ({ ...r, body: { ...r.body, echo: r.body.note } })",
+      {
+        ...call,
+        bodyText: JSON.stringify(body),
+      },
+    );
+    expect(echoed).toEqual({
+      output: META,
+      bodyText: JSON.stringify({ ...body, echo: body.note }),
+    });
+  });
+
   test("a throw, a loop, an allocation without bound, a recursion: each its reason", () => {
     expect(run("(r) => { throw new Error('boom') }")).toEqual({ error: "it threw Error: boom" });
     expect(run("(r) => { for (;;) {} }")).toEqual({ error: "it ran past 50 ms" });
@@ -71,6 +87,15 @@ describe("a transformation's run", () => {
   test("sees nothing an earlier run left", () => {
     expect(run("(r) => { globalThis.left = 'secret'; return r }")).not.toHaveProperty("error");
     expect(run("(r) => typeof globalThis.left")).toMatchObject({ output: '"undefined"' });
+    sandbox.tidy(); // as a thread does after each answer: the next run's runtime made ready
+    expect(run("(r) => typeof globalThis.left")).toMatchObject({ output: '"undefined"' });
+  });
+
+  test("a runtime made ready early still gives its run the whole 50 ms", async () => {
+    sandbox.tidy();
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    const busy = "(r) => { const end = Date.now() + 20; while (Date.now() < end) {} return r }";
+    expect(run(busy)).toEqual({ output: META, bodyText: null });
   });
 });
 
