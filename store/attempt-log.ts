@@ -33,6 +33,8 @@ export interface AttemptStart {
   requestId: string;
   target: Pick<DeliveryTarget, "id" | "name">;
   startedAt: Date;
+  /** The replay it is part of (core/delivery.ts); absent, the call's own deliveries. */
+  replay?: number | undefined;
 }
 
 /** What the log shows of one delivery's attempts so far (`earlierAttempts`). */
@@ -51,11 +53,16 @@ export interface StartedAttempt {
    * when the log did not answer it.
    */
   target?: DeliveryTarget | null;
+  /**
+   * The status of an earlier attempt that delivered it (a 2xx): no attempt is started, and the
+   * target is not called again, whoever runs it again (a workflow task retried, say).
+   */
+  delivered?: number;
 }
 
 /**
- * Logs attempts as they start; an earlier attempt at the same target that never ended is marked
- * lost now. Attempts are numbered by the log, so a lost one, a replay's or a reset's counts on
+ * Logs attempts as they start, but for deliveries an earlier 2xx ended; an earlier attempt at the
+ * same target that never ended is marked lost now. Attempts are numbered by the log, so a lost one, a replay's or a reset's counts on
  * from the ones before it. Answers each start's row, in order, with its target as stored now.
  */
 export async function startAttempts(
@@ -71,38 +78,54 @@ export async function startAttempts(
   const opened = openings.length > 0 ? q`opened as (${insertRequests(q, openings)}),` : q``;
   const rows = await q<
     {
-      id: string;
+      id: string | null;
       requestId: string;
       targetId: string;
       attempt: number;
+      delivered: number | null;
       target: DeliveryTarget | null;
     }[]
   >`
     with ${opened} started as (
       select * from unnest(${starts.map((s) => s.requestId)}::text[],
         ${starts.map((s) => s.target.id)}::text[], ${starts.map((s) => s.target.name)}::text[],
-        ${starts.map((s) => s.startedAt.toISOString())}::timestamptz[])
-        as s (request_id, target_id, target_name, started_at)
+        ${starts.map((s) => s.startedAt.toISOString())}::timestamptz[],
+        ${starts.map((s) => s.replay ?? 0)}::integer[])
+        as s (request_id, target_id, target_name, started_at, replay)
+    ), delivered as (
+      select distinct on (a.request_id, a.target_id) a.request_id, a.target_id, a.attempt,
+        a.status_code
+      from attempts a join started s using (request_id, target_id, replay)
+      where a.status_code between 200 and 299
+      order by a.request_id, a.target_id, a.id
+    ), starting as (
+      select * from started s where not exists (
+        select 1 from delivered d where (d.request_id, d.target_id) = (s.request_id, s.target_id))
     ), lost as (
       update attempts a
       set error = 'lost: no outcome (the worker stopped or the attempt timed out)'
-      from started s
+      from starting s
       where a.request_id = s.request_id and a.target_id = s.target_id and a.latency_ms is null
     )
     , inserted as (
-      insert into attempts (request_id, target_id, target_name, attempt, started_at, worker_id)
+      insert into attempts (request_id, target_id, target_name, attempt, started_at, worker_id,
+        replay)
       select s.request_id, s.target_id, s.target_name,
         coalesce((select max(a.attempt) from attempts a
           where a.request_id = s.request_id and a.target_id = s.target_id), 0) + 1,
-        s.started_at, ${workerId}
-      from started s
+        s.started_at, ${workerId}, s.replay
+      from starting s
       returning id, request_id, target_id, attempt
     )
-    select i.*, (select ${deliveryTarget(q)} from targets t where t.id = i.target_id) as target
-    from inserted i`;
+    select i.*, null::integer as delivered,
+      (select ${deliveryTarget(q)} from targets t where t.id = i.target_id) as target
+    from inserted i
+    union all
+    select null, d.request_id, d.target_id, d.attempt, d.status_code, null from delivered d`;
   const byDelivery = new Map(rows.map((row) => [`${row.requestId}/${row.targetId}`, row]));
   return starts.map((s) => {
     const row = byDelivery.get(`${s.requestId}/${s.target.id}`);
+    if (row?.delivered != null) return { id: "", attempt: row.attempt, delivered: row.delivered };
     return { id: row?.id ?? "", attempt: row?.attempt ?? 1, ...(row && { target: row.target }) };
   });
 }
@@ -293,8 +316,8 @@ async function moveCircuits(
 }
 
 /**
- * What the log shows of these requests' attempts so far, by "request id, space, target id": a
- * first attempt run again (its workflow task lost with its worker, or timed out) delivers none
+ * What the log shows of these requests' attempts so far, by "request id, target id, replay" (a
+ * replay's, or 0 for the call's own): a first attempt run again (its workflow task lost with its worker, or timed out) delivers none
  * twice (workflows/deliveries.ts `rerunVerdict`).
  */
 export async function earlierAttempts(
@@ -305,6 +328,7 @@ export async function earlierAttempts(
     {
       requestId: string;
       targetId: string;
+      replay: number;
       delivered: number | null;
       startedAt: Date | null;
       workerId: string | null;
@@ -312,10 +336,11 @@ export async function earlierAttempts(
     }[]
   >`
     with tried as (
-      select id, request_id, target_id, status_code, latency_ms, error, started_at, worker_id
+      select id, request_id, target_id, replay, status_code, latency_ms, error, started_at,
+        worker_id
       from attempts where request_id = any(${requestIds}::text[])
     )
-    select a.request_id, a.target_id,
+    select a.request_id, a.target_id, a.replay,
       max(a.status_code) filter (where a.status_code between 200 and 299) as delivered,
       u.started_at, u.worker_id, u.worker_alive
     from tried a left join lateral (
@@ -324,14 +349,14 @@ export async function earlierAttempts(
           and w.seen_at > now() - make_interval(secs => ${WORKER_ALIVE_MS / 1000})
       ) as worker_alive
       from tried l
-      where l.request_id = a.request_id and l.target_id = a.target_id
+      where l.request_id = a.request_id and l.target_id = a.target_id and l.replay = a.replay
         and l.latency_ms is null and l.error is null
       order by l.id desc limit 1
     ) u on true
-    group by a.request_id, a.target_id, u.started_at, u.worker_id, u.worker_alive`;
+    group by a.request_id, a.target_id, a.replay, u.started_at, u.worker_id, u.worker_alive`;
   return new Map(
     rows.map((r) => [
-      `${r.requestId} ${r.targetId}`,
+      `${r.requestId} ${r.targetId} ${r.replay}`,
       {
         delivered: r.delivered,
         unended: r.startedAt

@@ -319,13 +319,38 @@ test("the log tells a first attempt run again what became of the earlier ones: d
     delivered: null,
     unended: { startedAtMs: startedAt.getTime(), workerId, workerAlive },
   });
-  expect(earlier.get(`${requestId} at-live`)).toEqual(unended("worker-alive", true));
-  expect(earlier.get(`${requestId} at-dead`)).toEqual(unended("worker-gone", false));
-  expect(earlier.get(`${requestId} done`)).toEqual({ delivered: 204, unended: null });
+  expect(earlier.get(`${requestId} at-live 0`)).toEqual(unended("worker-alive", true));
+  expect(earlier.get(`${requestId} at-dead 0`)).toEqual(unended("worker-gone", false));
+  expect(earlier.get(`${requestId} done 0`)).toEqual({ delivered: 204, unended: null });
   // Tried again, the earlier attempt is lost, and the new one is the one in flight.
   await start("at-dead", "worker-alive");
   expect(earlier.size).toBe(3);
-  expect((await earlierAttempts(sql, [requestId])).get(`${requestId} at-dead`)).toEqual(
+  expect((await earlierAttempts(sql, [requestId])).get(`${requestId} at-dead 0`)).toEqual(
     unended("worker-alive", true),
   );
+});
+
+test("an attempt started again after an earlier one delivered starts nothing: its start answers the 2xx (a replay starts anew)", async () => {
+  const requestId = await requestWith({ done: 202, failing: 503 });
+  const again = await startAttempts(
+    sql,
+    ["done", "failing"].map((t) => ({ requestId, target: { id: t, name: t }, startedAt })),
+    "worker-alive",
+  );
+  expect(again.map(({ id, attempt, delivered }) => ({ id, attempt, delivered }))).toEqual([
+    { id: "", attempt: 1, delivered: 202 },
+    { id: expect.not.stringMatching(/^$/), attempt: 2, delivered: undefined },
+  ]);
+  const logged = await sql`
+    select target_id, count(*)::int as n from attempts where request_id = ${requestId}
+    group by target_id order by target_id`;
+  expect(logged.map((r) => [r.targetId, r.n])).toEqual([
+    ["done", 1],
+    ["failing", 2],
+  ]);
+  // A replay of it is a run of its own: the 2xx of the call's run does not end it.
+  const [replayed] = await startAttempts(sql, [
+    { requestId, target: { id: "done", name: "done" }, startedAt, replay: 1 },
+  ]);
+  expect([replayed?.attempt, replayed?.delivered]).toEqual([2, undefined]);
 });

@@ -32,13 +32,7 @@ import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import { laneWait, laneWaits } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
-import {
-  deliver,
-  FirstAttemptsInFlight,
-  firstAttempt,
-  relaySyncCall,
-  relaySyncCalls,
-} from "./attempts.ts";
+import { deliver, firstAttempt, relaySyncCall, relaySyncCalls } from "./attempts.ts";
 import {
   type BatchAttemptDeps,
   firstAttemptsOfBatch,
@@ -55,6 +49,7 @@ import {
   rerunVerdict,
   type TriedBefore,
 } from "./deliveries.ts";
+import { FirstAttemptsInFlight } from "./first-attempts-in-flight.ts";
 import { notifier } from "./notify.ts";
 import {
   type ClaimedCall,
@@ -94,7 +89,7 @@ export function createActivities(deps: ActivityDeps) {
     const nowMs = unended ? (await now()).getTime() : 0;
     return (delivery) =>
       rerunVerdict(
-        earlier.get(`${delivery.requestId} ${delivery.target.id}`),
+        earlier.get(`${delivery.requestId} ${delivery.target.id} ${delivery.replay ?? 0}`),
         delivery.target,
         deps.workerId,
         nowMs,

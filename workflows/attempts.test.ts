@@ -1,12 +1,12 @@
 import { describe, expect, test } from "vitest";
 import { delivery, target } from "../test/workflow-worker.ts";
-import { FirstAttemptsInFlight } from "./attempts.ts";
 import {
   asyncDeliveries,
   FIRST_ATTEMPT_SLACK_MS,
   type FirstAttempt,
   rerunVerdict,
 } from "./deliveries.ts";
+import { FirstAttemptsInFlight } from "./first-attempts-in-flight.ts";
 
 test("a first attempt run again while its first run is in flight joins it: the target is called once", async () => {
   const inFlight = new FirstAttemptsInFlight();

@@ -30,34 +30,19 @@ import type { AttemptDeps } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
 import type { Busy, DeliverInput, FirstAttempt, RequestRow } from "./deliveries.ts";
 import type { ClaimedCall } from "./sync-answers.ts";
-import { callAndRead, loggedAnswer, type Sent, syncOutcome, verdictOn } from "./target-answers.ts";
+import {
+  callAndRead,
+  deliveredBefore,
+  loggedAnswer,
+  type Sent,
+  syncOutcome,
+  verdictOn,
+} from "./target-answers.ts";
 import { roomForAttempt } from "./target-room.ts";
 
 /** A busy answer: how long to wait, drawn from the project's share of the pool. */
 function busy(slots: ProjectSlots, project: string): Busy {
   return { kind: "busy", waitMs: slots.waitMs(project, Math.random()) };
-}
-
-/**
- * First attempts in flight in one worker process, by delivery ("request id, space, target id").
- * A local activity outlives its workflow task when the task times out meanwhile (a worker short
- * of CPU or slots misses the task's heartbeat); Temporal then runs the task again, and with it
- * the attempt, while the first run is still at the target. The run again joins the one in flight
- * and answers its verdict, so the target is called once. (Run again on another worker, the log
- * tells it the first run is in flight there: ./deliveries.ts `rerunVerdict`.)
- */
-export class FirstAttemptsInFlight {
-  private readonly running = new Map<string, Promise<FirstAttempt>>();
-
-  /** `attempt` of `delivery`, or the verdict of the one in flight here already. */
-  run(delivery: DeliverInput, attempt: () => Promise<FirstAttempt>): Promise<FirstAttempt> {
-    const key = `${delivery.requestId} ${delivery.target.id}`;
-    const inFlight = this.running.get(key);
-    if (inFlight) return inFlight;
-    const started = attempt().finally(() => this.running.delete(key));
-    this.running.set(key, started);
-    return started;
-  }
 }
 
 /**
@@ -260,11 +245,15 @@ async function postToTarget(
     requestId,
     target,
     startedAt: signedAt,
+    replay: call.replay,
   });
   starting.catch(() => {}); // awaited below; a failure is not unhandled meanwhile
   // An async attempt is in the log before the call, so one lost with its worker shows; the log
   // answers its target as it is now, so a retry goes where the owner sends now.
   const logged = call.sync ? undefined : await starting;
+  // Delivered by an earlier run of this attempt (its task retried, say): not sent again.
+  if (logged?.delivered)
+    return { ...deliveredBefore(logged.attempt, logged.delivered), status: undefined };
   const attempt = logged?.attempt ?? 1;
   const current = logged?.target === undefined ? target : logged.target;
   const signingKeys = await keys;

@@ -100,6 +100,12 @@ export interface Sent {
   retry?: TargetRetry | undefined;
 }
 
+/** An attempt an earlier one delivered, as the log keeps that one: its number and its 2xx. */
+export function deliveredBefore(attempt: number, status: number): Sent {
+  const answer = { status, headers: new Headers(), body: null, truncated: false };
+  return { attempt, answer, failure: null };
+}
+
 /** What a sync call came to, as its caller is answered. */
 export function syncOutcome({ answer, failure, dropped }: Sent): SyncOutcome {
   if (dropped) return { kind: "skipped" };
