@@ -7,9 +7,11 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Connection } from "@temporalio/client";
+import postgres from "postgres";
 import { request } from "undici";
 import { defaultRestartPolicy, logFile, ManagedProcess } from "../dev/processes.ts";
 import type { Stack } from "../dev/stack.ts";
+import type { MadeAgain } from "./fault-mix.ts";
 import { type Cleanup, stackEnv } from "./harness.ts";
 
 /** The second control plane, worker and edge, supervised as the stack's own processes are. */
@@ -106,5 +108,38 @@ export async function countWorkflows(stack: Stack, type: string): Promise<number
     return (await client.workflow.count(`WorkflowType = "${type}"`)).count;
   } finally {
     await connection.close();
+  }
+}
+
+/**
+ * Deliveries made again, by what the request log shows of them: "a 2xx was logged before" (Relay
+ * knew it had delivered, and sent again: no cause) or "an earlier outcome was lost" (an attempt
+ * whose worker or task died mid-call: at-least-once's cause).
+ */
+export async function madeAgainByCause(
+  databaseUrl: string,
+  again: MadeAgain[],
+): Promise<Map<string, number>> {
+  const causes = new Map<string, number>();
+  if (again.length === 0) return causes;
+  const sql = postgres(databaseUrl, { max: 1 });
+  try {
+    const rows = await sql<{ requestId: string; target: string; delivered: number }[]>`
+      select request_id as "requestId", target_name as target,
+        count(*) filter (where status_code between 200 and 299)::int as delivered
+      from attempts where request_id = any(${again.map((d) => d.requestId)}::text[])
+        and replay = 0
+      group by request_id, target_name`;
+    const logged = new Map(rows.map((r) => [`${r.requestId} ${r.target}`, r.delivered]));
+    for (const { requestId, target } of again) {
+      const cause =
+        (logged.get(`${requestId} ${target}`) ?? 0) > 1
+          ? "a 2xx was logged before (no cause)"
+          : "an earlier outcome was lost";
+      causes.set(cause, (causes.get(cause) ?? 0) + 1);
+    }
+    return causes;
+  } finally {
+    await sql.end();
   }
 }

@@ -29,6 +29,12 @@ export const MIX = [
 }[];
 export const kindOf = (i: number) => MIX[i % MIX.length] as (typeof MIX)[number];
 
+export interface MadeAgain {
+  requestId: string;
+  target: string;
+  at: number;
+}
+
 /**
  * The customer's side: every delivery to the targets under /in, counted by delivery id, and the
  * targets each request reached.
@@ -36,8 +42,8 @@ export const kindOf = (i: number) => MIX[i % MIX.length] as (typeof MIX)[number]
 export function mixTarget() {
   const deliveries = new Map<string, number>();
   const reached = new Map<string, Set<string>>();
-  /** Deliveries made again, by target and by when (ms since the epoch). */
-  const again: { target: string; at: number }[] = [];
+  /** Deliveries made again: their request, target and when (ms since the epoch). */
+  const again: MadeAgain[] = [];
   /** Each target's last first delivery (ms since the epoch): which kind the drain waited for. */
   const lastFirst = new Map<string, number>();
   /** Deliveries to the flaky target seen, and those answered 503 once already. */
@@ -57,9 +63,9 @@ export function mixTarget() {
       const before = deliveries.get(id) ?? 0;
       deliveries.set(id, before + 1);
       const target = req.url.slice("/in/".length);
-      if (before > 0) again.push({ target, at: Date.now() });
-      else lastFirst.set(target, Date.now());
       const requestId = String(req.headers["x-relay-request-id"]);
+      if (before > 0) again.push({ requestId, target, at: Date.now() });
+      else lastFirst.set(target, Date.now());
       const targets = reached.get(requestId) ?? new Set<string>();
       reached.set(requestId, targets.add(target));
     }

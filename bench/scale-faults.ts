@@ -23,6 +23,7 @@ import { freePorts } from "../dev/ports.ts";
 import { freeStackPorts, startStack } from "../dev/stack.ts";
 import {
   countWorkflows,
+  madeAgainByCause,
   servingAgain,
   startSecondOfEach,
   supervisorRestarts,
@@ -372,6 +373,9 @@ await runBench(async (cleanup) => {
   const againBy = (key: (d: (typeof again)[number]) => string) =>
     show(again.reduce((counts, d) => count(counts, key(d)), new Map<string, number>()));
   console.log(`deliveries made again, by target: ${againBy((d) => d.target)}`);
+  console.log(
+    `deliveries made again, by cause: ${show(await madeAgainByCause(stack.databaseUrl, again))}`,
+  );
   console.log(
     `last first delivery, by target (s): ${[...lastFirst].map(([name, at]) => `${name} ${seconds(at - t0)}`).join(", ")}`,
   );
