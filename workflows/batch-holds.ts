@@ -79,6 +79,11 @@ const TURN_WAIT_IN_BATCH_MS = 600_000;
 const GATHER_TURNS_MS = 20;
 /** Batches begun before they gathered their turns attempted each told request at once. */
 const GATHER_TURNS = "batch-gathers-turns";
+/**
+ * Batches begun before waited on, when a turn was told mid-wait, until their next wake (up to
+ * TURN_WAIT_IN_BATCH_MS): the gathering's end had no timer of its own.
+ */
+const WAKE_TO_GATHER = "batch-wakes-to-gather";
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
 const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
@@ -112,6 +117,7 @@ export async function waitInBatch(
     toldAt ??= Date.now();
   });
   const gathers = forTime && patched(GATHER_TURNS);
+  const wakesToGather = gathers && patched(WAKE_TO_GATHER);
   /** When each request waiting for its lane's turn stops waiting here and goes on on its own. */
   const turnDeadline = new Map<InBatch, number>();
   const awaitTurn = (w: InBatch) => {
@@ -243,7 +249,10 @@ export async function waitInBatch(
               ((inTurn(w) && gathered()) || Date.now() >= (turnDeadline.get(w) ?? 0)))),
       );
     const timeout = forTime ? Math.max(1, nextWake() - Date.now()) : HOLD_RECHECK_MS;
-    const retime = () => forTime && attemptsEnded !== endedBefore;
+    const toldBefore = toldAt;
+    // Ended attempts set new times due; a first turn told sets when the gathering ends.
+    const retime = () =>
+      forTime && (attemptsEnded !== endedBefore || (wakesToGather && toldAt !== toldBefore));
     if (!(await condition(() => ready() || waiting.size === 0 || retime(), timeout))) {
       if (!forTime || Date.now() >= recheckAt) {
         await holdAll();

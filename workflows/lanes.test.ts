@@ -95,3 +95,39 @@ test("a batch whose requests wait behind other batches' attempts the turns told 
   for (const r of requests) expect(attemptsOf(r.requestId).map((a) => a.status)).toEqual([200]);
   await recordHistory(batch, "batch-lanes-gathered");
 });
+
+test("a batch told one turn while another of its requests waits untold attempts it once the turns are gathered, not at its next wake", async () => {
+  const origin = target("origin");
+  const ahead = ["a", "b"].map((key) => ({ key, laneId: nextId("lane"), id: nextId("ahead") }));
+  const requests: DeliveryInput[] = ahead.map(({ key, laneId }) => ({
+    ...delivery([origin]),
+    ordering: { laneId, key, joinedAtEdge: true },
+  }));
+  for (const [i, { laneId, id }] of ahead.entries()) {
+    joinLaneAsEdge(laneId, id, [origin.id]);
+    joinLaneAsEdge(laneId, requests[i]?.requestId ?? "", [origin.id]);
+  }
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "acme", requests }],
+  });
+  await vi.waitFor(() => {
+    for (const r of requests) expect(parkedUnder(r.requestId)).toBe(batch.workflowId);
+  });
+  const [first, second] = ahead;
+  const [told, untold] = requests;
+  if (!first || !second || !told || !untold) throw new Error("two keys");
+  await passTurns(env.client, [
+    { laneId: first.laneId, requestId: first.id, targetIds: [origin.id] },
+  ]);
+  // Its next wake is 10 minutes off (the untold one's longest wait for its turn).
+  await vi.waitFor(() => expect(attemptsOf(told.requestId).map((a) => a.status)).toEqual([200]), {
+    timeout: 10_000,
+  });
+  expect(attemptsOf(untold.requestId)).toEqual([]);
+  await passTurns(env.client, [
+    { laneId: second.laneId, requestId: second.id, targetIds: [origin.id] },
+  ]);
+  expect(await batch.result()).toBe(0);
+});
