@@ -27,6 +27,32 @@ import type { deliverBatch } from "./workflows.ts";
 
 withMockedWorker();
 
+/**
+ * A batch of one ordered request per key, each parked in its batch behind an earlier request of
+ * its key that another batch carries (`ahead`: pass their turns to let the batch's go).
+ */
+async function batchBehind(keys: string[]) {
+  const origin = target("origin");
+  const ahead = keys.map((key) => ({ key, laneId: nextId("lane"), id: nextId("ahead") }));
+  const requests: DeliveryInput[] = ahead.map(({ key, laneId }) => ({
+    ...delivery([origin]),
+    ordering: { laneId, key, joinedAtEdge: true },
+  }));
+  for (const [i, { laneId, id }] of ahead.entries()) {
+    joinLaneAsEdge(laneId, id, [origin.id]);
+    joinLaneAsEdge(laneId, requests[i]?.requestId ?? "", [origin.id]);
+  }
+  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
+    taskQueue,
+    workflowId: nextId("batch"),
+    args: [{ project: "acme", requests }],
+  });
+  await vi.waitFor(() => {
+    for (const r of requests) expect(parkedUnder(r.requestId)).toBe(batch.workflowId);
+  });
+  return { origin, ahead, requests, batch };
+}
+
 test("requests deliver one at a time per target, in join order; a retried head holds the next, and each passes its turn on", async () => {
   const origin = target("origin");
   script.set(origin.id, [{ status: 503 }, { status: 200 }]);
@@ -59,29 +85,8 @@ test("requests deliver one at a time per target, in join order; a retried head h
 });
 
 test("a batch whose requests wait behind other batches' attempts the turns told it a few apart in one activity", async () => {
-  const origin = target("origin");
   // Three keys, each with an earlier request a batch of its own carries, then one of this batch.
-  const ahead = ["a", "b", "c"].map((key) => ({
-    key,
-    laneId: nextId("lane"),
-    id: nextId("ahead"),
-  }));
-  const requests: DeliveryInput[] = ahead.map(({ key, laneId }) => ({
-    ...delivery([origin]),
-    ordering: { laneId, key, joinedAtEdge: true },
-  }));
-  for (const [i, { laneId, id }] of ahead.entries()) {
-    joinLaneAsEdge(laneId, id, [origin.id]);
-    joinLaneAsEdge(laneId, requests[i]?.requestId ?? "", [origin.id]);
-  }
-  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
-    taskQueue,
-    workflowId: nextId("batch"),
-    args: [{ project: "acme", requests }],
-  });
-  await vi.waitFor(() => {
-    for (const r of requests) expect(parkedUnder(r.requestId)).toBe(batch.workflowId);
-  });
+  const { origin, ahead, requests, batch } = await batchBehind(["a", "b", "c"]);
   // The requests ahead end one after another, and each tells the batch its turn came.
   for (const { laneId, id } of ahead) {
     await passTurns(env.client, [{ laneId, requestId: id, targetIds: [origin.id] }]);
@@ -97,24 +102,7 @@ test("a batch whose requests wait behind other batches' attempts the turns told 
 });
 
 test("a batch told one turn while another of its requests waits untold attempts it once the turns are gathered, not at its next wake", async () => {
-  const origin = target("origin");
-  const ahead = ["a", "b"].map((key) => ({ key, laneId: nextId("lane"), id: nextId("ahead") }));
-  const requests: DeliveryInput[] = ahead.map(({ key, laneId }) => ({
-    ...delivery([origin]),
-    ordering: { laneId, key, joinedAtEdge: true },
-  }));
-  for (const [i, { laneId, id }] of ahead.entries()) {
-    joinLaneAsEdge(laneId, id, [origin.id]);
-    joinLaneAsEdge(laneId, requests[i]?.requestId ?? "", [origin.id]);
-  }
-  const batch = await env.client.workflow.start<typeof deliverBatch>("deliverBatch", {
-    taskQueue,
-    workflowId: nextId("batch"),
-    args: [{ project: "acme", requests }],
-  });
-  await vi.waitFor(() => {
-    for (const r of requests) expect(parkedUnder(r.requestId)).toBe(batch.workflowId);
-  });
+  const { origin, ahead, requests, batch } = await batchBehind(["a", "b"]);
   const [first, second] = ahead;
   const [told, untold] = requests;
   if (!first || !second || !told || !untold) throw new Error("two keys");
