@@ -61,9 +61,10 @@ export interface StartedAttempt {
 }
 
 /**
- * Logs attempts as they start, but for deliveries an earlier 2xx ended; an earlier attempt at the
- * same target that never ended is marked lost now. Attempts are numbered by the log, so a lost one, a replay's or a reset's counts on
- * from the ones before it. Answers each start's row, in order, with its target as stored now.
+ * Logs attempts as they start, but for deliveries an earlier 2xx of the same run ended; an earlier
+ * attempt at the same target that never ended is marked lost now. Attempts are numbered by the
+ * log, so a lost one, a replay's or a reset's counts on from the ones before it. Answers each
+ * start's row, in order, with its target as stored now.
  */
 export async function startAttempts(
   q: Queryable,
@@ -317,8 +318,8 @@ async function moveCircuits(
 
 /**
  * What the log shows of these requests' attempts so far, by "request id, target id, replay" (a
- * replay's, or 0 for the call's own): a first attempt run again (its workflow task lost with its worker, or timed out) delivers none
- * twice (workflows/deliveries.ts `rerunVerdict`).
+ * replay's number, 0 for the call's own): a first attempt run again (its workflow task lost with
+ * its worker, or timed out) delivers none twice (workflows/deliveries.ts `rerunVerdict`).
  */
 export async function earlierAttempts(
   q: Queryable,
