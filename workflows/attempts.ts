@@ -25,6 +25,7 @@ import type { AttemptEnded, Finishing, LoggedAnswer } from "../store/attempt-log
 import { loadBody } from "../store/bodies.ts";
 import { reserveCredits, reserveCreditsBatch } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
+import { freeFlowSlots } from "../store/flow.ts";
 import * as requestLog from "../store/request-log.ts";
 import type { AttemptDeps } from "./activity-deps.ts";
 import type { TakeSlot } from "./batch-attempts.ts";
@@ -251,9 +252,14 @@ async function postToTarget(
   // An async attempt is in the log before the call, so one lost with its worker shows; the log
   // answers its target as it is now, so a retry goes where the owner sends now.
   const logged = call.sync ? undefined : await starting;
-  // Delivered by an earlier run of this attempt (its task retried, say): not sent again.
-  if (logged?.delivered)
+  // Delivered by an earlier run of this attempt (its task retried, say): not sent again, and the
+  // place it took among its limited target's attempts in flight is freed now, not at its expiry.
+  if (logged?.delivered) {
+    if (flowLimitsOf(target)?.maxConcurrent != null) {
+      await freeFlowSlots(deps.sql, [{ requestId, targetId: target.id }]);
+    }
     return { ...deliveredBefore(logged.attempt, logged.delivered), status: undefined };
+  }
   const attempt = logged?.attempt ?? 1;
   const current = logged?.target === undefined ? target : logged.target;
   const signingKeys = await keys;
