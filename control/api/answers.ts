@@ -1,25 +1,19 @@
 /**
  * What the management API answers, as zod schemas: the OpenAPI document's answer schemas
  * (control/openapi.ts), and through `route` (control/rest/contract.ts) a type check that each
- * operation returns their shape. A time is a Date in the code and an ISO 8601 string in JSON: a
- * codec whose input side is what goes on the wire, so answers are documented on their input side.
+ * operation returns their shape. The request log's are in ./request-answers.ts.
  */
 
 import { z } from "zod";
 import { type ErrorCode, errorStatus } from "../../core/errors.ts";
-import { bodyEncodings } from "../../core/inspect.ts";
 import { orderings } from "../../core/lanes.ts";
 import { type ProjectCap, projectCaps } from "../../core/limits.ts";
-import { deliveryModes, keyModes, plans, requestStatuses, roles } from "../../core/model.ts";
-import { TRACE_ID } from "../../core/tracing.ts";
+import { deliveryModes, keyModes, plans, roles } from "../../core/model.ts";
 import { policyBody } from "./projects.ts";
+import { attempt, body, request, requestPage } from "./request-answers.ts";
+import { timestamp } from "./timestamp.ts";
 import { transformCall } from "./transforms.ts";
 import { jsonObject, jsonValue } from "./validation.ts";
-
-export const timestamp = z.codec(z.iso.datetime(), z.date(), {
-  decode: (text) => new Date(text),
-  encode: (date) => date.toISOString(),
-});
 
 const errorCodes = Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]];
 
@@ -265,105 +259,6 @@ export const deliveryHistory = z.strictObject({
     }),
   ),
 });
-
-/** A body as the log keeps it: text when it is valid UTF-8, else base64 (core/inspect.ts). */
-export const body = z
-  .strictObject({
-    encoding: z.enum(bodyEncodings),
-    text: z.string().describe('The body itself ("utf8"), or its bytes in base64 ("base64")'),
-    bytes: z.number().int().describe("Its size in bytes"),
-  })
-  .describe("A body: as text when it is valid UTF-8, else in base64");
-
-const headers = z.record(z.string(), z.string()).describe("Header values by lowercase name");
-
-const attempt = z.strictObject({
-  targetId: z.string(),
-  targetName: z.string(),
-  attempt: z.number().int(),
-  startedAt: timestamp,
-  statusCode: z.number().int().nullable(),
-  latencyMs: z.number().nullable().describe("Null while the attempt is in flight"),
-  error: z.string().nullable(),
-  response: z
-    .strictObject({
-      headers,
-      body: body.describe("The answer's first 64 KiB"),
-      truncated: z.boolean().describe("The answer was longer than 64 KiB"),
-    })
-    .nullable()
-    .optional()
-    .describe(
-      "What the target answered; null when it did not answer, or the attempt was logged before the log kept answers. Only in a single request's read",
-    ),
-});
-
-export const request = z.strictObject({
-  requestId: z.string(),
-  status: z.enum(requestStatuses),
-  line: z.string(),
-  endpoint: z.string(),
-  receivedAt: timestamp,
-  notBefore: timestamp.nullable().describe("A delayed request's time"),
-  traceId: z
-    .string()
-    .regex(TRACE_ID)
-    .nullable()
-    .describe(
-      "The W3C trace of its spans (32 hex digits); null when its edge did not export traces",
-    ),
-  updatedAt: timestamp,
-  bodyBytes: z.number().int(),
-  idempotencyKey: z.string().nullable().describe("The caller's Idempotency-Key, when it sent one"),
-  resentFrom: z
-    .string()
-    .nullable()
-    .describe("The request this one was sent again from (`POST .../send-again`)"),
-  headers: headers
-    .nullable()
-    .optional()
-    .describe(
-      "The inbound headers as forwarded to the targets (never Authorization, nor a header a target marks secret); null when the request was logged before the log kept them. Only in a single request's read",
-    ),
-  body: body
-    .nullable()
-    .optional()
-    .describe(
-      "The body as received; null when the request was logged before the log kept bodies. Only in a single request's read",
-    ),
-  attempts: z.array(attempt),
-  waiting: z.array(
-    z.strictObject({
-      targetId: z.string(),
-      targetName: z.string(),
-      reason: z
-        .enum(["paused", "circuit_open", "disabled", "throttled"])
-        .describe(
-          "Why it waits: its target paused, its circuit open or disabled, or its flow limits full",
-        ),
-    }),
-  ),
-  skipped: z
-    .array(
-      z.strictObject({
-        targetId: z.string(),
-        targetName: z.string(),
-        reason: z
-          .enum(["filter", "transform"])
-          .describe(
-            "filter: the target's filter does not match the call; transform: its transformation returned null",
-          ),
-      }),
-    )
-    .describe("Targets the call was not delivered to (nor charged for), and why"),
-});
-
-export const requestPage = z.strictObject({
-  requests: z.array(request),
-  nextCursor: z.string().describe("The next page's `cursor`; empty on the last page"),
-});
-
-export const replayed = z.strictObject({ replayed: z.number().int() });
 
 export const clock = z.strictObject({
   now: timestamp,

@@ -2,7 +2,7 @@
  * The Request log routes (requests, read and cancelled): each REST contract beside the operation it
  * calls, as control/connect/request-log.ts serves the same operations over Connect.
  */
-import * as answers from "../api/answers.ts";
+import * as answers from "../api/request-answers.ts";
 import * as cancel from "../api/cancel.ts";
 import * as requests from "../api/requests.ts";
 import * as sendAgain from "../api/send-again.ts";

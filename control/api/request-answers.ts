@@ -1,0 +1,109 @@
+/**
+ * What the request log's operations answer (control/api/requests.ts, replay, send-again, erase):
+ * a request with its attempts, a page of them, a bulk replay's count. Part of the answer schemas
+ * of ./answers.ts, which names them in the document's components.
+ */
+import { z } from "zod";
+import { bodyEncodings } from "../../core/inspect.ts";
+import { requestStatuses } from "../../core/model.ts";
+import { TRACE_ID } from "../../core/tracing.ts";
+import { timestamp } from "./timestamp.ts";
+
+/** A body as the log keeps it: text when it is valid UTF-8, else base64 (core/inspect.ts). */
+export const body = z
+  .strictObject({
+    encoding: z.enum(bodyEncodings),
+    text: z.string().describe('The body itself ("utf8"), or its bytes in base64 ("base64")'),
+    bytes: z.number().int().describe("Its size in bytes"),
+  })
+  .describe("A body: as text when it is valid UTF-8, else in base64");
+
+const headers = z.record(z.string(), z.string()).describe("Header values by lowercase name");
+
+export const attempt = z.strictObject({
+  targetId: z.string(),
+  targetName: z.string(),
+  attempt: z.number().int(),
+  startedAt: timestamp,
+  statusCode: z.number().int().nullable(),
+  latencyMs: z.number().nullable().describe("Null while the attempt is in flight"),
+  error: z.string().nullable(),
+  response: z
+    .strictObject({
+      headers,
+      body: body.describe("The answer's first 64 KiB"),
+      truncated: z.boolean().describe("The answer was longer than 64 KiB"),
+    })
+    .nullable()
+    .optional()
+    .describe(
+      "What the target answered; null when it did not answer, or the attempt was logged before the log kept answers. Only in a single request's read",
+    ),
+});
+
+export const request = z.strictObject({
+  requestId: z.string(),
+  status: z.enum(requestStatuses),
+  line: z.string(),
+  endpoint: z.string(),
+  receivedAt: timestamp,
+  notBefore: timestamp.nullable().describe("A delayed request's time"),
+  traceId: z
+    .string()
+    .regex(TRACE_ID)
+    .nullable()
+    .describe(
+      "The W3C trace of its spans (32 hex digits); null when its edge did not export traces",
+    ),
+  updatedAt: timestamp,
+  bodyBytes: z.number().int(),
+  idempotencyKey: z.string().nullable().describe("The caller's Idempotency-Key, when it sent one"),
+  resentFrom: z
+    .string()
+    .nullable()
+    .describe("The request this one was sent again from (`POST .../send-again`)"),
+  headers: headers
+    .nullable()
+    .optional()
+    .describe(
+      "The inbound headers as forwarded to the targets (never Authorization, nor a header a target marks secret); null when the request was logged before the log kept them. Only in a single request's read",
+    ),
+  body: body
+    .nullable()
+    .optional()
+    .describe(
+      "The body as received; null when the request was logged before the log kept bodies. Only in a single request's read",
+    ),
+  attempts: z.array(attempt),
+  waiting: z.array(
+    z.strictObject({
+      targetId: z.string(),
+      targetName: z.string(),
+      reason: z
+        .enum(["paused", "circuit_open", "disabled", "throttled"])
+        .describe(
+          "Why it waits: its target paused, its circuit open or disabled, or its flow limits full",
+        ),
+    }),
+  ),
+  skipped: z
+    .array(
+      z.strictObject({
+        targetId: z.string(),
+        targetName: z.string(),
+        reason: z
+          .enum(["filter", "transform"])
+          .describe(
+            "filter: the target's filter does not match the call; transform: its transformation returned null",
+          ),
+      }),
+    )
+    .describe("Targets the call was not delivered to (nor charged for), and why"),
+});
+
+export const requestPage = z.strictObject({
+  requests: z.array(request),
+  nextCursor: z.string().describe("The next page's `cursor`; empty on the last page"),
+});
+
+export const replayed = z.strictObject({ replayed: z.number().int() });
