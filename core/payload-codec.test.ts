@@ -76,6 +76,24 @@ test("a worker's codec takes sealed payloads only: one in clear is refused, what
   );
 });
 
+test("a worker takes the note Temporal's server writes for an activity cancelled before it started, and nothing like it", async () => {
+  const worker = sealedOnly(await PayloadCipher.fromSecrets([NEW]));
+  const encoding = new TextEncoder().encode("json/plain");
+  const note = (data: string, metadata: Record<string, Uint8Array> = {}) => ({
+    metadata: { encoding, ...metadata },
+    data: new TextEncoder().encode(data),
+  });
+  const [opened] = await worker.decode([note('"ACTIVITY_ID_NOT_STARTED"')]);
+  expect(jsonPayloadValue(opened)).toBe("ACTIVITY_ID_NOT_STARTED");
+  for (const other of [
+    note('"ACTIVITY_ID_UNKNOWN"'),
+    note('"ACTIVITY_ID_NOT_STARTED" '),
+    note('"ACTIVITY_ID_NOT_STARTED"', { messageType: encoding }),
+  ]) {
+    await expect(worker.decode([other])).rejects.toBeInstanceOf(UnsealedPayload);
+  }
+});
+
 test("a payload an operator sealed reads back, and no worker takes it, even stripped of its mark", async () => {
   const cipher = await PayloadCipher.fromSecrets([NEW]);
   const [sealed] = await cipher.encodeForOperator([jsonPayload({ project: "beta" })]);

@@ -191,7 +191,24 @@ export class UnsealedPayload extends Error {
 }
 
 /**
- * `cipher` as a codec that opens sealed payloads only: one in clear, or one an operator sealed
+ * The one payload Temporal's server writes itself: the details of an activity cancelled before it
+ * started (in a retry's backoff too), the JSON string "ACTIVITY_ID_NOT_STARTED". No workflow acts
+ * on it; refused, it failed the workflow task of every request cancelled between retries, for good.
+ */
+const SERVERS_NOTE = '"ACTIVITY_ID_NOT_STARTED"';
+
+function isServersNote({ metadata, data }: Payload): boolean {
+  const names = Object.keys(metadata ?? {});
+  return (
+    names.length === 1 &&
+    metadata?.encoding !== undefined &&
+    fromUtf8.decode(metadata.encoding) === "json/plain" &&
+    fromUtf8.decode(data ?? new Uint8Array()) === SERVERS_NOTE
+  );
+}
+
+/**
+ * `cipher` as a codec that opens sealed payloads only (and the server's note above): one in clear, or one an operator sealed
  * through the codec endpoint, is refused, so whoever can write to Temporal without the
  * deployment's keys cannot have a worker act on an input of their own (a delivery signed with a
  * project's secret). A deployment with histories from before the codec takes them until they
@@ -205,7 +222,9 @@ export function sealedOnly(cipher: PayloadCipher): Pick<PayloadCipher, "encode" 
         p.metadata?.encoding &&
         fromUtf8.decode(p.metadata.encoding) === SEALED_ENCODING &&
         !isOperators(p);
-      if (!payloads.every(sealed)) return Promise.reject(new UnsealedPayload());
+      if (!payloads.every((p) => sealed(p) || isServersNote(p))) {
+        return Promise.reject(new UnsealedPayload());
+      }
       return cipher.decode(payloads);
     },
   };

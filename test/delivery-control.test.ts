@@ -176,6 +176,23 @@ test("a request between retries is cancelled: no attempt after the cancel", asyn
   expect(down.received).toHaveLength(1);
 });
 
+test("a request cancelled while its attempt waits for its retry's backoff ends cancelled", async () => {
+  // No Retry-After: the attempt's activity is retried by Temporal after 1 s, 2 s...; a cancel in
+  // that wait is the server's own (its note once failed the workflow's task for good).
+  const down = await target(() => ({ status: 503 }));
+  const p = await projectWithEndpoint([{ name: "down", targetUrl: down.url }]);
+  const { requestId } = (await relay(p.slug, "/v1/hook", { key: p.key, body: "{}" })).json();
+  await eventually(async () => (await logOf(p, requestId)).attempts?.length === 2);
+
+  const cancelled = await api<Log>(p.ownerToken, "DELETE", `${p.base}/requests/${requestId}`);
+  expect(cancelled.status).toBe(200);
+  expect(await temporal.workflow.getHandle(requestId).result()).toBe("cancelled");
+  expect((await logOf(p, requestId)).status).toBe("cancelled");
+  const attempts = down.received.length;
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  expect(down.received).toHaveLength(attempts);
+});
+
 test("cancel answers 409 for a delivered request and 404 for one the project does not have", async () => {
   const fine = await target();
   const p = await projectWithEndpoint([{ name: "fine", targetUrl: fine.url }]);
