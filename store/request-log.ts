@@ -266,7 +266,8 @@ export interface ReplayBegun {
  * Begins a replay of a finished request of the project, in the caller's transaction: the request
  * is delivering again until its new attempts settle it, and the replay takes the next number (its
  * deliveries are charged under it). Undefined when the request is not finished, a replay of it
- * running included: a second replay at once waits for the row's lock, then finds it delivering.
+ * running included (a second replay at once waits for the row's lock, then finds it delivering),
+ * or its content was erased.
  */
 export async function beginReplay(
   tx: Queryable,
@@ -280,6 +281,7 @@ export async function beginReplay(
       for update)
     update requests r set status = 'delivering', replays = r.replays + 1, updated_at = now()
     from was where r.id = was.id and was.status in ${tx(finishedStatuses)}
+      and r.content_erased_at is null
     returning r.replays as replay, was.status as was`;
   return begun;
 }

@@ -50,6 +50,8 @@ export interface RequestView {
   idempotencyKey: string | null;
   /** The request this one was sent again from. */
   resentFrom: string | null;
+  /** When its headers, body and answers were erased (store/content-erase.ts); null: kept. */
+  contentErasedAt: Date | null;
   /** A single request's read only: the headers forwarded to targets; null when not kept. */
   headers?: Record<string, string> | null;
   /** A single request's read only: the body as received; null when not kept. */
@@ -146,7 +148,7 @@ async function selectRequests(
   const requests = await sql<(Omit<RequestView, "attempts" | "waiting" | "body"> & ContentRow)[]>`
     select id as request_id, status, line_key as line, endpoint_path as endpoint, received_at,
       not_before, trace_id, updated_at, body_bytes, idempotency_key, resent_from,
-      coalesce(skipped, '[]') as skipped
+      content_erased_at, coalesce(skipped, '[]') as skipped
       ${
         content
           ? sql`, headers, coalesce(body,

@@ -1,9 +1,11 @@
 /**
  * The request log's retention: a finished request leaves the log (with its attempts and its
- * stored body) once it is older than the retention. Credits stay in the ledger. Deletes run in
- * batches so a large backlog never holds long locks. The same daily run sweeps what waits for
+ * stored body) once it is older than the retention, and its content (headers, body, answers)
+ * once it is older than its project's retention of content. Credits stay in the ledger. Deletes
+ * run in batches so a large backlog never holds long locks. The same daily run sweeps what waits for
  * nothing any more: credit holds no delivery will settle, delayed calls past their time.
  */
+import { eraseAgedContent } from "./content-erase.ts";
 import type { Sql } from "./db.ts";
 import { pruneKeys } from "./idempotency.ts";
 import { pruneLaneEntries } from "./lanes.ts";
@@ -22,6 +24,8 @@ export const IDEMPOTENCY_KEY_MS = 24 * 60 * 60 * 1000;
 
 export interface Pruned {
   requests: number;
+  /** Requests whose content (headers, body, answers) their project's retention erased. */
+  content: number;
   bodies: number;
   /** Idempotency-Keys claimed before the cutoff whose request has ended (store/idempotency.ts). */
   idempotencyKeys: number;
@@ -36,6 +40,7 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
   const cutoff = new Date(now.getTime() - retentionMs);
   const pruned: Pruned = {
     requests: 0,
+    content: 0,
     bodies: 0,
     idempotencyKeys: 0,
     laneEntries: 0,
@@ -52,6 +57,11 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
         limit ${BATCH})`;
     pruned.requests += deleted.count;
     if (deleted.count < BATCH) break;
+  }
+  for (;;) {
+    const erased = await eraseAgedContent(sql, now, BATCH);
+    pruned.content += erased;
+    if (erased < BATCH) break;
   }
   for (;;) {
     // A body outlives its request only when the request was pruned, or was never logged

@@ -256,7 +256,15 @@ export const activities: Activities = {
   },
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
-    return { requests: 5, bodies: 2, idempotencyKeys: 0, laneEntries: 0, holds: 1, scheduled: 0 };
+    return {
+      requests: 5,
+      content: 0,
+      bodies: 2,
+      idempotencyKeys: 0,
+      laneEntries: 0,
+      holds: 1,
+      scheduled: 0,
+    };
   },
 };
 

@@ -235,6 +235,7 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
   });
   expect(await retention.result()).toEqual({
     requests: 5,
+    content: 0,
     bodies: 2,
     idempotencyKeys: 0,
     laneEntries: 0,

@@ -26,6 +26,7 @@ import { deliveredTargets } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
 import { type Ctx, projectAccess } from "./context.ts";
+import { contentErased } from "./erase.ts";
 import { capsOf } from "./limits.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
 import { getRequest, type RequestView, requestOf } from "./requests.ts";
@@ -38,6 +39,8 @@ export async function replayRequest(
   const access = await projectAccess(ctx, slug);
   const request = await requestOf(ctx, access, requestId);
   if (!finishedStatuses.includes(request.status)) throw notFinished(request);
+  const erased = contentErased(request, "replayed");
+  if (erased) throw erased;
   const client = await ctx.temporal();
   const original = await originalInput(client, requestId);
   if (!original) {

@@ -37,7 +37,7 @@ export const attempt = z.strictObject({
     .nullable()
     .optional()
     .describe(
-      "What the target answered; null when it did not answer, or the attempt was logged before the log kept answers. Only in a single request's read",
+      "What the target answered; null when it did not answer, or the attempt was logged before the log kept answers, or it was erased. Only in a single request's read",
     ),
 });
 
@@ -62,17 +62,22 @@ export const request = z.strictObject({
     .string()
     .nullable()
     .describe("The request this one was sent again from (`POST .../send-again`)"),
+  contentErasedAt: timestamp
+    .nullable()
+    .describe(
+      "When its headers, body and answers were erased (`DELETE .../content`, or the project's `retentionDays`); null while the log keeps them",
+    ),
   headers: headers
     .nullable()
     .optional()
     .describe(
-      "The inbound headers as forwarded to the targets (never Authorization, nor a header a target marks secret); null when the request was logged before the log kept them. Only in a single request's read",
+      "The inbound headers as forwarded to the targets (never Authorization, nor a header a target marks secret); null when the request was logged before the log kept them, or they were erased. Only in a single request's read",
     ),
   body: body
     .nullable()
     .optional()
     .describe(
-      "The body as received; null when the request was logged before the log kept bodies. Only in a single request's read",
+      "The body as received; null when the request was logged before the log kept bodies, or it was erased. Only in a single request's read",
     ),
   attempts: z.array(attempt),
   waiting: z.array(
@@ -107,3 +112,14 @@ export const requestPage = z.strictObject({
 });
 
 export const replayed = z.strictObject({ replayed: z.number().int() });
+
+export const retention = z.strictObject({
+  retentionDays: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      "Days its requests' headers, bodies and answers are kept; null: as long as the log keeps the request",
+    ),
+  maxRetentionDays: z.number().int().describe("The most the project's plan allows"),
+});

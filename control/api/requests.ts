@@ -176,6 +176,7 @@ async function acceptedRequest(
     bodyBytes: input.bodyBytes,
     idempotencyKey: input.headers["idempotency-key"] ?? null,
     resentFrom: input.resentFrom ?? null,
+    contentErasedAt: null,
     headers: loggedHeaders(input.headers, input.secretHeaders),
     body: loggedBody(await inputBody(ctx, input)),
     attempts: [],

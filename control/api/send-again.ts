@@ -27,6 +27,7 @@ import { findRequest, keyModeOf } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { releasePlaces } from "../../store/waiting.ts";
 import { type Ctx, projectAccess } from "./context.ts";
+import { contentErased } from "./erase.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
 import { startDelivery } from "./replay.ts";
 import { getRequest, type RequestView } from "./requests.ts";
@@ -63,6 +64,8 @@ export async function sendAgain(
   ]);
   if (!original || !keyMode)
     throw new RelayError("not_found", `no request '${requestId}' in the log`);
+  const erased = contentErased(original, "sent again");
+  if (erased) throw erased;
   const kept = original.headers && (edited ?? original.body);
   if (!original.headers || !kept) {
     throw new RelayError(

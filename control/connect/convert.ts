@@ -126,6 +126,7 @@ export const requestOut = (r: RequestView) => ({
   bodyBytes: BigInt(r.bodyBytes),
   idempotencyKey: r.idempotencyKey ?? undefined,
   resentFrom: r.resentFrom ?? undefined,
+  contentErasedAt: r.contentErasedAt ? ts(r.contentErasedAt) : undefined,
   headers: r.headers ? { values: r.headers } : undefined,
   body: r.body ? bodyOut(r.body) : undefined,
   attempts: r.attempts.map((a) => ({

@@ -1,6 +1,8 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import * as cancel from "../api/cancel.ts";
+import type { RetentionView } from "../api/erase.ts";
+import * as erase from "../api/erase.ts";
 import * as requests from "../api/requests.ts";
 import * as sendAgain from "../api/send-again.ts";
 import type { ContextOf } from "./caller.ts";
@@ -27,5 +29,22 @@ export function requestLogService(router: ConnectRouter, ctxOf: ContextOf): void
         request: requestOut(await cancel.cancelRequest(ctxOf(h), req.project, req.requestId)),
       };
     },
+    async eraseRequestContent(req, h) {
+      return {
+        request: requestOut(await erase.eraseRequestContent(ctxOf(h), req.project, req.requestId)),
+      };
+    },
+    async getRetention(req, h) {
+      return { retention: retentionOut(await erase.getRetention(ctxOf(h), req.project)) };
+    },
+    async setRetention(req, h) {
+      const body = { retentionDays: req.retentionDays ?? null };
+      return { retention: retentionOut(await erase.setRetention(ctxOf(h), req.project, body)) };
+    },
   });
 }
+
+const retentionOut = (r: RetentionView) => ({
+  retentionDays: r.retentionDays ?? undefined,
+  maxRetentionDays: r.maxRetentionDays,
+});

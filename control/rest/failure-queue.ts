@@ -2,9 +2,9 @@
  * The Failure queue routes (failures and their replay): each REST contract beside the operation it
  * calls, as control/connect/failure-queue.ts serves the same operations over Connect.
  */
-import * as answers from "../api/request-answers.ts";
 import * as failures from "../api/failures.ts";
 import * as replay from "../api/replay.ts";
+import * as answers from "../api/request-answers.ts";
 import * as requests from "../api/requests.ts";
 import { base, p, type Route, route, tagged } from "./contract.ts";
 

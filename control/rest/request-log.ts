@@ -1,9 +1,11 @@
 /**
- * The Request log routes (requests, read and cancelled): each REST contract beside the operation it
- * calls, as control/connect/request-log.ts serves the same operations over Connect.
+ * The Request log routes (requests read, cancelled, sent again and erased; the project's retention
+ * of their content): each REST contract beside the operation it calls, as
+ * control/connect/request-log.ts serves the same operations over Connect.
  */
-import * as answers from "../api/request-answers.ts";
 import * as cancel from "../api/cancel.ts";
+import * as erase from "../api/erase.ts";
+import * as answers from "../api/request-answers.ts";
 import * as requests from "../api/requests.ts";
 import * as sendAgain from "../api/send-again.ts";
 import { base, p, type Route, route, tagged } from "./contract.ts";
@@ -70,5 +72,43 @@ export const requestLogRoutes: Route[] = tagged("Request log", [
       errors: ["conflict", "request_already_delivered"],
     },
     ({ ctx, params }) => cancel.cancelRequest(ctx, p(params).project, p(params).requestId),
+  ),
+  route(
+    "DELETE",
+    `${base}/requests/:requestId/content`,
+    {
+      operationId: "eraseRequestContent",
+      summary:
+        "Erase a finished request's headers, body and its targets' answers from the log at once (its status and attempts stay); it can then be neither replayed nor sent again",
+      access: "editor",
+      answer: answers.request,
+      errors: ["conflict"],
+    },
+    ({ ctx, params }) => erase.eraseRequestContent(ctx, p(params).project, p(params).requestId),
+  ),
+  route(
+    "GET",
+    `${base}/retention`,
+    {
+      operationId: "getRetention",
+      summary: "How long the project keeps its requests' headers, bodies and answers",
+      access: "editor",
+      answer: answers.retention,
+    },
+    ({ ctx, params }) => erase.getRetention(ctx, p(params).project),
+  ),
+  route(
+    "PUT",
+    `${base}/retention`,
+    {
+      operationId: "setRetention",
+      summary:
+        "Set how many days the project keeps its requests' headers, bodies and answers (the daily run erases older ones); null: as long as the log keeps the request",
+      access: "owner",
+      body: erase.retentionBody,
+      example: { retentionDays: 7 },
+      answer: answers.retention,
+    },
+    ({ ctx, params, body }) => erase.setRetention(ctx, p(params).project, body),
   ),
 ]);

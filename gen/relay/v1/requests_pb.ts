@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLtBAoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBEiIKB3NraXBwZWQYECADKAsyES5yZWxheS52MS5Ta2lwcGVkQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keSJBCgdTa2lwcGVkEhEKCXRhcmdldF9pZBgBIAEoCRITCgt0YXJnZXRfbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkiQQoHV2FpdGluZxIRCgl0YXJnZXRfaWQYASABKAkSEwoLdGFyZ2V0X25hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIoQDCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBEhcKCnJlcXVlc3RfaWQYAyABKAlIAogBARIcCg9pZGVtcG90ZW5jeV9rZXkYBCABKAlIA4gBARIaCg10YXJnZXRfc3RhdHVzGAUgASgFSASIAQESNgoNcmVjZWl2ZWRfZnJvbRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBYgBARI0CgtyZWNlaXZlZF90bxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBogBAUIJCgdfc3RhdHVzQgsKCV9lbmRwb2ludEINCgtfcmVxdWVzdF9pZEISChBfaWRlbXBvdGVuY3lfa2V5QhAKDl90YXJnZXRfc3RhdHVzQhAKDl9yZWNlaXZlZF9mcm9tQg4KDF9yZWNlaXZlZF90byJuChNMaXN0UmVxdWVzdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdFJlcXVlc3RzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjgKEUdldFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI4ChJHZXRSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiOwoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjsKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJoChBTZW5kQWdhaW5SZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRImCgRib2R5GAMgASgLMhMucmVsYXkudjEuQm9keUlucHV0SACIAQFCBwoFX2JvZHkiQwoJQm9keUlucHV0EigKCGVuY29kaW5nGAEgASgOMhYucmVsYXkudjEuQm9keUVuY29kaW5nEgwKBHRleHQYAiABKAkiNwoRU2VuZEFnYWluUmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqfAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcSGgoWUkVRVUVTVF9TVEFUVVNfU0tJUFBFRBAIKl8KDEJvZHlFbmNvZGluZxIdChlCT0RZX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASFgoSQk9EWV9FTkNPRElOR19VVEY4EAESGAoUQk9EWV9FTkNPRElOR19CQVNFNjQQAjLDAgoRUmVxdWVzdExvZ1NlcnZpY2USTQoMTGlzdFJlcXVlc3RzEh0ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEkcKCkdldFJlcXVlc3QSGy5yZWxheS52MS5HZXRSZXF1ZXN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFJlcXVlc3RSZXNwb25zZRJQCg1DYW5jZWxSZXF1ZXN0Eh4ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRAoJU2VuZEFnYWluEhoucmVsYXkudjEuU2VuZEFnYWluUmVxdWVzdBobLnJlbGF5LnYxLlNlbmRBZ2FpblJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK/BQoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBEiIKB3NraXBwZWQYECADKAsyES5yZWxheS52MS5Ta2lwcGVkEjoKEWNvbnRlbnRfZXJhc2VkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgGiAEBQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keUIUChJfY29udGVudF9lcmFzZWRfYXQiQQoHU2tpcHBlZBIRCgl0YXJnZXRfaWQYASABKAkSEwoLdGFyZ2V0X25hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIkEKB1dhaXRpbmcSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg4KBnJlYXNvbhgDIAEoCSKEAwoNUmVxdWVzdEZpbHRlchIsCgZzdGF0dXMYASABKA4yFy5yZWxheS52MS5SZXF1ZXN0U3RhdHVzSACIAQESFQoIZW5kcG9pbnQYAiABKAlIAYgBARIXCgpyZXF1ZXN0X2lkGAMgASgJSAKIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAQgASgJSAOIAQESGgoNdGFyZ2V0X3N0YXR1cxgFIAEoBUgEiAEBEjYKDXJlY2VpdmVkX2Zyb20YBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAWIAQESNAoLcmVjZWl2ZWRfdG8YByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAaIAQFCCQoHX3N0YXR1c0ILCglfZW5kcG9pbnRCDQoLX3JlcXVlc3RfaWRCEgoQX2lkZW1wb3RlbmN5X2tleUIQCg5fdGFyZ2V0X3N0YXR1c0IQCg5fcmVjZWl2ZWRfZnJvbUIOCgxfcmVjZWl2ZWRfdG8ibgoTTGlzdFJlcXVlc3RzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI4ChFHZXRSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOAoSR2V0UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IjsKFENhbmNlbFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiaAoQU2VuZEFnYWluUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSJgoEYm9keRgDIAEoCzITLnJlbGF5LnYxLkJvZHlJbnB1dEgAiAEBQgcKBV9ib2R5IkMKCUJvZHlJbnB1dBIoCghlbmNvZGluZxgBIAEoDjIWLnJlbGF5LnYxLkJvZHlFbmNvZGluZxIMCgR0ZXh0GAIgASgJIjcKEVNlbmRBZ2FpblJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IkEKGkVyYXNlUmVxdWVzdENvbnRlbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSJBChtFcmFzZVJlcXVlc3RDb250ZW50UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiVwoJUmV0ZW50aW9uEhsKDnJldGVudGlvbl9kYXlzGAEgASgFSACIAQESGgoSbWF4X3JldGVudGlvbl9kYXlzGAIgASgFQhEKD19yZXRlbnRpb25fZGF5cyImChNHZXRSZXRlbnRpb25SZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiPgoUR2V0UmV0ZW50aW9uUmVzcG9uc2USJgoJcmV0ZW50aW9uGAEgASgLMhMucmVsYXkudjEuUmV0ZW50aW9uIlYKE1NldFJldGVudGlvblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIbCg5yZXRlbnRpb25fZGF5cxgCIAEoBUgAiAEBQhEKD19yZXRlbnRpb25fZGF5cyI+ChRTZXRSZXRlbnRpb25SZXNwb25zZRImCglyZXRlbnRpb24YASABKAsyEy5yZWxheS52MS5SZXRlbnRpb24ibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqfAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcSGgoWUkVRVUVTVF9TVEFUVVNfU0tJUFBFRBAIKl8KDEJvZHlFbmNvZGluZxIdChlCT0RZX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASFgoSQk9EWV9FTkNPRElOR19VVEY4EAESGAoUQk9EWV9FTkNPRElOR19CQVNFNjQQAjLFBAoRUmVxdWVzdExvZ1NlcnZpY2USTQoMTGlzdFJlcXVlc3RzEh0ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEkcKCkdldFJlcXVlc3QSGy5yZWxheS52MS5HZXRSZXF1ZXN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFJlcXVlc3RSZXNwb25zZRJQCg1DYW5jZWxSZXF1ZXN0Eh4ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRAoJU2VuZEFnYWluEhoucmVsYXkudjEuU2VuZEFnYWluUmVxdWVzdBobLnJlbGF5LnYxLlNlbmRBZ2FpblJlc3BvbnNlEmIKE0VyYXNlUmVxdWVzdENvbnRlbnQSJC5yZWxheS52MS5FcmFzZVJlcXVlc3RDb250ZW50UmVxdWVzdBolLnJlbGF5LnYxLkVyYXNlUmVxdWVzdENvbnRlbnRSZXNwb25zZRJNCgxHZXRSZXRlbnRpb24SHS5yZWxheS52MS5HZXRSZXRlbnRpb25SZXF1ZXN0Gh4ucmVsYXkudjEuR2V0UmV0ZW50aW9uUmVzcG9uc2USTQoMU2V0UmV0ZW50aW9uEh0ucmVsYXkudjEuU2V0UmV0ZW50aW9uUmVxdWVzdBoeLnJlbGF5LnYxLlNldFJldGVudGlvblJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -258,6 +258,13 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: repeated relay.v1.Skipped skipped = 16;
    */
   skipped: Skipped[];
+
+  /**
+   * When its headers, body and answers were erased; unset while the log keeps them.
+   *
+   * @generated from field: optional google.protobuf.Timestamp content_erased_at = 17;
+   */
+  contentErasedAt?: Timestamp | undefined;
 };
 
 /**
@@ -592,6 +599,149 @@ export const SendAgainResponseSchema: GenMessage<SendAgainResponse> = /*@__PURE_
   messageDesc(file_relay_v1_requests, 16);
 
 /**
+ * @generated from message relay.v1.EraseRequestContentRequest
+ */
+export type EraseRequestContentRequest = Message<"relay.v1.EraseRequestContentRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message relay.v1.EraseRequestContentRequest.
+ * Use `create(EraseRequestContentRequestSchema)` to create a new message.
+ */
+export const EraseRequestContentRequestSchema: GenMessage<EraseRequestContentRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 17);
+
+/**
+ * @generated from message relay.v1.EraseRequestContentResponse
+ */
+export type EraseRequestContentResponse = Message<"relay.v1.EraseRequestContentResponse"> & {
+  /**
+   * @generated from field: relay.v1.Request request = 1;
+   */
+  request?: Request | undefined;
+};
+
+/**
+ * Describes the message relay.v1.EraseRequestContentResponse.
+ * Use `create(EraseRequestContentResponseSchema)` to create a new message.
+ */
+export const EraseRequestContentResponseSchema: GenMessage<EraseRequestContentResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 18);
+
+/**
+ * A project's retention of request content.
+ *
+ * @generated from message relay.v1.Retention
+ */
+export type Retention = Message<"relay.v1.Retention"> & {
+  /**
+   * Days its requests' headers, bodies and answers are kept; unset: as long as the log keeps
+   * the request.
+   *
+   * @generated from field: optional int32 retention_days = 1;
+   */
+  retentionDays?: number | undefined;
+
+  /**
+   * The most its plan allows.
+   *
+   * @generated from field: int32 max_retention_days = 2;
+   */
+  maxRetentionDays: number;
+};
+
+/**
+ * Describes the message relay.v1.Retention.
+ * Use `create(RetentionSchema)` to create a new message.
+ */
+export const RetentionSchema: GenMessage<Retention> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 19);
+
+/**
+ * @generated from message relay.v1.GetRetentionRequest
+ */
+export type GetRetentionRequest = Message<"relay.v1.GetRetentionRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+};
+
+/**
+ * Describes the message relay.v1.GetRetentionRequest.
+ * Use `create(GetRetentionRequestSchema)` to create a new message.
+ */
+export const GetRetentionRequestSchema: GenMessage<GetRetentionRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 20);
+
+/**
+ * @generated from message relay.v1.GetRetentionResponse
+ */
+export type GetRetentionResponse = Message<"relay.v1.GetRetentionResponse"> & {
+  /**
+   * @generated from field: relay.v1.Retention retention = 1;
+   */
+  retention?: Retention | undefined;
+};
+
+/**
+ * Describes the message relay.v1.GetRetentionResponse.
+ * Use `create(GetRetentionResponseSchema)` to create a new message.
+ */
+export const GetRetentionResponseSchema: GenMessage<GetRetentionResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 21);
+
+/**
+ * @generated from message relay.v1.SetRetentionRequest
+ */
+export type SetRetentionRequest = Message<"relay.v1.SetRetentionRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+
+  /**
+   * Unset: as long as the log keeps the request.
+   *
+   * @generated from field: optional int32 retention_days = 2;
+   */
+  retentionDays?: number | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SetRetentionRequest.
+ * Use `create(SetRetentionRequestSchema)` to create a new message.
+ */
+export const SetRetentionRequestSchema: GenMessage<SetRetentionRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 22);
+
+/**
+ * @generated from message relay.v1.SetRetentionResponse
+ */
+export type SetRetentionResponse = Message<"relay.v1.SetRetentionResponse"> & {
+  /**
+   * @generated from field: relay.v1.Retention retention = 1;
+   */
+  retention?: Retention | undefined;
+};
+
+/**
+ * Describes the message relay.v1.SetRetentionResponse.
+ * Use `create(SetRetentionResponseSchema)` to create a new message.
+ */
+export const SetRetentionResponseSchema: GenMessage<SetRetentionResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 23);
+
+/**
  * @generated from message relay.v1.ListFailuresRequest
  */
 export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
@@ -621,7 +771,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 17);
+  messageDesc(file_relay_v1_requests, 24);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -643,7 +793,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 18);
+  messageDesc(file_relay_v1_requests, 25);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -665,7 +815,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 19);
+  messageDesc(file_relay_v1_requests, 26);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -682,7 +832,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 20);
+  messageDesc(file_relay_v1_requests, 27);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -704,7 +854,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 21);
+  messageDesc(file_relay_v1_requests, 28);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -721,7 +871,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 22);
+  messageDesc(file_relay_v1_requests, 29);
 
 /**
  * @generated from enum relay.v1.RequestStatus
@@ -857,6 +1007,37 @@ export const RequestLogService: GenService<{
     methodKind: "unary";
     input: typeof SendAgainRequestSchema;
     output: typeof SendAgainResponseSchema;
+  },
+  /**
+   * Erases a finished request's headers, body and answers from the log; its status and attempts
+   * stay. It can then be neither replayed nor sent again.
+   *
+   * @generated from rpc relay.v1.RequestLogService.EraseRequestContent
+   */
+  eraseRequestContent: {
+    methodKind: "unary";
+    input: typeof EraseRequestContentRequestSchema;
+    output: typeof EraseRequestContentResponseSchema;
+  },
+  /**
+   * How long the project's request content (headers, bodies, answers) is kept.
+   *
+   * @generated from rpc relay.v1.RequestLogService.GetRetention
+   */
+  getRetention: {
+    methodKind: "unary";
+    input: typeof GetRetentionRequestSchema;
+    output: typeof GetRetentionResponseSchema;
+  },
+  /**
+   * Sets it (owners): within the plan's bounds; unset, as long as the log keeps the request.
+   *
+   * @generated from rpc relay.v1.RequestLogService.SetRetention
+   */
+  setRetention: {
+    methodKind: "unary";
+    input: typeof SetRetentionRequestSchema;
+    output: typeof SetRetentionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_requests, 0);

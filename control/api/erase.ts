@@ -1,0 +1,84 @@
+/**
+ * What a project keeps of its requests, and erasing it: a member erases one finished request's
+ * headers, body and answers from the log at once (a data subject's request, a secret sent by
+ * mistake); an owner sets how many days the project keeps them at all, within its plan, after
+ * which the daily run erases them (store/content-erase.ts). Temporal's copy of a request (sealed
+ * by the payload codec) ages out with the namespace's retention (docs/api.md).
+ */
+import { z } from "zod";
+import { RelayError } from "../../core/errors.ts";
+import { finishedStatuses, type Plan } from "../../core/model.ts";
+import * as erase from "../../store/content-erase.ts";
+import { type Ctx, projectAccess } from "./context.ts";
+import { getRequest, type RequestView, requestOf } from "./requests.ts";
+import { parseInput } from "./validation.ts";
+
+/** The most days a project of each plan may keep its requests' content. */
+export const maxRetentionDays: Record<Plan, number> = { free: 30, paid: 365 };
+
+export async function eraseRequestContent(
+  ctx: Ctx,
+  slug: string,
+  requestId: string,
+): Promise<RequestView> {
+  const access = await projectAccess(ctx, slug);
+  const request = await requestOf(ctx, access, requestId);
+  const erased =
+    finishedStatuses.includes(request.status) &&
+    (await erase.eraseRequestContent(ctx.sql, access.projectId, requestId, ctx.now()));
+  if (!erased) {
+    throw new RelayError(
+      "conflict",
+      `request '${requestId}' is ${request.status}: its deliveries still need its content; cancel it, or erase it once it is finished`,
+    );
+  }
+  return getRequest(ctx, slug, requestId);
+}
+
+/** A conflict for an operation that needs a request's content, once it was erased. */
+export function contentErased(request: RequestView, operation: string): RelayError | undefined {
+  if (!request.contentErasedAt) return undefined;
+  return new RelayError(
+    "conflict",
+    `request '${request.requestId}' cannot be ${operation}: its content was erased at ${request.contentErasedAt.toISOString()}`,
+  );
+}
+
+export const retentionBody = z.strictObject({
+  retentionDays: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .describe(
+      "Days the project's request headers, bodies and answers are kept (at most 30 on the free plan, 365 on the paid); null: as long as the log keeps the request",
+    ),
+});
+
+export interface RetentionView {
+  retentionDays: number | null;
+  /** The most the project's plan allows. */
+  maxRetentionDays: number;
+}
+
+export async function getRetention(ctx: Ctx, slug: string): Promise<RetentionView> {
+  const access = await projectAccess(ctx, slug);
+  return {
+    retentionDays: await erase.contentRetentionDays(ctx.sql, access.projectId),
+    maxRetentionDays: maxRetentionDays[access.plan],
+  };
+}
+
+export async function setRetention(ctx: Ctx, slug: string, input: unknown): Promise<RetentionView> {
+  const access = await projectAccess(ctx, slug, "owner");
+  const most = maxRetentionDays[access.plan];
+  const { retentionDays } = parseInput(
+    retentionBody.refine(({ retentionDays: days }) => days === null || days <= most, {
+      path: ["retentionDays"],
+      message: `a ${access.plan} project keeps content at most ${most} days`,
+    }),
+    input,
+  );
+  await erase.setContentRetentionDays(ctx.sql, access.projectId, retentionDays);
+  return { retentionDays, maxRetentionDays: most };
+}
