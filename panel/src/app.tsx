@@ -13,6 +13,7 @@ import { NotificationsPage } from "./pages/notifications.tsx";
 import { PolicyPage } from "./pages/policy.tsx";
 import { RequestPage } from "./pages/request.tsx";
 import { RequestsPage } from "./pages/requests.tsx";
+import { RetentionPage } from "./pages/retention.tsx";
 import { SignInPage } from "./pages/sign-in.tsx";
 import { UsagePage } from "./pages/usage.tsx";
 import { ProjectContext, projectPath } from "./project.ts";
@@ -53,6 +54,7 @@ const projectRoutes: [
   ["/failures", () => <FailuresPage />, "Failure queue"],
   ["/usage", () => <UsagePage />, "Usage"],
   ["/policy", () => <PolicyPage />, "Key policy"],
+  ["/retention", () => <RetentionPage />, "Retention"],
   ["/members", () => <MembersPage />, "Members"],
   ["/notifications", () => <NotificationsPage />, "Notifications"],
 ];
@@ -64,6 +66,7 @@ const sections: [string, string][] = [
   ["failures", "Failure queue"],
   ["usage", "Usage"],
   ["policy", "Key policy"],
+  ["retention", "Retention"],
   ["members", "Members"],
   ["notifications", "Notifications"],
 ];

@@ -1,15 +1,23 @@
 /**
  * What the request log keeps of a request and of each attempt's answer: headers as a table, a
- * body as JSON pretty-printed, other text as it is, or binary as its size and a hex preview.
+ * body as JSON pretty-printed, other text as it is, or binary as its size and a hex preview; and
+ * erasing it once the request is finished (confirmed first: it cannot be undone).
  */
+import { useMutation } from "@connectrpc/connect-query";
 import { decodeBody } from "../../../core/delivery.ts";
 import { hexPreview } from "../../../core/inspect.ts";
 import {
   type Body,
   BodyEncoding,
+  FailureQueueService,
   type Request,
+  RequestLogService,
   type Response,
 } from "../../../gen/relay/v1/requests_pb.ts";
+import { problemOf } from "../errors.ts";
+import { finished, formatTime } from "../model.ts";
+import { useInvalidate, useProject } from "../project.ts";
+import { ConfirmButton, FormError } from "../ui.tsx";
 
 /** The request's headers and body as received; a note when the log did not keep them. */
 export function ReceivedContent({ request }: { request: Request }) {
@@ -18,13 +26,41 @@ export function ReceivedContent({ request }: { request: Request }) {
       <h2>As received</h2>
       {request.headers ? (
         <HeaderTable headers={request.headers.values} caption="Inbound headers" />
+      ) : request.contentErasedAt ? (
+        <p className="muted" data-testid="request-erased">
+          Headers, body and answers erased at {formatTime(request.contentErasedAt)}.
+        </p>
       ) : (
         <p className="muted" data-testid="request-not-kept">
           Headers and body not kept: this request was logged before the log kept them.
         </p>
       )}
       {request.body && <BodyView body={request.body} label="Request body" />}
+      {finished(request.status) && !request.contentErasedAt && (
+        <EraseContent requestId={request.requestId} />
+      )}
     </section>
+  );
+}
+
+/** Erases the request's headers, body and answers from the log, once confirmed. */
+function EraseContent({ requestId }: { requestId: string }) {
+  const { project } = useProject();
+  const invalidate = useInvalidate(RequestLogService, FailureQueueService);
+  const erase = useMutation(RequestLogService.method.eraseRequestContent, {
+    onSuccess: () => invalidate(),
+  });
+  return (
+    <div className="erase">
+      <ConfirmButton
+        label="Erase content"
+        question="Erase its headers, body and every answer for good? It can then be neither replayed nor sent again."
+        confirmLabel="Erase for good"
+        disabled={erase.isPending}
+        onConfirm={() => erase.mutate({ project, requestId })}
+      />
+      <FormError problem={erase.error ? problemOf(erase.error) : null} />
+    </div>
   );
 }
 

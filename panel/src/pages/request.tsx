@@ -3,7 +3,7 @@
  * timeline (when it started, what the target answered, how long it took, the error) with the
  * answer beside it, a link to its workflow in the Temporal UI, its trace id, a replay once it
  * finished, "send again" as a new request, a cancel while it waits (scheduled, or between
- * attempts), the targets it waits for (an open circuit, a disabled target, a pause) with why,
+ * attempts), erasing its content once it finished, the targets it waits for (an open circuit, a disabled target, a pause) with why,
  * the targets it skipped (their filters do not match it, or their transformations dropped it),
  * and a console to try filters and transformations on it.
  */
@@ -58,7 +58,10 @@ export function RequestPage({ requestId }: { requestId: string }) {
         const canCancel =
           request.status === RequestStatus.SCHEDULED || request.status === RequestStatus.DELIVERING;
         // A call every target skipped was never queued: there is nothing to replay.
-        const canReplay = finished(request.status) && request.status !== RequestStatus.SKIPPED;
+        const canReplay =
+          finished(request.status) &&
+          request.status !== RequestStatus.SKIPPED &&
+          !request.contentErasedAt;
         return (
           <>
             <dl className="facts">
@@ -200,7 +203,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
             )}
             <FormError problem={cancel.error ? problemOf(cancel.error) : null} />
             <ReceivedContent request={request} />
-            <SendAgain key={request.requestId} request={request} />
+            {!request.contentErasedAt && <SendAgain key={request.requestId} request={request} />}
             {(request.headers || request.body) && <TryConsole request={request} />}
             <h2>Attempts</h2>
             {byTarget.size === 0 && (

@@ -1,0 +1,78 @@
+/**
+ * How long the project keeps its requests' headers, bodies and answers: owners set it within the
+ * plan's bounds (the daily run erases older content); editors see it read-only.
+ */
+import { useMutation, useQuery } from "@connectrpc/connect-query";
+import { type FormEvent, useState } from "react";
+import { RequestLogService, type Retention } from "../../../gen/relay/v1/requests_pb.ts";
+import { fieldError, problemOf } from "../errors.ts";
+import { useInvalidate, useProject } from "../project.ts";
+import { DaysField, FormError, Loaded } from "../ui.tsx";
+
+export function RetentionPage() {
+  const { project, token } = useProject();
+  const retention = useQuery(RequestLogService.method.getRetention, { project });
+  return (
+    <Loaded query={retention} token={token}>
+      {({ retention }) => retention && <RetentionForm retention={retention} />}
+    </Loaded>
+  );
+}
+
+function RetentionForm({ retention }: { retention: Retention }) {
+  const { project, role } = useProject();
+  const readOnly = role !== "owner";
+  const [days, setDays] = useState(retention.retentionDays?.toString() ?? "");
+  const [local, setLocal] = useState<string | undefined>();
+  const invalidate = useInvalidate(RequestLogService);
+  const save = useMutation(RequestLogService.method.setRetention, {
+    onSuccess: () => invalidate(),
+  });
+  const problem = save.error ? problemOf(save.error) : null;
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const value = days.trim() === "" ? undefined : Number(days);
+    const wrong = value !== undefined && !Number.isInteger(value);
+    setLocal(wrong ? "must be a whole number of days" : undefined);
+    if (!wrong) save.mutate({ project, ...(value !== undefined && { retentionDays: value }) });
+  };
+
+  return (
+    <form className="card narrow" onSubmit={submit} noValidate aria-describedby="retention-note">
+      <p
+        id="retention-note"
+        className={readOnly ? "notice" : "hint"}
+        role={readOnly ? "note" : undefined}
+      >
+        {readOnly
+          ? "Only owners can change how long content is kept. You are an editor, so it is shown read-only."
+          : "Each day, the content of finished requests older than this is erased; the requests, their statuses and attempts stay in the log."}
+      </p>
+      <fieldset disabled={readOnly}>
+        <legend>Request content</legend>
+        <DaysField
+          label="Keep headers, bodies and answers (days)"
+          hint={`At most ${retention.maxRetentionDays} on this project's plan; empty: as long as the log keeps the request.`}
+          error={local ?? fieldError(problem, "retentionDays")}
+          name="retentionDays"
+          value={days}
+          onChange={setDays}
+        />
+      </fieldset>
+      {!readOnly && (
+        <>
+          <FormError problem={problem} />
+          {save.isSuccess && (
+            <p role="status" className="saved">
+              Saved.
+            </p>
+          )}
+          <button type="submit" disabled={save.isPending}>
+            Save retention
+          </button>
+        </>
+      )}
+    </form>
+  );
+}
