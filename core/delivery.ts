@@ -3,6 +3,7 @@
  * only: it crosses Temporal's HTTP API and the workflow sandbox.
  */
 import type { CreditHold } from "./billing.ts";
+import type { Callbacks } from "./callbacks.ts";
 import type { LaneRef } from "./lanes.ts";
 import type { DeliveryTarget, KeyMode, RequestStatus } from "./model.ts";
 
@@ -54,6 +55,8 @@ export interface DeliveryInput {
   ordering?: LaneRef;
   /** Targets of the endpoint the call skips (their filters do not match it); absent when none. */
   skipped?: SkippedTarget[];
+  /** Where to tell each async target's delivery's end (core/callbacks.ts); absent when not asked. */
+  callbacks?: Callbacks;
   targets: DeliveryTarget[];
 }
 

@@ -25,6 +25,9 @@ const DROPPED_TO_TARGET = new Set([
   "relay-delay",
   "relay-not-before",
   "relay-ordering-key",
+  // The caller's own URLs (core/callbacks.ts): told to Relay, not to its targets.
+  "relay-callback",
+  "relay-failure-callback",
 ]);
 
 /** Never passed back from a target: hop-by-hop headers, cookies, and encodings undone on the way. */

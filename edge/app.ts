@@ -24,6 +24,7 @@ import {
 import { allowlist } from "./steps/allowlist.ts";
 import { auth } from "./steps/auth.ts";
 import { body } from "./steps/body.ts";
+import { callbacks } from "./steps/callbacks.ts";
 import { credits } from "./steps/credits.ts";
 import { deliver } from "./steps/deliver.ts";
 import { endpoint } from "./steps/endpoint.ts";
@@ -73,6 +74,9 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     .use(allowlist(trustedProxies))
     .use(idempotency)
     .use(schedule(deps.state))
+    .use(
+      callbacks({ allowPrivate: deps.allowPrivateTargets ?? false, relayDomain: deps.edgeDomain }),
+    )
     .use(body(deps.maxBodyBytes, deps.bodyTimeoutMs ?? 30_000))
     .use(payload)
     .use(rate(runtime))

@@ -153,6 +153,7 @@ export async function bootEdge(
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
     transform: runtime.transform,
+    allowPrivateTargets: config.RELAY_ALLOW_PRIVATE_TARGETS,
     callTarget: runtime.callTarget({
       allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
       ownListeners: ownListeners(

@@ -49,6 +49,8 @@ export interface EdgeDeps {
   spareHolds?: SpareHolds;
   /** Reaches stream targets: pooled, and connecting only to addresses the target rules allow. */
   callTarget: CallTarget;
+  /** Private addresses are targets too (dev stacks, tests): for checking callbacks' URLs. */
+  allowPrivateTargets?: boolean;
   /** Runs a stream target's transformation (the runtime's sandbox threads). */
   transform: RunTransform;
   newRequestId: () => string;

@@ -3,6 +3,7 @@
  * middleware are (`src/compose.ts`). A step refuses a call by throwing a RelayError, or passes the
  * envelope on to `next`, grown by what it learnt; code after its `next` sees the answer.
  */
+import type { Callbacks } from "../core/callbacks.ts";
 import type { DeliveryTarget, Endpoint, JsonValue, KeyRecord } from "../core/model.ts";
 import type { RateDecision } from "../core/rate-limit.ts";
 import type { Chunks } from "../core/read-capped.ts";
@@ -52,6 +53,8 @@ export interface Envelope {
   idempotencyKey?: string | null;
   /** When to deliver: null at once, else a delayed call's time (schedule step). */
   notBefore?: Date | null;
+  /** Where to tell the call's deliveries' ends; null when the caller asked none (callbacks step). */
+  callbacks?: Callbacks | null;
   /** The whole request body (body step). */
   body?: Uint8Array<ArrayBuffer>;
   /** The body parsed, when the payload step parsed it (a non-empty JSON body). */
@@ -69,7 +72,7 @@ export interface Envelope {
 export type With<K extends keyof Envelope> = Envelope & Required<Pick<Envelope, K>>;
 export type Authenticated = With<"project" | "key">;
 export type Routed = With<"project" | "key" | "endpoint" | "projectState" | "compiled">;
-export type Received = Routed & With<"idempotencyKey" | "notBefore" | "body">;
+export type Received = Routed & With<"idempotencyKey" | "notBefore" | "callbacks" | "body">;
 
 export type Next<T> = (envelope: T) => Promise<Response>;
 /** One step: takes an envelope of at least `In`, and hands `next` one of at least `Out`. */

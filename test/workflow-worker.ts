@@ -5,6 +5,7 @@
  * beside the workflows, because it starts the dev server as dev/ does, which workflows/ may not
  * import.
  */
+
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { ApplicationFailure, Context } from "@temporalio/activity";
@@ -14,6 +15,7 @@ import proto from "@temporalio/proto";
 import { TestWorkflowEnvironment } from "@temporalio/testing";
 import { DefaultLogger, Runtime, Worker } from "@temporalio/worker";
 import { afterAll, beforeAll } from "vitest";
+import type { CallbackJob } from "../core/callbacks.ts";
 import { defaultCircuitBreaker } from "../core/circuit.ts";
 import {
   attemptVerdict,
@@ -249,6 +251,10 @@ export const activities: Activities = {
   },
   async recordStreamCall(record: StreamRecord) {
     calls.push({ name: "recordStreamCall", args: [record] });
+  },
+  async callBack(job: CallbackJob, targetId: string) {
+    calls.push({ name: "callBack", args: [job, targetId] });
+    return "sent" as const;
   },
   async rotateExpiringKeys() {
     calls.push({ name: "rotateExpiringKeys", args: [] });

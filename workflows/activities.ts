@@ -8,7 +8,6 @@ import type { DeliveryInput, StreamRecord, SyncInput, SyncOutcome } from "../cor
 import { THROTTLED } from "../core/flow.ts";
 import type { LaneJoin } from "../core/lanes-before.ts";
 import type { RequestStatus } from "../core/model.ts";
-import type { NotificationEvent } from "../core/notifications.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { open } from "../core/sealing.ts";
 import { decodeSigningSecret, importSigningKey, type SigningKey } from "../core/signing.ts";
@@ -39,6 +38,7 @@ import {
   type ReleasedInBatch,
   releasedAttemptsOfBatch,
 } from "./batch-attempts.ts";
+import { callbackSender } from "./callback-sender.ts";
 import {
   type BatchedFirst,
   type Busy,
@@ -302,6 +302,7 @@ export function createActivities(deps: ActivityDeps) {
       deps.slots.notifications,
       notifier({ sql, sealingKey, callTarget: deps.callTarget, now }),
     ),
+    callBack: inProjectShare(deps.slots.notifications, callbackSender(attempts)),
     rotateExpiringKeys: async (): Promise<number> =>
       rotateExpiringKeys(sql, await now(), sealingKey),
     pruneExpiredRequests: async (): Promise<Pruned> =>
@@ -316,21 +317,25 @@ function batchOfActivity(): string {
   return batch;
 }
 
-/** A notification over its project's share is tried again as a busy attempt would be. */
-function inProjectShare<T>(
+/**
+ * A notification or a callback over its project's share of the notifications' slots is tried
+ * again as a busy attempt would be: one project's slow URLs never hold another's.
+ */
+function inProjectShare<A extends [{ project: string }, ...unknown[]], T>(
   slots: ProjectSlots,
-  send: (event: NotificationEvent) => Promise<T>,
-): (event: NotificationEvent) => Promise<T> {
-  return async (event) => {
-    const release = slots.take(event.project);
+  send: (...args: A) => Promise<T>,
+): (...args: A) => Promise<T> {
+  return async (...args) => {
+    const { project } = args[0];
+    const release = slots.take(project);
     if (!release) {
       throw ApplicationFailure.retryable(
-        "this project has too many notifications in flight on this worker",
+        "this project has too many notifications and callbacks in flight on this worker",
         "ProjectBusy",
-        { nextRetryDelay: slots.waitMs(event.project, Math.random()) },
+        { nextRetryDelay: slots.waitMs(project, Math.random()) },
       );
     }
-    return send(event).finally(release);
+    return send(...args).finally(release);
   };
 }
 

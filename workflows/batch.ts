@@ -21,6 +21,7 @@ import type { RequestStatus } from "../core/model.ts";
 import { DELIVERY_WORKFLOW, fairnessOf, requestSearchAttributeLists } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
 import { type InBatch, waitInBatch, waitsInBatch } from "./batch-holds.ts";
+import { callBackEnds } from "./callbacks.ts";
 import { type WaitLeft, waitForTheirTime } from "./delays.ts";
 import {
   asyncDeliveries,
@@ -123,9 +124,10 @@ const { settleRequest, releaseCarried } = proxyLocalActivities<Activities>({
   retry: { maximumInterval: "1 minute" },
 });
 
-/** A request the batch ended: failed ones raise their notification, once. */
+/** A request the batch ended: failed ones raise their notification, once; its callbacks go. */
 async function settled(request: DeliveryInput, status: RequestStatus): Promise<void> {
   if (status !== "delivered") await raise(requestFailed(request, status, request.requestId));
+  await callBackEnds(request);
 }
 
 /** Goes on as the request's own workflow, id = request id, from the verdicts the batch got. */

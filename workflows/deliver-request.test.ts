@@ -28,7 +28,7 @@ import {
 } from "../test/workflow-worker.ts";
 import type { Activities } from "./activities.ts";
 import type { DeliverInput, RequestRow } from "./deliveries.ts";
-import type { deliverRequest } from "./workflows.ts";
+import type { deliverRequest, sendCallbacks } from "./workflows.ts";
 
 withMockedWorker();
 
@@ -226,4 +226,35 @@ test("deliverRequest does not send again what a first attempt whose verdict was 
     (c) => (c.args[0] as DeliverInput).target.id === lost.id,
   );
   expect(retry?.args[0]).toMatchObject({ mayHaveLanded: true });
+});
+
+test("a request that asked for callbacks starts its run's callbacks once it ends; they call back each async target", async () => {
+  const [one, two] = [target("one"), target("two")];
+  const input = {
+    ...delivery([one, two]),
+    callbacks: { delivered: "https://caller.example/done" },
+  };
+  const handle = await start(input);
+  expect(await handle.result()).toBe("delivered");
+  // Started on the notifications' queue, which this worker does not poll: it waits there.
+  const callbacks = env.client.workflow.getHandle(`callback.${input.requestId}`);
+  expect((await callbacks.describe()).type).toBe("sendCallbacks");
+  await callbacks.terminate("the test ends it");
+  await recordHistory(handle, "delivered-with-callbacks");
+
+  const job = {
+    project: "acme",
+    requestId: input.requestId,
+    replay: 0,
+    targetIds: [one.id, two.id],
+    callbacks: input.callbacks,
+  };
+  const sent = await env.client.workflow.start<typeof sendCallbacks>("sendCallbacks", {
+    taskQueue,
+    workflowId: `callback.again.${input.requestId}`,
+    args: [job],
+  });
+  expect(await sent.result()).toEqual(["sent", "sent"]);
+  expect(callsOf("callBack").map((c) => c.args[1])).toEqual([one.id, two.id]);
+  await recordHistory(sent, "callbacks-sent");
 });

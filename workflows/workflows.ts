@@ -39,6 +39,7 @@ import { circuitWorkflowId } from "../core/temporal.ts";
 import type { Pruned } from "../store/retention.ts";
 import type { Activities } from "./activities.ts";
 import type { RetryPolicy } from "./activity-deps.ts";
+import { callBackEnds } from "./callbacks.ts";
 import { timeToWait, type WaitLeft } from "./delays.ts";
 import {
   asyncDeliveries,
@@ -56,6 +57,7 @@ import { probedSignal, releaseSignal } from "./signals.ts";
 import { setStatus } from "./status.ts";
 
 export { deliverBatch } from "./batch.ts";
+export { sendCallbacks } from "./callbacks.ts";
 export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
@@ -145,6 +147,7 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
       // Once per request, once per replay (its workflow id is its own).
       await raise(requestFailed(input, status, workflowInfo().workflowId));
     }
+    await callBackEnds(input);
     return status;
   } catch (error) {
     if (!isCancellation(error)) throw error;

@@ -110,6 +110,7 @@ export function deliveryInput(
     ...(secretHeaders.length > 0 && { secretHeaders }),
     ...(call.skipped && { skipped: skippedTargets(call.skipped) }),
     ...(call.notBefore && { notBefore: call.notBefore.toISOString() }),
+    ...(call.callbacks && { callbacks: call.callbacks }),
     // A delayed call takes its place at its time: its workflow joins then, not the edge now.
     ...(ordering && { ordering: call.notBefore ? ordering : { ...ordering, joinedAtEdge: true } }),
     targets: [],

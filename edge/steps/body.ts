@@ -6,7 +6,7 @@ import type { InboundRequest, Received, Routed, Step, With } from "../pipeline.t
 export function body(
   limit: number,
   timeoutMs: number,
-): Step<Routed & With<"idempotencyKey" | "notBefore">, Received> {
+): Step<Routed & With<"idempotencyKey" | "notBefore" | "callbacks">, Received> {
   return async function body(envelope, next) {
     const read = await readBody(envelope.request, limit, timeoutMs);
     return next(Object.assign(envelope, { body: read }));

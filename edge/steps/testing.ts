@@ -82,6 +82,7 @@ export function received(
     compiled: new EndpointRuntime().compile(endpoint),
     idempotencyKey: null,
     notBefore: null,
+    callbacks: null,
     body: new Uint8Array(),
   });
 }
