@@ -1,6 +1,6 @@
 /** The pieces every page is built from: labelled fields with their errors, states, copy. */
 import type { UseQueryResult } from "@tanstack/react-query";
-import { type ReactNode, useEffect, useId, useRef, useState } from "react";
+import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from "react";
 import { type Problem, problemOf } from "./errors.ts";
 import { signOut } from "./session.ts";
 
@@ -297,4 +297,57 @@ export function ConfirmButton({
 
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-${status.replace(/\s+/g, "-")}`}>{status}</span>;
+}
+
+/**
+ * A setting owners change and editors see read-only: its note (the editor's says why), its
+ * fields, and for owners the save's outcome and button.
+ */
+export function OwnersForm(props: {
+  id: string;
+  readOnly: boolean;
+  readOnlyNote: string;
+  note: string;
+  legend: string;
+  onSubmit: (event: FormEvent) => void;
+  problem: Problem | null;
+  saved: boolean;
+  saving: boolean;
+  submitLabel: string;
+  children: ReactNode;
+}) {
+  const { readOnly } = props;
+  return (
+    <form
+      className="card narrow"
+      onSubmit={props.onSubmit}
+      noValidate
+      aria-describedby={`${props.id}-note`}
+    >
+      <p
+        id={`${props.id}-note`}
+        className={readOnly ? "notice" : "hint"}
+        role={readOnly ? "note" : undefined}
+      >
+        {readOnly ? props.readOnlyNote : props.note}
+      </p>
+      <fieldset disabled={readOnly}>
+        <legend>{props.legend}</legend>
+        {props.children}
+      </fieldset>
+      {!readOnly && (
+        <>
+          <FormError problem={props.problem} />
+          {props.saved && (
+            <p role="status" className="saved">
+              Saved.
+            </p>
+          )}
+          <button type="submit" disabled={props.saving}>
+            {props.submitLabel}
+          </button>
+        </>
+      )}
+    </form>
+  );
 }

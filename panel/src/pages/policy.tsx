@@ -4,7 +4,7 @@ import { type FormEvent, useState } from "react";
 import { type Policy, PolicyService } from "../../../gen/relay/v1/projects_pb.ts";
 import { fieldError, problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { DaysField, FormError, Loaded } from "../ui.tsx";
+import { DaysField, Loaded, OwnersForm } from "../ui.tsx";
 
 export function PolicyPage() {
   const { project, token } = useProject();
@@ -57,57 +57,43 @@ function PolicyForm({ policy }: { policy: Policy | undefined }) {
   };
 
   return (
-    <form className="card narrow" onSubmit={submit} noValidate aria-describedby="policy-note">
-      <p
-        id="policy-note"
-        className={readOnly ? "notice" : "hint"}
-        role={readOnly ? "note" : undefined}
-      >
-        {readOnly
-          ? "Only owners can change the key policy. You are an editor, so it is shown read-only."
-          : "The policy applies to keys minted and rotated from now on."}
-      </p>
-      <fieldset disabled={readOnly}>
-        <legend>Key lifetimes</legend>
-        <DaysField
-          label="Default lifetime (days)"
-          hint="For a key minted without one; empty: such keys never expire."
-          error={local.defaultKeyTtlDays ?? fieldError(problem, "defaultKeyTtlDays")}
-          name="defaultKeyTtlDays"
-          value={defaultTtl}
-          onChange={setDefaultTtl}
+    <OwnersForm
+      id="policy"
+      readOnly={readOnly}
+      readOnlyNote="Only owners can change the key policy. You are an editor, so it is shown read-only."
+      note="The policy applies to keys minted and rotated from now on."
+      legend="Key lifetimes"
+      onSubmit={submit}
+      problem={problem}
+      saved={save.isSuccess}
+      saving={save.isPending}
+      submitLabel="Save policy"
+    >
+      <DaysField
+        label="Default lifetime (days)"
+        hint="For a key minted without one; empty: such keys never expire."
+        error={local.defaultKeyTtlDays ?? fieldError(problem, "defaultKeyTtlDays")}
+        name="defaultKeyTtlDays"
+        value={defaultTtl}
+        onChange={setDefaultTtl}
+      />
+      <DaysField
+        label="Longest lifetime editors may choose (days)"
+        hint="Owners are not capped; empty: no cap."
+        error={local.maxKeyTtlDays ?? fieldError(problem, "maxKeyTtlDays")}
+        name="maxKeyTtlDays"
+        value={maxTtl}
+        onChange={setMaxTtl}
+      />
+      <div className="checkbox">
+        <input
+          id="non-expiring"
+          type="checkbox"
+          checked={nonExpiring}
+          onChange={(e) => setNonExpiring(e.target.checked)}
         />
-        <DaysField
-          label="Longest lifetime editors may choose (days)"
-          hint="Owners are not capped; empty: no cap."
-          error={local.maxKeyTtlDays ?? fieldError(problem, "maxKeyTtlDays")}
-          name="maxKeyTtlDays"
-          value={maxTtl}
-          onChange={setMaxTtl}
-        />
-        <div className="checkbox">
-          <input
-            id="non-expiring"
-            type="checkbox"
-            checked={nonExpiring}
-            onChange={(e) => setNonExpiring(e.target.checked)}
-          />
-          <label htmlFor="non-expiring">Editors may create keys that never expire</label>
-        </div>
-      </fieldset>
-      {!readOnly && (
-        <>
-          <FormError problem={problem} />
-          {save.isSuccess && (
-            <p role="status" className="saved">
-              Saved.
-            </p>
-          )}
-          <button type="submit" disabled={save.isPending}>
-            Save policy
-          </button>
-        </>
-      )}
-    </form>
+        <label htmlFor="non-expiring">Editors may create keys that never expire</label>
+      </div>
+    </OwnersForm>
   );
 }

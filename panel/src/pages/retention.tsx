@@ -7,7 +7,7 @@ import { type FormEvent, useState } from "react";
 import { RequestLogService, type Retention } from "../../../gen/relay/v1/requests_pb.ts";
 import { fieldError, problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { DaysField, FormError, Loaded } from "../ui.tsx";
+import { DaysField, Loaded, OwnersForm } from "../ui.tsx";
 
 export function RetentionPage() {
   const { project, token } = useProject();
@@ -39,40 +39,26 @@ function RetentionForm({ retention }: { retention: Retention }) {
   };
 
   return (
-    <form className="card narrow" onSubmit={submit} noValidate aria-describedby="retention-note">
-      <p
-        id="retention-note"
-        className={readOnly ? "notice" : "hint"}
-        role={readOnly ? "note" : undefined}
-      >
-        {readOnly
-          ? "Only owners can change how long content is kept. You are an editor, so it is shown read-only."
-          : "Each day, the content of finished requests older than this is erased; the requests, their statuses and attempts stay in the log."}
-      </p>
-      <fieldset disabled={readOnly}>
-        <legend>Request content</legend>
-        <DaysField
-          label="Keep headers, bodies and answers (days)"
-          hint={`At most ${retention.maxRetentionDays} on this project's plan; empty: as long as the log keeps the request.`}
-          error={local ?? fieldError(problem, "retentionDays")}
-          name="retentionDays"
-          value={days}
-          onChange={setDays}
-        />
-      </fieldset>
-      {!readOnly && (
-        <>
-          <FormError problem={problem} />
-          {save.isSuccess && (
-            <p role="status" className="saved">
-              Saved.
-            </p>
-          )}
-          <button type="submit" disabled={save.isPending}>
-            Save retention
-          </button>
-        </>
-      )}
-    </form>
+    <OwnersForm
+      id="retention"
+      readOnly={readOnly}
+      readOnlyNote="Only owners can change how long content is kept. You are an editor, so it is shown read-only."
+      note="Each day, the content of finished requests older than this is erased; the requests, their statuses and attempts stay in the log."
+      legend="Request content"
+      onSubmit={submit}
+      problem={problem}
+      saved={save.isSuccess}
+      saving={save.isPending}
+      submitLabel="Save retention"
+    >
+      <DaysField
+        label="Keep headers, bodies and answers (days)"
+        hint={`At most ${retention.maxRetentionDays} on this project's plan; empty: as long as the log keeps the request.`}
+        error={local ?? fieldError(problem, "retentionDays")}
+        name="retentionDays"
+        value={days}
+        onChange={setDays}
+      />
+    </OwnersForm>
   );
 }
