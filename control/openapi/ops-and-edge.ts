@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { MAX_ORDERING_KEY_LENGTH } from "../../core/lanes.ts";
+import { MAX_TARGET_URL_LENGTH } from "../../core/targets.ts";
 import { json, type Refusals, ref, segment } from "./refusals.ts";
 
 /** The answers of the paths no route of the table answers. */
@@ -112,6 +113,12 @@ export const edgePath = (refusals: Refusals) => ({
               "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$",
           },
         },
+        ...(["Relay-Callback", "Relay-Failure-Callback"] as const).map((name) => ({
+          name,
+          in: "header" as const,
+          description: `An http or https URL told, signed, how each target's delivery ${name === "Relay-Callback" ? "succeeded" : "failed for good"}, with its answer (async endpoints only; checked as a target's URL is, else 400 \`bad_request\`). Not forwarded`,
+          schema: { type: "string", format: "uri", maxLength: MAX_TARGET_URL_LENGTH },
+        })),
         {
           name: "Relay-Ordering-Key",
           in: "header",
