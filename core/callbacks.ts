@@ -5,7 +5,6 @@
  * endpoint's secret, so the caller verifies it as a target verifies a delivery; its `webhook-id`
  * is stable per request, target and run, for the caller to deduplicate on.
  */
-import type { LoggedBody } from "./inspect.ts";
 import { MAX_TARGET_URL_LENGTH, type SavedTargetRules, targetUrlProblem } from "./targets.ts";
 
 export const CALLBACK_HEADER = "relay-callback";
@@ -42,25 +41,6 @@ export function callbacksOf(
   return { callbacks: callbacks.delivered || callbacks.failed ? callbacks : null };
 }
 
-/** How a target's delivery ended, as the request log has it (store/callbacks.ts). */
-export interface DeliveryEnd {
-  requestId: string;
-  line: string;
-  endpoint: string;
-  target: { id: string; name: string };
-  status: "delivered" | "failed";
-  /** Attempts made in this run (the call's, or a replay's). */
-  attempts: number;
-  /** The last attempt's answer; null when the target never answered. */
-  response: {
-    status: number;
-    headers: Record<string, string>;
-    /** Its first 64 KiB. */
-    body: LoggedBody;
-    truncated: boolean;
-  } | null;
-}
-
 /** One run's callbacks: the call's (replay 0) or a replay's. */
 export interface CallbackJob {
   project: string;
@@ -74,8 +54,15 @@ export interface CallbackJob {
 export const callbackId = (job: CallbackJob, targetId: string) =>
   `callback_${job.requestId}_${targetId}_${job.replay}`;
 
-/** What a callback posts: `{type, timestamp, data}`, its project set last. */
-export function callbackBody(project: string, end: DeliveryEnd, at: Date): string {
+/**
+ * What a callback posts: `{type, timestamp, data}`, `data` being how the target's delivery ended
+ * (store/callbacks.ts `DeliveryEnd`), its project set last.
+ */
+export function callbackBody(
+  project: string,
+  end: { status: "delivered" | "failed" },
+  at: Date,
+): string {
   return JSON.stringify({
     type: end.status === "delivered" ? "delivery.succeeded" : "delivery.failed",
     timestamp: at.toISOString(),

@@ -60,6 +60,7 @@ const WORKFLOW_CODE = [
   "workflows/workflows.ts",
   "workflows/batch.ts",
   "workflows/batch-holds.ts",
+  "workflows/callbacks.ts",
   "workflows/delays.ts",
   "workflows/deliveries.ts",
   "workflows/circuit.ts",

@@ -2,11 +2,29 @@
  * What a completion callback tells (core/callbacks.ts), read from the request log: how one
  * target's delivery ended in one run, with its last attempt's answer.
  */
-import type { DeliveryEnd } from "../core/callbacks.ts";
-import { loggedBody } from "../core/inspect.ts";
+import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode } from "../core/model.ts";
 import type { Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
+
+/** How a target's delivery ended in one run, as a callback tells it. */
+export interface DeliveryEnd {
+  requestId: string;
+  line: string;
+  endpoint: string;
+  target: { id: string; name: string };
+  status: "delivered" | "failed";
+  /** Attempts made in this run (the call's, or a replay's). */
+  attempts: number;
+  /** The last attempt's answer; null when the target never answered. */
+  response: {
+    status: number;
+    headers: Record<string, string>;
+    /** Its first 64 KiB. */
+    body: LoggedBody;
+    truncated: boolean;
+  } | null;
+}
 
 interface EndRow {
   line: string;
