@@ -41,18 +41,18 @@ export function callbacksOf(
   return { callbacks: callbacks.delivered || callbacks.failed ? callbacks : null };
 }
 
-/** One run's callbacks: the call's (replay 0) or a replay's. */
+/** One target's callback in one run: the call's (replay 0) or a replay's. */
 export interface CallbackJob {
   project: string;
   requestId: string;
   replay: number;
-  targetIds: string[];
+  targetId: string;
   callbacks: Callbacks;
 }
 
-/** The `webhook-id` of one target's callback in one run: the same on every retry. */
-export const callbackId = (job: CallbackJob, targetId: string) =>
-  `callback_${job.requestId}_${targetId}_${job.replay}`;
+/** The `webhook-id` of a target's callback in a run: the same on every retry. */
+export const callbackId = (job: CallbackJob) =>
+  `callback_${job.requestId}_${job.targetId}_${job.replay}`;
 
 /**
  * What a callback posts: `{type, timestamp, data}`, `data` being how the target's delivery ended

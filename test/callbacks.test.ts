@@ -1,8 +1,8 @@
 /**
  * Completion callbacks (docs/api.md "Completion callbacks"): an async call's `Relay-Callback` is
  * told each target's delivery, `Relay-Failure-Callback` each target's failure for good, with the
- * target's answer, signed with the endpoint's secret, retried through the callback URL's outage
- * under one `webhook-id`, and billed as a delivery. The headers never reach the target; a URL
+ * target's answer, as each target's delivery ends, signed with the endpoint's secret, retried
+ * through the callback URL's outage under one `webhook-id`, and billed as a delivery. The headers never reach the target; a URL
  * that is not one, or a call that answers at once (sync), is refused.
  */
 import { afterAll, expect, test } from "vitest";
@@ -97,6 +97,34 @@ test("each target's delivery is told to Relay-Callback with its answer, signed a
   }
   // Two deliveries and two callbacks, a credit each.
   await eventually(async () => (await used(p)) === 4);
+});
+
+test("a target that got the call is told at once, while another target's delivery still retries", async () => {
+  let slowAnswers = 0;
+  const slow = await targetServer(() =>
+    slowAnswers++ === 0 ? { status: 503, headers: { "retry-after": "3" } } : { status: 200 },
+  );
+  const p = await endpointWith([
+    { name: "quick", targetUrl: sink.url },
+    { name: "slow", targetUrl: slow.url },
+  ]);
+  const { requestId } = (
+    await relay(p.slug, "/v1/hook", {
+      key: p.key,
+      body: "{}",
+      headers: { "relay-callback": succeeded.url },
+    })
+  ).json();
+  const toldOf = (name: string) =>
+    callsFor(succeeded, requestId).filter(
+      (c) => (JSON.parse(c.body) as Told).data.target.name === name,
+    );
+  await eventually(async () => toldOf("quick").length === 1);
+  expect(slow.received).toHaveLength(1);
+  expect(toldOf("slow")).toEqual([]);
+  await eventually(async () => toldOf("slow").length === 1, 30_000);
+  expect(slow.received).toHaveLength(2);
+  await slow.close();
 });
 
 test("a failure for good is told to Relay-Failure-Callback, retried through its outage under one id", async () => {

@@ -252,8 +252,8 @@ export const activities: Activities = {
   async recordStreamCall(record: StreamRecord) {
     calls.push({ name: "recordStreamCall", args: [record] });
   },
-  async callBack(job: CallbackJob, targetId: string) {
-    calls.push({ name: "callBack", args: [job, targetId] });
+  async callBack(job: CallbackJob) {
+    calls.push({ name: "callBack", args: [job] });
     return "sent" as const;
   },
   async rotateExpiringKeys() {

@@ -127,7 +127,7 @@ const { settleRequest, releaseCarried } = proxyLocalActivities<Activities>({
 /** A request the batch ended: failed ones raise their notification, once; its callbacks go. */
 async function settled(request: DeliveryInput, status: RequestStatus): Promise<void> {
   if (status !== "delivered") await raise(requestFailed(request, status, request.requestId));
-  await callBackEnds(request);
+  await callBackEnds(request, targetIdsOf(asyncDeliveries(request)));
 }
 
 /** Goes on as the request's own workflow, id = request id, from the verdicts the batch got. */

@@ -27,10 +27,9 @@ export interface CallbackDeps {
  * for that end, or the endpoint is gone; "sent" when the URL answered 2xx. Any other answer, a
  * timeout or no answer throws, naming what happened.
  */
-export function callbackSender(
-  deps: CallbackDeps,
-): (job: CallbackJob, targetId: string) => Promise<"sent" | "none"> {
-  return async (job, targetId) => {
+export function callbackSender(deps: CallbackDeps): (job: CallbackJob) => Promise<"sent" | "none"> {
+  return async (job) => {
+    const { targetId } = job;
     const end = await deliveryEnd(deps.sql, job.requestId, targetId, job.replay);
     const url = end && urlFor(job.callbacks, end.status);
     if (!end || !url) return "none";
@@ -39,7 +38,7 @@ export function callbackSender(
     if (keys.length === 0) return "none";
     const { keyMode, ...told } = end;
     const body = new TextEncoder().encode(callbackBody(job.project, told, at));
-    const signature = await webhookHeaders(keys, callbackId(job, targetId), at, body);
+    const signature = await webhookHeaders(keys, callbackId(job), at, body);
     const timeout = AbortSignal.timeout(NOTIFICATION_TIMEOUT_MS);
     // Only the status counts: the answer's body is dropped unread, and its connection with it.
     const drop = new AbortController();

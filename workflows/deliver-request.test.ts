@@ -28,7 +28,7 @@ import {
 } from "../test/workflow-worker.ts";
 import type { Activities } from "./activities.ts";
 import type { DeliverInput, RequestRow } from "./deliveries.ts";
-import type { deliverRequest, sendCallbacks } from "./workflows.ts";
+import type { deliverRequest, sendCallback } from "./workflows.ts";
 
 withMockedWorker();
 
@@ -228,33 +228,34 @@ test("deliverRequest does not send again what a first attempt whose verdict was 
   expect(retry?.args[0]).toMatchObject({ mayHaveLanded: true });
 });
 
-test("a request that asked for callbacks starts its run's callbacks once it ends; they call back each async target", async () => {
-  const [one, two] = [target("one"), target("two")];
+test("a request that asked for callbacks starts each target's callback as its delivery ends", async () => {
+  const [quick, slow] = [target("quick"), target("slow")];
+  script.set(slow.id, [{ status: 503 }, { status: 200 }]);
   const input = {
-    ...delivery([one, two]),
+    ...delivery([quick, slow]),
     callbacks: { delivered: "https://caller.example/done" },
   };
   const handle = await start(input);
+  const callbackOf = (t: DeliveryTarget) =>
+    env.client.workflow.getHandle(`callback.${input.requestId}.${t.id}`);
   expect(await handle.result()).toBe("delivered");
-  // Started on the notifications' queue, which this worker does not poll: it waits there.
-  const callbacks = env.client.workflow.getHandle(`callback.${input.requestId}`);
-  expect((await callbacks.describe()).type).toBe("sendCallbacks");
-  await callbacks.terminate("the test ends it");
+  // Started on the notifications' queue, which this worker does not poll: each waits there,
+  // the quick target's started before the slow one's retry was made.
+  const quickOne = await callbackOf(quick).describe();
+  expect(quickOne.type).toBe("sendCallback");
+  expect((await callbackOf(slow).describe()).type).toBe("sendCallback");
+  const retried = attemptsOf(handle.workflowId).find((a) => a.via === "deliver");
+  expect(quickOne.startTime.getTime()).toBeLessThanOrEqual(retried?.at ?? 0);
+  for (const t of [quick, slow]) await callbackOf(t).terminate("the test ends it");
   await recordHistory(handle, "delivered-with-callbacks");
 
-  const job = {
-    project: "acme",
-    requestId: input.requestId,
-    replay: 0,
-    targetIds: [one.id, two.id],
-    callbacks: input.callbacks,
-  };
-  const sent = await env.client.workflow.start<typeof sendCallbacks>("sendCallbacks", {
+  const job = { project: "acme", requestId: input.requestId, replay: 0, targetId: quick.id };
+  const sent = await env.client.workflow.start<typeof sendCallback>("sendCallback", {
     taskQueue,
     workflowId: `callback.again.${input.requestId}`,
-    args: [job],
+    args: [{ ...job, callbacks: input.callbacks }],
   });
-  expect(await sent.result()).toEqual(["sent", "sent"]);
-  expect(callsOf("callBack").map((c) => c.args[1])).toEqual([one.id, two.id]);
-  await recordHistory(sent, "callbacks-sent");
+  expect(await sent.result()).toBe("sent");
+  expect(callsOf("callBack").at(-1)?.args).toEqual([{ ...job, callbacks: input.callbacks }]);
+  await recordHistory(sent, "callback-sent");
 });

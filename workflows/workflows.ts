@@ -57,7 +57,7 @@ import { probedSignal, releaseSignal } from "./signals.ts";
 import { setStatus } from "./status.ts";
 
 export { deliverBatch } from "./batch.ts";
-export { sendCallbacks } from "./callbacks.ts";
+export { sendCallback } from "./callbacks.ts";
 export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
@@ -147,7 +147,6 @@ export async function deliverRequest(input: ContinuedInput): Promise<RequestStat
       // Once per request, once per replay (its workflow id is its own).
       await raise(requestFailed(input, status, workflowInfo().workflowId));
     }
-    await callBackEnds(input);
     return status;
   } catch (error) {
     if (!isCancellation(error)) throw error;
@@ -204,13 +203,15 @@ async function deliverAll(
         (await first.firstAttempt(request, delivery, only, mayHaveRun).catch(() => null));
       if (verdict && "settled" in verdict) settled = verdict.settled;
       const next = retryingOf(delivery, verdict);
-      if (!next) return;
-      setStatus("delivering");
-      // Logged before its retries, as an unordered request's is: a first attempt that found no
-      // slot (busy) wrote nothing (histories begun before this open nothing here).
-      if (patched(OPEN_BEFORE_LANE_RETRIES)) await openRequest(request);
-      if (next.delayMs > 0) await sleep(next.delayMs);
-      await deliverToTarget(delivery, policy, next.waiting, released, input.receivedAt, waitedMs);
+      if (next) {
+        setStatus("delivering");
+        // Logged before its retries, as an unordered request's is: a first attempt that found no
+        // slot (busy) wrote nothing (histories begun before this open nothing here).
+        if (patched(OPEN_BEFORE_LANE_RETRIES)) await openRequest(request);
+        if (next.delayMs > 0) await sleep(next.delayMs);
+        await deliverToTarget(delivery, policy, next.waiting, released, input.receivedAt, waitedMs);
+      }
+      await callBackEnds(input, [delivery.target.id]);
     });
     return settle(settled ?? (await settleRequest(input.requestId, targetIdsOf(deliveries))));
   }
@@ -227,6 +228,11 @@ async function deliverAll(
       ),
     ));
   const retrying = deliveries.flatMap((delivery, i) => retryingOf(delivery, verdicts[i]) ?? []);
+  const goOn = new Set(retrying.map((r) => r.delivery.target.id));
+  await callBackEnds(
+    input,
+    targetIdsOf(deliveries).filter((id) => !goOn.has(id)),
+  );
   if (retrying.length === 0) {
     const [verdict] = verdicts;
     const settled = verdict && "settled" in verdict ? verdict.settled : undefined;
@@ -240,6 +246,7 @@ async function deliverAll(
     retrying.map(async ({ delivery, delayMs, waiting }) => {
       if (delayMs > 0) await sleep(delayMs);
       await deliverToTarget(delivery, policy, waiting, released, input.receivedAt);
+      await callBackEnds(input, [delivery.target.id]);
     }),
   );
   return settle(await settleRequest(input.requestId, targetIdsOf(deliveries)));

@@ -49,6 +49,8 @@ export const retentionBody = z.strictObject({
     .number()
     .int()
     .min(1)
+    // What any plan allows; a project's own plan may allow less (checked on saving).
+    .max(Math.max(...Object.values(maxRetentionDays)))
     .nullable()
     .describe(
       "Days the project's request headers, bodies and answers are kept (at most 30 on the free plan, 365 on the paid); null: as long as the log keeps the request",
