@@ -4,7 +4,7 @@
  */
 import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode } from "../core/model.ts";
-import type { Sql } from "./db.ts";
+import type { Queryable, Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
 
 /** How a target's delivery ended in one run, as a callback tells it. */
@@ -76,4 +76,44 @@ export async function deliveryEnd(
             truncated: row.responseTruncated,
           },
   };
+}
+
+/** A target's callback in one run as the log shows it: its last try's outcome. */
+export interface CallbackView {
+  targetId: string;
+  replay: number;
+  kind: "delivered" | "failed";
+  url: string;
+  tries: number;
+  statusCode: number | null;
+  error: string | null;
+  /** A try was answered 2xx: no more tries. */
+  sent: boolean;
+  updatedAt: Date;
+}
+
+/** Logs a try of a callback: its answer's status, or why it had none. */
+export async function logCallbackTry(
+  q: Queryable,
+  callback: Omit<CallbackView, "tries" | "sent" | "updatedAt"> & { requestId: string },
+  at: Date,
+): Promise<void> {
+  const { requestId, targetId, replay, kind, url, statusCode, error } = callback;
+  const sent = statusCode !== null && statusCode >= 200 && statusCode < 300;
+  await q`
+    insert into callbacks (request_id, target_id, replay, kind, url, tries, status_code, error,
+      sent, updated_at)
+    values (${requestId}, ${targetId}, ${replay}, ${kind}, ${url}, 1, ${statusCode}, ${error},
+      ${sent}, ${at})
+    on conflict (request_id, target_id, replay) do update set
+      tries = callbacks.tries + 1, status_code = excluded.status_code, error = excluded.error,
+      sent = callbacks.sent or excluded.sent, updated_at = excluded.updated_at`;
+}
+
+/** The callbacks of these requests, in order of their targets' ids and runs. */
+export function callbacksOf(sql: Sql, requestIds: string[]) {
+  return sql<(CallbackView & { requestId: string })[]>`
+    select request_id, target_id, replay, kind, url, tries, status_code, error, sent, updated_at
+    from callbacks where request_id in ${sql(requestIds)}
+    order by request_id, replay, target_id`;
 }

@@ -9,6 +9,7 @@ import type { SkippedTarget } from "../core/delivery.ts";
 import { THROTTLED } from "../core/flow.ts";
 import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
+import { type CallbackView, callbacksOf } from "./callbacks.ts";
 import { gateColumns } from "./circuits.ts";
 import type { Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
@@ -57,6 +58,8 @@ export interface RequestView {
   /** A single request's read only: the body as received; null when not kept. */
   body?: LoggedBody | null;
   attempts: AttemptView[];
+  /** A single request's read only: its completion callbacks (store/callbacks.ts), each's last try. */
+  callbacks?: CallbackView[];
   /** Targets the call skipped, and why (their filters do not match it). */
   skipped: SkippedTarget[];
   /** Targets this request waits for, and why (an open circuit, disabled, paused). */
@@ -163,10 +166,18 @@ async function selectRequests(
       ${content ? sql`, response_headers, response_body, response_truncated` : sql``}
     from attempts where request_id in ${sql(ids)}
     order by id`;
-  const held = await heldFor(sql, ids);
+  const [held, callbacks] = await Promise.all([
+    heldFor(sql, ids),
+    content ? callbacksOf(sql, ids) : [],
+  ]);
   return requests.map(({ body, ...request }) => ({
     ...request,
-    ...(content && { body: body ? loggedBody(body) : null }),
+    ...(content && {
+      body: body ? loggedBody(body) : null,
+      callbacks: callbacks
+        .filter((c) => c.requestId === request.requestId)
+        .map(({ requestId: _, ...callback }) => callback),
+    }),
     attempts: attempts
       .filter((a) => a.requestId === request.requestId)
       .map(({ requestId: _, ...attempt }) => (content ? withAnswer(attempt) : attempt)),

@@ -148,6 +148,23 @@ test("a failure for good is told to Relay-Failure-Callback, retried through its 
   expect(callsFor(succeeded, requestId)).toEqual([]);
   // The delivery and its callback: charged once each, the callback's retry free.
   expect(await used(p)).toBe(2);
+  // The request's log shows how its callback went.
+  const log = await api<{ callbacks: unknown[] }>(
+    p.ownerToken,
+    "GET",
+    `${p.base}/requests/${requestId}`,
+  );
+  expect(log.body.callbacks).toEqual([
+    expect.objectContaining({
+      replay: 0,
+      kind: "failed",
+      url: failedUrl.url,
+      tries: 2,
+      statusCode: 200,
+      error: null,
+      sent: true,
+    }),
+  ]);
 
   // A replay's end calls back too, under an id of its own.
   const replayed = await api(p.ownerToken, "POST", `${p.base}/requests/${requestId}/replay`);

@@ -4,13 +4,14 @@
  * checked and pinned connection to targets (the URL's address is checked where it connects, and
  * no redirect is followed). It is a delivery: charged once when the URL answers (the ledger's
  * `callback:{target}` entry), retried by Temporal on any other outcome with the same `webhook-id`.
+ * Each try is logged (store/callbacks.ts), for the request's page.
  */
 import { type CallbackJob, type Callbacks, callbackBody, callbackId } from "../core/callbacks.ts";
 import { NOTIFICATION_TIMEOUT_MS } from "../core/notifications.ts";
 import { type SigningKey, webhookHeaders } from "../core/signing.ts";
 import { targetFailure } from "../core/target-call.ts";
 import type { CallTarget, TargetAnswer } from "../core/target-request.ts";
-import { deliveryEnd } from "../store/callbacks.ts";
+import { deliveryEnd, logCallbackTry } from "../store/callbacks.ts";
 import { chargeDelivery } from "../store/credits.ts";
 import type { Sql } from "../store/db.ts";
 
@@ -42,6 +43,7 @@ export function callbackSender(deps: CallbackDeps): (job: CallbackJob) => Promis
     const timeout = AbortSignal.timeout(NOTIFICATION_TIMEOUT_MS);
     // Only the status counts: the answer's body is dropped unread, and its connection with it.
     const drop = new AbortController();
+    const tried = { ...job, kind: end.status, url };
     let answer: TargetAnswer;
     try {
       answer = await deps.callTarget(url, {
@@ -53,22 +55,26 @@ export function callbackSender(deps: CallbackDeps): (job: CallbackJob) => Promis
       });
     } catch (error) {
       const failure = targetFailure(error, timeout.aborted);
-      throw new Error(`callback ${failure.kind}: ${failure.message}`);
+      const message = `callback ${failure.kind}: ${failure.message}`;
+      await logCallbackTry(deps.sql, { ...tried, statusCode: null, error: message }, at);
+      throw new Error(message);
     } finally {
       drop.abort(new DOMException("the answer's body is not read", "AbortError"));
     }
-    await deps.sql.begin((tx) =>
-      chargeDelivery(tx, {
+    const { status } = answer;
+    await deps.sql.begin(async (tx) => {
+      await logCallbackTry(tx, { ...tried, statusCode: status, error: null }, at);
+      await chargeDelivery(tx, {
         project: job.project,
         pool: keyMode,
         requestId: job.requestId,
         targetId: `callback:${targetId}`,
         bytes: body.byteLength,
         replay: job.replay,
-      }),
-    );
-    if (answer.status >= 200 && answer.status < 300) return "sent";
-    throw new Error(`callback URL answered ${answer.status}`);
+      });
+    });
+    if (status >= 200 && status < 300) return "sent";
+    throw new Error(`callback URL answered ${status}`);
   };
 }
 

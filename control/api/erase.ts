@@ -15,6 +15,8 @@ import { parseInput } from "./validation.ts";
 
 /** The most days a project of each plan may keep its requests' content. */
 export const maxRetentionDays: Record<Plan, number> = { free: 30, paid: 365 };
+/** What any plan allows: the document's bound. */
+const MOST_DAYS = Math.max(...Object.values(maxRetentionDays));
 
 export async function eraseRequestContent(
   ctx: Ctx,
@@ -49,8 +51,8 @@ export const retentionBody = z.strictObject({
     .number()
     .int()
     .min(1)
-    // What any plan allows; a project's own plan may allow less (checked on saving).
-    .max(Math.max(...Object.values(maxRetentionDays)))
+    // A project's own plan may allow less (checked on saving).
+    .max(MOST_DAYS)
     .nullable()
     .describe(
       "Days the project's request headers, bodies and answers are kept (at most 30 on the free plan, 365 on the paid); null: as long as the log keeps the request",
@@ -75,7 +77,8 @@ export async function setRetention(ctx: Ctx, slug: string, input: unknown): Prom
   const access = await projectAccess(ctx, slug, "owner");
   const most = maxRetentionDays[access.plan];
   const { retentionDays } = parseInput(
-    retentionBody.refine(({ retentionDays: days }) => days === null || days <= most, {
+    // Past what any plan allows is the schema's refusal alone.
+    retentionBody.refine(({ retentionDays: d }) => d === null || d <= most || d > MOST_DAYS, {
       path: ["retentionDays"],
       message: `a ${access.plan} project keeps content at most ${most} days`,
     }),

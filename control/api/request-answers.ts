@@ -80,6 +80,26 @@ export const request = z.strictObject({
       "The body as received; null when the request was logged before the log kept bodies, or it was erased. Only in a single request's read",
     ),
   attempts: z.array(attempt),
+  callbacks: z
+    .array(
+      z.strictObject({
+        targetId: z.string(),
+        replay: z.number().int().describe("0 for the call itself, else the replay's number"),
+        kind: z
+          .enum(["delivered", "failed"])
+          .describe("Which end: `Relay-Callback` (delivered) or `Relay-Failure-Callback` (failed)"),
+        url: z.string(),
+        tries: z.number().int(),
+        statusCode: z.number().int().nullable().describe("The last try's answer; null: none"),
+        error: z.string().nullable().describe("Why the last try failed, when it had no answer"),
+        sent: z.boolean().describe("A try was answered 2xx: no more tries"),
+        updatedAt: timestamp,
+      }),
+    )
+    .optional()
+    .describe(
+      "Its completion callbacks (`Relay-Callback`, `Relay-Failure-Callback`), each's last try. Only in a single request's read",
+    ),
   waiting: z.array(
     z.strictObject({
       targetId: z.string(),

@@ -180,6 +180,7 @@ async function acceptedRequest(
     headers: loggedHeaders(input.headers, input.secretHeaders),
     body: loggedBody(await inputBody(ctx, input)),
     attempts: [],
+    callbacks: [],
     waiting: [],
     skipped: input.skipped ?? [],
   };

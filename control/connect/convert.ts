@@ -137,6 +137,12 @@ export const requestOut = (r: RequestView) => ({
     error: a.error ?? undefined,
     response: a.response ? { ...a.response, body: bodyOut(a.response.body) } : undefined,
   })),
+  callbacks: (r.callbacks ?? []).map((c) => ({
+    ...c,
+    statusCode: c.statusCode ?? undefined,
+    error: c.error ?? undefined,
+    updatedAt: ts(c.updatedAt),
+  })),
 });
 
 /** Timestamps as the REST query has them (RFC 3339), for the one schema that checks both. */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/requests.proto.
  */
 export const file_relay_v1_requests: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK/BQoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBEiIKB3NraXBwZWQYECADKAsyES5yZWxheS52MS5Ta2lwcGVkEjoKEWNvbnRlbnRfZXJhc2VkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgGiAEBQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keUIUChJfY29udGVudF9lcmFzZWRfYXQiQQoHU2tpcHBlZBIRCgl0YXJnZXRfaWQYASABKAkSEwoLdGFyZ2V0X25hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIkEKB1dhaXRpbmcSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg4KBnJlYXNvbhgDIAEoCSKEAwoNUmVxdWVzdEZpbHRlchIsCgZzdGF0dXMYASABKA4yFy5yZWxheS52MS5SZXF1ZXN0U3RhdHVzSACIAQESFQoIZW5kcG9pbnQYAiABKAlIAYgBARIXCgpyZXF1ZXN0X2lkGAMgASgJSAKIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAQgASgJSAOIAQESGgoNdGFyZ2V0X3N0YXR1cxgFIAEoBUgEiAEBEjYKDXJlY2VpdmVkX2Zyb20YBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAWIAQESNAoLcmVjZWl2ZWRfdG8YByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAaIAQFCCQoHX3N0YXR1c0ILCglfZW5kcG9pbnRCDQoLX3JlcXVlc3RfaWRCEgoQX2lkZW1wb3RlbmN5X2tleUIQCg5fdGFyZ2V0X3N0YXR1c0IQCg5fcmVjZWl2ZWRfZnJvbUIOCgxfcmVjZWl2ZWRfdG8ibgoTTGlzdFJlcXVlc3RzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI4ChFHZXRSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOAoSR2V0UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IjsKFENhbmNlbFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiaAoQU2VuZEFnYWluUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSJgoEYm9keRgDIAEoCzITLnJlbGF5LnYxLkJvZHlJbnB1dEgAiAEBQgcKBV9ib2R5IkMKCUJvZHlJbnB1dBIoCghlbmNvZGluZxgBIAEoDjIWLnJlbGF5LnYxLkJvZHlFbmNvZGluZxIMCgR0ZXh0GAIgASgJIjcKEVNlbmRBZ2FpblJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IkEKGkVyYXNlUmVxdWVzdENvbnRlbnRSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSJBChtFcmFzZVJlcXVlc3RDb250ZW50UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiVwoJUmV0ZW50aW9uEhsKDnJldGVudGlvbl9kYXlzGAEgASgFSACIAQESGgoSbWF4X3JldGVudGlvbl9kYXlzGAIgASgFQhEKD19yZXRlbnRpb25fZGF5cyImChNHZXRSZXRlbnRpb25SZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkiPgoUR2V0UmV0ZW50aW9uUmVzcG9uc2USJgoJcmV0ZW50aW9uGAEgASgLMhMucmVsYXkudjEuUmV0ZW50aW9uIlYKE1NldFJldGVudGlvblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIbCg5yZXRlbnRpb25fZGF5cxgCIAEoBUgAiAEBQhEKD19yZXRlbnRpb25fZGF5cyI+ChRTZXRSZXRlbnRpb25SZXNwb25zZRImCglyZXRlbnRpb24YASABKAsyEy5yZWxheS52MS5SZXRlbnRpb24ibgoTTGlzdEZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXISDgoGY3Vyc29yGAMgASgJEg0KBWxpbWl0GAQgASgFIlAKFExpc3RGYWlsdXJlc1Jlc3BvbnNlEiMKCHJlcXVlc3RzGAEgAygLMhEucmVsYXkudjEuUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSI7ChRSZXBsYXlSZXF1ZXN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiOwoVUmVwbGF5UmVxdWVzdFJlc3BvbnNlEiIKB3JlcXVlc3QYASABKAsyES5yZWxheS52MS5SZXF1ZXN0IlEKFVJlcGxheUZhaWx1cmVzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEicKBmZpbHRlchgCIAEoCzIXLnJlbGF5LnYxLlJlcXVlc3RGaWx0ZXIiKgoWUmVwbGF5RmFpbHVyZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqfAgoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfU1RBVFVTX1FVRVVFRBABEh0KGVJFUVVFU1RfU1RBVFVTX0RFTElWRVJJTkcQAhIcChhSRVFVRVNUX1NUQVRVU19ERUxJVkVSRUQQAxIjCh9SRVFVRVNUX1NUQVRVU19QQVJUSUFMTFlfRkFJTEVEEAQSGQoVUkVRVUVTVF9TVEFUVVNfRkFJTEVEEAUSHAoYUkVRVUVTVF9TVEFUVVNfU0NIRURVTEVEEAYSHAoYUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMTEVEEAcSGgoWUkVRVUVTVF9TVEFUVVNfU0tJUFBFRBAIKl8KDEJvZHlFbmNvZGluZxIdChlCT0RZX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASFgoSQk9EWV9FTkNPRElOR19VVEY4EAESGAoUQk9EWV9FTkNPRElOR19CQVNFNjQQAjLFBAoRUmVxdWVzdExvZ1NlcnZpY2USTQoMTGlzdFJlcXVlc3RzEh0ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEkcKCkdldFJlcXVlc3QSGy5yZWxheS52MS5HZXRSZXF1ZXN0UmVxdWVzdBocLnJlbGF5LnYxLkdldFJlcXVlc3RSZXNwb25zZRJQCg1DYW5jZWxSZXF1ZXN0Eh4ucmVsYXkudjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRAoJU2VuZEFnYWluEhoucmVsYXkudjEuU2VuZEFnYWluUmVxdWVzdBobLnJlbGF5LnYxLlNlbmRBZ2FpblJlc3BvbnNlEmIKE0VyYXNlUmVxdWVzdENvbnRlbnQSJC5yZWxheS52MS5FcmFzZVJlcXVlc3RDb250ZW50UmVxdWVzdBolLnJlbGF5LnYxLkVyYXNlUmVxdWVzdENvbnRlbnRSZXNwb25zZRJNCgxHZXRSZXRlbnRpb24SHS5yZWxheS52MS5HZXRSZXRlbnRpb25SZXF1ZXN0Gh4ucmVsYXkudjEuR2V0UmV0ZW50aW9uUmVzcG9uc2USTQoMU2V0UmV0ZW50aW9uEh0ucmVsYXkudjEuU2V0UmV0ZW50aW9uUmVxdWVzdBoeLnJlbGF5LnYxLlNldFJldGVudGlvblJlc3BvbnNlMosCChNGYWlsdXJlUXVldWVTZXJ2aWNlEk0KDExpc3RGYWlsdXJlcxIdLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1JlcXVlc3QaHi5yZWxheS52MS5MaXN0RmFpbHVyZXNSZXNwb25zZRJQCg1SZXBsYXlSZXF1ZXN0Eh4ucmVsYXkudjEuUmVwbGF5UmVxdWVzdFJlcXVlc3QaHy5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVzcG9uc2USUwoOUmVwbGF5RmFpbHVyZXMSHy5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1JlcXVlc3QaIC5yZWxheS52MS5SZXBsYXlGYWlsdXJlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdyZWxheS92MS9yZXF1ZXN0cy5wcm90bxIIcmVsYXkudjEimgIKB0F0dGVtcHQSEQoJdGFyZ2V0X2lkGAEgASgJEhMKC3RhcmdldF9uYW1lGAIgASgJEg8KB2F0dGVtcHQYAyABKAUSLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLc3RhdHVzX2NvZGUYBSABKAVIAIgBARIXCgpsYXRlbmN5X21zGAYgASgFSAGIAQESEgoFZXJyb3IYByABKAlIAogBARIpCghyZXNwb25zZRgIIAEoCzISLnJlbGF5LnYxLlJlc3BvbnNlSAOIAQFCDgoMX3N0YXR1c19jb2RlQg0KC19sYXRlbmN5X21zQggKBl9lcnJvckILCglfcmVzcG9uc2UinQEKCFJlc3BvbnNlEjAKB2hlYWRlcnMYASADKAsyHy5yZWxheS52MS5SZXNwb25zZS5IZWFkZXJzRW50cnkSHAoEYm9keRgCIAEoCzIOLnJlbGF5LnYxLkJvZHkSEQoJdHJ1bmNhdGVkGAMgASgIGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KBEJvZHkSKAoIZW5jb2RpbmcYASABKA4yFi5yZWxheS52MS5Cb2R5RW5jb2RpbmcSDAoEdGV4dBgCIAEoCRINCgVieXRlcxgDIAEoAyJnCgdIZWFkZXJzEi0KBnZhbHVlcxgBIAMoCzIdLnJlbGF5LnYxLkhlYWRlcnMuVmFsdWVzRW50cnkaLQoLVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLmBQoHUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXMSDAoEbGluZRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIvCgtyZWNlaXZlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYm9keV9ieXRlcxgHIAEoAxIjCghhdHRlbXB0cxgIIAMoCzIRLnJlbGF5LnYxLkF0dGVtcHQSMwoKbm90X2JlZm9yZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARIiCgd3YWl0aW5nGAogAygLMhEucmVsYXkudjEuV2FpdGluZxIVCgh0cmFjZV9pZBgLIAEoCUgBiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEhgKC3Jlc2VudF9mcm9tGA0gASgJSAOIAQESJwoHaGVhZGVycxgOIAEoCzIRLnJlbGF5LnYxLkhlYWRlcnNIBIgBARIhCgRib2R5GA8gASgLMg4ucmVsYXkudjEuQm9keUgFiAEBEiIKB3NraXBwZWQYECADKAsyES5yZWxheS52MS5Ta2lwcGVkEjoKEWNvbnRlbnRfZXJhc2VkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgGiAEBEiUKCWNhbGxiYWNrcxgSIAMoCzISLnJlbGF5LnYxLkNhbGxiYWNrQg0KC19ub3RfYmVmb3JlQgsKCV90cmFjZV9pZEISChBfaWRlbXBvdGVuY3lfa2V5Qg4KDF9yZXNlbnRfZnJvbUIKCghfaGVhZGVyc0IHCgVfYm9keUIUChJfY29udGVudF9lcmFzZWRfYXQi3QEKCENhbGxiYWNrEhEKCXRhcmdldF9pZBgBIAEoCRIOCgZyZXBsYXkYAiABKAUSDAoEa2luZBgDIAEoCRILCgN1cmwYBCABKAkSDQoFdHJpZXMYBSABKAUSGAoLc3RhdHVzX2NvZGUYBiABKAVIAIgBARISCgVlcnJvchgHIAEoCUgBiAEBEgwKBHNlbnQYCCABKAgSLgoKdXBkYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX3N0YXR1c19jb2RlQggKBl9lcnJvciJBCgdTa2lwcGVkEhEKCXRhcmdldF9pZBgBIAEoCRITCgt0YXJnZXRfbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkiQQoHV2FpdGluZxIRCgl0YXJnZXRfaWQYASABKAkSEwoLdGFyZ2V0X25hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIoQDCg1SZXF1ZXN0RmlsdGVyEiwKBnN0YXR1cxgBIAEoDjIXLnJlbGF5LnYxLlJlcXVlc3RTdGF0dXNIAIgBARIVCghlbmRwb2ludBgCIAEoCUgBiAEBEhcKCnJlcXVlc3RfaWQYAyABKAlIAogBARIcCg9pZGVtcG90ZW5jeV9rZXkYBCABKAlIA4gBARIaCg10YXJnZXRfc3RhdHVzGAUgASgFSASIAQESNgoNcmVjZWl2ZWRfZnJvbRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBYgBARI0CgtyZWNlaXZlZF90bxgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBogBAUIJCgdfc3RhdHVzQgsKCV9lbmRwb2ludEINCgtfcmVxdWVzdF9pZEISChBfaWRlbXBvdGVuY3lfa2V5QhAKDl90YXJnZXRfc3RhdHVzQhAKDl9yZWNlaXZlZF9mcm9tQg4KDF9yZWNlaXZlZF90byJuChNMaXN0UmVxdWVzdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdFJlcXVlc3RzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjgKEUdldFJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI4ChJHZXRSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiOwoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIjsKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJoChBTZW5kQWdhaW5SZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRImCgRib2R5GAMgASgLMhMucmVsYXkudjEuQm9keUlucHV0SACIAQFCBwoFX2JvZHkiQwoJQm9keUlucHV0EigKCGVuY29kaW5nGAEgASgOMhYucmVsYXkudjEuQm9keUVuY29kaW5nEgwKBHRleHQYAiABKAkiNwoRU2VuZEFnYWluUmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiQQoaRXJhc2VSZXF1ZXN0Q29udGVudFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIkEKG0VyYXNlUmVxdWVzdENvbnRlbnRSZXNwb25zZRIiCgdyZXF1ZXN0GAEgASgLMhEucmVsYXkudjEuUmVxdWVzdCJXCglSZXRlbnRpb24SGwoOcmV0ZW50aW9uX2RheXMYASABKAVIAIgBARIaChJtYXhfcmV0ZW50aW9uX2RheXMYAiABKAVCEQoPX3JldGVudGlvbl9kYXlzIiYKE0dldFJldGVudGlvblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI+ChRHZXRSZXRlbnRpb25SZXNwb25zZRImCglyZXRlbnRpb24YASABKAsyEy5yZWxheS52MS5SZXRlbnRpb24iVgoTU2V0UmV0ZW50aW9uUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhsKDnJldGVudGlvbl9kYXlzGAIgASgFSACIAQFCEQoPX3JldGVudGlvbl9kYXlzIj4KFFNldFJldGVudGlvblJlc3BvbnNlEiYKCXJldGVudGlvbhgBIAEoCzITLnJlbGF5LnYxLlJldGVudGlvbiJuChNMaXN0RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlchIOCgZjdXJzb3IYAyABKAkSDQoFbGltaXQYBCABKAUiUAoUTGlzdEZhaWx1cmVzUmVzcG9uc2USIwoIcmVxdWVzdHMYASADKAsyES5yZWxheS52MS5SZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIjsKFFJlcGxheVJlcXVlc3RSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI7ChVSZXBsYXlSZXF1ZXN0UmVzcG9uc2USIgoHcmVxdWVzdBgBIAEoCzIRLnJlbGF5LnYxLlJlcXVlc3QiUQoVUmVwbGF5RmFpbHVyZXNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSJwoGZmlsdGVyGAIgASgLMhcucmVsYXkudjEuUmVxdWVzdEZpbHRlciIqChZSZXBsYXlGYWlsdXJlc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFKp8CCg1SZXF1ZXN0U3RhdHVzEh4KGlJFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVUkVRVUVTVF9TVEFUVVNfUVVFVUVEEAESHQoZUkVRVUVTVF9TVEFUVVNfREVMSVZFUklORxACEhwKGFJFUVVFU1RfU1RBVFVTX0RFTElWRVJFRBADEiMKH1JFUVVFU1RfU1RBVFVTX1BBUlRJQUxMWV9GQUlMRUQQBBIZChVSRVFVRVNUX1NUQVRVU19GQUlMRUQQBRIcChhSRVFVRVNUX1NUQVRVU19TQ0hFRFVMRUQQBhIcChhSRVFVRVNUX1NUQVRVU19DQU5DRUxMRUQQBxIaChZSRVFVRVNUX1NUQVRVU19TS0lQUEVEEAgqXwoMQm9keUVuY29kaW5nEh0KGUJPRFlfRU5DT0RJTkdfVU5TUEVDSUZJRUQQABIWChJCT0RZX0VOQ09ESU5HX1VURjgQARIYChRCT0RZX0VOQ09ESU5HX0JBU0U2NBACMsUEChFSZXF1ZXN0TG9nU2VydmljZRJNCgxMaXN0UmVxdWVzdHMSHS5yZWxheS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh4ucmVsYXkudjEuTGlzdFJlcXVlc3RzUmVzcG9uc2USRwoKR2V0UmVxdWVzdBIbLnJlbGF5LnYxLkdldFJlcXVlc3RSZXF1ZXN0GhwucmVsYXkudjEuR2V0UmVxdWVzdFJlc3BvbnNlElAKDUNhbmNlbFJlcXVlc3QSHi5yZWxheS52MS5DYW5jZWxSZXF1ZXN0UmVxdWVzdBofLnJlbGF5LnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZRJECglTZW5kQWdhaW4SGi5yZWxheS52MS5TZW5kQWdhaW5SZXF1ZXN0GhsucmVsYXkudjEuU2VuZEFnYWluUmVzcG9uc2USYgoTRXJhc2VSZXF1ZXN0Q29udGVudBIkLnJlbGF5LnYxLkVyYXNlUmVxdWVzdENvbnRlbnRSZXF1ZXN0GiUucmVsYXkudjEuRXJhc2VSZXF1ZXN0Q29udGVudFJlc3BvbnNlEk0KDEdldFJldGVudGlvbhIdLnJlbGF5LnYxLkdldFJldGVudGlvblJlcXVlc3QaHi5yZWxheS52MS5HZXRSZXRlbnRpb25SZXNwb25zZRJNCgxTZXRSZXRlbnRpb24SHS5yZWxheS52MS5TZXRSZXRlbnRpb25SZXF1ZXN0Gh4ucmVsYXkudjEuU2V0UmV0ZW50aW9uUmVzcG9uc2UyiwIKE0ZhaWx1cmVRdWV1ZVNlcnZpY2USTQoMTGlzdEZhaWx1cmVzEh0ucmVsYXkudjEuTGlzdEZhaWx1cmVzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RGYWlsdXJlc1Jlc3BvbnNlElAKDVJlcGxheVJlcXVlc3QSHi5yZWxheS52MS5SZXBsYXlSZXF1ZXN0UmVxdWVzdBofLnJlbGF5LnYxLlJlcGxheVJlcXVlc3RSZXNwb25zZRJTCg5SZXBsYXlGYWlsdXJlcxIfLnJlbGF5LnYxLlJlcGxheUZhaWx1cmVzUmVxdWVzdBogLnJlbGF5LnYxLlJlcGxheUZhaWx1cmVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message relay.v1.Attempt
@@ -265,6 +265,13 @@ export type Request = Message<"relay.v1.Request"> & {
    * @generated from field: optional google.protobuf.Timestamp content_erased_at = 17;
    */
   contentErasedAt?: Timestamp | undefined;
+
+  /**
+   * Its completion callbacks, each's last try; only a single request's read carries them.
+   *
+   * @generated from field: repeated relay.v1.Callback callbacks = 18;
+   */
+  callbacks: Callback[];
 };
 
 /**
@@ -273,6 +280,73 @@ export type Request = Message<"relay.v1.Request"> & {
  */
 export const RequestSchema: GenMessage<Request> = /*@__PURE__*/
   messageDesc(file_relay_v1_requests, 4);
+
+/**
+ * A target's completion callback in one run (the call's, replay 0, or a replay's).
+ *
+ * @generated from message relay.v1.Callback
+ */
+export type Callback = Message<"relay.v1.Callback"> & {
+  /**
+   * @generated from field: string target_id = 1;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: int32 replay = 2;
+   */
+  replay: number;
+
+  /**
+   * "delivered" (Relay-Callback) or "failed" (Relay-Failure-Callback).
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string url = 4;
+   */
+  url: string;
+
+  /**
+   * @generated from field: int32 tries = 5;
+   */
+  tries: number;
+
+  /**
+   * The last try's answer; unset when it had none.
+   *
+   * @generated from field: optional int32 status_code = 6;
+   */
+  statusCode?: number | undefined;
+
+  /**
+   * Why the last try failed, when it had no answer.
+   *
+   * @generated from field: optional string error = 7;
+   */
+  error?: string | undefined;
+
+  /**
+   * A try was answered 2xx: no more tries.
+   *
+   * @generated from field: bool sent = 8;
+   */
+  sent: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 9;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message relay.v1.Callback.
+ * Use `create(CallbackSchema)` to create a new message.
+ */
+export const CallbackSchema: GenMessage<Callback> = /*@__PURE__*/
+  messageDesc(file_relay_v1_requests, 5);
 
 /**
  * A target a call skipped: "filter" (the target's filter does not match the call).
@@ -301,7 +375,7 @@ export type Skipped = Message<"relay.v1.Skipped"> & {
  * Use `create(SkippedSchema)` to create a new message.
  */
 export const SkippedSchema: GenMessage<Skipped> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 5);
+  messageDesc(file_relay_v1_requests, 6);
 
 /**
  * A delivery waiting for its target: "circuit_open", "disabled", "paused" or "throttled" (its
@@ -331,7 +405,7 @@ export type Waiting = Message<"relay.v1.Waiting"> & {
  * Use `create(WaitingSchema)` to create a new message.
  */
 export const WaitingSchema: GenMessage<Waiting> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 6);
+  messageDesc(file_relay_v1_requests, 7);
 
 /**
  * @generated from message relay.v1.RequestFilter
@@ -388,7 +462,7 @@ export type RequestFilter = Message<"relay.v1.RequestFilter"> & {
  * Use `create(RequestFilterSchema)` to create a new message.
  */
 export const RequestFilterSchema: GenMessage<RequestFilter> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 7);
+  messageDesc(file_relay_v1_requests, 8);
 
 /**
  * @generated from message relay.v1.ListRequestsRequest
@@ -420,7 +494,7 @@ export type ListRequestsRequest = Message<"relay.v1.ListRequestsRequest"> & {
  * Use `create(ListRequestsRequestSchema)` to create a new message.
  */
 export const ListRequestsRequestSchema: GenMessage<ListRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 8);
+  messageDesc(file_relay_v1_requests, 9);
 
 /**
  * @generated from message relay.v1.ListRequestsResponse
@@ -444,7 +518,7 @@ export type ListRequestsResponse = Message<"relay.v1.ListRequestsResponse"> & {
  * Use `create(ListRequestsResponseSchema)` to create a new message.
  */
 export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 9);
+  messageDesc(file_relay_v1_requests, 10);
 
 /**
  * @generated from message relay.v1.GetRequestRequest
@@ -466,7 +540,7 @@ export type GetRequestRequest = Message<"relay.v1.GetRequestRequest"> & {
  * Use `create(GetRequestRequestSchema)` to create a new message.
  */
 export const GetRequestRequestSchema: GenMessage<GetRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 10);
+  messageDesc(file_relay_v1_requests, 11);
 
 /**
  * @generated from message relay.v1.GetRequestResponse
@@ -483,7 +557,7 @@ export type GetRequestResponse = Message<"relay.v1.GetRequestResponse"> & {
  * Use `create(GetRequestResponseSchema)` to create a new message.
  */
 export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 11);
+  messageDesc(file_relay_v1_requests, 12);
 
 /**
  * @generated from message relay.v1.CancelRequestRequest
@@ -505,7 +579,7 @@ export type CancelRequestRequest = Message<"relay.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 12);
+  messageDesc(file_relay_v1_requests, 13);
 
 /**
  * @generated from message relay.v1.CancelRequestResponse
@@ -522,7 +596,7 @@ export type CancelRequestResponse = Message<"relay.v1.CancelRequestResponse"> & 
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 13);
+  messageDesc(file_relay_v1_requests, 14);
 
 /**
  * @generated from message relay.v1.SendAgainRequest
@@ -553,7 +627,7 @@ export type SendAgainRequest = Message<"relay.v1.SendAgainRequest"> & {
  * Use `create(SendAgainRequestSchema)` to create a new message.
  */
 export const SendAgainRequestSchema: GenMessage<SendAgainRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 14);
+  messageDesc(file_relay_v1_requests, 15);
 
 /**
  * A body to send: text as it is, or bytes in base64.
@@ -577,7 +651,7 @@ export type BodyInput = Message<"relay.v1.BodyInput"> & {
  * Use `create(BodyInputSchema)` to create a new message.
  */
 export const BodyInputSchema: GenMessage<BodyInput> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 15);
+  messageDesc(file_relay_v1_requests, 16);
 
 /**
  * @generated from message relay.v1.SendAgainResponse
@@ -596,7 +670,7 @@ export type SendAgainResponse = Message<"relay.v1.SendAgainResponse"> & {
  * Use `create(SendAgainResponseSchema)` to create a new message.
  */
 export const SendAgainResponseSchema: GenMessage<SendAgainResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 16);
+  messageDesc(file_relay_v1_requests, 17);
 
 /**
  * @generated from message relay.v1.EraseRequestContentRequest
@@ -618,7 +692,7 @@ export type EraseRequestContentRequest = Message<"relay.v1.EraseRequestContentRe
  * Use `create(EraseRequestContentRequestSchema)` to create a new message.
  */
 export const EraseRequestContentRequestSchema: GenMessage<EraseRequestContentRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 17);
+  messageDesc(file_relay_v1_requests, 18);
 
 /**
  * @generated from message relay.v1.EraseRequestContentResponse
@@ -635,7 +709,7 @@ export type EraseRequestContentResponse = Message<"relay.v1.EraseRequestContentR
  * Use `create(EraseRequestContentResponseSchema)` to create a new message.
  */
 export const EraseRequestContentResponseSchema: GenMessage<EraseRequestContentResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 18);
+  messageDesc(file_relay_v1_requests, 19);
 
 /**
  * A project's retention of request content.
@@ -664,7 +738,7 @@ export type Retention = Message<"relay.v1.Retention"> & {
  * Use `create(RetentionSchema)` to create a new message.
  */
 export const RetentionSchema: GenMessage<Retention> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 19);
+  messageDesc(file_relay_v1_requests, 20);
 
 /**
  * @generated from message relay.v1.GetRetentionRequest
@@ -681,7 +755,7 @@ export type GetRetentionRequest = Message<"relay.v1.GetRetentionRequest"> & {
  * Use `create(GetRetentionRequestSchema)` to create a new message.
  */
 export const GetRetentionRequestSchema: GenMessage<GetRetentionRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 20);
+  messageDesc(file_relay_v1_requests, 21);
 
 /**
  * @generated from message relay.v1.GetRetentionResponse
@@ -698,7 +772,7 @@ export type GetRetentionResponse = Message<"relay.v1.GetRetentionResponse"> & {
  * Use `create(GetRetentionResponseSchema)` to create a new message.
  */
 export const GetRetentionResponseSchema: GenMessage<GetRetentionResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 21);
+  messageDesc(file_relay_v1_requests, 22);
 
 /**
  * @generated from message relay.v1.SetRetentionRequest
@@ -722,7 +796,7 @@ export type SetRetentionRequest = Message<"relay.v1.SetRetentionRequest"> & {
  * Use `create(SetRetentionRequestSchema)` to create a new message.
  */
 export const SetRetentionRequestSchema: GenMessage<SetRetentionRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 22);
+  messageDesc(file_relay_v1_requests, 23);
 
 /**
  * @generated from message relay.v1.SetRetentionResponse
@@ -739,7 +813,7 @@ export type SetRetentionResponse = Message<"relay.v1.SetRetentionResponse"> & {
  * Use `create(SetRetentionResponseSchema)` to create a new message.
  */
 export const SetRetentionResponseSchema: GenMessage<SetRetentionResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 23);
+  messageDesc(file_relay_v1_requests, 24);
 
 /**
  * @generated from message relay.v1.ListFailuresRequest
@@ -771,7 +845,7 @@ export type ListFailuresRequest = Message<"relay.v1.ListFailuresRequest"> & {
  * Use `create(ListFailuresRequestSchema)` to create a new message.
  */
 export const ListFailuresRequestSchema: GenMessage<ListFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 24);
+  messageDesc(file_relay_v1_requests, 25);
 
 /**
  * @generated from message relay.v1.ListFailuresResponse
@@ -793,7 +867,7 @@ export type ListFailuresResponse = Message<"relay.v1.ListFailuresResponse"> & {
  * Use `create(ListFailuresResponseSchema)` to create a new message.
  */
 export const ListFailuresResponseSchema: GenMessage<ListFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 25);
+  messageDesc(file_relay_v1_requests, 26);
 
 /**
  * @generated from message relay.v1.ReplayRequestRequest
@@ -815,7 +889,7 @@ export type ReplayRequestRequest = Message<"relay.v1.ReplayRequestRequest"> & {
  * Use `create(ReplayRequestRequestSchema)` to create a new message.
  */
 export const ReplayRequestRequestSchema: GenMessage<ReplayRequestRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 26);
+  messageDesc(file_relay_v1_requests, 27);
 
 /**
  * @generated from message relay.v1.ReplayRequestResponse
@@ -832,7 +906,7 @@ export type ReplayRequestResponse = Message<"relay.v1.ReplayRequestResponse"> & 
  * Use `create(ReplayRequestResponseSchema)` to create a new message.
  */
 export const ReplayRequestResponseSchema: GenMessage<ReplayRequestResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 27);
+  messageDesc(file_relay_v1_requests, 28);
 
 /**
  * @generated from message relay.v1.ReplayFailuresRequest
@@ -854,7 +928,7 @@ export type ReplayFailuresRequest = Message<"relay.v1.ReplayFailuresRequest"> & 
  * Use `create(ReplayFailuresRequestSchema)` to create a new message.
  */
 export const ReplayFailuresRequestSchema: GenMessage<ReplayFailuresRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 28);
+  messageDesc(file_relay_v1_requests, 29);
 
 /**
  * @generated from message relay.v1.ReplayFailuresResponse
@@ -871,7 +945,7 @@ export type ReplayFailuresResponse = Message<"relay.v1.ReplayFailuresResponse"> 
  * Use `create(ReplayFailuresResponseSchema)` to create a new message.
  */
 export const ReplayFailuresResponseSchema: GenMessage<ReplayFailuresResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_requests, 29);
+  messageDesc(file_relay_v1_requests, 30);
 
 /**
  * @generated from enum relay.v1.RequestStatus

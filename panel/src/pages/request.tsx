@@ -5,6 +5,7 @@
  * finished, "send again" as a new request, a cancel while it waits (scheduled, or between
  * attempts), erasing its content once it finished, the targets it waits for (an open circuit, a disabled target, a pause) with why,
  * the targets it skipped (their filters do not match it, or their transformations dropped it),
+ * its completion callbacks and how each went,
  * and a console to try filters and transformations on it.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
@@ -23,6 +24,7 @@ import { projectPath, useInvalidate, useProject } from "../project.ts";
 import { Link } from "../router.tsx";
 import { requestWorkflowsUrl } from "../temporal-ui.ts";
 import { FormError, Loaded, StatusBadge } from "../ui.tsx";
+import { RequestCallbacks } from "./request-callbacks.tsx";
 import { AnswerContent, ReceivedContent } from "./request-content.tsx";
 import { refreshMs } from "./requests.tsx";
 import { SendAgain } from "./send-again.tsx";
@@ -205,6 +207,7 @@ export function RequestPage({ requestId }: { requestId: string }) {
             <ReceivedContent request={request} />
             {!request.contentErasedAt && <SendAgain key={request.requestId} request={request} />}
             {(request.headers || request.body) && <TryConsole request={request} />}
+            <RequestCallbacks request={request} />
             <h2>Attempts</h2>
             {byTarget.size === 0 && (
               <p>
