@@ -49,7 +49,7 @@ test("a request's content is erased from its page, and an owner sets the project
   const days = page.getByLabel("Keep headers, bodies and answers (days)");
   await days.fill("400");
   await page.getByRole("button", { name: "Save retention" }).click();
-  await page.getByText("a paid project keeps content at most 365 days").waitFor();
+  await page.getByText("a project keeps content at most 365 days").waitFor();
   await days.fill("7");
   await page.getByRole("button", { name: "Save retention" }).click();
   await page.getByRole("status").getByText("Saved.").waitFor();

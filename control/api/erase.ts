@@ -52,7 +52,7 @@ export const retentionBody = z.strictObject({
     .int()
     .min(1)
     // A project's own plan may allow less (checked on saving).
-    .max(MOST_DAYS)
+    .max(MOST_DAYS, `a project keeps content at most ${MOST_DAYS} days`)
     .nullable()
     .describe(
       "Days the project's request headers, bodies and answers are kept (at most 30 on the free plan, 365 on the paid); null: as long as the log keeps the request",
