@@ -14,7 +14,7 @@ import { getRequest, type RequestView, requestOf } from "./requests.ts";
 import { parseInput } from "./validation.ts";
 
 /** The most days a project of each plan may keep its requests' content. */
-export const maxRetentionDays: Record<Plan, number> = { free: 30, paid: 365 };
+const maxRetentionDays: Record<Plan, number> = { free: 30, paid: 365 };
 /** What any plan allows: the document's bound. */
 const MOST_DAYS = Math.max(...Object.values(maxRetentionDays));
 
