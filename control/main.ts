@@ -3,13 +3,18 @@ import type { Client } from "@temporalio/client";
 import { payloadSecretsFrom, waitingCapsFrom } from "../core/env.ts";
 import { deriveIdKey } from "../core/id-digest.ts";
 import { OperatorSessions } from "../core/operator-session.ts";
-import { derivePayloadKeys, PayloadCipher } from "../core/payload-codec.ts";
+import { derivePayloadKeys, PayloadCipher, sealedOnly } from "../core/payload-codec.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
 import { nodeAesGcm } from "../platform/node-crypto.ts";
 import { pooledWholeFetch } from "../platform/pooled-fetch.ts";
-import { connectTemporal, runScheduledNow } from "../platform/temporal.ts";
+import {
+  connectTemporal,
+  relayDataConverter,
+  runScheduledNow,
+  temporalConnectionOptions,
+} from "../platform/temporal.ts";
 import { nodeTransformPool } from "../platform/transforms.ts";
 import { changeNotifier } from "../store/changes.ts";
 import { devClock } from "../store/clock.ts";
@@ -17,9 +22,12 @@ import { endedSessions } from "../store/codec-sessions.ts";
 import { connect } from "../store/db.ts";
 import { migrate } from "../store/migrate.ts";
 import { startAcceptedSweep } from "./accepted-sweep.ts";
+import type { Deps } from "./api/context.ts";
+import { recoveryActivities } from "./api/recovery-steps.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
 import { loadControlConfig, projectLimitsOf } from "./config.ts";
+import { startControlWorker } from "./control-worker.ts";
 import { startLaneSweep } from "./lane-sweep.ts";
 import { log } from "./observability.ts";
 import { createControlServer, defaultServerLimits } from "./server.ts";
@@ -47,35 +55,36 @@ const temporalClient = () => {
 const operatorTokens = [config.RELAY_ADMIN_TOKEN, config.RELAY_OPERATOR_TOKEN].filter(
   (token) => token !== undefined,
 );
+const deps = {
+  sql,
+  now: clock.now,
+  sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
+  payloadKeys,
+  idKey:
+    config.RELAY_DERIVED_IDS === "keyed"
+      ? await deriveIdKey(config.RELAY_ENCRYPTION_KEY)
+      : new Uint8Array(),
+  payloadCipher,
+  maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
+  initialCredits: config.RELAY_INITIAL_CREDITS,
+  projectLimits: projectLimitsOf(config),
+  waitingCaps: waitingCapsFrom(config),
+  targetRules: {
+    allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
+    relayDomain: config.RELAY_EDGE_DOMAIN,
+  },
+  temporal: temporalClient,
+  taskQueue: taskQueueHealth(temporalClient),
+  transforms: nodeTransformPool(),
+  links: {
+    edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
+    workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
+    temporalUiMemberSafe: config.RELAY_TEMPORAL_UI_MEMBER_SAFE,
+  },
+} satisfies Deps;
 const server = createControlServer(
   {
-    deps: {
-      sql,
-      now: clock.now,
-      sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
-      payloadKeys,
-      idKey:
-        config.RELAY_DERIVED_IDS === "keyed"
-          ? await deriveIdKey(config.RELAY_ENCRYPTION_KEY)
-          : new Uint8Array(),
-      payloadCipher,
-      maxBodyBytes: config.RELAY_MAX_BODY_BYTES,
-      initialCredits: config.RELAY_INITIAL_CREDITS,
-      projectLimits: projectLimitsOf(config),
-      waitingCaps: waitingCapsFrom(config),
-      targetRules: {
-        allowPrivate: config.RELAY_ALLOW_PRIVATE_TARGETS,
-        relayDomain: config.RELAY_EDGE_DOMAIN,
-      },
-      temporal: temporalClient,
-      taskQueue: taskQueueHealth(temporalClient),
-      transforms: nodeTransformPool(),
-      links: {
-        edgeBaseUrl: new URL(`${config.RELAY_EDGE_SCHEME}://${config.RELAY_EDGE_DOMAIN}`),
-        workflowsUrl: `${config.RELAY_TEMPORAL_UI_URL.replace(/\/$/, "")}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows`,
-        temporalUiMemberSafe: config.RELAY_TEMPORAL_UI_MEMBER_SAFE,
-      },
-    },
+    deps,
     credentials: credentialsFrom(config),
     codec: {
       cipher: payloadCipher,
@@ -126,12 +135,27 @@ const waitingSweep = startWaitingSweep({
   logError: (fields, message) => log.error(fields, message),
 });
 
+// Recovery jobs' steps: the control plane starts their replays.
+const controlWorker = startControlWorker({
+  connection: () => temporalConnectionOptions(config),
+  namespace: config.TEMPORAL_NAMESPACE,
+  dataConverter: relayDataConverter(sealedOnly(payloadCipher)),
+  activities: recoveryActivities(deps),
+  log: {
+    warn: (fields, message) => log.warn(fields, message),
+    error: (fields, message) => log.error(fields, message),
+  },
+});
+
 const shutdown = () => {
   sweep.stop();
   laneSweep.stop();
   waitingSweep.stop();
   server.close();
-  void sql.end({ timeout: 5 }).then(() => process.exit(0));
+  void controlWorker
+    .stop()
+    .then(() => sql.end({ timeout: 5 }))
+    .then(() => process.exit(0));
 };
 process.once("SIGTERM", shutdown);
 process.once("SIGINT", shutdown);

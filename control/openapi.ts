@@ -43,6 +43,7 @@ const pathParameters = Object.fromEntries(
     target: "The target's name",
     keyId: "The key's id",
     requestId: "The request's id (`req_...`)",
+    recoveryId: "The recovery job's id (`rec_...`)",
   }).map(([name, description]) => [
     name,
     { name, in: "path", required: true, description, schema: segment },
@@ -65,8 +66,10 @@ function operation(
   body: string | undefined,
   answer: string | undefined,
   refusals: Refusals,
+  otherAnswer?: string,
 ) {
   const { contract } = route;
+  const { other } = contract;
   const parameters = [
     ...[...route.path.matchAll(/:(\w+)/g)].map(([, name]) => ({
       $ref: `#/components/parameters/${name}`,
@@ -98,6 +101,13 @@ function operation(
         description: STATUS_CODES[route.status],
         ...(answer && { content: json(ref(answer)) }),
       },
+      ...(other &&
+        otherAnswer && {
+          [String(other.status)]: {
+            description: `${STATUS_CODES[other.status]}: ${other.when}`,
+            content: json(ref(otherAnswer)),
+          },
+        }),
       ...refusals.responses(route.errors),
     },
   };
@@ -165,12 +175,13 @@ export function openApiDocument(routes: readonly Route[]) {
   const all = { ...components, Health: health, Readiness: readiness, Accepted: accepted };
   for (const [id, schema] of Object.entries(all)) named(schema, id);
   const operations = routes.map((route) => {
-    const { operationId, body, answer } = route.contract;
+    const { operationId, body, answer, other } = route.contract;
     const name = operationId.replace(/^./, (first) => first.toUpperCase());
     return {
       route,
       body: body && named(body, `${name}Body`),
       answer: answer && named(answer, `${name}Answer`),
+      other: other && named(other.answer, `${name}OtherAnswer`),
     };
   });
   // Every schema on its input side: a body's as a caller sends it, an answer's as JSON carries it.
@@ -190,9 +201,9 @@ export function openApiDocument(routes: readonly Route[]) {
   );
   const refusals = new Refusals();
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const { route, body, answer } of operations) {
+  for (const { route, body, answer, other } of operations) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
-    const described = operation(route, body, answer, refusals);
+    const described = operation(route, body, answer, refusals, other);
     paths[path] = { ...paths[path], [route.method.toLowerCase()]: described };
   }
   return {

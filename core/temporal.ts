@@ -9,6 +9,8 @@ export const TASK_QUEUE = "relay";
  */
 export const SYNC_TASK_QUEUE = "relay-sync";
 export const NOTIFICATION_TASK_QUEUE = "relay-notifications";
+/** Background jobs (a recovery job's workflow): behind no delivery, notification or callback. */
+export const JOB_TASK_QUEUE = "relay-jobs";
 
 /**
  * Temporal's task queue fairness key: a project's tasks are dispatched in turn with other
@@ -30,6 +32,13 @@ export const ROTATION_SCHEDULE_ID = "relay-key-rotation";
 /** The daily request-log retention: finished requests past it leave the log with their bodies. */
 export const RETENTION_WORKFLOW = "pruneRequestLog";
 export const RETENTION_SCHEDULE_ID = "relay-log-retention";
+
+/**
+ * A recovery job (core/recoveries.ts): its workflow runs on the worker, its steps on the control
+ * plane's task queue, where replays are started.
+ */
+export const RECOVERY_WORKFLOW = "recoverRequests";
+export const CONTROL_TASK_QUEUE = "relay-control";
 
 /** One per target while its deliveries wait: probes an open circuit, lets waiting ones go. */
 export const CIRCUIT_WORKFLOW = "targetCircuit";

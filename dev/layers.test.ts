@@ -67,6 +67,7 @@ const WORKFLOW_CODE = [
   "workflows/lanes.ts",
   "workflows/lanes-before.ts",
   "workflows/notifications.ts",
+  "workflows/recoveries.ts",
   "workflows/signals.ts",
   "workflows/status.ts",
   "workflows/sync.ts",

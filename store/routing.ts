@@ -63,6 +63,14 @@ export async function lineExists(sql: Sql, projectId: string, key: string): Prom
   return found !== undefined;
 }
 
+/** Whether the project has a target of this id, on any of its endpoints. */
+export async function targetExists(sql: Sql, projectId: string, targetId: string) {
+  const [found] = await sql`
+    select 1 from targets t join endpoints e on e.id = t.endpoint_id
+    where e.project_id = ${projectId} and t.id = ${targetId}`;
+  return found !== undefined;
+}
+
 /** Deletes the line with its endpoints; false when the project has no such line. */
 export function deleteLine(sql: Sql, projectId: string, key: string): Promise<boolean> {
   return sql.begin(async (tx) => {

@@ -67,7 +67,7 @@ test("a replay retries only the failed targets and settles the request from all 
   ).toEqual([]);
 });
 
-test("bulk replay takes every failure matching the filter", async () => {
+test("bulk replay is a recovery job of every failure matching the filter", async () => {
   const broken = await healable();
   const p = await projectWithEndpoint([{ name: "broken", targetUrl: broken.url }]);
   const ids: string[] = [];
@@ -80,13 +80,22 @@ test("bulk replay takes every failure matching the filter", async () => {
   const other = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
     endpoint: "v1/other",
   });
-  expect(other.body).toEqual({ replayed: 0 });
+  expect(other.body).toMatchObject({ state: "running", matched: 0 });
   const bulk = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
     endpoint: "v1/hook",
   });
   expect(bulk.status).toBe(202);
-  expect(bulk.body).toEqual({ replayed: 3 });
+  expect(bulk.body).toMatchObject({
+    state: "running",
+    matched: 3,
+    filter: { statuses: ["failed", "partially_failed"], endpoint: "v1/hook" },
+  });
   for (const id of ids) await settledAs(p, id, "delivered");
+  const job = await eventually(async () => {
+    const read = await api(p.ownerToken, "GET", `${p.base}/recoveries/${bulk.body.recoveryId}`);
+    return read.body.finishedAt && read.body;
+  });
+  expect(job).toMatchObject({ state: "completed", sent: 3, failed: 0, skipped: 0, running: 0 });
   expect(
     (await api(p.ownerToken, "POST", `${p.base}/failures/replay`, { color: "red" })).status,
   ).toBe(400);

@@ -120,7 +120,7 @@ test("a replay takes a place under the cap on waiting deliveries", async () => {
   await endedAttempts(p, requestId, 2);
 }, 60_000);
 
-test("a bulk replay stops where the pool runs out, and answers how many it started", async () => {
+test("a bulk replay stops where the pool runs out, failing its job with why; with the pool empty it is 402", async () => {
   let healed = false;
   const healable = await targetServer(() => ({ status: healed ? 200 : 400 }));
   const p = await projectWithEndpoint([{ name: "t", targetUrl: healable.url }]);
@@ -131,8 +131,18 @@ test("a bulk replay stops where the pool runs out, and answers how many it start
   await spendDownTo(sql, p.slug, 5); // 3 used by the failed calls' answers: 2 left
   healed = true;
   const bulk = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {});
-  expect(bulk.body).toEqual({ replayed: 2 });
-  await eventually(async () => healable.received.length === 5);
+  expect(bulk.body).toMatchObject({ state: "running", matched: 3, credits: 3 });
+  const job = await eventually(async () => {
+    const read = await api<{ finishedAt: string | null; error: string }>(
+      p.ownerToken,
+      "GET",
+      `${p.base}/recoveries/${bulk.body.recoveryId}`,
+    );
+    return read.body.finishedAt !== null && read.body;
+  });
+  expect(job).toMatchObject({ state: "failed", sent: 2, failed: 0 });
+  expect(job.error).toMatch(/credits/);
+  expect(healable.received).toHaveLength(5);
   // The target answers before the worker charges for it.
   await eventually(async () => (await usedCredits(p)) === 100);
   const refused = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {});

@@ -15,7 +15,12 @@ import { sealedOnly } from "../core/payload-codec.ts";
 import { DAY_MS } from "../core/policy.ts";
 import { ProjectSlots } from "../core/project-slots.ts";
 import { importSealingKey } from "../core/sealing.ts";
-import { NOTIFICATION_TASK_QUEUE, SYNC_TASK_QUEUE, TASK_QUEUE } from "../core/temporal.ts";
+import {
+  JOB_TASK_QUEUE,
+  NOTIFICATION_TASK_QUEUE,
+  SYNC_TASK_QUEUE,
+  TASK_QUEUE,
+} from "../core/temporal.ts";
 import { serveOps } from "../platform/ops-http.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import {
@@ -144,8 +149,9 @@ const shared = {
   stickyQueueScheduleToStartTimeout: "3 seconds",
 } satisfies Partial<WorkerOptions>;
 /**
- * Three task queues, each with slots of its own, so no kind of work waits for another's: async
- * deliveries (and circuits, schedules), sync calls, notifications. A first attempt or a sync
+ * Four task queues, each with slots of its own, so no kind of work waits for another's: async
+ * deliveries (and circuits, schedules), sync calls, notifications (and callbacks), background
+ * jobs (a recovery job's workflow, whose steps run on the control plane). A first attempt or a sync
  * call runs as a local activity inside its workflow task, so each holds one workflow-task slot
  * as well while it runs.
  */
@@ -169,6 +175,8 @@ const workers = await Promise.all([
     maxConcurrentWorkflowTaskExecutions: config.RELAY_WORKER_NOTIFICATION_SLOTS,
     maxConcurrentActivityTaskExecutions: config.RELAY_WORKER_NOTIFICATION_SLOTS,
   }),
+  // A job's workflow task only paces its steps: a few slots do.
+  Worker.create({ ...shared, taskQueue: JOB_TASK_QUEUE, maxConcurrentWorkflowTaskExecutions: 8 }),
 ]);
 const ops = serveOps(
   opsHandler({
@@ -213,7 +221,7 @@ const ops = serveOps(
   .listen(config.RELAY_WORKER_PORT, config.RELAY_WORKER_HOST);
 log.info(
   {
-    taskQueues: [TASK_QUEUE, SYNC_TASK_QUEUE, NOTIFICATION_TASK_QUEUE],
+    taskQueues: [TASK_QUEUE, SYNC_TASK_QUEUE, NOTIFICATION_TASK_QUEUE, JOB_TASK_QUEUE],
     opsPort: config.RELAY_WORKER_PORT,
   },
   "worker polling",

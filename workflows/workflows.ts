@@ -61,6 +61,7 @@ export { sendCallback } from "./callbacks.ts";
 export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
+export { recoverRequests } from "./recoveries.ts";
 export { relaySync, relaySyncBatch } from "./sync.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */

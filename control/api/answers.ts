@@ -10,7 +10,7 @@ import { orderings } from "../../core/lanes.ts";
 import { type ProjectCap, projectCaps } from "../../core/limits.ts";
 import { deliveryModes, keyModes, plans, roles } from "../../core/model.ts";
 import { policyBody } from "./projects.ts";
-import { attempt, body, request, requestPage } from "./request-answers.ts";
+import { attempt, body, recovery, recoveryPlan, request, requestPage } from "./request-answers.ts";
 import { timestamp } from "./timestamp.ts";
 import { transformCall } from "./transforms.ts";
 import { jsonObject, jsonValue } from "./validation.ts";
@@ -290,5 +290,7 @@ export const components: Record<string, z.ZodType> = {
   Attempt: attempt,
   Request: request,
   RequestPage: requestPage,
+  Recovery: recovery,
+  RecoveryPlan: recoveryPlan,
   TransformCall: transformCall,
 };

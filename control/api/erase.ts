@@ -38,7 +38,10 @@ export async function eraseRequestContent(
 }
 
 /** A conflict for an operation that needs a request's content, once it was erased. */
-export function contentErased(request: RequestView, operation: string): RelayError | undefined {
+export function contentErased(
+  request: Pick<RequestView, "requestId" | "contentErasedAt">,
+  operation: string,
+): RelayError | undefined {
   if (!request.contentErasedAt) return undefined;
   return new RelayError(
     "conflict",

@@ -15,7 +15,7 @@ import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import type { Caps } from "../../store/limits.ts";
 import * as limits from "../../store/limits.ts";
 import { requireAdmin } from "../auth.ts";
-import { type Ctx, projectAccess } from "./context.ts";
+import { type Ctx, type Deps, projectAccess } from "./context.ts";
 import { parseInput, rateLimitBody } from "./validation.ts";
 
 const override = z.number().int().min(0).max(MAX_PROJECT_CAP).nullable().optional();
@@ -40,7 +40,7 @@ export type ProjectLimitsView = Record<ProjectCap, { limit: number; used: number
 };
 
 /** What a capped write checks against: the deployment's defaults, at the caller's time. */
-export function capsOf(ctx: Ctx): Caps {
+export function capsOf(ctx: Pick<Deps, "projectLimits" | "now">): Caps {
   return { defaults: ctx.projectLimits, now: ctx.now() };
 }
 

@@ -20,12 +20,13 @@ import {
   TASK_QUEUE,
 } from "../../core/temporal.ts";
 import { storedPayloadValue } from "../../platform/temporal.ts";
+import type { Queryable } from "../../store/db.ts";
 import { requireWithinCap } from "../../store/limits.ts";
 import { beginReplay, undoReplay } from "../../store/request-log.ts";
-import { deliveredTargets } from "../../store/request-views.ts";
+import { deliveredTargets, findRequest } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
-import { type Ctx, projectAccess } from "./context.ts";
+import { type Ctx, type Deps, type ProjectAccess, projectAccess } from "./context.ts";
 import { contentErased } from "./erase.ts";
 import { capsOf } from "./limits.ts";
 import { reserveMemberDelivery } from "./member-holds.ts";
@@ -37,11 +38,41 @@ export async function replayRequest(
   requestId: string,
 ): Promise<RequestView> {
   const access = await projectAccess(ctx, slug);
-  const request = await requestOf(ctx, access, requestId);
+  await startReplay(ctx, access, await requestOf(ctx, access, requestId));
+  return getRequest(ctx, slug, requestId);
+}
+
+export type ReplayDeps = Pick<Deps, "sql" | "temporal" | "waitingCaps" | "now" | "projectLimits">;
+
+export interface ReplayOptions {
+  /** Only this target, when it did not get the request (a recovery job's of one target). */
+  onlyTarget?: string;
+  /**
+   * A recovery job's hold on the request, first in the replay's transaction: false when the job
+   * has it already (nothing replays then); told the replay's number once it began.
+   */
+  claim?: {
+    take(tx: Queryable): Promise<boolean>;
+    numbered(tx: Queryable, replay: number): Promise<void>;
+  };
+}
+
+/**
+ * Starts a replay of a finished request of the project; throws why not (409 unfinished, erased,
+ * out of Temporal's retention, its targets gone; the cap's and the credits' refusals). False
+ * when a claim found the request taken.
+ */
+export async function startReplay(
+  deps: ReplayDeps,
+  project: Pick<ProjectAccess, "projectId" | "slug" | "plan">,
+  request: Pick<RequestView, "requestId" | "status" | "contentErasedAt">,
+  { onlyTarget, claim }: ReplayOptions = {},
+): Promise<boolean> {
+  const { requestId } = request;
   if (!finishedStatuses.includes(request.status)) throw notFinished(request);
   const erased = contentErased(request, "replayed");
   if (erased) throw erased;
-  const client = await ctx.temporal();
+  const client = await deps.temporal();
   const original = await originalInput(client, requestId);
   if (!original) {
     throw new RelayError(
@@ -52,29 +83,36 @@ export async function replayRequest(
   // A replay delivers now, whatever time the original waited for, and makes its own first
   // attempts (a request that went on from its batch has the batch's in its input).
   const { notBefore: _, firstAttempts: __, ordering, ...input } = original;
-  const delivered = await deliveredTargets(ctx.sql, requestId);
-  const missed = input.targets.filter((t) => !delivered.includes(t.id));
-  const targets = await targetsNow(
-    ctx,
-    access.projectId,
-    input,
-    missed.length > 0 ? missed : input.targets,
+  const delivered = await deliveredTargets(deps.sql, requestId);
+  const missed = input.targets.filter(
+    (t) => !delivered.includes(t.id) && (onlyTarget === undefined || t.id === onlyTarget),
   );
-  const begun = await ctx.sql.begin(async (tx) => {
-    const begun = await beginReplay(tx, access.projectId, requestId);
+  const targets = await targetsNow(
+    deps,
+    project.projectId,
+    input,
+    missed.length > 0 || onlyTarget !== undefined ? missed : input.targets,
+  );
+  const begun = await deps.sql.begin(async (tx) => {
+    if (claim && !(await claim.take(tx))) return null;
+    const begun = await beginReplay(tx, project.projectId, requestId);
     if (!begun) return undefined;
     // Each replay under way is a workflow: a project has at most its cap of them (409 past it).
-    await requireWithinCap(tx, access.projectId, capsOf(ctx), "replays");
-    await reserveMemberDelivery(ctx, tx, access, {
+    await requireWithinCap(tx, project.projectId, capsOf(deps), "replays");
+    await reserveMemberDelivery(deps, tx, project, {
       requestId,
       pool: input.keyMode,
       holds: deliveryHolds(targets, input.bodyBytes),
       replay: begun.replay,
       waits: ordering ? null : { workflowId: replayWorkflowId(requestId, begun.replay), targets },
     });
+    await claim?.numbered(tx, begun.replay);
     return begun;
   });
-  if (!begun) throw notFinished(await getRequest(ctx, slug, requestId));
+  if (begun === null) return false;
+  if (!begun) {
+    throw notFinished((await findRequest(deps.sql, project.projectId, requestId)) ?? request);
+  }
   try {
     await startDelivery(
       client,
@@ -90,26 +128,27 @@ export async function replayRequest(
     );
   } catch (error) {
     const workflowId = replayWorkflowId(requestId, begun.replay);
-    await undoReplay(ctx.sql, requestId, { ...begun, workflowId }, ctx.waitingCaps);
+    await undoReplay(deps.sql, requestId, { ...begun, workflowId }, deps.waitingCaps);
     throw error;
   }
-  return getRequest(ctx, slug, requestId);
+  return true;
 }
 
 /** A request's replay number `replay` is delivered by this workflow. */
-const replayWorkflowId = (requestId: string, replay: number) => `${requestId}-replay-${replay}`;
+export const replayWorkflowId = (requestId: string, replay: number) =>
+  `${requestId}-replay-${replay}`;
 
 /**
  * The targets a replay goes to, as they are now (by id: a target edited since takes its new URL
  * and headers); 409 naming why when every one of them was deleted since (or made sync or stream).
  */
 async function targetsNow(
-  ctx: Ctx,
+  deps: Pick<Deps, "sql">,
   projectId: string,
   request: Pick<DeliveryInput, "requestId" | "line" | "endpoint">,
   replayed: DeliveryTarget[],
 ): Promise<DeliveryTarget[]> {
-  const [endpoint] = await loadEndpoints(ctx.sql, projectId, {
+  const [endpoint] = await loadEndpoints(deps.sql, projectId, {
     line: request.line,
     path: request.endpoint,
   });
@@ -129,7 +168,7 @@ async function targetsNow(
 }
 
 /** A request that is not finished (a replay of it running included) does not replay. */
-function notFinished(request: RequestView): RelayError {
+function notFinished(request: Pick<RequestView, "requestId" | "status">): RelayError {
   return new RelayError(
     "conflict",
     `request '${request.requestId}' is ${request.status}; only a finished request (delivered, partially failed, failed or cancelled) replays, one replay at a time`,

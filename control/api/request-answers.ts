@@ -1,11 +1,12 @@
 /**
  * What the request log's operations answer (control/api/requests.ts, replay, send-again, erase):
- * a request with its attempts, a page of them, a bulk replay's count. Part of the answer schemas
+ * a request with its attempts, a page of them, a recovery job (a replay in bulk). Part of the answer schemas
  * of ./answers.ts, which names them in the document's components.
  */
 import { z } from "zod";
 import { bodyEncodings } from "../../core/inspect.ts";
 import { requestStatuses } from "../../core/model.ts";
+import { recoveryStates } from "../../core/recoveries.ts";
 import { TRACE_ID } from "../../core/tracing.ts";
 import { timestamp } from "./timestamp.ts";
 
@@ -131,7 +132,42 @@ export const requestPage = z.strictObject({
   nextCursor: z.string().describe("The next page's `cursor`; empty on the last page"),
 });
 
-export const replayed = z.strictObject({ replayed: z.number().int() });
+export const recoveryPlan = z.strictObject({
+  matched: z.number().int().describe("Requests the job would replay"),
+  credits: z.number().int().describe("The credits their replays would hold and be charged"),
+});
+
+export const recovery = z.strictObject({
+  recoveryId: z.string(),
+  state: z.enum(recoveryStates).describe("failed: the project's credits ran out (see `error`)"),
+  filter: z
+    .strictObject({
+      statuses: z.array(z.enum(requestStatuses)),
+      endpoint: z.string().optional(),
+      target: z.string().optional(),
+      since: z.string().optional(),
+      until: z.string().optional(),
+      requestId: z.string().optional(),
+      idempotencyKey: z.string().optional(),
+      targetStatus: z.number().int().optional(),
+    })
+    .describe("What it replays: the body's filter, `until` at most the job's start"),
+  error: z.string().nullable(),
+  matched: z.number().int().describe("Requests that matched when it started"),
+  credits: z.number().int().describe("What the dry run said their replays would cost"),
+  sent: z.number().int().describe("Replays that delivered"),
+  failed: z.number().int().describe("Replays that ended without delivering"),
+  skipped: z
+    .number()
+    .int()
+    .describe("Matches that did not replay: not finished by then, erased, their targets gone"),
+  running: z.number().int().describe("Replays under way"),
+  createdAt: timestamp,
+  updatedAt: timestamp.describe("Its last step: at least every 2 s while it runs"),
+  finishedAt: timestamp.nullable().describe("When its last replay ended"),
+});
+
+export const recoveryList = z.strictObject({ recoveries: z.array(recovery) });
 
 export const retention = z.strictObject({
   retentionDays: z

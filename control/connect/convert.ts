@@ -146,7 +146,7 @@ export const requestOut = (r: RequestView) => ({
 });
 
 /** Timestamps as the REST query has them (RFC 3339), for the one schema that checks both. */
-const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : undefined);
+export const isoOf = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : undefined);
 
 export const filterIn = (filter: RequestFilter | undefined) => ({
   status: filter?.status ? fromEnum(requestStatuses, filter.status) : undefined,

@@ -1,9 +1,10 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { FailureQueueService } from "../../gen/relay/v1/requests_pb.ts";
+import { FailureQueueService } from "../../gen/relay/v1/recoveries_pb.ts";
 import * as failures from "../api/failures.ts";
 import * as replay from "../api/replay.ts";
 import type { ContextOf } from "./caller.ts";
 import { filterIn, pageOut, pageQuery, requestOut } from "./convert.ts";
+import { recoveryOut } from "./recoveries.ts";
 
 export function failureQueueService(router: ConnectRouter, ctxOf: ContextOf): void {
   router.service(FailureQueueService, {
@@ -16,7 +17,10 @@ export function failureQueueService(router: ConnectRouter, ctxOf: ContextOf): vo
       };
     },
     async replayFailures(req, h) {
-      return failures.replayFailures(ctxOf(h), req.project, filterIn(req.filter));
+      const { receivedFrom: _, receivedTo: __, ...filter } = filterIn(req.filter);
+      return {
+        recovery: recoveryOut(await failures.replayFailures(ctxOf(h), req.project, filter)),
+      };
     },
   });
 }

@@ -12,7 +12,8 @@ import { EdgeService } from "../../gen/relay/v1/edge_pb.ts";
 import { KeyService } from "../../gen/relay/v1/keys_pb.ts";
 import { NotificationService } from "../../gen/relay/v1/notifications_pb.ts";
 import { MemberService, PolicyService, ProjectService } from "../../gen/relay/v1/projects_pb.ts";
-import { FailureQueueService, RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
+import { FailureQueueService, RecoveryService } from "../../gen/relay/v1/recoveries_pb.ts";
+import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, LineService } from "../../gen/relay/v1/routing_pb.ts";
 import { TransformService } from "../../gen/relay/v1/transforms_pb.ts";
 import { UsageService } from "../../gen/relay/v1/usage_pb.ts";
@@ -31,6 +32,7 @@ import { memberService } from "./member.ts";
 import { notificationService } from "./notifications.ts";
 import { policyService } from "./policy.ts";
 import { projectService } from "./project.ts";
+import { recoveryService } from "./recoveries.ts";
 import { requestLogService } from "./request-log.ts";
 import { transformService } from "./transforms.ts";
 import { usageService } from "./usage.ts";
@@ -49,6 +51,7 @@ export const relayServices = [
   KeyService,
   RequestLogService,
   FailureQueueService,
+  RecoveryService,
   UsageService,
   NotificationService,
   EdgeService,
@@ -79,6 +82,7 @@ export function relayRoutes(app: ControlApp, limits: MessageLimits) {
     usageService(router, ctxOf);
     notificationService(router, ctxOf);
     failureQueueService(router, ctxOf);
+    recoveryService(router, ctxOf);
     requestLogService(router, ctxOf);
     edgeService(router, ctxOf, app, limits.edgeBytes);
     router.service(

@@ -42,6 +42,8 @@ export interface Contract<
   answer?: Answer;
   /** Otherwise 201 for a POST and 200 for the rest, or 204 without an answer. */
   status?: number;
+  /** An answer of another shape at a status of its own, given as an `OtherAnswer` (a dry run's). */
+  other?: { status: number; answer: z.ZodType; when: string };
   /** What it may refuse beyond what every route like it may (`refusalsOf`). */
   errors?: ErrorCode[];
 }
@@ -59,6 +61,7 @@ export const tags = {
   Keys: "Project API keys, which callers of the edge present",
   Usage: "Credits and deliveries",
   "Failure queue": "Requests whose delivery failed for good, and their replay",
+  "Recovery jobs": "A replay of many requests by filter, in the background, with its progress",
   "Request log": "Every request with its attempts",
   "Dev clock": "Moving time in a development stack (RELAY_DEV_CLOCK=1)",
   Document: "This document",
@@ -94,7 +97,7 @@ export function route<
   method: string,
   path: string,
   contract: Contract<Body, Answer>,
-  handle: (call: Call) => Promise<Answer extends z.ZodType ? z.output<Answer> : void>,
+  handle: (call: Call) => Promise<Answer extends z.ZodType ? z.output<Answer> | OtherAnswer : void>,
 ): Omit<Route, "tag"> {
   const pattern = new RegExp(`^${path.replace(/:(\w+)/g, "(?<$1>[^/]+)")}$`);
   const success = contract.answer === undefined ? 204 : method === "POST" ? 201 : 200;
@@ -108,6 +111,11 @@ export function route<
     errors: refusalsOf(method, path, contract),
     handle,
   };
+}
+
+/** A route's answer of its contract's `other` shape and status. */
+export class OtherAnswer {
+  constructor(readonly value: unknown) {}
 }
 
 /**
@@ -138,7 +146,7 @@ export const endpointPath = `${base}/lines/:line/endpoints/:path`;
 /** Route parameters (decoded by the router); a route only runs when its groups matched. */
 export function p(params: Record<string, string>) {
   return params as Record<
-    "project" | "line" | "path" | "target" | "requestId" | "keyId" | "memberId",
+    "project" | "line" | "path" | "target" | "requestId" | "keyId" | "memberId" | "recoveryId",
     string
   >;
 }

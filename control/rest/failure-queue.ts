@@ -26,12 +26,14 @@ export const failureQueueRoutes: Route[] = tagged("Failure queue", [
     `${base}/failures/replay`,
     {
       operationId: "replayFailures",
-      summary: "Replay every failure that matches",
+      summary:
+        "Replay every failure that matches: a recovery job, read at /recoveries/{recoveryId}",
       access: "editor",
       body: failures.replayFailuresBody,
       example: { status: "failed", endpoint: "v1/orders" },
-      answer: answers.replayed,
+      answer: answers.recovery,
       status: 202,
+      errors: ["limit_exceeded", "insufficient_credits"],
     },
     ({ ctx, params, body }) => failures.replayFailures(ctx, p(params).project, body),
   ),

@@ -14,7 +14,7 @@ import { authenticate, type Caller } from "../auth.ts";
 import { toHttpError } from "../errors.ts";
 import { observeCall, registry } from "../observability.ts";
 import type { Req, Res } from "../panel.ts";
-import { readsBody } from "./contract.ts";
+import { OtherAnswer, readsBody } from "./contract.ts";
 import { devClockRoutes } from "./dev-clock.ts";
 import { readJson } from "./read-body.ts";
 import { routes } from "./routes.ts";
@@ -89,8 +89,10 @@ export function restHandler(app: ControlApp, maxBodyBytes: number) {
         body: readsBody(req.method ?? "") ? await readJson(req, maxBodyBytes) : undefined,
         query,
       });
-      status = found.r.status;
-      body = status === 204 ? undefined : JSON.stringify(result);
+      const other = result instanceof OtherAnswer && found.r.contract.other;
+      status = other ? other.status : found.r.status;
+      const answer = result instanceof OtherAnswer ? result.value : result;
+      body = status === 204 ? undefined : JSON.stringify(answer);
     } catch (cause) {
       ({ status, body } = toHttpError(cause));
     }

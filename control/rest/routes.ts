@@ -14,6 +14,7 @@ import { memberRoutes } from "./member.ts";
 import { notificationRoutes } from "./notifications.ts";
 import { policyRoutes } from "./policy.ts";
 import { projectRoutes } from "./project.ts";
+import { recoveryRoutes } from "./recoveries.ts";
 import { requestLogRoutes } from "./request-log.ts";
 import { transformRoutes } from "./transforms.ts";
 import { usageRoutes } from "./usage.ts";
@@ -30,6 +31,7 @@ export const routes: Route[] = [
   ...keyRoutes,
   ...usageRoutes,
   ...failureQueueRoutes,
+  ...recoveryRoutes,
   ...requestLogRoutes,
   ...devClockRoutes,
   ...tagged("Document", [

@@ -1,11 +1,8 @@
 /** The failure queue: failed and partially failed requests, replayed one by one or all at once. */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
-import {
-  FailureQueueService,
-  RequestLogService,
-  RequestStatus,
-} from "../../../gen/relay/v1/requests_pb.ts";
+import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
+import { RequestLogService, RequestStatus } from "../../../gen/relay/v1/requests_pb.ts";
 import { problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
 import { ConfirmButton, FormError, Loaded } from "../ui.tsx";
@@ -37,8 +34,11 @@ export function FailuresPage() {
     },
   });
   const replayAll = useMutation(FailureQueueService.method.replayFailures, {
-    onSuccess: async ({ replayed }) => {
-      setOutcome(`Replaying ${replayed} request${replayed === 1 ? "" : "s"}.`);
+    onSuccess: async ({ recovery }) => {
+      const matched = recovery?.matched ?? 0;
+      setOutcome(
+        `Replaying ${matched} request${matched === 1 ? "" : "s"}: recovery job ${recovery?.recoveryId ?? ""} shows its progress.`,
+      );
       await invalidate();
     },
   });

@@ -6,10 +6,10 @@
 import { useMutation } from "@connectrpc/connect-query";
 import { decodeBody } from "../../../core/delivery.ts";
 import { hexPreview } from "../../../core/inspect.ts";
+import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
 import {
   type Body,
   BodyEncoding,
-  FailureQueueService,
   type Request,
   RequestLogService,
   type Response,

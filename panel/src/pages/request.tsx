@@ -12,9 +12,9 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { classifyStatus } from "../../../core/delivery.ts";
 import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
+import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
 import {
   type Attempt,
-  FailureQueueService,
   RequestLogService,
   RequestStatus,
 } from "../../../gen/relay/v1/requests_pb.ts";

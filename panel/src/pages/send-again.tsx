@@ -4,9 +4,9 @@
  */
 import { useMutation } from "@connectrpc/connect-query";
 import { type FormEvent, useState } from "react";
+import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
 import {
   BodyEncoding,
-  FailureQueueService,
   type Request,
   RequestLogService,
 } from "../../../gen/relay/v1/requests_pb.ts";
