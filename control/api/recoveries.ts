@@ -23,35 +23,25 @@ import { cancelReplays } from "./recovery-steps.ts";
 import { requestFilter } from "./requests.ts";
 import { parseInput } from "./validation.ts";
 
-const since = z.iso
-  .datetime({ offset: true })
-  .optional()
-  .describe("Requests received at or after this time (RFC 3339)");
+const { receivedFrom, receivedTo, ...byRequest } = requestFilter;
 
-export const recoveryBody = z
-  .strictObject({
-    ...requestFilter,
-    status: z
-      .enum(finishedStatuses as [RequestStatus, ...RequestStatus[]])
-      .optional()
-      .describe(
-        "Requests in this status (a finished one); failed and partially failed if left out",
-      ),
-    target: z
-      .string()
-      .max(100)
-      .optional()
-      .describe("Only this target (its id): requests it did not get, replayed to it alone"),
-    since,
-    until: since.describe(
-      "Requests received before this time (RFC 3339); at most the job's start, its default",
-    ),
-    dryRun: z.boolean().default(false).describe("Answer what would be sent and its cost, only"),
-  })
-  .refine((b) => !b.since || !b.until || Date.parse(b.since) < Date.parse(b.until), {
-    path: ["until"],
-    message: "must be after since",
-  });
+export const recoveryBody = z.strictObject({
+  ...byRequest,
+  status: z
+    .enum(finishedStatuses as [RequestStatus, ...RequestStatus[]])
+    .optional()
+    .describe("Requests in this status (a finished one); failed and partially failed if left out"),
+  target: z
+    .string()
+    .max(100)
+    .optional()
+    .describe("Only this target (its id): requests it did not get, replayed to it alone"),
+  since: receivedFrom,
+  until: receivedTo.describe(
+    "Requests received before this time (RFC 3339); at most the job's start, its default",
+  ),
+  dryRun: z.boolean().default(false).describe("Answer what would be sent and its cost, only"),
+});
 
 type RecoveryBody = z.output<typeof recoveryBody>;
 
@@ -80,15 +70,23 @@ export async function startRecovery(
   return { matched, credits };
 }
 
-/** The failure queue's replay of every failure that matches: a recovery job of those statuses. */
+/**
+ * The failure queue's replay of every failure that matches (the request log's filter): a
+ * recovery job of those statuses.
+ */
 export async function recoverFailures(
   ctx: Ctx,
   slug: string,
-  filter: Omit<RecoveryBody, "dryRun" | "status"> & { status?: RequestStatus | undefined },
+  filter: Omit<RecoveryBody, "dryRun" | "status" | "since" | "until" | "target"> & {
+    status?: RequestStatus | undefined;
+    receivedFrom?: string | undefined;
+    receivedTo?: string | undefined;
+  },
 ): Promise<RecoveryView> {
   const access = await projectAccess(ctx, slug);
-  const statuses = RECOVERED_BY_DEFAULT.filter((s) => !filter.status || s === filter.status);
-  return startJob(ctx, access, await filterOf(ctx, access, filter, statuses));
+  const { status, receivedFrom: since, receivedTo: until, ...rest } = filter;
+  const statuses = RECOVERED_BY_DEFAULT.filter((s) => !status || s === status);
+  return startJob(ctx, access, await filterOf(ctx, access, { ...rest, since, until }, statuses));
 }
 
 async function filterOf(

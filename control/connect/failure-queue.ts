@@ -17,10 +17,8 @@ export function failureQueueService(router: ConnectRouter, ctxOf: ContextOf): vo
       };
     },
     async replayFailures(req, h) {
-      const { receivedFrom: _, receivedTo: __, ...filter } = filterIn(req.filter);
-      return {
-        recovery: recoveryOut(await failures.replayFailures(ctxOf(h), req.project, filter)),
-      };
+      const replayed = await failures.replayFailures(ctxOf(h), req.project, filterIn(req.filter));
+      return { recovery: recoveryOut(replayed) };
     },
   });
 }

@@ -11,6 +11,7 @@ import { KeysPage } from "./pages/keys.tsx";
 import { MembersPage } from "./pages/members.tsx";
 import { NotificationsPage } from "./pages/notifications.tsx";
 import { PolicyPage } from "./pages/policy.tsx";
+import { RecoveriesPage } from "./pages/recoveries.tsx";
 import { RequestPage } from "./pages/request.tsx";
 import { RequestsPage } from "./pages/requests.tsx";
 import { RetentionPage } from "./pages/retention.tsx";
@@ -52,6 +53,7 @@ const projectRoutes: [
   ["/requests", () => <RequestsPage />, "Request log"],
   ["/requests/:requestId", (p) => <RequestPage requestId={p.requestId ?? ""} />, "Request"],
   ["/failures", () => <FailuresPage />, "Failure queue"],
+  ["/recoveries", () => <RecoveriesPage />, "Recovery jobs"],
   ["/usage", () => <UsagePage />, "Usage"],
   ["/policy", () => <PolicyPage />, "Key policy"],
   ["/retention", () => <RetentionPage />, "Retention"],
@@ -64,6 +66,7 @@ const sections: [string, string][] = [
   ["keys", "API keys"],
   ["requests", "Request log"],
   ["failures", "Failure queue"],
+  ["recoveries", "Recovery jobs"],
   ["usage", "Usage"],
   ["policy", "Key policy"],
   ["retention", "Retention"],

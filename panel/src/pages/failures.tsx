@@ -4,7 +4,8 @@ import { useState } from "react";
 import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
 import { RequestLogService, RequestStatus } from "../../../gen/relay/v1/requests_pb.ts";
 import { problemOf } from "../errors.ts";
-import { useInvalidate, useProject } from "../project.ts";
+import { projectPath, useInvalidate, useProject } from "../project.ts";
+import { Link } from "../router.tsx";
 import { ConfirmButton, FormError, Loaded } from "../ui.tsx";
 import {
   type Filter,
@@ -25,8 +26,10 @@ export function FailuresPage() {
   );
   const invalidate = useInvalidate(FailureQueueService, RequestLogService);
   const [outcome, setOutcome] = useState("");
+  const [job, setJob] = useState("");
   const replay = useMutation(FailureQueueService.method.replayRequest, {
     onSuccess: async ({ request }) => {
+      setJob("");
       setOutcome(
         `Replaying ${request?.requestId ?? "the request"}: its failed targets get a new attempt.`,
       );
@@ -36,9 +39,8 @@ export function FailuresPage() {
   const replayAll = useMutation(FailureQueueService.method.replayFailures, {
     onSuccess: async ({ recovery }) => {
       const matched = recovery?.matched ?? 0;
-      setOutcome(
-        `Replaying ${matched} request${matched === 1 ? "" : "s"}: recovery job ${recovery?.recoveryId ?? ""} shows its progress.`,
-      );
+      setOutcome(`Replaying ${matched} request${matched === 1 ? "" : "s"}.`);
+      setJob(recovery?.recoveryId ?? "");
       await invalidate();
     },
   });
@@ -55,7 +57,12 @@ export function FailuresPage() {
         onApply={setFilter}
       />
       <p role="status" className="saved">
-        {outcome}
+        {outcome}{" "}
+        {job && (
+          <Link to={projectPath(project, "recoveries")}>
+            Its recovery job, <code>{job}</code>, shows its progress.
+          </Link>
+        )}
       </p>
       <FormError problem={failed ? problemOf(failed) : null} />
       <Loaded query={failures} token={token}>
