@@ -5,7 +5,7 @@
 import { finishedStatuses, type KeyMode, type RequestStatus } from "../core/model.ts";
 import type { RecoveryFilter, RecoveryState } from "../core/recoveries.ts";
 import type { Queryable, Sql } from "./db.ts";
-import { delivered } from "./request-log.ts";
+import { delivered, type ReplayBegun } from "./request-log.ts";
 
 export interface RecoveryView {
   recoveryId: string;
@@ -189,28 +189,42 @@ export async function takeUp(tx: Queryable, recoveryId: string, requestId: strin
   return taken !== undefined;
 }
 
+/** A replay the job took up whose start was made. */
+export async function replayLaunched(sql: Queryable, recoveryId: string, requestId: string) {
+  await sql`
+    update recovery_replays set started = true
+    where recovery_id = ${recoveryId} and request_id = ${requestId}`;
+}
+
 /** The number of the replay that began for a request the job took up. */
 export async function numberReplay(
   tx: Queryable,
   recoveryId: string,
   requestId: string,
-  replay: number,
+  { replay, was }: ReplayBegun,
 ): Promise<void> {
   await tx`
-    update recovery_replays set replay = ${replay}
+    update recovery_replays set replay = ${replay}, was = ${was}
     where recovery_id = ${recoveryId} and request_id = ${requestId}`;
 }
 
-export interface RunningReplay {
+export interface RunningReplay extends ReplayBegun {
   requestId: string;
-  replay: number;
   status: RequestStatus;
+  /** Begun over `LOST_START_SECONDS` ago and its start not made: its step died in between. */
+  startLost: boolean;
 }
+
+/** Past this, a replay that began without its start being made lost it. */
+const LOST_START_SECONDS = 15;
 
 /** The job's replays not yet settled, with their requests' statuses now. */
 export function runningReplays(sql: Queryable, recoveryId: string): Promise<RunningReplay[]> {
   return sql<RunningReplay[]>`
-    select rr.request_id, rr.replay, r.status from recovery_replays rr
+    select rr.request_id, rr.replay, rr.was, r.status,
+      not rr.started and rr.taken_at < now() - make_interval(secs => ${LOST_START_SECONDS})
+        as start_lost
+    from recovery_replays rr
     join requests r on r.id = rr.request_id
     where rr.recovery_id = ${recoveryId} and rr.outcome is null`;
 }

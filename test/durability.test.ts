@@ -341,3 +341,54 @@ test("restarting Temporal (the same store: SQLite file or PostgreSQL) with reque
   await eventually(settled, 30_000);
   sink.close();
 }, 120_000);
+
+test("a recovery job goes on through kill -9 of the control plane and of the worker: every failure replayed, once", async () => {
+  const received = new Map<string, number>();
+  let healed = false;
+  const target = createServer((req, res) => {
+    const id = String(req.headers["x-relay-request-id"]);
+    received.set(id, (received.get(id) ?? 0) + 1);
+    req.resume();
+    res.writeHead(healed ? 200 : 400).end();
+  });
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(target.address() as { port: number }).port}/in`;
+  const { ownerToken, key } = await projectWithTarget("recovering", url, 10);
+  const base = "/projects/recovering";
+  for (let i = 0; i < 40; i++) {
+    const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+      method: "POST",
+      headers: { host: `recovering.localhost:${edgePort}`, authorization: `Bearer ${key}` },
+      body: "{}",
+    });
+    expect(answer.statusCode).toBe(202);
+  }
+  const failures = async () => (await call(ownerToken, "GET", `${base}/failures`)).requests;
+  await eventually(async () => ((await failures()) as unknown[]).length === 40, 60_000);
+  healed = true;
+  await call(ownerToken, "PUT", `${base}/lines/v1/endpoints/hook`, {
+    targets: [{ name: "t", targetUrl: url, timeoutSeconds: 10, maxDeliveriesPerSecond: 5 }],
+  });
+  const { recoveryId } = await call(ownerToken, "POST", `${base}/recoveries`, {});
+  const job = () => call(ownerToken, "GET", `${base}/recoveries/${recoveryId}`);
+  const sentAtLeast = (n: number) =>
+    eventually(async () => Number((await job()).sent) >= n, 60_000);
+
+  await sentAtLeast(5);
+  stack.processes.control.kill();
+  await stack.processes.control.start();
+  await sentAtLeast(15);
+  stack.processes.worker.kill();
+  await stack.processes.worker.start();
+  const done = await eventually(async () => {
+    const read = await job();
+    return read.finishedAt !== null && read;
+  }, 120_000);
+  expect(done).toMatchObject({ state: "completed", matched: 40, sent: 40, failed: 0 });
+  // Each request failed once, then reached the target by one replay (a second try only after
+  // an attempt lost with the killed worker).
+  expect(received.size).toBe(40);
+  expect([...received.values()].every((n) => n === 2 || n === 3)).toBe(true);
+  expect([...received.values()].filter((n) => n === 3).length).toBeLessThanOrEqual(5);
+  target.close();
+}, 240_000);

@@ -9,7 +9,8 @@ import { CONTROL_TASK_QUEUE } from "../core/temporal.ts";
 
 const { stepRecovery } = proxyActivities<RecoveryActivities>({
   taskQueue: CONTROL_TASK_QUEUE,
-  startToCloseTimeout: "2 minutes",
+  // A step takes a second or two: one whose control plane died is tried again soon.
+  startToCloseTimeout: "20 seconds",
   // Tried until it answers: a job waits out a control plane or Postgres that is down.
   retry: { maximumInterval: "30 seconds" },
 });

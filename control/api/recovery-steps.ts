@@ -18,7 +18,8 @@ import {
 import { projectById } from "../../store/projects.ts";
 import type { Match, RecoveryRow, RecoveryStep, RunningReplay } from "../../store/recoveries.ts";
 import * as recoveries from "../../store/recoveries.ts";
-import { type ReplayDeps, replayWorkflowId, startReplay } from "./replay.ts";
+import { undoReplay } from "../../store/request-log.ts";
+import { type ReplayDeps, replayWorkflowId, resumeReplay, startReplay } from "./replay.ts";
 
 type StepOutcome = Awaited<ReturnType<RecoveryActivities["stepRecovery"]>>;
 
@@ -35,7 +36,11 @@ async function stepRecovery(deps: ReplayDeps, recoveryId: string): Promise<StepO
   const settled = replays
     .filter(ended)
     .map((r) => ({ requestId: r.requestId, outcome: replayOutcome(r.status) }));
-  const running = replays.filter((r) => !ended(r));
+  const running = await resumeLost(
+    deps,
+    job,
+    replays.filter((r) => !ended(r)),
+  );
   if (job.state === "cancelled") await cancelReplays(deps, running);
   const more =
     job.state === "running"
@@ -51,6 +56,36 @@ async function stepRecovery(deps: ReplayDeps, recoveryId: string): Promise<StepO
     finished,
   });
   return finished ? "ended" : more.busy ? "busy" : "idle";
+}
+
+/**
+ * Replays whose step died between their commit and their start: started now while the job runs,
+ * or undone (their holds given back, their requests as they were) once it does not or when they
+ * cannot start any more; true for those undone, which `running` no longer lists.
+ */
+async function resumeLost(deps: ReplayDeps, job: RecoveryRow, running: RunningReplay[]) {
+  const undone = new Set<string>();
+  for (const lost of running.filter((r) => r.startLost)) {
+    const resumed =
+      job.state === "running" &&
+      (await resumeReplay(deps, job.projectId, lost.requestId, {
+        replay: lost.replay,
+        onlyTarget: job.filter.targetId,
+      }).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof RelayError) return false;
+          throw error;
+        },
+      ));
+    if (!resumed) {
+      const workflowId = replayWorkflowId(lost.requestId, lost.replay);
+      await undoReplay(deps.sql, lost.requestId, { ...lost, workflowId }, deps.waitingCaps);
+      undone.add(lost.requestId);
+    }
+    await recoveries.replayLaunched(deps.sql, job.recoveryId, lost.requestId);
+  }
+  return running.filter((r) => !undone.has(r.requestId));
 }
 
 /** Cancels replays under way (each its workflow's cancel: one that delivered stays delivered). */
@@ -92,8 +127,9 @@ async function startMore(
         ...(job.filter.targetId !== undefined && { onlyTarget: job.filter.targetId }),
         claim: {
           take: (tx) => recoveries.takeUp(tx, job.recoveryId, match.requestId),
-          numbered: (tx, replay) =>
-            recoveries.numberReplay(tx, job.recoveryId, match.requestId, replay),
+          numbered: (tx, begun) =>
+            recoveries.numberReplay(tx, job.recoveryId, match.requestId, begun),
+          launched: () => recoveries.replayLaunched(deps.sql, job.recoveryId, match.requestId),
         },
       });
       return started ? "started" : "taken";

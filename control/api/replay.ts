@@ -9,6 +9,7 @@
  * status is settled again from all its attempts once the series ends.
  */
 import type { Client } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import { deliveryHolds } from "../../core/billing.ts";
 import type { DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
@@ -22,7 +23,7 @@ import {
 import { storedPayloadValue } from "../../platform/temporal.ts";
 import type { Queryable } from "../../store/db.ts";
 import { requireWithinCap } from "../../store/limits.ts";
-import { beginReplay, undoReplay } from "../../store/request-log.ts";
+import { beginReplay, type ReplayBegun, undoReplay } from "../../store/request-log.ts";
 import { deliveredTargets, findRequest } from "../../store/request-views.ts";
 import { loadEndpoints } from "../../store/routing.ts";
 import { anyBatchInput } from "./batched.ts";
@@ -49,11 +50,13 @@ export interface ReplayOptions {
   onlyTarget?: string;
   /**
    * A recovery job's hold on the request, first in the replay's transaction: false when the job
-   * has it already (nothing replays then); told the replay's number once it began.
+   * has it already (nothing replays then); told the replay's number once it began, and when its
+   * start was made.
    */
   claim?: {
     take(tx: Queryable): Promise<boolean>;
-    numbered(tx: Queryable, replay: number): Promise<void>;
+    numbered(tx: Queryable, begun: ReplayBegun): Promise<void>;
+    launched(): Promise<void>;
   };
 }
 
@@ -72,6 +75,70 @@ export async function startReplay(
   if (!finishedStatuses.includes(request.status)) throw notFinished(request);
   const erased = contentErased(request, "replayed");
   if (erased) throw erased;
+  const replaying = await replayInput(deps, project.projectId, requestId, onlyTarget);
+  const { input, ordering } = replaying;
+  const begun = await deps.sql.begin(async (tx) => {
+    if (claim && !(await claim.take(tx))) return null;
+    const begun = await beginReplay(tx, project.projectId, requestId);
+    if (!begun) return undefined;
+    // Each replay under way is a workflow: a project has at most its cap of them (409 past it).
+    await requireWithinCap(tx, project.projectId, capsOf(deps), "replays");
+    const workflowId = replayWorkflowId(requestId, begun.replay);
+    await reserveMemberDelivery(deps, tx, project, {
+      requestId,
+      pool: input.keyMode,
+      holds: deliveryHolds(input.targets, input.bodyBytes),
+      replay: begun.replay,
+      waits: ordering ? null : { workflowId, targets: input.targets },
+    });
+    await claim?.numbered(tx, begun);
+    return begun;
+  });
+  if (begun === null) return false;
+  if (!begun) {
+    throw notFinished((await findRequest(deps.sql, project.projectId, requestId)) ?? request);
+  }
+  try {
+    await launchReplay(replaying, begun.replay);
+  } catch (error) {
+    const workflowId = replayWorkflowId(requestId, begun.replay);
+    await undoReplay(deps.sql, requestId, { ...begun, workflowId }, deps.waitingCaps);
+    throw error;
+  }
+  await claim?.launched();
+  return true;
+}
+
+/**
+ * Makes the start of a replay that began (its row, holds and place committed) but whose start
+ * was never made: its process died in between. Made already, it is left be.
+ */
+export async function resumeReplay(
+  deps: ReplayDeps,
+  projectId: string,
+  requestId: string,
+  { replay, onlyTarget }: { replay: number; onlyTarget?: string | undefined },
+): Promise<void> {
+  const replaying = await replayInput(deps, projectId, requestId, onlyTarget);
+  await launchReplay(replaying, replay).catch((error: unknown) => {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  });
+}
+
+interface Replaying {
+  client: Client;
+  /** The original input, to the targets the replay goes to now. */
+  input: DeliveryInput;
+  ordering: DeliveryInput["ordering"];
+}
+
+/** What a replay of the request delivers: its original input, to the targets it goes to now. */
+async function replayInput(
+  deps: ReplayDeps,
+  projectId: string,
+  requestId: string,
+  onlyTarget: string | undefined,
+): Promise<Replaying> {
   const client = await deps.temporal();
   const original = await originalInput(client, requestId);
   if (!original) {
@@ -89,49 +156,25 @@ export async function startReplay(
   );
   const targets = await targetsNow(
     deps,
-    project.projectId,
+    projectId,
     input,
     missed.length > 0 || onlyTarget !== undefined ? missed : input.targets,
   );
-  const begun = await deps.sql.begin(async (tx) => {
-    if (claim && !(await claim.take(tx))) return null;
-    const begun = await beginReplay(tx, project.projectId, requestId);
-    if (!begun) return undefined;
-    // Each replay under way is a workflow: a project has at most its cap of them (409 past it).
-    await requireWithinCap(tx, project.projectId, capsOf(deps), "replays");
-    await reserveMemberDelivery(deps, tx, project, {
-      requestId,
-      pool: input.keyMode,
-      holds: deliveryHolds(targets, input.bodyBytes),
-      replay: begun.replay,
-      waits: ordering ? null : { workflowId: replayWorkflowId(requestId, begun.replay), targets },
-    });
-    await claim?.numbered(tx, begun.replay);
-    return begun;
-  });
-  if (begun === null) return false;
-  if (!begun) {
-    throw notFinished((await findRequest(deps.sql, project.projectId, requestId)) ?? request);
-  }
-  try {
-    await startDelivery(
-      client,
-      // A replay joins its lane (at its end) from its own workflow.
-      {
-        ...input,
-        targets,
-        replay: begun.replay,
-        ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
-      },
-      replayWorkflowId(requestId, begun.replay),
-      "delivering",
-    );
-  } catch (error) {
-    const workflowId = replayWorkflowId(requestId, begun.replay);
-    await undoReplay(deps.sql, requestId, { ...begun, workflowId }, deps.waitingCaps);
-    throw error;
-  }
-  return true;
+  return { client, input: { ...input, targets }, ordering };
+}
+
+function launchReplay({ client, input, ordering }: Replaying, replay: number): Promise<void> {
+  return startDelivery(
+    client,
+    // A replay joins its lane (at its end) from its own workflow.
+    {
+      ...input,
+      replay,
+      ...(ordering && { ordering: { laneId: ordering.laneId, key: ordering.key } }),
+    },
+    replayWorkflowId(input.requestId, replay),
+    "delivering",
+  );
 }
 
 /** A request's replay number `replay` is delivered by this workflow. */

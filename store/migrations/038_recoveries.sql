@@ -25,10 +25,16 @@ create table recoveries (
 create index recoveries_project on recoveries (project_id, created_at desc);
 
 -- Each request a job replayed, the replay's number, and how it ended (null while it runs).
+-- `started`: its workflow's start was made (a step that died between the replay's commit and
+-- its start leaves it false, and a later step makes the start).
 create table recovery_replays (
   recovery_id text not null references recoveries (id) on delete cascade,
   request_id text not null references requests (id) on delete cascade,
   replay integer not null,
+  -- The request's status before its replay began: what it goes back to if its start is lost.
+  was text not null default 'failed',
+  taken_at timestamptz not null default now(),
+  started boolean not null default false,
   outcome text check (outcome in ('sent', 'failed')),
   primary key (recovery_id, request_id)
 );
