@@ -13,10 +13,11 @@ import {
   RecoveryState,
 } from "../../../gen/relay/v1/recoveries_pb.ts";
 import { RequestLogService, RequestStatus } from "../../../gen/relay/v1/requests_pb.ts";
-import { fieldError, problemOf } from "../errors.ts";
-import { formatTime, requestStatusNames } from "../model.ts";
+import { problemOf } from "../errors.ts";
+import { formatTime } from "../model.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { ConfirmButton, Field, FormError, Loaded, StatusBadge } from "../ui.tsx";
+import { ConfirmButton, FormError, Loaded, StatusBadge } from "../ui.tsx";
+import { FilterFields } from "./requests.tsx";
 
 const stateNames: Record<RecoveryState, string> = {
   [RecoveryState.UNSPECIFIED]: "unknown",
@@ -100,42 +101,16 @@ function RecoveryForm() {
   };
   return (
     <form className="filters row" onSubmit={submit(true)} aria-label="Recovery" noValidate>
-      <Field label="Status" error={fieldError(problem, "status")}>
-        {(control) => (
-          <select
-            {...control}
-            name="status"
-            value={status}
-            onChange={(e) => setStatus(e.target.value)}
-          >
-            <option value="">failed and partially failed</option>
-            {finishedStatuses.map((s) => (
-              <option key={s} value={s}>
-                {requestStatusNames[s]}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      {texts.map((t) => (
-        <Field
-          key={t.name}
-          label={t.label}
-          hint={"hint" in t ? t.hint : undefined}
-          error={fieldError(problem, t.name)}
-        >
-          {(control) => (
-            <input
-              {...control}
-              name={t.name}
-              type={t.type}
-              {...(t.type === "datetime-local" && { step: 1 })}
-              value={values[t.name]}
-              onChange={(e) => setValues({ ...values, [t.name]: e.target.value })}
-            />
-          )}
-        </Field>
-      ))}
+      <FilterFields
+        statuses={finishedStatuses}
+        anyStatus="failed and partially failed"
+        status={status}
+        onStatus={setStatus}
+        fields={texts}
+        values={values}
+        onValues={setValues}
+        problem={problem}
+      />
       <button type="submit" disabled={start.isPending}>
         Dry run
       </button>

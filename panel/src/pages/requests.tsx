@@ -137,16 +137,45 @@ export function RequestFilters({
   };
   return (
     <form className="filters row" onSubmit={submit} aria-label="Filter requests" noValidate>
+      <FilterFields
+        statuses={statuses}
+        anyStatus="any"
+        status={status}
+        onStatus={setStatus}
+        fields={textFilters}
+        values={texts}
+        onValues={setTexts}
+        problem={problem}
+      />
+      <button type="submit">Apply filters</button>
+    </form>
+  );
+}
+
+/** A filter form's fields: a status to pick (`anyStatus` names none) and typed texts. */
+export function FilterFields<Name extends string>(props: {
+  statuses: RequestStatus[];
+  anyStatus: string;
+  status: string;
+  onStatus: (status: string) => void;
+  fields: readonly { name: Name; label: string; type: string; hint?: string }[];
+  values: Record<Name, string>;
+  onValues: (values: Record<Name, string>) => void;
+  problem: Problem | null;
+}) {
+  const { values, problem } = props;
+  return (
+    <>
       <Field label="Status" error={fieldError(problem, "status")}>
         {(control) => (
           <select
             {...control}
             name="status"
-            value={status}
-            onChange={(e) => setStatus(e.target.value)}
+            value={props.status}
+            onChange={(e) => props.onStatus(e.target.value)}
           >
-            <option value="">any</option>
-            {statuses.map((s) => (
+            <option value="">{props.anyStatus}</option>
+            {props.statuses.map((s) => (
               <option key={s} value={s}>
                 {requestStatusNames[s]}
               </option>
@@ -154,27 +183,21 @@ export function RequestFilters({
           </select>
         )}
       </Field>
-      {textFilters.map((f) => (
-        <Field
-          key={f.name}
-          label={f.label}
-          hint={"hint" in f ? f.hint : undefined}
-          error={fieldError(problem, f.name)}
-        >
+      {props.fields.map((f) => (
+        <Field key={f.name} label={f.label} hint={f.hint} error={fieldError(problem, f.name)}>
           {(control) => (
             <input
               {...control}
               name={f.name}
               type={f.type}
               {...(f.type === "datetime-local" && { step: 1 })}
-              value={texts[f.name]}
-              onChange={(e) => setTexts({ ...texts, [f.name]: e.target.value })}
+              value={values[f.name]}
+              onChange={(e) => props.onValues({ ...values, [f.name]: e.target.value })}
             />
           )}
         </Field>
       ))}
-      <button type="submit">Apply filters</button>
-    </form>
+    </>
   );
 }
 
