@@ -258,6 +258,7 @@ test("a project runs at most 3 jobs at once; bad filters, unknown jobs and other
     [{ since: "yesterday" }, 400],
     [{ dryRun: "yes" }, 400],
     [{ colour: "red" }, 400],
+    [{ target: "tgt_\u0000" }, 400],
     [{ target: "tgt_nope" }, 404],
   ] as const;
   for (const [body, status] of refused) {

@@ -21,7 +21,7 @@ import { targetExists } from "../../store/routing.ts";
 import { type Ctx, type ProjectAccess, projectAccess } from "./context.ts";
 import { cancelReplays } from "./recovery-steps.ts";
 import { requestFilter } from "./requests.ts";
-import { parseInput } from "./validation.ts";
+import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
 const { receivedFrom, receivedTo, ...byRequest } = requestFilter;
 
@@ -34,6 +34,7 @@ export const recoveryBody = z.strictObject({
   target: z
     .string()
     .max(100)
+    .regex(new RegExp(NO_CONTROL_CHARACTERS), "must be a target id")
     .optional()
     .describe("Only this target (its id): requests it did not get, replayed to it alone"),
   since: receivedFrom,
