@@ -3,7 +3,8 @@
  * stored body) once it is older than the retention, and its content (headers, body, answers)
  * once it is older than its project's retention of content. Credits stay in the ledger. Deletes
  * run in batches so a large backlog never holds long locks. The same daily run sweeps what waits for
- * nothing any more: credit holds no delivery will settle, delayed calls past their time.
+ * nothing any more: credit holds no delivery will settle, delayed calls past their time, recovery
+ * jobs that ended.
  */
 import { eraseAgedContent } from "./content-erase.ts";
 import type { Sql } from "./db.ts";
@@ -31,6 +32,8 @@ export interface Pruned {
   idempotencyKeys: number;
   /** Places in ordering lanes left before the cutoff (store/lanes.ts). */
   laneEntries: number;
+  /** Recovery jobs that ended before the cutoff (store/recoveries.ts), with their replays' rows. */
+  recoveries: number;
   /** Credit holds given back; delayed calls that reached their time, and ended lanes' waits. */
   holds: number;
   scheduled: number;
@@ -44,6 +47,7 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
     bodies: 0,
     idempotencyKeys: 0,
     laneEntries: 0,
+    recoveries: 0,
     holds: 0,
     scheduled: 0,
   };
@@ -87,6 +91,7 @@ export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number):
     pruned.laneEntries += count;
     if (count < BATCH) break;
   }
+  pruned.recoveries = (await sql`delete from recoveries where finished_at < ${cutoff}`).count;
   for (;;) {
     // On real time: a hold's age is the database's, whatever the dev clock says.
     const deleted = await sql`

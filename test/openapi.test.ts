@@ -68,7 +68,10 @@ async function setUp() {
   await api(stack().adminToken, "POST", "/admin/rotation/run");
   const spare = await api(p.ownerToken, "POST", `${p.base}/keys`, { name: "spare", mode: "test" });
   await api(p.ownerToken, "PUT", `${p.base}/notifications`, { url: "https://hooks.example.com/x" });
+  // A recovery job that matches nothing: it ends at its first step.
+  const recovery = await api(p.ownerToken, "POST", `${p.base}/recoveries`, { endpoint: "v1/none" });
   return {
+    recoveryId: recovery.body.recoveryId as string,
     ...p,
     failed,
     scheduled,
@@ -103,6 +106,7 @@ function parameters(operationId: string): Record<string, string> {
     memberId: fixtures.memberId,
     keyId: fixtures.keyId,
     requestId: fixtures.failed,
+    recoveryId: fixtures.recoveryId,
     ...own[operationId],
   };
 }

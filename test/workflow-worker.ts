@@ -268,6 +268,7 @@ export const activities: Activities = {
       bodies: 2,
       idempotencyKeys: 0,
       laneEntries: 0,
+      recoveries: 0,
       holds: 1,
       scheduled: 0,
     };

@@ -239,6 +239,7 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
     bodies: 2,
     idempotencyKeys: 0,
     laneEntries: 0,
+    recoveries: 0,
     holds: 1,
     scheduled: 0,
   });

@@ -58,10 +58,9 @@ export const recoveryRoutes: Route[] = tagged("Recovery jobs", [
     {
       operationId: "cancelRecovery",
       summary:
-        "Cancel a running job: no replay starts from now on, and those under way are cancelled within a second",
+        "Cancel a running job: no replay starts from now on, and those under way are cancelled; one that ended answers as it stands",
       access: "editor",
       answer: answers.recovery,
-      errors: ["conflict"],
     },
     ({ ctx, params }) => recoveries.cancelRecovery(ctx, p(params).project, p(params).recoveryId),
   ),

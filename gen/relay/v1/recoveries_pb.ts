@@ -639,7 +639,8 @@ export const RecoveryService: GenService<{
     output: typeof ListRecoveriesResponseSchema;
   },
   /**
-   * No replay starts from now on, and those under way are cancelled within a second.
+   * No replay starts from now on, and those under way are cancelled; a job that ended answers
+   * as it stands.
    *
    * @generated from rpc relay.v1.RecoveryService.CancelRecovery
    */
