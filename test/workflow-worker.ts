@@ -262,16 +262,8 @@ export const activities: Activities = {
   },
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
-    return {
-      requests: 5,
-      content: 0,
-      bodies: 2,
-      idempotencyKeys: 0,
-      laneEntries: 0,
-      recoveries: 0,
-      holds: 1,
-      scheduled: 0,
-    };
+    const none = { content: 0, idempotencyKeys: 0, laneEntries: 0, recoveries: 0 };
+    return { requests: 5, bodies: 2, holds: 1, scheduled: 0, ...none };
   },
 };
 
