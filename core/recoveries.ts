@@ -41,6 +41,8 @@ export const RECOVERY_STEP_MS = 500;
 export const RECOVERY_STEP_BUDGET_MS = 700;
 /** Jobs a project may have running at once (409 past it). */
 export const RECOVERIES_RUNNING_PER_PROJECT = 3;
+/** Jobs a project may keep, ended ones included until the log's retention (409 past it). */
+export const RECOVERIES_KEPT_PER_PROJECT = 1000;
 
 /** How a replay the job started ended: delivered to every target it went to, or not. */
 export const replayOutcome = (status: RequestStatus): "sent" | "failed" =>

@@ -6,6 +6,7 @@ import { finishedStatuses, type KeyMode, type RequestStatus } from "../core/mode
 import type { RecoveryFilter, RecoveryState } from "../core/recoveries.ts";
 import type { Queryable, Sql } from "./db.ts";
 import { delivered, type ReplayBegun } from "./request-log.ts";
+import { requestConditions } from "./request-views.ts";
 
 export interface RecoveryView {
   recoveryId: string;
@@ -36,31 +37,24 @@ export interface RecoveryRow extends RecoveryView {
   cursor: [Date, string] | null;
 }
 
-/** The requests of the project `filter` matches, the time range taken as given. */
+/** The requests (unaliased) of the project `filter` matches, the time range taken as given. */
 function matching(sql: Queryable, projectId: string, filter: RecoveryFilter) {
-  const { statuses, endpoint, targetId, since, until, requestId, idempotencyKey, targetStatus } =
-    filter;
-  const when = (value: unknown, fragment: () => ReturnType<Sql>) =>
-    value === undefined ? sql`` : fragment();
+  const { targetId, since, until, ...exactly } = filter;
+  const forTarget = (q: Queryable) => q`
+    attempts a where a.request_id = requests.id and a.target_id = ${targetId ?? ""}`;
   return sql`
-    r.project_id = ${projectId} and r.status in ${sql(statuses)}
-    ${when(endpoint, () => sql`and r.line_key = ${endpoint?.line ?? ""} and r.endpoint_path = ${endpoint?.path ?? ""}`)}
-    ${when(requestId, () => sql`and r.id = ${requestId ?? ""}`)}
-    ${when(idempotencyKey, () => sql`and r.idempotency_key = ${idempotencyKey ?? ""}`)}
-    ${when(
-      targetStatus,
-      () => sql`and exists (select 1 from attempts a
-        where a.request_id = r.id and a.status_code = ${targetStatus ?? 0})`,
-    )}
-    ${when(since, () => sql`and r.received_at >= ${since ?? null}`)}
-    ${when(until, () => sql`and r.received_at < ${until ?? null}`)}
-    ${when(
-      targetId,
-      () => sql`
-        and exists (select 1 from attempts a where a.request_id = r.id and a.target_id = ${targetId ?? ""})
-        and not exists (select 1 from attempts a
-          where a.request_id = r.id and a.target_id = ${targetId ?? ""} and ${delivered(sql)})`,
-    )}`;
+    project_id = ${projectId}
+    ${requestConditions(sql, {
+      ...exactly,
+      receivedFrom: since === undefined ? undefined : new Date(since),
+      receivedTo: until === undefined ? undefined : new Date(until),
+    })}
+    ${
+      targetId === undefined
+        ? sql``
+        : sql`and exists (select 1 from ${forTarget(sql)})
+          and not exists (select 1 from ${forTarget(sql)} and ${delivered(sql)})`
+    }`;
 }
 
 export interface MatchGroup {
@@ -81,14 +75,14 @@ export function matchGroups(
   filter: RecoveryFilter,
 ): Promise<MatchGroup[]> {
   return sql<MatchGroup[]>`
-    select r.body_bytes, r.key_mode, t.targets, count(*)::int as requests
-    from requests r cross join lateral (
+    select body_bytes, key_mode, t.targets, count(*)::int as requests
+    from requests cross join lateral (
       select case
         when ${filter.targetId !== undefined} then 1
         when count(distinct target_id) filter (where not ${delivered(sql)}) > 0
           then count(distinct target_id) filter (where not ${delivered(sql)})
         else greatest(1, count(distinct target_id)) end::int as targets
-      from attempts where request_id = r.id) t
+      from attempts where request_id = requests.id) t
     where ${matching(sql, projectId, filter)}
     group by 1, 2, 3`;
 }
@@ -108,10 +102,10 @@ export async function nextMatches(
 ): Promise<Match[]> {
   const [at, id] = job.cursor ?? [null, ""];
   return sql<Match[]>`
-    select r.id as request_id, r.received_at, r.status, r.content_erased_at from requests r
+    select id as request_id, received_at, status, content_erased_at from requests
     where ${matching(sql, job.projectId, job.filter)}
-      ${at === null ? sql`` : sql`and (r.received_at, r.id) > (${at}, ${id})`}
-    order by r.received_at, r.id
+      ${at === null ? sql`` : sql`and (received_at, id) > (${at}, ${id})`}
+    order by received_at, id
     limit ${limit}`;
 }
 
@@ -128,11 +122,15 @@ export async function createRecovery(
       ${job.matched}, ${job.credits})`;
 }
 
-/** Jobs of the project still running (cancelled or failed ones whose replays run do not count). */
-export async function runningRecoveries(sql: Queryable, projectId: string): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`
-    select count(*)::int from recoveries where project_id = ${projectId} and state = 'running'`;
-  return row?.count ?? 0;
+/**
+ * The project's jobs still running (cancelled or failed ones whose replays run do not count), and
+ * all it keeps.
+ */
+export async function runningRecoveries(sql: Queryable, projectId: string) {
+  const [row] = await sql<{ running: number; kept: number }[]>`
+    select count(*) filter (where state = 'running')::int as running, count(*)::int as kept
+    from recoveries where project_id = ${projectId}`;
+  return row ?? { running: 0, kept: 0 };
 }
 
 /**

@@ -11,7 +11,7 @@ import { type LoggedBody, loggedBody } from "../core/inspect.ts";
 import type { KeyMode, RequestStatus } from "../core/model.ts";
 import { type CallbackView, callbacksOf } from "./callbacks.ts";
 import { gateColumns } from "./circuits.ts";
-import type { Sql } from "./db.ts";
+import type { Queryable, Sql } from "./db.ts";
 import { delivered } from "./request-log.ts";
 
 export interface AttemptView {
@@ -92,29 +92,39 @@ export function listRequests(
   projectId: string,
   filter: RequestFilter,
 ): Promise<RequestView[]> {
-  const { statuses, endpoint, requestId, idempotencyKey, targetStatus } = filter;
-  const { receivedFrom, receivedTo, before, limit } = filter;
-  const when = (value: unknown, fragment: () => ReturnType<Sql>) =>
-    value === undefined ? sql`` : fragment();
+  const { before, limit } = filter;
   return selectRequests(
     sql,
     projectId,
     sql`
-      and status in ${sql(statuses.length > 0 ? statuses : ["none"])}
-      ${when(endpoint, () => sql`and line_key = ${endpoint?.line ?? ""} and endpoint_path = ${endpoint?.path ?? ""}`)}
-      ${when(requestId, () => sql`and id = ${requestId ?? ""}`)}
-      ${when(idempotencyKey, () => sql`and idempotency_key = ${idempotencyKey ?? ""}`)}
-      ${when(
-        targetStatus,
-        () => sql`and exists (select 1 from attempts a
-          where a.request_id = requests.id and a.status_code = ${targetStatus ?? 0})`,
-      )}
-      ${when(receivedFrom, () => sql`and received_at >= ${receivedFrom ?? null}`)}
-      ${when(receivedTo, () => sql`and received_at < ${receivedTo ?? null}`)}
-      ${when(before, () => sql`and (received_at, id) < (${before?.[0] ?? ""}::timestamptz, ${before?.[1] ?? ""})`)}
+      ${requestConditions(sql, filter)}
+      ${before === undefined ? sql`` : sql`and (received_at, id) < (${before[0]}::timestamptz, ${before[1]})`}
       order by received_at desc, id desc
       limit ${limit}`,
   );
+}
+
+/**
+ * A filter's conditions on `requests` (unaliased), each `and ...`, after its project's: the
+ * request log's list and a recovery job's matches (store/recoveries.ts) read the same.
+ */
+export function requestConditions(sql: Queryable, filter: Omit<RequestFilter, "before" | "limit">) {
+  const { statuses, endpoint, requestId, idempotencyKey, targetStatus } = filter;
+  const { receivedFrom, receivedTo } = filter;
+  const when = (value: unknown, fragment: () => ReturnType<Sql>) =>
+    value === undefined ? sql`` : fragment();
+  return sql`
+    and status in ${sql(statuses.length > 0 ? statuses : ["none"])}
+    ${when(endpoint, () => sql`and line_key = ${endpoint?.line ?? ""} and endpoint_path = ${endpoint?.path ?? ""}`)}
+    ${when(requestId, () => sql`and id = ${requestId ?? ""}`)}
+    ${when(idempotencyKey, () => sql`and idempotency_key = ${idempotencyKey ?? ""}`)}
+    ${when(
+      targetStatus,
+      () => sql`and exists (select 1 from attempts a
+        where a.request_id = requests.id and a.status_code = ${targetStatus ?? 0})`,
+    )}
+    ${when(receivedFrom, () => sql`and received_at >= ${receivedFrom ?? null}`)}
+    ${when(receivedTo, () => sql`and received_at < ${receivedTo ?? null}`)}`;
 }
 
 /** One request, with what the log keeps of it: its headers, its body and its attempts' answers. */

@@ -81,6 +81,9 @@ test("bulk replay is a recovery job of every failure matching the filter", async
     endpoint: "v1/other",
   });
   expect(other.body).toMatchObject({ state: "running", matched: 0 });
+  // A status no failure has matches none.
+  const queued = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, { status: "queued" });
+  expect([queued.status, queued.body.matched]).toEqual([202, 0]);
   const bulk = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
     endpoint: "v1/hook",
   });

@@ -259,6 +259,14 @@ test("a project runs at most 3 jobs at once; bad filters, unknown jobs and other
   expect(completed.state).toBe("completed");
   const late = await api(p.ownerToken, "DELETE", `${p.base}/recoveries/${completed.recoveryId}`);
   expect([late.status, late.body.state]).toEqual([200, "completed"]);
+  // A project keeps at most 1,000 jobs, ended ones included, until they age out.
+  await sql`
+    insert into recoveries (id, project_id, filter, state, matched, credits, finished_at)
+    select 'rec_kept_' || n || ${p.slug}, project_id, filter, 'completed', 0, 0, now()
+    from recoveries, generate_series(1, 1000) n where id = ${completed.recoveryId}`;
+  const past = await start({ requestId: ids[3] });
+  expect(past.status).toBe(409);
+  expect(past.body).toMatchObject({ error: { code: "limit_exceeded" } });
 
   const refused = [
     [{ status: "queued" }, 400],

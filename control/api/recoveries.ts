@@ -9,6 +9,7 @@ import { RelayError } from "../../core/errors.ts";
 import { finishedStatuses, type RequestStatus } from "../../core/model.ts";
 import {
   RECOVERED_BY_DEFAULT,
+  RECOVERIES_KEPT_PER_PROJECT,
   RECOVERIES_RUNNING_PER_PROJECT,
   type RecoveryFilter,
 } from "../../core/recoveries.ts";
@@ -149,12 +150,17 @@ async function startJob(
   await ctx.sql.begin(async (tx) => {
     // One job starts at a time per project, so the count holds.
     await tx`select 1 from projects where id = ${access.projectId} for update`;
-    if (
-      (await recoveries.runningRecoveries(tx, access.projectId)) >= RECOVERIES_RUNNING_PER_PROJECT
-    ) {
+    const { running, kept } = await recoveries.runningRecoveries(tx, access.projectId);
+    if (running >= RECOVERIES_RUNNING_PER_PROJECT) {
       throw new RelayError(
         "limit_exceeded",
         `a project runs at most ${RECOVERIES_RUNNING_PER_PROJECT} recovery jobs at once; wait for one to end or cancel one`,
+      );
+    }
+    if (kept >= RECOVERIES_KEPT_PER_PROJECT) {
+      throw new RelayError(
+        "limit_exceeded",
+        `a project keeps at most ${RECOVERIES_KEPT_PER_PROJECT} recovery jobs; those that ended leave with the request log's retention`,
       );
     }
     await recoveries.createRecovery(tx, {

@@ -61,7 +61,7 @@ async function stepRecovery(deps: ReplayDeps, recoveryId: string): Promise<StepO
 /**
  * Replays whose step died between their commit and their start: started now while the job runs,
  * or undone (their holds given back, their requests as they were) once it does not or when they
- * cannot start any more; true for those undone, which `running` no longer lists.
+ * cannot start any more. Answers `running` less those undone.
  */
 async function resumeLost(deps: ReplayDeps, job: RecoveryRow, running: RunningReplay[]) {
   const undone = new Set<string>();
