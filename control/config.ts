@@ -30,6 +30,11 @@ const schema = z.object({
   RELAY_EDGE_DOMAIN: sharedEnv.RELAY_EDGE_DOMAIN,
   /** The scheme callers use for the edge domain; the panel's example requests show it. */
   RELAY_EDGE_SCHEME: z.enum(["http", "https"]).default("http"),
+  /**
+   * Where the control plane sends schedules' fires: an edge's listener, or the balancer in front
+   * of the edges (each fire is a call to `{project}.{RELAY_EDGE_DOMAIN}` by Host).
+   */
+  RELAY_EDGE_URL: z.url().default("http://127.0.0.1:8787"),
   /** The Temporal UI the panel links each request's workflow to. */
   RELAY_TEMPORAL_UI_URL: z.url().default("http://127.0.0.1:8233"),
   /**

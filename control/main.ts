@@ -4,6 +4,7 @@ import { payloadSecretsFrom, waitingCapsFrom } from "../core/env.ts";
 import { deriveIdKey } from "../core/id-digest.ts";
 import { OperatorSessions } from "../core/operator-session.ts";
 import { derivePayloadKeys, PayloadCipher, sealedOnly } from "../core/payload-codec.ts";
+import { importFireKey } from "../core/schedules.ts";
 import { importSealingKey } from "../core/sealing.ts";
 import { hashSecret } from "../core/secrets.ts";
 import { ROTATION_WORKFLOW } from "../core/temporal.ts";
@@ -24,6 +25,7 @@ import { migrate } from "../store/migrate.ts";
 import { startAcceptedSweep } from "./accepted-sweep.ts";
 import type { Deps } from "./api/context.ts";
 import { recoveryActivities } from "./api/recovery-steps.ts";
+import { scheduleActivities } from "./api/schedule-fires.ts";
 import { taskQueueHealth } from "./api/workers.ts";
 import { credentialsFrom } from "./auth.ts";
 import { loadControlConfig, projectLimitsOf } from "./config.ts";
@@ -135,12 +137,21 @@ const waitingSweep = startWaitingSweep({
   logError: (fields, message) => log.error(fields, message),
 });
 
-// Recovery jobs' steps: the control plane starts their replays.
+// Recovery jobs' steps (the control plane starts their replays) and schedules' fires.
 const controlWorker = startControlWorker({
   connection: () => temporalConnectionOptions(config),
   namespace: config.TEMPORAL_NAMESPACE,
   dataConverter: relayDataConverter(sealedOnly(payloadCipher)),
-  activities: recoveryActivities(deps),
+  activities: {
+    ...recoveryActivities(deps),
+    ...scheduleActivities({
+      ...deps,
+      fireKey: await importFireKey(config.RELAY_EDGE_TOKEN),
+      edgeUrl: new URL(config.RELAY_EDGE_URL),
+      edgeDomain: config.RELAY_EDGE_DOMAIN,
+      fetch: pooledWholeFetch(16),
+    }),
+  },
   log: {
     warn: (fields, message) => log.warn(fields, message),
     error: (fields, message) => log.error(fields, message),

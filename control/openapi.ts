@@ -44,6 +44,7 @@ const pathParameters = Object.fromEntries(
     keyId: "The key's id",
     requestId: "The request's id (`req_...`)",
     recoveryId: "The recovery job's id (`rec_...`)",
+    scheduleId: "The schedule's id (`sch_...`)",
   }).map(([name, description]) => [
     name,
     { name, in: "path", required: true, description, schema: segment },

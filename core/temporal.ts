@@ -40,6 +40,12 @@ export const RETENTION_SCHEDULE_ID = "relay-log-retention";
 export const RECOVERY_WORKFLOW = "recoverRequests";
 export const CONTROL_TASK_QUEUE = "relay-control";
 
+/**
+ * A schedule's fire (core/schedules.ts): Temporal's Schedule of the schedule's id starts it on
+ * the jobs' queue; its one activity, the call to the edge, runs on the control plane's.
+ */
+export const SCHEDULE_FIRE_WORKFLOW = "fireSchedule";
+
 /** One per target while its deliveries wait: probes an open circuit, lets waiting ones go. */
 export const CIRCUIT_WORKFLOW = "targetCircuit";
 export const circuitWorkflowId = (targetId: string) => `circuit-${targetId}`;

@@ -68,6 +68,7 @@ const WORKFLOW_CODE = [
   "workflows/lanes-before.ts",
   "workflows/notifications.ts",
   "workflows/recoveries.ts",
+  "workflows/schedules.ts",
   "workflows/signals.ts",
   "workflows/status.ts",
   "workflows/sync.ts",

@@ -254,6 +254,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       RELAY_WORKER_URL: `http://127.0.0.1:${ports.worker}`,
       RELAY_DEMO_PORT: String(ports.demo),
       RELAY_EDGE_DOMAIN: `localhost:${ports.edge}`,
+      RELAY_EDGE_URL: `http://127.0.0.1:${ports.edge}`,
       // No delivery may call the edge where it listens (the worker cannot tell by itself).
       RELAY_EDGE_LISTENERS: `127.0.0.1:${ports.edge}`,
       ...(temporal.uiUrl && { RELAY_TEMPORAL_UI_URL: temporal.uiUrl }),

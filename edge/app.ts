@@ -67,7 +67,7 @@ export function createEdge(deps: EdgeDeps): EdgeHandler {
     .use(project(deps.edgeDomain))
     .use(loop<Named>(loopMark(deps.edgeDomain)))
     .use(method<Named>)
-    .use(auth(deps.state, deps.hashKey ?? hashSecret, trustedProxies))
+    .use(auth(deps.state, deps.hashKey ?? hashSecret, trustedProxies, deps.fireKey))
     .use(endpoint(deps.state, runtime))
     // Every answer once the endpoint is found states its rate limit, refusals included.
     .use(rateHeaders(runtime))

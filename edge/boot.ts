@@ -9,6 +9,7 @@ import { idDigest } from "../core/id-digest.ts";
 import { listenerSpec, ownListeners } from "../core/listeners.ts";
 import { opsHandler } from "../core/ops.ts";
 import { type AesGcm, PayloadCipher } from "../core/payload-codec.ts";
+import { importFireKey } from "../core/schedules.ts";
 import { newId } from "../core/secrets.ts";
 import type { TargetRules } from "../core/targets.ts";
 import { startTracing } from "../core/telemetry.ts";
@@ -152,6 +153,7 @@ export async function bootEdge(
     edgeDomain: config.RELAY_EDGE_DOMAIN,
     ...(runtime.hashKey && { hashKey: runtime.hashKey }),
     ...(runtime.hmac && { hmac: runtime.hmac }),
+    fireKey: await importFireKey(config.RELAY_EDGE_TOKEN),
     transform: runtime.transform,
     allowPrivateTargets: config.RELAY_ALLOW_PRIVATE_TARGETS,
     callTarget: runtime.callTarget({

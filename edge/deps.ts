@@ -25,6 +25,8 @@ export interface EdgeDeps {
   hashKey?: (plaintext: string) => Uint8Array | Promise<Uint8Array>;
   /** Signs streams' deliveries. Adapters pass their runtime's fastest (Web Crypto's by default). */
   hmac?: Hmac;
+  /** Checks schedules' fire tokens (core/schedules.ts); absent, no call is a fire. */
+  fireKey?: CryptoKey;
   temporal: WorkflowStarter;
   /**
    * Reserves and starts an immediate async call with its project's others of the moment

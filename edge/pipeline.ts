@@ -45,6 +45,8 @@ export interface Envelope {
   route?: string;
   /** The caller's key, valid for the project (auth step). */
   key?: KeyRecord;
+  /** A schedule's fire (auth step): its key stands in for the fire, which no allowlist holds back. */
+  scheduleId?: string;
   /** The endpoint the path names, its project's state and its compiled rules (endpoint step). */
   endpoint?: Endpoint;
   projectState?: ProjectState;

@@ -62,6 +62,7 @@ export { targetCircuit } from "./circuit.ts";
 export { orderedLane } from "./lanes-before.ts";
 export { sendNotification } from "./notifications.ts";
 export { recoverRequests } from "./recoveries.ts";
+export { fireSchedule } from "./schedules.ts";
 export { relaySync, relaySyncBatch } from "./sync.ts";
 
 /** The request log's bookkeeping: quick writes, so one lost with its worker is retried soon. */

@@ -267,6 +267,34 @@ export const clock = z.strictObject({
 
 export const rotationRun = z.strictObject({ rotated: z.number().int() });
 
+export const schedule = z.strictObject({
+  scheduleId: z.string(),
+  endpoint: z.string().describe("The endpoint it calls, `{line}/{endpoint}`"),
+  cron: z.string(),
+  timeZone: z.string(),
+  body: jsonValue.describe("The JSON body each fire sends; null: none"),
+  headers: z.record(z.string(), z.string()),
+  mode: z.enum(keyModes),
+  paused: z.boolean(),
+  note: z.string(),
+  fires: z.number().int().describe("Fires sent so far"),
+  lastFiredAt: timestamp.nullable(),
+  lastStatus: z
+    .number()
+    .int()
+    .nullable()
+    .describe("What the edge answered the last fire (202: accepted; a sync target's own status)"),
+  lastRequestId: z.string().nullable().describe("The last fire's request, in the request log"),
+  nextFireAt: timestamp
+    .nullable()
+    .optional()
+    .describe("When it fires next (on a read of one schedule); null: paused"),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+export const scheduleList = z.strictObject({ schedules: z.array(schedule) });
+
 /** Shapes the document names, as `#/components/schemas/{name}`. */
 export const components: Record<string, z.ZodType> = {
   Timestamp: timestamp,
@@ -293,4 +321,5 @@ export const components: Record<string, z.ZodType> = {
   Recovery: recovery,
   RecoveryPlan: recoveryPlan,
   TransformCall: transformCall,
+  Schedule: schedule,
 };

@@ -26,6 +26,7 @@ import { capsOf } from "./limits.ts";
 import {
   allowedUrls,
   displayName,
+  headerName,
   jsonObject,
   parseInput,
   postedUrl,
@@ -40,9 +41,6 @@ const segment = z
 /** Headers Relay sets itself or that belong to the connection, not to a target's config. */
 const RESERVED_HEADER =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|x-relay-.*|webhook-(id|timestamp|signature))$/i;
-
-/** An HTTP header name (RFC 9110's token). */
-const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name");
 
 /**
  * A retry setting within what any plan allows (a free project's tighter bounds are checked when

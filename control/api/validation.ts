@@ -27,6 +27,11 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.in
  */
 export const jsonValue = z.unknown().describe("Any JSON value");
 
+/** An HTTP header name (RFC 9110's token). */
+export const headerName = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a header name");
+
 /** A token bucket's rate and size (an endpoint's rate limit, a project's). */
 export const rateLimitBody = z.strictObject({
   requestsPerSecond: z.number().positive().max(1_000_000),

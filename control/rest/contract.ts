@@ -62,6 +62,7 @@ export const tags = {
   Usage: "Credits and deliveries",
   "Failure queue": "Requests whose delivery failed for good, and their replay",
   "Recovery jobs": "A replay of many requests by filter, in the background, with its progress",
+  Schedules: "Endpoints' crons, each fire a call through the edge",
   "Request log": "Every request with its attempts",
   "Dev clock": "Moving time in a development stack (RELAY_DEV_CLOCK=1)",
   Document: "This document",
@@ -146,7 +147,15 @@ export const endpointPath = `${base}/lines/:line/endpoints/:path`;
 /** Route parameters (decoded by the router); a route only runs when its groups matched. */
 export function p(params: Record<string, string>) {
   return params as Record<
-    "project" | "line" | "path" | "target" | "requestId" | "keyId" | "memberId" | "recoveryId",
+    | "project"
+    | "line"
+    | "path"
+    | "target"
+    | "requestId"
+    | "keyId"
+    | "memberId"
+    | "recoveryId"
+    | "scheduleId",
     string
   >;
 }

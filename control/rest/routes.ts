@@ -16,6 +16,7 @@ import { policyRoutes } from "./policy.ts";
 import { projectRoutes } from "./project.ts";
 import { recoveryRoutes } from "./recoveries.ts";
 import { requestLogRoutes } from "./request-log.ts";
+import { scheduleRoutes } from "./schedules.ts";
 import { transformRoutes } from "./transforms.ts";
 import { usageRoutes } from "./usage.ts";
 
@@ -32,6 +33,7 @@ export const routes: Route[] = [
   ...usageRoutes,
   ...failureQueueRoutes,
   ...recoveryRoutes,
+  ...scheduleRoutes,
   ...requestLogRoutes,
   ...devClockRoutes,
   ...tagged("Document", [

@@ -2,20 +2,29 @@ import { RelayError } from "../../core/errors.ts";
 import { type Cidr, clientAddress } from "../../core/ip.ts";
 import { type KeyState, keyState } from "../../core/keys.ts";
 import { isProjectSlug, type KeyRecord } from "../../core/model.ts";
+import { verifyFireToken } from "../../core/schedules.ts";
 import { isWellFormedApiKey } from "../../core/secrets.ts";
 import type { EdgeDeps } from "../deps.ts";
 import type { Authenticated, Step, With } from "../pipeline.ts";
 
 type KeyHash = NonNullable<EdgeDeps["hashKey"]>;
 
-/** The caller's key, for the project named; a key in its grace period says so in the answer. */
+/**
+ * The caller's key, for the project named; a key in its grace period says so in the answer. A
+ * schedule's fire carries a token of the control plane's instead (core/schedules.ts), and is
+ * billed to the pool it names as a key of that mode would be.
+ */
 export function auth(
   state: EdgeDeps["state"],
   hashKey: KeyHash,
   trustedProxies: Cidr[],
+  fireKey?: CryptoKey,
 ): Step<With<"project">, Authenticated> {
   return async function auth(envelope, next) {
     const { request, conn } = envelope;
+    const fire = fireKey && (await scheduleFire(fireKey, envelope, state.now()));
+    if (fire === null) throw wrongKey();
+    if (fire) return next(Object.assign(envelope, fire));
     const source = clientAddress(
       conn.remoteAddress,
       request.headers.get("x-forwarded-for"),
@@ -35,6 +44,31 @@ export function auth(
     }
     return next(Object.assign(envelope, { key }));
   };
+}
+
+/** A fire's schedule and its stand-in key; null: a fire's token that does not hold. */
+async function scheduleFire(fireKey: CryptoKey, envelope: With<"project">, now: Date) {
+  const { request, project } = envelope;
+  const fire = await verifyFireToken(
+    fireKey,
+    request.headers.get("authorization") ?? "",
+    {
+      project,
+      route: envelope.route ?? new URL(request.url).pathname,
+      fireId: request.headers.get("idempotency-key"),
+    },
+    now,
+  );
+  if (!fire) return fire;
+  const key: KeyRecord = {
+    id: fire.scheduleId,
+    project,
+    mode: fire.mode,
+    expiresAt: null,
+    revokedAt: null,
+    successorUsable: false,
+  };
+  return { key, scheduleId: fire.scheduleId };
 }
 
 /** Who a key lookup is counted against: an IPv4 address, or an IPv6 /64 (one subscriber's). */
