@@ -70,8 +70,12 @@ async function setUp() {
   await api(p.ownerToken, "PUT", `${p.base}/notifications`, { url: "https://hooks.example.com/x" });
   // A recovery job that matches nothing: it ends at its first step.
   const recovery = await api(p.ownerToken, "POST", `${p.base}/recoveries`, { endpoint: "v1/none" });
+  const schedule = await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints/hook/schedules`, {
+    cron: "0 0 1 1 *",
+  });
   return {
     recoveryId: recovery.body.recoveryId as string,
+    scheduleId: schedule.body.scheduleId as string,
     ...p,
     failed,
     scheduled,
@@ -107,6 +111,7 @@ function parameters(operationId: string): Record<string, string> {
     keyId: fixtures.keyId,
     requestId: fixtures.failed,
     recoveryId: fixtures.recoveryId,
+    scheduleId: fixtures.scheduleId,
     ...own[operationId],
   };
 }

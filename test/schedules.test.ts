@@ -5,12 +5,18 @@
  * and a deleted one leaves Temporal too. Bad crons, time zones, headers and bodies, a plan's bounds
  * and a forged fire token are refused.
  */
+import { fromJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
 import { ScheduleNotFoundError } from "@temporalio/client";
 import { afterAll, expect, test } from "vitest";
+import { KeyMode } from "../gen/relay/v1/keys_pb.ts";
+import { ScheduleService } from "../gen/relay/v1/schedules_pb.ts";
 import {
   api,
   eventually,
   finishedLog,
+  memberClient,
   projectWithEndpoint,
   relay,
   relayTemporal,
@@ -163,6 +169,35 @@ test("bad schedules get a 400 naming the field; a plan's bounds hold", async () 
   const { scheduleId } = (await create(other, { cron: "0 * * * *" })).body;
   expect((await api(p.ownerToken, "GET", `${p.base}/schedules/${scheduleId}`)).status).toBe(404);
   expect((await trigger(p, scheduleId)).status).toBe(404);
+});
+
+test("over Connect, a schedule is made, read, changed and fired as over REST", async () => {
+  const server = await target();
+  const p = await projectWithEndpoint([{ name: "a", targetUrl: server.url }]);
+  const client = memberClient(ScheduleService, p.ownerToken);
+  const { schedule } = await client.createSchedule({
+    project: p.slug,
+    line: "v1",
+    path: "hook",
+    spec: { cron: "0 0 1 1 *", body: fromJson(ValueSchema, { via: "connect" }) },
+  });
+  const scheduleId = schedule?.scheduleId ?? "";
+  expect(schedule).toMatchObject({ endpoint: "v1/hook", timeZone: "UTC", mode: KeyMode.LIVE });
+  const changed = await client.updateSchedule({
+    project: p.slug,
+    scheduleId,
+    spec: { headers: { values: { "x-via": "connect" } }, note: "yearly" },
+  });
+  expect(changed.schedule).toMatchObject({ note: "yearly", headers: { "x-via": "connect" } });
+  await client.triggerSchedule({ project: p.slug, scheduleId });
+  await eventually(async () => server.received.length === 1);
+  expect(JSON.parse(server.received[0]?.body ?? "")).toEqual({ via: "connect" });
+  const { schedules } = await client.listSchedules({ project: p.slug, line: "v1", path: "hook" });
+  expect(schedules.map((s) => s.scheduleId)).toEqual([scheduleId]);
+  await expect(
+    client.createSchedule({ project: p.slug, line: "v1", path: "hook", spec: { cron: "bad" } }),
+  ).rejects.toMatchObject({ code: Code.InvalidArgument });
+  await client.deleteSchedule({ project: p.slug, scheduleId });
 });
 
 test("a forged or replayed fire token is a wrong key", async () => {

@@ -15,6 +15,7 @@ import { MemberService, PolicyService, ProjectService } from "../../gen/relay/v1
 import { FailureQueueService, RecoveryService } from "../../gen/relay/v1/recoveries_pb.ts";
 import { RequestLogService } from "../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, LineService } from "../../gen/relay/v1/routing_pb.ts";
+import { ScheduleService } from "../../gen/relay/v1/schedules_pb.ts";
 import { TransformService } from "../../gen/relay/v1/transforms_pb.ts";
 import { UsageService } from "../../gen/relay/v1/usage_pb.ts";
 import { postgresAnswers } from "../../store/db.ts";
@@ -34,6 +35,7 @@ import { policyService } from "./policy.ts";
 import { projectService } from "./project.ts";
 import { recoveryService } from "./recoveries.ts";
 import { requestLogService } from "./request-log.ts";
+import { scheduleService } from "./schedules.ts";
 import { transformService } from "./transforms.ts";
 import { usageService } from "./usage.ts";
 
@@ -52,6 +54,7 @@ export const relayServices = [
   RequestLogService,
   FailureQueueService,
   RecoveryService,
+  ScheduleService,
   UsageService,
   NotificationService,
   EdgeService,
@@ -83,6 +86,7 @@ export function relayRoutes(app: ControlApp, limits: MessageLimits) {
     notificationService(router, ctxOf);
     failureQueueService(router, ctxOf);
     recoveryService(router, ctxOf);
+    scheduleService(router, ctxOf);
     requestLogService(router, ctxOf);
     edgeService(router, ctxOf, app, limits.edgeBytes);
     router.service(

@@ -15,6 +15,7 @@ import { RecoveriesPage } from "./pages/recoveries.tsx";
 import { RequestPage } from "./pages/request.tsx";
 import { RequestsPage } from "./pages/requests.tsx";
 import { RetentionPage } from "./pages/retention.tsx";
+import { SchedulesPage } from "./pages/schedules.tsx";
 import { SignInPage } from "./pages/sign-in.tsx";
 import { UsagePage } from "./pages/usage.tsx";
 import { ProjectContext, projectPath } from "./project.ts";
@@ -54,6 +55,7 @@ const projectRoutes: [
   ["/requests/:requestId", (p) => <RequestPage requestId={p.requestId ?? ""} />, "Request"],
   ["/failures", () => <FailuresPage />, "Failure queue"],
   ["/recoveries", () => <RecoveriesPage />, "Recovery jobs"],
+  ["/schedules", () => <SchedulesPage />, "Schedules"],
   ["/usage", () => <UsagePage />, "Usage"],
   ["/policy", () => <PolicyPage />, "Key policy"],
   ["/retention", () => <RetentionPage />, "Retention"],
@@ -67,6 +69,7 @@ const sections: [string, string][] = [
   ["requests", "Request log"],
   ["failures", "Failure queue"],
   ["recoveries", "Recovery jobs"],
+  ["schedules", "Schedules"],
   ["usage", "Usage"],
   ["policy", "Key policy"],
   ["retention", "Retention"],
