@@ -1,7 +1,8 @@
 /**
  * The control plane's own Temporal worker: activities only, on its task queue, for what only the
- * control plane does (a recovery job's steps, control/api/recovery-steps.ts). Temporal down at
- * start or later: it connects again every few seconds, as the rest of the control plane works on.
+ * control plane does (a recovery job's steps, control/api/recovery-steps.ts; a schedule's fires,
+ * control/api/schedule-fires.ts). Temporal down at start or later: it connects again every few
+ * seconds, as the rest of the control plane works on.
  */
 import type { DataConverter } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
@@ -38,6 +39,8 @@ export function startControlWorker(options: ControlWorkerOptions): { stop(): Pro
             activities: options.activities,
             dataConverter: options.dataConverter,
             shutdownGraceTime: "5 seconds",
+            // Schedules' fires take at most FIRE_SLOTS of them (core/schedules.ts).
+            maxConcurrentActivityTaskExecutions: 100,
           });
           if (!stopping) await worker.run();
         } finally {

@@ -13,6 +13,15 @@ export const SCHEDULE_LIMITS: Record<Plan, { count: number; shortestMinutes: num
   paid: { count: 1000, shortestMinutes: 1 },
 };
 
+/**
+ * Fires a control plane sends at once (of its activity worker's 100 slots, the rest for recovery
+ * jobs' steps), and one project's share of them while they are contended.
+ */
+export const FIRE_SLOTS = { slots: 64, perProject: 8 };
+
+/** A fire in flight says so this often; one silent for 10 s is sent again (workflows/schedules.ts). */
+export const FIRE_HEARTBEAT_MS = 3000;
+
 /** The most a schedule's stored body may weigh. */
 export const MAX_SCHEDULE_BODY_BYTES = 64 * 1024;
 

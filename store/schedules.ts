@@ -78,6 +78,19 @@ export async function listSchedules(
     order by s.created_at, s.id`;
 }
 
+/** The ids of a line's schedules, or one endpoint's. */
+export async function scheduleIdsOf(
+  sql: Queryable,
+  projectId: string,
+  where: { line: string; path?: string },
+): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select s.id from schedules s join endpoints e on e.id = s.endpoint_id
+    where s.project_id = ${projectId} and e.line_key = ${where.line}
+    ${where.path === undefined ? sql`` : sql`and e.path = ${where.path}`}`;
+  return rows.map((r) => r.id);
+}
+
 export async function updateSchedule(
   sql: Queryable,
   scheduleId: string,

@@ -2,47 +2,19 @@
  * At-least-once: a request answered 202 is delivered even when the worker is killed (SIGKILL)
  * while its delivery is in flight. A stack of its own, so the test can kill its worker.
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { request } from "undici";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { freeStackPorts, type Stack, startStack } from "../dev/stack.ts";
-import { temporalServerKindFromEnv } from "../dev/temporal-server.ts";
+import { expect, test } from "vitest";
 import { eventually } from "./helpers.ts";
+import { ownStack } from "./own-stack.ts";
 
-let stack: Stack;
-let dir: string;
-let edgePort: number;
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "relay-durability-"));
-  const ports = await freeStackPorts();
-  edgePort = ports.edge;
-  stack = await startStack({
-    dir,
-    ports,
-    output: join(dir, "stack.log"),
-    temporalServer: temporalServerKindFromEnv(),
-    // A lost attempt counts as lost after 3 s instead of 2 minutes.
-    env: { RELAY_ATTEMPT_TIMEOUT_MS: "3000", RELAY_RETRY_INITIAL_MS: "200" },
-  });
-}, 180_000);
-afterAll(async () => {
-  await stack?.stop();
-  await rm(dir, { recursive: true, force: true });
+// A lost attempt counts as lost after 3 s instead of 2 minutes.
+const { stack, call } = ownStack("durability", {
+  RELAY_ATTEMPT_TIMEOUT_MS: "3000",
+  RELAY_RETRY_INITIAL_MS: "200",
 });
-
-async function call(token: string, method: string, path: string, body?: unknown) {
-  const response = await request(`${stack.controlUrl}${path}`, {
-    method: method as "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  return (await response.body.json()) as Record<string, unknown>;
-}
+const edgePort = () => Number(new URL(stack().edgeUrl).port);
 
 /** A paid project `slug` with line v1, endpoint `hook` to `targetUrl`, and a live key. */
 async function projectWithTarget(
@@ -51,7 +23,7 @@ async function projectWithTarget(
   timeoutSeconds: number,
   deliveryMode: "async" | "sync" = "async",
 ) {
-  const created = await call(stack.secrets.adminToken, "POST", "/projects", {
+  const created = await call(stack().secrets.adminToken, "POST", "/projects", {
     slug,
     name: slug,
     plan: "paid",
@@ -84,7 +56,7 @@ async function requestIdSink() {
 
 /** How many batch workflows the project's calls shared (the stack's Temporal, by visibility). */
 async function batchesOf(slug: string): Promise<number> {
-  const connection = await Connection.connect({ address: stack.temporal.address });
+  const connection = await Connection.connect({ address: stack().temporal.address });
   try {
     const query = `RelayProject = "${slug}" AND WorkflowType = "deliverBatch"`;
     const { count } = await new Client({ connection }).workflow.count(query);
@@ -120,10 +92,10 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
   const target = await holdsFirstRequest();
   const { ownerToken, key: plaintext } = await projectWithTarget("durable", target.url, 60);
 
-  const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+  const answer = await request(`${stack().edgeUrl}/v1/hook`, {
     method: "POST",
     headers: {
-      host: `durable.localhost:${edgePort}`,
+      host: `durable.localhost:${edgePort()}`,
       authorization: `Bearer ${plaintext}`,
       "content-type": "application/json",
     },
@@ -134,8 +106,8 @@ test("a delivery in flight when its worker is SIGKILLed still arrives; the log s
 
   // The first attempt is in flight at the target: kill the worker holding it.
   await eventually(async () => target.bodies.length === 1);
-  stack.processes.worker.kill();
-  await stack.processes.worker.start();
+  stack().processes.worker.kill();
+  await stack().processes.worker.start();
 
   type Log = {
     status: string;
@@ -162,10 +134,10 @@ test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through T
     "sync",
   );
 
-  const answering = request(`${stack.edgeUrl}/v1/hook`, {
+  const answering = request(`${stack().edgeUrl}/v1/hook`, {
     method: "POST",
     headers: {
-      host: `syncdurable.localhost:${edgePort}`,
+      host: `syncdurable.localhost:${edgePort()}`,
       authorization: `Bearer ${plaintext}`,
       "content-type": "application/json",
     },
@@ -173,8 +145,8 @@ test("a sync call handed to a worker SIGKILLed mid-call: the edge goes through T
   });
   // The call is at the target, through the worker the edge handed it to: kill that worker.
   await eventually(async () => target.bodies.length === 1);
-  stack.processes.worker.kill();
-  await stack.processes.worker.start();
+  stack().processes.worker.kill();
+  await stack().processes.worker.start();
 
   const answer = await answering;
   expect(answer.statusCode).toBe(200);
@@ -195,10 +167,10 @@ test("sync calls sharing batches when their worker is SIGKILLed mid-call: every 
   const target = await holdsFirstRequest(CALLS);
   const { key: plaintext } = await projectWithTarget("syncbatchdurable", target.url, 30, "sync");
   const answering = Array.from({ length: CALLS }, (_, i) =>
-    request(`${stack.edgeUrl}/v1/hook`, {
+    request(`${stack().edgeUrl}/v1/hook`, {
       method: "POST",
       headers: {
-        host: `syncbatchdurable.localhost:${edgePort}`,
+        host: `syncbatchdurable.localhost:${edgePort()}`,
         authorization: `Bearer ${plaintext}`,
         "content-type": "application/json",
       },
@@ -207,8 +179,8 @@ test("sync calls sharing batches when their worker is SIGKILLed mid-call: every 
   );
   // Every call is at the target, through the worker's batches: kill that worker.
   await eventually(async () => target.bodies.length === CALLS);
-  stack.processes.worker.kill();
-  await stack.processes.worker.start();
+  stack().processes.worker.kill();
+  await stack().processes.worker.start();
 
   const answers = await Promise.all(answering);
   expect(answers.map((answer) => answer.statusCode)).toEqual(answers.map(() => 200));
@@ -244,9 +216,9 @@ test("a batch whose first attempts are in flight when its worker is SIGKILLed: e
   );
   const answers = await Promise.all(
     bodies.map((body) =>
-      request(`${stack.edgeUrl}/v1/hook`, {
+      request(`${stack().edgeUrl}/v1/hook`, {
         method: "POST",
-        headers: { host: `batched.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+        headers: { host: `batched.localhost:${edgePort()}`, authorization: `Bearer ${plaintext}` },
         body,
       }),
     ),
@@ -261,8 +233,8 @@ test("a batch whose first attempts are in flight when its worker is SIGKILLed: e
   const log = (id: string) => call(ownerToken, "GET", `/projects/batched/requests/${id}`);
   // Their first attempts have started (they are in the log), none has been answered yet.
   await eventually(async () => (await Promise.all(ids.map(log))).every((l) => l.attempts));
-  stack.processes.worker.kill();
-  await stack.processes.worker.start();
+  stack().processes.worker.kill();
+  await stack().processes.worker.start();
 
   await eventually(async () => ids.every((id) => received.has(id)), 90_000);
   expect(ids.map((id) => received.get(id))).toEqual(bodies);
@@ -281,9 +253,12 @@ test("an edge SIGKILLed while batches of calls are being started: every 202'd re
   const wave = (size: number) =>
     Promise.all(
       Array.from({ length: size }, async (_, i) => {
-        const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+        const answer = await request(`${stack().edgeUrl}/v1/hook`, {
           method: "POST",
-          headers: { host: `edgekill.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+          headers: {
+            host: `edgekill.localhost:${edgePort()}`,
+            authorization: `Bearer ${plaintext}`,
+          },
           body: JSON.stringify({ i }),
         }).catch(() => null);
         if (answer?.statusCode !== 202) return [];
@@ -294,9 +269,9 @@ test("an edge SIGKILLed while batches of calls are being started: every 202'd re
   const before = await wave(16);
   const cut = wave(32);
   await new Promise((resolve) => setTimeout(resolve, 20));
-  stack.processes.edge.kill();
+  stack().processes.edge.kill();
   const during = await cut;
-  await stack.processes.edge.start();
+  await stack().processes.edge.start();
   const after = await wave(16);
 
   const accepted = [...before, ...during, ...after];
@@ -312,13 +287,13 @@ test("restarting Temporal (the same store: SQLite file or PostgreSQL) with reque
   const { ownerToken, key: plaintext } = await projectWithTarget("queued", sinkUrl, 30);
 
   // No worker: every request stays queued in Temporal while it restarts.
-  await stack.processes.worker.stop();
+  await stack().processes.worker.stop();
   const ids: string[] = [];
   // One at a time (each its own workflow), then together (batches).
   const post = async (i: number) => {
-    const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+    const answer = await request(`${stack().edgeUrl}/v1/hook`, {
       method: "POST",
-      headers: { host: `queued.localhost:${edgePort}`, authorization: `Bearer ${plaintext}` },
+      headers: { host: `queued.localhost:${edgePort()}`, authorization: `Bearer ${plaintext}` },
       body: JSON.stringify({ i }),
     });
     expect(answer.statusCode).toBe(202);
@@ -327,8 +302,8 @@ test("restarting Temporal (the same store: SQLite file or PostgreSQL) with reque
   for (let i = 0; i < 5; i++) ids.push(await post(i));
   ids.push(...(await Promise.all(Array.from({ length: 16 }, (_, i) => post(5 + i)))));
   await eventually(async () => (await batchesOf("queued")) > 0);
-  await stack.restartTemporal();
-  await stack.processes.worker.start();
+  await stack().restartTemporal();
+  await stack().processes.worker.start();
 
   await eventually(async () => ids.every((id) => received.has(id)), 60_000);
   // Each request is settled from its attempts just after its delivery.
@@ -356,9 +331,9 @@ test("a recovery job goes on through kill -9 of the control plane and of the wor
   const { ownerToken, key } = await projectWithTarget("recovering", url, 10);
   const base = "/projects/recovering";
   for (let i = 0; i < 40; i++) {
-    const answer = await request(`${stack.edgeUrl}/v1/hook`, {
+    const answer = await request(`${stack().edgeUrl}/v1/hook`, {
       method: "POST",
-      headers: { host: `recovering.localhost:${edgePort}`, authorization: `Bearer ${key}` },
+      headers: { host: `recovering.localhost:${edgePort()}`, authorization: `Bearer ${key}` },
       body: "{}",
     });
     expect(answer.statusCode).toBe(202);
@@ -375,11 +350,11 @@ test("a recovery job goes on through kill -9 of the control plane and of the wor
     eventually(async () => Number((await job()).sent) >= n, 60_000);
 
   await sentAtLeast(5);
-  stack.processes.control.kill();
-  await stack.processes.control.start();
+  stack().processes.control.kill();
+  await stack().processes.control.start();
   await sentAtLeast(15);
-  stack.processes.worker.kill();
-  await stack.processes.worker.start();
+  stack().processes.worker.kill();
+  await stack().processes.worker.start();
   const done = await eventually(async () => {
     const read = await job();
     return read.finishedAt !== null && read;

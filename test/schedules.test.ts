@@ -110,7 +110,7 @@ test("a fire to a sync target records the target's own answer", async () => {
   expect(server.received).toHaveLength(1);
 });
 
-test("a paused schedule plans no fire; a deleted one leaves Temporal too", async () => {
+test("a paused schedule plans no fire; a deleted one, or one whose endpoint is deleted, leaves Temporal too", async () => {
   const p = await projectWithEndpoint([{ name: "a", targetUrl: (await target()).url }]);
   const { scheduleId } = (await create(p, { cron: "@hourly" })).body;
   const paused = await api<Schedule>(p.ownerToken, "PATCH", `${p.base}/schedules/${scheduleId}`, {
@@ -132,6 +132,13 @@ test("a paused schedule plans no fire; a deleted one leaves Temporal too", async
   await expect(temporal.schedule.getHandle(scheduleId).describe()).rejects.toBeInstanceOf(
     ScheduleNotFoundError,
   );
+  // Deleting the endpoint takes its schedules along, in Temporal too.
+  const kept = (await create(p, { cron: "@daily" })).body.scheduleId;
+  await api(p.ownerToken, "DELETE", `${p.base}/lines/v1/endpoints/hook`);
+  await expect(temporal.schedule.getHandle(kept).describe()).rejects.toBeInstanceOf(
+    ScheduleNotFoundError,
+  );
+  expect((await api(p.ownerToken, "GET", `${p.base}/schedules/${kept}`)).status).toBe(404);
   await temporal.connection.close();
 });
 

@@ -9,8 +9,9 @@ import { CONTROL_TASK_QUEUE } from "../core/temporal.ts";
 
 const { sendScheduledCall } = proxyActivities<ScheduleActivities>({
   taskQueue: CONTROL_TASK_QUEUE,
-  // A sync target may take 90 s to answer.
+  // A sync target may take 90 s to answer; a call lost with its control plane stops beating.
   startToCloseTimeout: "2 minutes",
+  heartbeatTimeout: "10 seconds",
   // Tried through an edge or control plane that is down for a while; a fire later than that
   // is one the caller no longer expects.
   scheduleToCloseTimeout: "10 minutes",

@@ -21,8 +21,10 @@ import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import type { Sql } from "../../store/db.ts";
 import type { LineView } from "../../store/routing.ts";
 import * as routing from "../../store/routing.ts";
+import { scheduleIdsOf } from "../../store/schedules.ts";
 import { type Ctx, conflictOnDuplicate, projectAccess } from "./context.ts";
 import { capsOf } from "./limits.ts";
+import { forgetSchedules } from "./schedules.ts";
 import {
   allowedUrls,
   displayName,
@@ -279,9 +281,11 @@ export async function createLine(ctx: Ctx, slug: string, input: unknown): Promis
 
 export async function deleteLine(ctx: Ctx, slug: string, key: string): Promise<void> {
   const access = await projectAccess(ctx, slug);
+  const scheduled = await scheduleIdsOf(ctx.sql, access.projectId, { line: key });
   const deleted = await routing.deleteLine(ctx.sql, access.projectId, key);
   if (!deleted) throw new RelayError("not_found", `no line '${key}'`);
   await waitForEdgesToCatchUp(ctx.sql);
+  await forgetSchedules(ctx, scheduled);
 }
 
 export async function listEndpoints(ctx: Ctx, slug: string, line: string): Promise<Endpoint[]> {
@@ -356,9 +360,11 @@ export async function deleteEndpoint(
   path: string,
 ): Promise<void> {
   const access = await projectAccess(ctx, slug);
+  const scheduled = await scheduleIdsOf(ctx.sql, access.projectId, { line, path });
   const deleted = await routing.deleteEndpoint(ctx.sql, access.projectId, line, path);
   if (!deleted) throw new RelayError("not_found", `no endpoint '${line}/${path}'`);
   await waitForEdgesToCatchUp(ctx.sql);
+  await forgetSchedules(ctx, scheduled);
 }
 
 async function requireLine(sql: Sql, projectId: string, line: string): Promise<void> {

@@ -5,8 +5,17 @@
  * takes instead of an API key, good for this fire only, and the fire's id as its Idempotency-Key,
  * so a fire sent again (an activity retried) is delivered once.
  */
+import { Context } from "@temporalio/activity";
 import type { Client } from "@temporalio/client";
-import { fireToken, SCHEDULE_ID_HEADER, type ScheduleActivities } from "../../core/schedules.ts";
+import { ApplicationFailure } from "@temporalio/common";
+import { ProjectSlots } from "../../core/project-slots.ts";
+import {
+  FIRE_HEARTBEAT_MS,
+  FIRE_SLOTS,
+  fireToken,
+  SCHEDULE_ID_HEADER,
+  type ScheduleActivities,
+} from "../../core/schedules.ts";
 import type { Sql } from "../../store/db.ts";
 import * as schedules from "../../store/schedules.ts";
 import { forgetSchedule } from "./schedules.ts";
@@ -26,26 +35,49 @@ export interface ScheduleFireDeps {
 }
 
 export function scheduleActivities(deps: ScheduleFireDeps): ScheduleActivities {
-  return { sendScheduledCall: (fire) => sendScheduledCall(deps, fire) };
+  // A fire to a sync target holds its activity slot until the target answers (up to 90 s):
+  // one project's slow fires may hold only its share of this control plane's.
+  const slots = new ProjectSlots(FIRE_SLOTS);
+  return {
+    async sendScheduledCall(fire) {
+      const schedule = await schedules.findSchedule(deps.sql, fire.scheduleId);
+      if (!schedule) {
+        // Deleted with its endpoint or project, or its row never committed.
+        await forgetSchedule(await deps.temporal(), fire.scheduleId);
+        return "gone";
+      }
+      const release = slots.take(schedule.project);
+      if (!release) {
+        throw ApplicationFailure.create({
+          message: `project ${schedule.project} has its share of fires in flight`,
+          nextRetryDelay: slots.waitMs(schedule.project, Math.random()),
+        });
+      }
+      // A fire lost with its control plane is sent again soon, not after the call's whole limit.
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), FIRE_HEARTBEAT_MS);
+      try {
+        return await sendScheduledCall(deps, schedule, fire.fireId);
+      } finally {
+        clearInterval(beat);
+        release();
+      }
+    },
+  };
 }
 
 async function sendScheduledCall(
   deps: ScheduleFireDeps,
-  fire: { scheduleId: string; fireId: string },
-): Promise<number | "gone"> {
-  const schedule = await schedules.findSchedule(deps.sql, fire.scheduleId);
-  if (!schedule) {
-    // Deleted with its endpoint or project, or its row never committed.
-    await forgetSchedule(await deps.temporal(), fire.scheduleId);
-    return "gone";
-  }
+  schedule: schedules.ScheduleRow,
+  fireId: string,
+): Promise<number> {
   const route = `/${schedule.endpoint}`;
   const authorization = await fireToken(deps.fireKey, {
     project: schedule.project,
     route,
     scheduleId: schedule.scheduleId,
     mode: schedule.mode,
-    fireId: fire.fireId,
+    fireId,
     issuedAt: deps.now().getTime(),
   });
   const answer = await deps.fetch(new URL(route, deps.edgeUrl), {
@@ -54,7 +86,7 @@ async function sendScheduledCall(
       ...schedule.headers,
       host: `${schedule.project}.${deps.edgeDomain}`,
       authorization,
-      "idempotency-key": fire.fireId,
+      "idempotency-key": fireId,
       [SCHEDULE_ID_HEADER]: schedule.scheduleId,
       ...(schedule.body !== null && { "content-type": "application/json" }),
     },
@@ -64,7 +96,7 @@ async function sendScheduledCall(
   // An edge that could not take the call (overloaded, the project over its rate): the
   // activity's retry sends it again, as a caller would.
   if (answer.status === 429 || (requestId === null && answer.status >= 500)) {
-    throw new Error(`the edge answered ${answer.status} to schedule ${fire.scheduleId}'s fire`);
+    throw new Error(`the edge answered ${answer.status} to schedule ${schedule.scheduleId}'s fire`);
   }
   await schedules.recordFire(deps.sql, schedule.scheduleId, {
     at: deps.now(),

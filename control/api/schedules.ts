@@ -257,6 +257,16 @@ export async function deleteSchedule(ctx: Ctx, slug: string, scheduleId: string)
   await schedules.deleteSchedule(ctx.sql, scheduleId);
 }
 
+/**
+ * Deletes the Temporal Schedules of schedules whose rows went with their endpoint; one that
+ * fails here deletes itself at its next fire, finding no row.
+ */
+export async function forgetSchedules(ctx: Ctx, scheduleIds: string[]): Promise<void> {
+  if (scheduleIds.length === 0) return;
+  const client = await ctx.temporal();
+  await Promise.all(scheduleIds.map((id) => forgetSchedule(client, id))).catch(() => undefined);
+}
+
 /** Deletes a schedule's Temporal Schedule; one already gone is not an error. */
 export async function forgetSchedule(client: Client, scheduleId: string): Promise<void> {
   await client.schedule
