@@ -314,6 +314,10 @@ export class EdgeState {
           if (id.startsWith(endpointLookupId(project, ""))) race(this.endpointLookups, id);
         }
         this.projects.delete(project);
+        // A project deleted takes its keys along: looked up again, they are wrong keys.
+        const keys = keyId(project, new Uint8Array());
+        for (const id of this.keys.keys()) if (id.startsWith(keys)) this.keys.delete(id);
+        for (const id of this.keyLookups.keys()) if (id.startsWith(keys)) race(this.keyLookups, id);
       }
     }
     this.appliedSequence = batch.headSequence;

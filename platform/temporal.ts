@@ -8,7 +8,7 @@ import {
   ScheduleOverlapPolicy,
   WorkflowNotFoundError,
 } from "@temporalio/client";
-import type { Payload } from "@temporalio/common";
+import { defineSearchAttributeKey, type Payload } from "@temporalio/common";
 import { payloadSecretsFrom } from "../core/env.ts";
 import { LANE_GO_SIGNAL } from "../core/lanes.ts";
 import {
@@ -27,10 +27,14 @@ import {
   RETENTION_WORKFLOW,
   ROTATION_SCHEDULE_ID,
   ROTATION_WORKFLOW,
+  searchAttributes,
   TASK_QUEUE,
 } from "../core/temporal.ts";
 import { siblingModule } from "./modules.ts";
 import { nodeAesGcm } from "./node-crypto.ts";
+
+/** The project a workflow belongs to, as the SDK's typed search attributes name it. */
+export const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
 
 export interface TemporalSettings {
   TEMPORAL_ADDRESS: string;

@@ -55,18 +55,29 @@ export function recordEndpointChange(
   return insertChange(tx, projectId, "routing", null, { line, path });
 }
 
+/**
+ * A project deleted (its rows gone in this transaction): edges drop all they keep of it, its
+ * keys too. As recordChange, the transaction's last writes.
+ */
+export function recordProjectDeleted(tx: Queryable, slug: string): Promise<bigint> {
+  return insertChange(tx, { slug }, "routing", null, null);
+}
+
 async function insertChange(
   tx: Queryable,
-  projectId: string,
+  project: string | { slug: string },
   kind: ChangeKind,
   keyHash: Uint8Array | null,
   endpoint: EndpointRef | null,
 ): Promise<bigint> {
   await tx`select pg_advisory_xact_lock(${FEED_LOCK})`;
+  const slug =
+    typeof project === "string"
+      ? tx`coalesce((select slug from projects where id = ${project}), '')`
+      : tx`${project.slug}`;
   const [row] = await tx<{ sequence: string }[]>`
     insert into changes (project, kind, key_hash, line_key, endpoint_path)
-    values (coalesce((select slug from projects where id = ${projectId}), ''), ${kind}, ${keyHash},
-      ${endpoint?.line ?? null}, ${endpoint?.path ?? null})
+    values (${slug}, ${kind}, ${keyHash}, ${endpoint?.line ?? null}, ${endpoint?.path ?? null})
     returning sequence`;
   await tx`select pg_notify(${CHANNEL}, '')`;
   return BigInt(row?.sequence ?? 0);

@@ -78,6 +78,14 @@ export async function listSchedules(
     order by s.created_at, s.id`;
 }
 
+/** The ids of a project's schedules. */
+export async function listScheduleIds(sql: Queryable, projectId: string): Promise<string[]> {
+  const rows = await sql<
+    { id: string }[]
+  >`select id from schedules where project_id = ${projectId}`;
+  return rows.map((r) => r.id);
+}
+
 /** The ids of a line's schedules, or one endpoint's. */
 export async function scheduleIdsOf(
   sql: Queryable,

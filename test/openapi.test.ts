@@ -7,7 +7,15 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { api, finishedLog, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import {
+  api,
+  finishedLog,
+  newProject,
+  projectWithEndpoint,
+  relay,
+  stack,
+  targetServer,
+} from "./helpers.ts";
 
 interface MediaType {
   schema: object;
@@ -73,7 +81,10 @@ async function setUp() {
   const schedule = await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints/hook/schedules`, {
     cron: "0 0 1 1 *",
   });
+  // One to delete: the fixtures' own stays for the other operations.
+  const doomed = await newProject();
   return {
+    doomed: doomed.slug,
     recoveryId: recovery.body.recoveryId as string,
     scheduleId: schedule.body.scheduleId as string,
     ...p,
@@ -100,6 +111,7 @@ function parameters(operationId: string): Record<string, string> {
     deleteEndpoint: { path: "orders" },
     revealSuccessor: { keyId: fixtures.expiringKeyId },
     cancelRequest: { requestId: fixtures.scheduled },
+    deleteProject: { project: fixtures.doomed },
   };
   return {
     project: fixtures.slug,
@@ -148,6 +160,8 @@ function calls(): Call[] {
 /** The token an operation's security asks for. */
 function tokenFor(operation: Operation): string | null {
   const schemes = operation.security.flatMap((s) => Object.keys(s));
+  // The admin deletes a project of its own making (the fixtures' owner's stays).
+  if (operation.operationId === "deleteProject") return stack().adminToken;
   if (schemes.includes("memberToken")) return fixtures.ownerToken;
   if (schemes.includes("adminToken")) return stack().adminToken;
   if (schemes.includes("apiKey")) return fixtures.key;

@@ -1,7 +1,8 @@
 /**
  * Erasing in the panel, in Debian's Chromium against the real stack: a finished request's content
  * erased from its page (confirmed first), after which it offers neither replay nor send again;
- * and the Retention page, where an owner sets how many days content is kept, within the plan.
+ * the Retention page, where an owner sets how many days content is kept, within the plan; and
+ * deleting the whole project there.
  */
 import { expect, test } from "vitest";
 import { api, finishedLog, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
@@ -58,3 +59,20 @@ test("a request's content is erased from its page, and an owner sets the project
   const retention = await api(p.ownerToken, "GET", `${p.base}/retention`);
   expect(retention.body).toEqual({ retentionDays: 7, maxRetentionDays: 365 });
 }, 120_000);
+
+test("an owner deletes the project from the Retention page, its slug typed and asked twice", async () => {
+  const p = await projectWithEndpoint([{ name: "shop", targetUrl: "http://127.0.0.1:9/in" }]);
+  const page = await newPage();
+  await signIn(page, p.ownerToken);
+  await page.waitForURL(`**/panel/${p.slug}`);
+  await openSection(page, "Retention");
+  const remove = page.getByRole("button", { name: "Delete project" });
+  expect(await remove.isDisabled()).toBe(true);
+  await page.getByLabel(`Type ${p.slug} to confirm`).fill(p.slug);
+  await expectEveryControlLabelled(page);
+  await remove.click();
+  await page.getByRole("button", { name: "Yes, delete it" }).click();
+  // The session ends with the project: the sign-in form is back.
+  await page.getByRole("button", { name: "Sign in" }).waitFor();
+  expect((await api(p.ownerToken, "GET", p.base)).status).toBe(401);
+}, 60_000);

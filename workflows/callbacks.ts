@@ -11,6 +11,7 @@ import type { CallbackJob } from "../core/callbacks.ts";
 import type { DeliveryInput } from "../core/delivery.ts";
 import { fairnessOf, NOTIFICATION_TASK_QUEUE } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
+import { projectKey } from "./status.ts";
 
 const { callBack } = proxyActivities<Activities>({
   startToCloseTimeout: "30 seconds",
@@ -40,6 +41,8 @@ export async function callBackEnds(input: DeliveryInput, targetIds: string[]): P
         parentClosePolicy: ParentClosePolicy.ABANDON,
         taskQueue: NOTIFICATION_TASK_QUEUE,
         priority: fairnessOf(input.project),
+        // Found with the project's other workflows (deleted with it).
+        typedSearchAttributes: [{ key: projectKey, value: input.project }],
       }).catch((error: unknown) => {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       }),

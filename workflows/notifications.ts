@@ -10,6 +10,7 @@ import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
 import { fairnessOf, NOTIFICATION_TASK_QUEUE } from "../core/temporal.ts";
 import type { Activities } from "./activities.ts";
+import { projectKey } from "./status.ts";
 
 /** Retried for a day, at most an hour apart, as a delivery is; then given up. */
 const { notify } = proxyActivities<Activities>({
@@ -31,6 +32,8 @@ export async function raise(event: NotificationEvent): Promise<void> {
     workflowId: event.id,
     args: [event],
     parentClosePolicy: ParentClosePolicy.ABANDON,
+    // Found with the project's other workflows (deleted with it).
+    typedSearchAttributes: [{ key: projectKey, value: event.project }],
     ...(patched(OWN_QUEUE) && {
       taskQueue: NOTIFICATION_TASK_QUEUE,
       priority: fairnessOf(event.project),

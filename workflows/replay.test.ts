@@ -6,7 +6,7 @@
  * One recorded before a change to a workflow's commands stays for as long as such a request could
  * still be running (its retry window). To record today's: `RECORD_HISTORIES=1 npx vitest run
  * workflows/deliver-request.test.ts workflows/workflows.test.ts workflows/lanes.test.ts
- * workflows/recoveries.test.ts` (re)writes the histories their
+ * workflows/recoveries.test.ts workflows/schedules.test.ts` (re)writes the histories their
  * runs name (mocked activities; a history holds their answers, so replay needs none). A new workflow needs a history here too.
  * The replay worker has the payload codec, as the worker does: histories recorded before it
  * (plain payloads) and after it (`sealed-*`, sealed with the secret the recording used) both

@@ -5,12 +5,11 @@
  * that, a request accepted and not started yet is in its kept start (store/accepted-starts.ts).
  */
 import type { Client } from "@temporalio/client";
-import { defineSearchAttributeKey } from "@temporalio/common";
 import type { DeliveryBatch, DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { jsonPayloadValue, type PayloadJson, payloadFromJson } from "../../core/payload-codec.ts";
 import { BATCH_WORKFLOW, searchAttributes } from "../../core/temporal.ts";
-import { storedPayloadValue } from "../../platform/temporal.ts";
+import { projectKey, storedPayloadValue } from "../../platform/temporal.ts";
 import { keptStartOf } from "../../store/accepted-starts.ts";
 import type { Ctx } from "./context.ts";
 
@@ -27,8 +26,6 @@ const REQUEST_ID = /^req_[A-Za-z0-9_-]{1,64}$/;
  * default on Temporal's own server), and an id no batch lists takes them all.
  */
 export const VISIBILITY_LOOKS_MS = [0, 50, 150, 350, 750];
-
-const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
 
 export interface RunningBatch {
   workflowId: string;

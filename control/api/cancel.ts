@@ -9,10 +9,10 @@ import {
   type WorkflowExecutionDescription,
   WorkflowNotFoundError,
 } from "@temporalio/client";
-import { defineSearchAttributeKey } from "@temporalio/common";
 import { RelayError } from "../../core/errors.ts";
 import type { RequestStatus } from "../../core/model.ts";
-import { DELIVERY_WORKFLOW, HAND_ON_SIGNAL, searchAttributes } from "../../core/temporal.ts";
+import { DELIVERY_WORKFLOW, HAND_ON_SIGNAL } from "../../core/temporal.ts";
+import { projectKey } from "../../platform/temporal.ts";
 import { keptStartOf } from "../../store/accepted-starts.ts";
 import * as requestLog from "../../store/request-views.ts";
 import { isRequestId, pause, runningBatchOf, VISIBILITY_LOOKS_MS } from "./batched.ts";
@@ -23,8 +23,6 @@ import type { RequestView } from "./requests.ts";
 const STOP_WAIT_MS = 15_000;
 /** How often a cancel looks again whether a batched request's first attempt is over. */
 const BATCH_POLL_MS = 100;
-
-const projectKey = defineSearchAttributeKey(searchAttributes.project, "KEYWORD");
 
 export async function cancelRequest(
   ctx: Ctx,

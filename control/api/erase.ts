@@ -3,14 +3,20 @@
  * headers, body and answers from the log at once (a data subject's request, a secret sent by
  * mistake); an owner sets how many days the project keeps them at all, within its plan, after
  * which the daily run erases them (store/content-erase.ts). Temporal's copy of a request (sealed
- * by the payload codec) ages out with the namespace's retention (docs/api.md).
+ * by the payload codec) ages out with the namespace's retention (docs/api.md). An owner may also
+ * delete the whole project, its Temporal histories deleted with it.
  */
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { finishedStatuses, type Plan } from "../../core/model.ts";
+import { searchAttributes } from "../../core/temporal.ts";
+import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import * as erase from "../../store/content-erase.ts";
+import { deleteProjectRows, retireProject } from "../../store/project-erase.ts";
+import { listScheduleIds } from "../../store/schedules.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { getRequest, type RequestView, requestOf } from "./requests.ts";
+import { forgetSchedule } from "./schedules.ts";
 import { parseInput } from "./validation.ts";
 
 /** The most days a project of each plan may keep its requests' content. */
@@ -89,4 +95,29 @@ export async function setRetention(ctx: Ctx, slug: string, input: unknown): Prom
   );
   await erase.setContentRetentionDays(ctx.sql, access.projectId, retentionDays);
   return { retentionDays, maxRetentionDays: most };
+}
+
+/**
+ * Deletes a project and everything it has (owners and the admin): its keys are revoked and every
+ * edge refuses them first, then its Temporal histories are deleted (a batch operation of
+ * Temporal's, by the project's search attribute: it goes on in the background), its schedules'
+ * Temporal Schedules with them, and last its rows. Its slug stays taken. A Temporal that cannot
+ * take the deletion is 503 before any row goes: the DELETE may be sent again.
+ */
+export async function deleteProject(ctx: Ctx, slug: string): Promise<void> {
+  const access = await projectAccess(ctx, slug, "owner");
+  await retireProject(ctx.sql, access.projectId, ctx.now());
+  await waitForEdgesToCatchUp(ctx.sql);
+  const client = await ctx.temporal();
+  await client.workflowService.startBatchOperation({
+    namespace: client.options.namespace,
+    jobId: `delete-project-${access.projectId}-${ctx.now().getTime()}`,
+    reason: `project ${access.slug} deleted`,
+    visibilityQuery: `${searchAttributes.project} = "${access.slug}"`,
+    deletionOperation: {},
+  });
+  const scheduled = await listScheduleIds(ctx.sql, access.projectId);
+  await Promise.all(scheduled.map((id) => forgetSchedule(client, id)));
+  await deleteProjectRows(ctx.sql, access, ctx.now());
+  await waitForEdgesToCatchUp(ctx.sql);
 }

@@ -7,6 +7,7 @@ import { hashSecret, memberTokenPrefix, newSecret } from "../../core/secrets.ts"
 import { claimRoom } from "../../store/limits.ts";
 import type { MemberView } from "../../store/members.ts";
 import * as members from "../../store/members.ts";
+import { wasDeleted } from "../../store/project-erase.ts";
 import type { ProjectView } from "../../store/projects.ts";
 import * as projects from "../../store/projects.ts";
 import { requireAdmin } from "../auth.ts";
@@ -47,6 +48,12 @@ export type { ProjectView } from "../../store/projects.ts";
 export async function createProject(ctx: Ctx, input: unknown) {
   requireAdmin(ctx.caller);
   const { slug, name, plan, ownerName } = parseInput(createProjectBody, input);
+  if (await wasDeleted(ctx.sql, slug)) {
+    throw new RelayError(
+      "conflict",
+      `a project '${slug}' was deleted: its slug is not given out again`,
+    );
+  }
   const { token: ownerToken, tokenHash } = await newMemberToken();
   const created = await projects
     .createProject(

@@ -16,6 +16,7 @@ import {
 } from "../../core/schedules.ts";
 import { newId } from "../../core/secrets.ts";
 import { JOB_TASK_QUEUE, SCHEDULE_FIRE_WORKFLOW } from "../../core/temporal.ts";
+import { projectKey } from "../../platform/temporal.ts";
 import * as routing from "../../store/routing.ts";
 import type { ScheduleRow, ScheduleSpec } from "../../store/schedules.ts";
 import * as schedules from "../../store/schedules.ts";
@@ -159,6 +160,8 @@ export async function createSchedule(
         // Temporal adds each fire's time: the fire's id, and its call's Idempotency-Key.
         workflowId: scheduleId,
         args: [scheduleId],
+        // Found with the project's other workflows (deleted with it).
+        typedSearchAttributes: [{ key: projectKey, value: access.slug }],
       },
       // Fires are separate calls, as a cron's outside Relay; one missed while Temporal was
       // down is made up for within a minute, and none later.

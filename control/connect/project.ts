@@ -2,6 +2,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { projectCaps } from "../../core/limits.ts";
 import { plans, roles } from "../../core/model.ts";
 import { ProjectService } from "../../gen/relay/v1/projects_pb.ts";
+import * as erase from "../api/erase.ts";
 import * as limits from "../api/limits.ts";
 import * as projects from "../api/projects.ts";
 import type { ContextOf } from "./caller.ts";
@@ -29,6 +30,10 @@ export function projectService(router: ConnectRouter, ctxOf: ContextOf): void {
         req.project,
       );
       return { project: projectOut(project), inboundUrl, workflowsUrl, deliveryWarning };
+    },
+    async deleteProject(req, h) {
+      await erase.deleteProject(ctxOf(h), req.project);
+      return {};
     },
     async getProjectLimits(req, h) {
       return { limits: limitsOut(await limits.getLimits(ctxOf(h), req.project)) };

@@ -3,6 +3,7 @@
  * the operation it calls, as control/connect/project.ts serves the same operations over Connect.
  */
 import * as answers from "../api/answers.ts";
+import * as erase from "../api/erase.ts";
 import * as limits from "../api/limits.ts";
 import * as projects from "../api/projects.ts";
 import { base, p, type Route, route, tagged } from "./contract.ts";
@@ -43,6 +44,18 @@ export const projectRoutes: Route[] = tagged("Projects", [
       answer: answers.projectDetail,
     },
     ({ ctx, params }) => projects.getProject(ctx, p(params).project),
+  ),
+  route(
+    "DELETE",
+    base,
+    {
+      operationId: "deleteProject",
+      summary: "Delete the project and everything it has, its Temporal histories too",
+      description:
+        "Owners and the admin. Its keys stop working first, on every edge; its Temporal histories are deleted in the background (a batch operation of Temporal's); its slug is not given out again. Nothing of it can be read afterwards.",
+      access: "owner",
+    },
+    ({ ctx, params }) => erase.deleteProject(ctx, p(params).project),
   ),
   route(
     "GET",

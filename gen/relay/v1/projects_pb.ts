@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file relay/v1/projects.proto.
  */
 export const file_relay_v1_projects: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAioAEKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqYBCgZQb2xpY3kSIQoUZGVmYXVsdF9rZXlfdHRsX2RheXMYASABKAVIAIgBARIdChBtYXhfa2V5X3R0bF9kYXlzGAIgASgFSAGIAQESLAokZWRpdG9yc19tYXlfY3JlYXRlX25vbl9leHBpcmluZ19rZXlzGAMgASgIQhcKFV9kZWZhdWx0X2tleV90dGxfZGF5c0ITChFfbWF4X2tleV90dGxfZGF5cyJkChRDcmVhdGVQcm9qZWN0UmVxdWVzdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SEgoKb3duZXJfbmFtZRgEIAEoCSJxChVDcmVhdGVQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHwoFb3duZXIYAiABKAsyEC5yZWxheS52MS5NZW1iZXISEwoLb3duZXJfdG9rZW4YAyABKAkiJAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSJ+ChJHZXRQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSEwoLaW5ib3VuZF91cmwYAiABKAkSFQoNd29ya2Zsb3dzX3VybBgDIAEoCRIYChBkZWxpdmVyeV93YXJuaW5nGAQgASgJIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QifQoRUHJvamVjdE1lbWJlcnNoaXASIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHAoEcm9sZRgCIAEoDjIOLnJlbGF5LnYxLlJvbGUSEwoLbWVtYmVyX25hbWUYAyABKAkSEQoJbWVtYmVyX2lkGAQgASgJIl4KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEi0KCHByb2plY3RzGAEgAygLMhsucmVsYXkudjEuUHJvamVjdE1lbWJlcnNoaXASFwoPY2FsbGVyX2lzX2FkbWluGAIgASgIIn8KEEFkZE1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkQKEUFkZE1lbWJlclJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIlChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI4ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiEKB21lbWJlcnMYASADKAsyEC5yZWxheS52MS5NZW1iZXIiOQoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSI+ChhSb3RhdGVNZW1iZXJUb2tlblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkiTAoZUm90YXRlTWVtYmVyVG9rZW5SZXNwb25zZRIgCgZtZW1iZXIYASABKAsyEC5yZWxheS52MS5NZW1iZXISDQoFdG9rZW4YAiABKAkiIwoQR2V0UG9saWN5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjUKEUdldFBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSJIChNVcGRhdGVQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIAoGcG9saWN5GAIgASgLMhAucmVsYXkudjEuUG9saWN5IjgKFFVwZGF0ZVBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSInCghDYXBVc2FnZRINCgVsaW1pdBgBIAEoBRIMCgR1c2VkGAIgASgDIpgCCg1Qcm9qZWN0TGltaXRzEiUKCWVuZHBvaW50cxgBIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEigKDHNjaGVtYV9ieXRlcxgCIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEiEKBWxpbmVzGAMgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIwoHbWVtYmVycxgEIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEiAKBGtleXMYBSABKAsyEi5yZWxheS52MS5DYXBVc2FnZRInCgpyYXRlX2xpbWl0GAYgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0EiMKB3JlcGxheXMYByABKAsyEi5yZWxheS52MS5DYXBVc2FnZSKdAgoOTGltaXRPdmVycmlkZXMSFgoJZW5kcG9pbnRzGAEgASgFSACIAQESGQoMc2NoZW1hX2J5dGVzGAIgASgFSAGIAQESEgoFbGluZXMYAyABKAVIAogBARIUCgdtZW1iZXJzGAQgASgFSAOIAQESEQoEa2V5cxgFIAEoBUgEiAEBEiwKCnJhdGVfbGltaXQYBiABKAsyEy5yZWxheS52MS5SYXRlTGltaXRIBYgBARIUCgdyZXBsYXlzGAcgASgFSAaIAQFCDAoKX2VuZHBvaW50c0IPCg1fc2NoZW1hX2J5dGVzQggKBl9saW5lc0IKCghfbWVtYmVyc0IHCgVfa2V5c0INCgtfcmF0ZV9saW1pdEIKCghfcmVwbGF5cyIqChdHZXRQcm9qZWN0TGltaXRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIkMKGEdldFByb2plY3RMaW1pdHNSZXNwb25zZRInCgZsaW1pdHMYASABKAsyFy5yZWxheS52MS5Qcm9qZWN0TGltaXRzIlQKF1NldFByb2plY3RMaW1pdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKAoGbGltaXRzGAIgASgLMhgucmVsYXkudjEuTGltaXRPdmVycmlkZXMiQwoYU2V0UHJvamVjdExpbWl0c1Jlc3BvbnNlEicKBmxpbWl0cxgBIAEoCzIXLnJlbGF5LnYxLlByb2plY3RMaW1pdHMqOgoEUGxhbhIUChBQTEFOX1VOU1BFQ0lGSUVEEAASDQoJUExBTl9GUkVFEAESDQoJUExBTl9QQUlEEAIqPQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg8KC1JPTEVfRURJVE9SEAIysAMKDlByb2plY3RTZXJ2aWNlElAKDUNyZWF0ZVByb2plY3QSHi5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBofLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJHCgpHZXRQcm9qZWN0EhsucmVsYXkudjEuR2V0UHJvamVjdFJlcXVlc3QaHC5yZWxheS52MS5HZXRQcm9qZWN0UmVzcG9uc2USTQoMTGlzdFByb2plY3RzEh0ucmVsYXkudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKEEdldFByb2plY3RMaW1pdHMSIS5yZWxheS52MS5HZXRQcm9qZWN0TGltaXRzUmVxdWVzdBoiLnJlbGF5LnYxLkdldFByb2plY3RMaW1pdHNSZXNwb25zZRJZChBTZXRQcm9qZWN0TGltaXRzEiEucmVsYXkudjEuU2V0UHJvamVjdExpbWl0c1JlcXVlc3QaIi5yZWxheS52MS5TZXRQcm9qZWN0TGltaXRzUmVzcG9uc2UyzgIKDU1lbWJlclNlcnZpY2USRAoJQWRkTWVtYmVyEhoucmVsYXkudjEuQWRkTWVtYmVyUmVxdWVzdBobLnJlbGF5LnYxLkFkZE1lbWJlclJlc3BvbnNlEkoKC0xpc3RNZW1iZXJzEhwucmVsYXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0ucmVsYXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJNCgxSZW1vdmVNZW1iZXISHS5yZWxheS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh4ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USXAoRUm90YXRlTWVtYmVyVG9rZW4SIi5yZWxheS52MS5Sb3RhdGVNZW1iZXJUb2tlblJlcXVlc3QaIy5yZWxheS52MS5Sb3RhdGVNZW1iZXJUb2tlblJlc3BvbnNlMqQBCg1Qb2xpY3lTZXJ2aWNlEkQKCUdldFBvbGljeRIaLnJlbGF5LnYxLkdldFBvbGljeVJlcXVlc3QaGy5yZWxheS52MS5HZXRQb2xpY3lSZXNwb25zZRJNCgxVcGRhdGVQb2xpY3kSHS5yZWxheS52MS5VcGRhdGVQb2xpY3lSZXF1ZXN0Gh4ucmVsYXkudjEuVXBkYXRlUG9saWN5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_relay_v1_routing]);
+  fileDesc("ChdyZWxheS92MS9wcm9qZWN0cy5wcm90bxIIcmVsYXkudjEicwoHUHJvamVjdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAioAEKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqYBCgZQb2xpY3kSIQoUZGVmYXVsdF9rZXlfdHRsX2RheXMYASABKAVIAIgBARIdChBtYXhfa2V5X3R0bF9kYXlzGAIgASgFSAGIAQESLAokZWRpdG9yc19tYXlfY3JlYXRlX25vbl9leHBpcmluZ19rZXlzGAMgASgIQhcKFV9kZWZhdWx0X2tleV90dGxfZGF5c0ITChFfbWF4X2tleV90dGxfZGF5cyJkChRDcmVhdGVQcm9qZWN0UmVxdWVzdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSHAoEcGxhbhgDIAEoDjIOLnJlbGF5LnYxLlBsYW4SEgoKb3duZXJfbmFtZRgEIAEoCSJxChVDcmVhdGVQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHwoFb3duZXIYAiABKAsyEC5yZWxheS52MS5NZW1iZXISEwoLb3duZXJfdG9rZW4YAyABKAkiJAoRR2V0UHJvamVjdFJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSInChREZWxldGVQcm9qZWN0UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIhcKFURlbGV0ZVByb2plY3RSZXNwb25zZSJ+ChJHZXRQcm9qZWN0UmVzcG9uc2USIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSEwoLaW5ib3VuZF91cmwYAiABKAkSFQoNd29ya2Zsb3dzX3VybBgDIAEoCRIYChBkZWxpdmVyeV93YXJuaW5nGAQgASgJIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QifQoRUHJvamVjdE1lbWJlcnNoaXASIgoHcHJvamVjdBgBIAEoCzIRLnJlbGF5LnYxLlByb2plY3QSHAoEcm9sZRgCIAEoDjIOLnJlbGF5LnYxLlJvbGUSEwoLbWVtYmVyX25hbWUYAyABKAkSEQoJbWVtYmVyX2lkGAQgASgJIl4KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEi0KCHByb2plY3RzGAEgAygLMhsucmVsYXkudjEuUHJvamVjdE1lbWJlcnNoaXASFwoPY2FsbGVyX2lzX2FkbWluGAIgASgIIn8KEEFkZE1lbWJlclJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKBHJvbGUYAyABKA4yDi5yZWxheS52MS5Sb2xlEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkQKEUFkZE1lbWJlclJlc3BvbnNlEiAKBm1lbWJlchgBIAEoCzIQLnJlbGF5LnYxLk1lbWJlchINCgV0b2tlbhgCIAEoCSIlChJMaXN0TWVtYmVyc1JlcXVlc3QSDwoHcHJvamVjdBgBIAEoCSI4ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiEKB21lbWJlcnMYASADKAsyEC5yZWxheS52MS5NZW1iZXIiOQoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJEhEKCW1lbWJlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSI+ChhSb3RhdGVNZW1iZXJUb2tlblJlcXVlc3QSDwoHcHJvamVjdBgBIAEoCRIRCgltZW1iZXJfaWQYAiABKAkiTAoZUm90YXRlTWVtYmVyVG9rZW5SZXNwb25zZRIgCgZtZW1iZXIYASABKAsyEC5yZWxheS52MS5NZW1iZXISDQoFdG9rZW4YAiABKAkiIwoQR2V0UG9saWN5UmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIjUKEUdldFBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSJIChNVcGRhdGVQb2xpY3lSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSIAoGcG9saWN5GAIgASgLMhAucmVsYXkudjEuUG9saWN5IjgKFFVwZGF0ZVBvbGljeVJlc3BvbnNlEiAKBnBvbGljeRgBIAEoCzIQLnJlbGF5LnYxLlBvbGljeSInCghDYXBVc2FnZRINCgVsaW1pdBgBIAEoBRIMCgR1c2VkGAIgASgDIpgCCg1Qcm9qZWN0TGltaXRzEiUKCWVuZHBvaW50cxgBIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEigKDHNjaGVtYV9ieXRlcxgCIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEiEKBWxpbmVzGAMgASgLMhIucmVsYXkudjEuQ2FwVXNhZ2USIwoHbWVtYmVycxgEIAEoCzISLnJlbGF5LnYxLkNhcFVzYWdlEiAKBGtleXMYBSABKAsyEi5yZWxheS52MS5DYXBVc2FnZRInCgpyYXRlX2xpbWl0GAYgASgLMhMucmVsYXkudjEuUmF0ZUxpbWl0EiMKB3JlcGxheXMYByABKAsyEi5yZWxheS52MS5DYXBVc2FnZSKdAgoOTGltaXRPdmVycmlkZXMSFgoJZW5kcG9pbnRzGAEgASgFSACIAQESGQoMc2NoZW1hX2J5dGVzGAIgASgFSAGIAQESEgoFbGluZXMYAyABKAVIAogBARIUCgdtZW1iZXJzGAQgASgFSAOIAQESEQoEa2V5cxgFIAEoBUgEiAEBEiwKCnJhdGVfbGltaXQYBiABKAsyEy5yZWxheS52MS5SYXRlTGltaXRIBYgBARIUCgdyZXBsYXlzGAcgASgFSAaIAQFCDAoKX2VuZHBvaW50c0IPCg1fc2NoZW1hX2J5dGVzQggKBl9saW5lc0IKCghfbWVtYmVyc0IHCgVfa2V5c0INCgtfcmF0ZV9saW1pdEIKCghfcmVwbGF5cyIqChdHZXRQcm9qZWN0TGltaXRzUmVxdWVzdBIPCgdwcm9qZWN0GAEgASgJIkMKGEdldFByb2plY3RMaW1pdHNSZXNwb25zZRInCgZsaW1pdHMYASABKAsyFy5yZWxheS52MS5Qcm9qZWN0TGltaXRzIlQKF1NldFByb2plY3RMaW1pdHNSZXF1ZXN0Eg8KB3Byb2plY3QYASABKAkSKAoGbGltaXRzGAIgASgLMhgucmVsYXkudjEuTGltaXRPdmVycmlkZXMiQwoYU2V0UHJvamVjdExpbWl0c1Jlc3BvbnNlEicKBmxpbWl0cxgBIAEoCzIXLnJlbGF5LnYxLlByb2plY3RMaW1pdHMqOgoEUGxhbhIUChBQTEFOX1VOU1BFQ0lGSUVEEAASDQoJUExBTl9GUkVFEAESDQoJUExBTl9QQUlEEAIqPQoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg8KC1JPTEVfRURJVE9SEAIyggQKDlByb2plY3RTZXJ2aWNlElAKDUNyZWF0ZVByb2plY3QSHi5yZWxheS52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBofLnJlbGF5LnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJHCgpHZXRQcm9qZWN0EhsucmVsYXkudjEuR2V0UHJvamVjdFJlcXVlc3QaHC5yZWxheS52MS5HZXRQcm9qZWN0UmVzcG9uc2USTQoMTGlzdFByb2plY3RzEh0ucmVsYXkudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnJlbGF5LnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKEEdldFByb2plY3RMaW1pdHMSIS5yZWxheS52MS5HZXRQcm9qZWN0TGltaXRzUmVxdWVzdBoiLnJlbGF5LnYxLkdldFByb2plY3RMaW1pdHNSZXNwb25zZRJZChBTZXRQcm9qZWN0TGltaXRzEiEucmVsYXkudjEuU2V0UHJvamVjdExpbWl0c1JlcXVlc3QaIi5yZWxheS52MS5TZXRQcm9qZWN0TGltaXRzUmVzcG9uc2USUAoNRGVsZXRlUHJvamVjdBIeLnJlbGF5LnYxLkRlbGV0ZVByb2plY3RSZXF1ZXN0Gh8ucmVsYXkudjEuRGVsZXRlUHJvamVjdFJlc3BvbnNlMs4CCg1NZW1iZXJTZXJ2aWNlEkQKCUFkZE1lbWJlchIaLnJlbGF5LnYxLkFkZE1lbWJlclJlcXVlc3QaGy5yZWxheS52MS5BZGRNZW1iZXJSZXNwb25zZRJKCgtMaXN0TWVtYmVycxIcLnJlbGF5LnYxLkxpc3RNZW1iZXJzUmVxdWVzdBodLnJlbGF5LnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USTQoMUmVtb3ZlTWVtYmVyEh0ucmVsYXkudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBoeLnJlbGF5LnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlElwKEVJvdGF0ZU1lbWJlclRva2VuEiIucmVsYXkudjEuUm90YXRlTWVtYmVyVG9rZW5SZXF1ZXN0GiMucmVsYXkudjEuUm90YXRlTWVtYmVyVG9rZW5SZXNwb25zZTKkAQoNUG9saWN5U2VydmljZRJECglHZXRQb2xpY3kSGi5yZWxheS52MS5HZXRQb2xpY3lSZXF1ZXN0GhsucmVsYXkudjEuR2V0UG9saWN5UmVzcG9uc2USTQoMVXBkYXRlUG9saWN5Eh0ucmVsYXkudjEuVXBkYXRlUG9saWN5UmVxdWVzdBoeLnJlbGF5LnYxLlVwZGF0ZVBvbGljeVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_relay_v1_routing]);
 
 /**
  * @generated from message relay.v1.Project
@@ -199,6 +199,36 @@ export const GetProjectRequestSchema: GenMessage<GetProjectRequest> = /*@__PURE_
   messageDesc(file_relay_v1_projects, 5);
 
 /**
+ * @generated from message relay.v1.DeleteProjectRequest
+ */
+export type DeleteProjectRequest = Message<"relay.v1.DeleteProjectRequest"> & {
+  /**
+   * @generated from field: string project = 1;
+   */
+  project: string;
+};
+
+/**
+ * Describes the message relay.v1.DeleteProjectRequest.
+ * Use `create(DeleteProjectRequestSchema)` to create a new message.
+ */
+export const DeleteProjectRequestSchema: GenMessage<DeleteProjectRequest> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 6);
+
+/**
+ * @generated from message relay.v1.DeleteProjectResponse
+ */
+export type DeleteProjectResponse = Message<"relay.v1.DeleteProjectResponse"> & {
+};
+
+/**
+ * Describes the message relay.v1.DeleteProjectResponse.
+ * Use `create(DeleteProjectResponseSchema)` to create a new message.
+ */
+export const DeleteProjectResponseSchema: GenMessage<DeleteProjectResponse> = /*@__PURE__*/
+  messageDesc(file_relay_v1_projects, 7);
+
+/**
  * @generated from message relay.v1.GetProjectResponse
  */
 export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
@@ -240,7 +270,7 @@ export type GetProjectResponse = Message<"relay.v1.GetProjectResponse"> & {
  * Use `create(GetProjectResponseSchema)` to create a new message.
  */
 export const GetProjectResponseSchema: GenMessage<GetProjectResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 6);
+  messageDesc(file_relay_v1_projects, 8);
 
 /**
  * @generated from message relay.v1.ListProjectsRequest
@@ -253,7 +283,7 @@ export type ListProjectsRequest = Message<"relay.v1.ListProjectsRequest"> & {
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 7);
+  messageDesc(file_relay_v1_projects, 9);
 
 /**
  * @generated from message relay.v1.ProjectMembership
@@ -291,7 +321,7 @@ export type ProjectMembership = Message<"relay.v1.ProjectMembership"> & {
  * Use `create(ProjectMembershipSchema)` to create a new message.
  */
 export const ProjectMembershipSchema: GenMessage<ProjectMembership> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 8);
+  messageDesc(file_relay_v1_projects, 10);
 
 /**
  * @generated from message relay.v1.ListProjectsResponse
@@ -316,7 +346,7 @@ export type ListProjectsResponse = Message<"relay.v1.ListProjectsResponse"> & {
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 9);
+  messageDesc(file_relay_v1_projects, 11);
 
 /**
  * @generated from message relay.v1.AddMemberRequest
@@ -350,7 +380,7 @@ export type AddMemberRequest = Message<"relay.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 10);
+  messageDesc(file_relay_v1_projects, 12);
 
 /**
  * @generated from message relay.v1.AddMemberResponse
@@ -374,7 +404,7 @@ export type AddMemberResponse = Message<"relay.v1.AddMemberResponse"> & {
  * Use `create(AddMemberResponseSchema)` to create a new message.
  */
 export const AddMemberResponseSchema: GenMessage<AddMemberResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 11);
+  messageDesc(file_relay_v1_projects, 13);
 
 /**
  * @generated from message relay.v1.ListMembersRequest
@@ -391,7 +421,7 @@ export type ListMembersRequest = Message<"relay.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 12);
+  messageDesc(file_relay_v1_projects, 14);
 
 /**
  * @generated from message relay.v1.ListMembersResponse
@@ -408,7 +438,7 @@ export type ListMembersResponse = Message<"relay.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 13);
+  messageDesc(file_relay_v1_projects, 15);
 
 /**
  * @generated from message relay.v1.RemoveMemberRequest
@@ -430,7 +460,7 @@ export type RemoveMemberRequest = Message<"relay.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 14);
+  messageDesc(file_relay_v1_projects, 16);
 
 /**
  * @generated from message relay.v1.RemoveMemberResponse
@@ -443,7 +473,7 @@ export type RemoveMemberResponse = Message<"relay.v1.RemoveMemberResponse"> & {
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 15);
+  messageDesc(file_relay_v1_projects, 17);
 
 /**
  * @generated from message relay.v1.RotateMemberTokenRequest
@@ -465,7 +495,7 @@ export type RotateMemberTokenRequest = Message<"relay.v1.RotateMemberTokenReques
  * Use `create(RotateMemberTokenRequestSchema)` to create a new message.
  */
 export const RotateMemberTokenRequestSchema: GenMessage<RotateMemberTokenRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 16);
+  messageDesc(file_relay_v1_projects, 18);
 
 /**
  * @generated from message relay.v1.RotateMemberTokenResponse
@@ -489,7 +519,7 @@ export type RotateMemberTokenResponse = Message<"relay.v1.RotateMemberTokenRespo
  * Use `create(RotateMemberTokenResponseSchema)` to create a new message.
  */
 export const RotateMemberTokenResponseSchema: GenMessage<RotateMemberTokenResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 17);
+  messageDesc(file_relay_v1_projects, 19);
 
 /**
  * @generated from message relay.v1.GetPolicyRequest
@@ -506,7 +536,7 @@ export type GetPolicyRequest = Message<"relay.v1.GetPolicyRequest"> & {
  * Use `create(GetPolicyRequestSchema)` to create a new message.
  */
 export const GetPolicyRequestSchema: GenMessage<GetPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 18);
+  messageDesc(file_relay_v1_projects, 20);
 
 /**
  * @generated from message relay.v1.GetPolicyResponse
@@ -523,7 +553,7 @@ export type GetPolicyResponse = Message<"relay.v1.GetPolicyResponse"> & {
  * Use `create(GetPolicyResponseSchema)` to create a new message.
  */
 export const GetPolicyResponseSchema: GenMessage<GetPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 19);
+  messageDesc(file_relay_v1_projects, 21);
 
 /**
  * @generated from message relay.v1.UpdatePolicyRequest
@@ -545,7 +575,7 @@ export type UpdatePolicyRequest = Message<"relay.v1.UpdatePolicyRequest"> & {
  * Use `create(UpdatePolicyRequestSchema)` to create a new message.
  */
 export const UpdatePolicyRequestSchema: GenMessage<UpdatePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 20);
+  messageDesc(file_relay_v1_projects, 22);
 
 /**
  * @generated from message relay.v1.UpdatePolicyResponse
@@ -562,7 +592,7 @@ export type UpdatePolicyResponse = Message<"relay.v1.UpdatePolicyResponse"> & {
  * Use `create(UpdatePolicyResponseSchema)` to create a new message.
  */
 export const UpdatePolicyResponseSchema: GenMessage<UpdatePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 21);
+  messageDesc(file_relay_v1_projects, 23);
 
 /**
  * One cap: how far the project may grow, and how far it has.
@@ -586,7 +616,7 @@ export type CapUsage = Message<"relay.v1.CapUsage"> & {
  * Use `create(CapUsageSchema)` to create a new message.
  */
 export const CapUsageSchema: GenMessage<CapUsage> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 22);
+  messageDesc(file_relay_v1_projects, 24);
 
 /**
  * @generated from message relay.v1.ProjectLimits
@@ -641,7 +671,7 @@ export type ProjectLimits = Message<"relay.v1.ProjectLimits"> & {
  * Use `create(ProjectLimitsSchema)` to create a new message.
  */
 export const ProjectLimitsSchema: GenMessage<ProjectLimits> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 23);
+  messageDesc(file_relay_v1_projects, 25);
 
 /**
  * A project's own caps; an unset one is the deployment's default.
@@ -692,7 +722,7 @@ export type LimitOverrides = Message<"relay.v1.LimitOverrides"> & {
  * Use `create(LimitOverridesSchema)` to create a new message.
  */
 export const LimitOverridesSchema: GenMessage<LimitOverrides> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 24);
+  messageDesc(file_relay_v1_projects, 26);
 
 /**
  * @generated from message relay.v1.GetProjectLimitsRequest
@@ -709,7 +739,7 @@ export type GetProjectLimitsRequest = Message<"relay.v1.GetProjectLimitsRequest"
  * Use `create(GetProjectLimitsRequestSchema)` to create a new message.
  */
 export const GetProjectLimitsRequestSchema: GenMessage<GetProjectLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 25);
+  messageDesc(file_relay_v1_projects, 27);
 
 /**
  * @generated from message relay.v1.GetProjectLimitsResponse
@@ -726,7 +756,7 @@ export type GetProjectLimitsResponse = Message<"relay.v1.GetProjectLimitsRespons
  * Use `create(GetProjectLimitsResponseSchema)` to create a new message.
  */
 export const GetProjectLimitsResponseSchema: GenMessage<GetProjectLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 26);
+  messageDesc(file_relay_v1_projects, 28);
 
 /**
  * @generated from message relay.v1.SetProjectLimitsRequest
@@ -748,7 +778,7 @@ export type SetProjectLimitsRequest = Message<"relay.v1.SetProjectLimitsRequest"
  * Use `create(SetProjectLimitsRequestSchema)` to create a new message.
  */
 export const SetProjectLimitsRequestSchema: GenMessage<SetProjectLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 27);
+  messageDesc(file_relay_v1_projects, 29);
 
 /**
  * @generated from message relay.v1.SetProjectLimitsResponse
@@ -765,7 +795,7 @@ export type SetProjectLimitsResponse = Message<"relay.v1.SetProjectLimitsRespons
  * Use `create(SetProjectLimitsResponseSchema)` to create a new message.
  */
 export const SetProjectLimitsResponseSchema: GenMessage<SetProjectLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_relay_v1_projects, 28);
+  messageDesc(file_relay_v1_projects, 30);
 
 /**
  * @generated from enum relay.v1.Plan
@@ -875,6 +905,17 @@ export const ProjectService: GenService<{
     methodKind: "unary";
     input: typeof SetProjectLimitsRequestSchema;
     output: typeof SetProjectLimitsResponseSchema;
+  },
+  /**
+   * Owners and the admin: deletes the project and everything it has, its Temporal histories
+   * too (in the background); its slug is not given out again.
+   *
+   * @generated from rpc relay.v1.ProjectService.DeleteProject
+   */
+  deleteProject: {
+    methodKind: "unary";
+    input: typeof DeleteProjectRequestSchema;
+    output: typeof DeleteProjectResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_relay_v1_projects, 0);

@@ -1,21 +1,64 @@
 /**
  * How long the project keeps its requests' headers, bodies and answers: owners set it within the
- * plan's bounds (the daily run erases older content); editors see it read-only.
+ * plan's bounds (the daily run erases older content); editors see it read-only. Owners may also
+ * delete the whole project here, its slug typed and asked twice.
  */
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { type FormEvent, useState } from "react";
+import { ProjectService } from "../../../gen/relay/v1/projects_pb.ts";
 import { RequestLogService, type Retention } from "../../../gen/relay/v1/requests_pb.ts";
 import { fieldError, problemOf } from "../errors.ts";
 import { useInvalidate, useProject } from "../project.ts";
-import { DaysField, Loaded, OwnersForm } from "../ui.tsx";
+import { signOut } from "../session.ts";
+import { ConfirmButton, DaysField, Field, FormError, Loaded, OwnersForm } from "../ui.tsx";
 
 export function RetentionPage() {
-  const { project, token } = useProject();
+  const { project, token, role } = useProject();
   const retention = useQuery(RequestLogService.method.getRetention, { project });
   return (
-    <Loaded query={retention} token={token}>
-      {({ retention }) => retention && <RetentionForm retention={retention} />}
-    </Loaded>
+    <>
+      <Loaded query={retention} token={token}>
+        {({ retention }) => retention && <RetentionForm retention={retention} />}
+      </Loaded>
+      {role === "owner" && <DeleteProject />}
+    </>
+  );
+}
+
+/** Deletes the project: its slug typed first, then asked twice; the session then ends. */
+function DeleteProject() {
+  const { project, token } = useProject();
+  const [typed, setTyped] = useState("");
+  const remove = useMutation(ProjectService.method.deleteProject, {
+    onSuccess: () => signOut(token),
+  });
+  return (
+    <section aria-labelledby="delete-project">
+      <h2 id="delete-project">Delete this project</h2>
+      <p>
+        Everything goes: its keys stop working at once, and its endpoints, schedules, requests with
+        their bodies and attempts, credits and members are deleted, its Temporal histories too. Its
+        name is not given out again.
+      </p>
+      <Field label={`Type ${project} to confirm`}>
+        {(control) => (
+          <input
+            {...control}
+            name="confirm"
+            value={typed}
+            onChange={(e) => setTyped(e.target.value)}
+          />
+        )}
+      </Field>
+      <ConfirmButton
+        label="Delete project"
+        question={`Delete ${project} and everything it has?`}
+        confirmLabel="Yes, delete it"
+        disabled={typed !== project || remove.isPending}
+        onConfirm={() => remove.mutate({ project })}
+      />
+      <FormError problem={remove.error ? problemOf(remove.error) : null} />
+    </section>
   );
 }
 
