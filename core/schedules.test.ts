@@ -3,6 +3,7 @@ import {
   FIRE_TOKEN_TTL_MS,
   fireToken,
   importFireKey,
+  isFireToken,
   isTimeZone,
   parseCron,
   shortestGapMinutes,
@@ -92,8 +93,8 @@ describe("fire tokens", () => {
     expect(await verifyFireToken(otherKey, token, call, now)).toBeNull();
   });
 
-  it("is not asked about an API key's call", async () => {
-    const key = await importFireKey("e".repeat(32));
-    expect(await verifyFireToken(key, "Bearer rk_live_x", call, now)).toBeUndefined();
+  it("is told from an API key's call by its scheme", () => {
+    expect(isFireToken("Relay-Fire sch_abc.live.1.x")).toBe(true);
+    expect(isFireToken("Bearer rk_live_x")).toBe(false);
   });
 });

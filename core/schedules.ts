@@ -180,18 +180,19 @@ export async function fireToken(key: CryptoKey, claims: FireClaims): Promise<str
 const FIRE_TOKEN =
   /^relay-fire +(sch_[A-Za-z0-9_-]{1,40})\.([a-z]{1,8})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/i;
 
+/** Whether an Authorization is a fire's (its scheme), good or not: an API key's call is not. */
+export const isFireToken = (authorization: string) => /^relay-fire /i.test(authorization);
+
 /**
- * The schedule and credit pool an Authorization vouches for, when it is a fire's token signed for
- * this project, path and Idempotency-Key, issued within `FIRE_TOKEN_TTL_MS` of `now`; else null.
- * Not a fire's token at all: undefined (an API key's call, or a wrong one).
+ * The schedule and credit pool a fire's Authorization vouches for, when it is signed for this
+ * project, path and Idempotency-Key, and issued within `FIRE_TOKEN_TTL_MS` of `now`; else null.
  */
 export async function verifyFireToken(
   key: CryptoKey,
   authorization: string,
   call: Pick<FireClaims, "project" | "route"> & { fireId: string | null },
   now: Date,
-): Promise<{ scheduleId: string; mode: KeyMode } | null | undefined> {
-  if (!/^relay-fire /i.test(authorization)) return undefined;
+): Promise<{ scheduleId: string; mode: KeyMode } | null> {
   const [, scheduleId = "", modeText = "", issued = "", mac = ""] =
     FIRE_TOKEN.exec(authorization) ?? [];
   const mode = keyModes.find((m) => m === modeText);

@@ -238,13 +238,16 @@ export async function updateSchedule(
   await ctx.sql.begin(async (tx) => {
     await tx`select 1 from schedules where id = ${scheduleId} for update`;
     await schedules.updateSchedule(tx, scheduleId, spec);
-    await handle.update((previous) => ({
-      ...previous,
-      spec: { cronExpressions: [spec.cron], timezone: spec.timeZone },
-    }));
-    if (spec.paused !== row.paused) {
-      await (spec.paused ? handle.pause("paused by a member") : handle.unpause("resumed"));
-    }
+    const changed = (async () => {
+      await handle.update((previous) => ({
+        ...previous,
+        spec: { cronExpressions: [spec.cron], timezone: spec.timeZone },
+      }));
+      if (spec.paused !== row.paused) {
+        await (spec.paused ? handle.pause("paused by a member") : handle.unpause("resumed"));
+      }
+    })();
+    await changed.catch(noTemporalSchedule(scheduleId));
   });
   return getSchedule(ctx, access.slug, scheduleId);
 }
@@ -280,6 +283,20 @@ export async function forgetSchedule(client: Client, scheduleId: string): Promis
     });
 }
 
+/**
+ * A schedule whose Temporal Schedule is gone (deleted there by hand): 409 rather than a 500; a
+ * DELETE still deletes it.
+ */
+function noTemporalSchedule(scheduleId: string) {
+  return (error: unknown): never => {
+    if (!(error instanceof ScheduleNotFoundError)) throw error;
+    throw new RelayError(
+      "conflict",
+      `schedule '${scheduleId}' has no Temporal Schedule; delete it`,
+    );
+  };
+}
+
 /** Fires the schedule now, through its Temporal Schedule as a timed fire is (paused or not). */
 export async function triggerSchedule(
   ctx: Ctx,
@@ -288,9 +305,6 @@ export async function triggerSchedule(
 ): Promise<ScheduleView> {
   const { access } = await scheduleOf(ctx, slug, scheduleId);
   const handle = (await ctx.temporal()).schedule.getHandle(scheduleId);
-  await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).catch((error: unknown) => {
-    if (!(error instanceof ScheduleNotFoundError)) throw error;
-    throw new RelayError("conflict", `schedule '${scheduleId}' has no Temporal Schedule`);
-  });
+  await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).catch(noTemporalSchedule(scheduleId));
   return getSchedule(ctx, access.slug, scheduleId);
 }

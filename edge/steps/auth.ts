@@ -2,7 +2,7 @@ import { RelayError } from "../../core/errors.ts";
 import { type Cidr, clientAddress } from "../../core/ip.ts";
 import { type KeyState, keyState } from "../../core/keys.ts";
 import { isProjectSlug, type KeyRecord } from "../../core/model.ts";
-import { verifyFireToken } from "../../core/schedules.ts";
+import { isFireToken, verifyFireToken } from "../../core/schedules.ts";
 import { isWellFormedApiKey } from "../../core/secrets.ts";
 import type { EdgeDeps } from "../deps.ts";
 import type { Authenticated, Step, With } from "../pipeline.ts";
@@ -22,9 +22,12 @@ export function auth(
 ): Step<With<"project">, Authenticated> {
   return async function auth(envelope, next) {
     const { request, conn } = envelope;
-    const fire = fireKey && (await scheduleFire(fireKey, envelope, state.now()));
-    if (fire === null) throw wrongKey();
-    if (fire) return next(Object.assign(envelope, fire));
+    const authorization = request.headers.get("authorization");
+    if (fireKey && authorization && isFireToken(authorization)) {
+      const fire = await scheduleFire(fireKey, envelope, authorization, state.now());
+      if (!fire) throw wrongKey();
+      return next(Object.assign(envelope, fire));
+    }
     const source = clientAddress(
       conn.remoteAddress,
       request.headers.get("x-forwarded-for"),
@@ -34,7 +37,7 @@ export function auth(
       state,
       hashKey,
       envelope.project,
-      request.headers.get("authorization"),
+      authorization,
       source ? sourceOf(source) : conn.remoteAddress,
     );
     if (keyStatus === "expired_grace") {
@@ -47,11 +50,16 @@ export function auth(
 }
 
 /** A fire's schedule and its stand-in key; null: a fire's token that does not hold. */
-async function scheduleFire(fireKey: CryptoKey, envelope: With<"project">, now: Date) {
+async function scheduleFire(
+  fireKey: CryptoKey,
+  envelope: With<"project">,
+  authorization: string,
+  now: Date,
+) {
   const { request, project } = envelope;
   const fire = await verifyFireToken(
     fireKey,
-    request.headers.get("authorization") ?? "",
+    authorization,
     {
       project,
       route: envelope.route ?? new URL(request.url).pathname,
