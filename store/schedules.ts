@@ -28,10 +28,13 @@ export interface ScheduleRow extends ScheduleSpec {
   updatedAt: Date;
 }
 
-const columns = (sql: Queryable) => sql`
+/** A schedule as a list shows it: all but its call's body and headers (64 KiB each, at most). */
+export type ScheduleSummary = Omit<ScheduleRow, "body" | "headers">;
+
+const summaryColumns = (sql: Queryable) => sql`
   s.id as "scheduleId", s.project_id as "projectId", p.slug as project, s.endpoint_id as "endpointId",
-  e.line_key || '/' || e.path as endpoint, s.cron, s.time_zone as "timeZone", s.body, s.headers,
-  s.mode, s.paused, s.note, s.fires, s.last_fired_at as "lastFiredAt", s.last_status as "lastStatus",
+  e.line_key || '/' || e.path as endpoint, s.cron, s.time_zone as "timeZone", s.mode, s.paused,
+  s.note, s.fires, s.last_fired_at as "lastFiredAt", s.last_status as "lastStatus",
   s.last_request_id as "lastRequestId", s.created_at as "createdAt", s.updated_at as "updatedAt"`;
 
 const joined = (sql: Queryable) => sql`
@@ -60,7 +63,7 @@ export async function findSchedule(
   projectId?: string,
 ): Promise<ScheduleRow | undefined> {
   const [row] = await sql<ScheduleRow[]>`
-    select ${columns(sql)} from ${joined(sql)}
+    select ${summaryColumns(sql)}, s.body, s.headers from ${joined(sql)}
     where s.id = ${scheduleId} ${projectId === undefined ? sql`` : sql`and s.project_id = ${projectId}`}`;
   return row;
 }
@@ -70,9 +73,9 @@ export async function listSchedules(
   sql: Queryable,
   projectId: string,
   endpointId?: string,
-): Promise<ScheduleRow[]> {
-  return sql<ScheduleRow[]>`
-    select ${columns(sql)} from ${joined(sql)}
+): Promise<ScheduleSummary[]> {
+  return sql<ScheduleSummary[]>`
+    select ${summaryColumns(sql)} from ${joined(sql)}
     where s.project_id = ${projectId}
     ${endpointId === undefined ? sql`` : sql`and s.endpoint_id = ${endpointId}`}
     order by s.created_at, s.id`;

@@ -71,6 +71,7 @@ test("an owner deletes the project from the Retention page, its slug typed and a
   await page.getByLabel(`Type ${p.slug} to confirm`).fill(p.slug);
   await expectEveryControlLabelled(page);
   await remove.click();
+  await screenshot(page, "panel-delete-project");
   await page.getByRole("button", { name: "Yes, delete it" }).click();
   // The session ends with the project: the sign-in form is back.
   await page.getByRole("button", { name: "Sign in" }).waitFor();

@@ -293,7 +293,11 @@ export const schedule = z.strictObject({
   updatedAt: timestamp,
 });
 
-export const scheduleList = z.strictObject({ schedules: z.array(schedule) });
+export const scheduleList = z.strictObject({
+  schedules: z
+    .array(schedule.omit({ body: true, headers: true, nextFireAt: true }))
+    .describe("Without their calls' bodies and headers: read one schedule for those"),
+});
 
 /** Shapes the document names, as `#/components/schemas/{name}`. */
 export const components: Record<string, z.ZodType> = {

@@ -18,7 +18,7 @@ import { newId } from "../../core/secrets.ts";
 import { JOB_TASK_QUEUE, SCHEDULE_FIRE_WORKFLOW } from "../../core/temporal.ts";
 import { projectKey } from "../../platform/temporal.ts";
 import * as routing from "../../store/routing.ts";
-import type { ScheduleRow, ScheduleSpec } from "../../store/schedules.ts";
+import type { ScheduleRow, ScheduleSpec, ScheduleSummary } from "../../store/schedules.ts";
 import * as schedules from "../../store/schedules.ts";
 import { type Ctx, projectAccess } from "./context.ts";
 import { headerName, jsonValue, NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
@@ -115,8 +115,16 @@ export interface ScheduleView {
 }
 
 function viewOf(row: ScheduleRow): ScheduleView {
-  const { projectId, endpointId, project, body, ...view } = row;
-  return { ...view, body: body === null ? null : JSON.parse(body) };
+  const { body, headers, ...summary } = row;
+  return { ...summaryOf(summary), body: body === null ? null : JSON.parse(body), headers };
+}
+
+/** A schedule in a list: its call's body and headers are read one schedule at a time. */
+export type ScheduleSummaryView = Omit<ScheduleView, "body" | "headers" | "nextFireAt">;
+
+function summaryOf(row: ScheduleSummary): ScheduleSummaryView {
+  const { projectId, endpointId, project, ...view } = row;
+  return view;
 }
 
 export async function createSchedule(
@@ -217,11 +225,11 @@ export async function listSchedules(
   ctx: Ctx,
   slug: string,
   endpoint?: { line: string; path: string },
-): Promise<{ schedules: ScheduleView[] }> {
+): Promise<{ schedules: ScheduleSummaryView[] }> {
   const access = await projectAccess(ctx, slug);
   const endpointId = endpoint && (await endpointIdOf(ctx, access.projectId, endpoint));
   const rows = await schedules.listSchedules(ctx.sql, access.projectId, endpointId);
-  return { schedules: rows.map(viewOf) };
+  return { schedules: rows.map(summaryOf) };
 }
 
 export async function updateSchedule(

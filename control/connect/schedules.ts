@@ -7,7 +7,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { keyModes } from "../../core/model.ts";
 import { ScheduleService, type ScheduleSpec } from "../../gen/relay/v1/schedules_pb.ts";
-import type { ScheduleView } from "../api/schedules.ts";
+import type { ScheduleSummaryView, ScheduleView } from "../api/schedules.ts";
 import * as schedules from "../api/schedules.ts";
 import type { ContextOf } from "./caller.ts";
 import { fromEnum, optionalTs, toEnum, ts } from "./convert.ts";
@@ -69,15 +69,16 @@ function specIn(spec: ScheduleSpec | undefined) {
   };
 }
 
-function scheduleOut(s: ScheduleView) {
+/** A schedule; one of a list has no body nor headers (unset). */
+function scheduleOut(s: ScheduleView | ScheduleSummaryView) {
   return {
     ...s,
-    body: fromJson(ValueSchema, (s.body ?? null) as JsonValue),
+    body: "body" in s ? fromJson(ValueSchema, (s.body ?? null) as JsonValue) : undefined,
     mode: toEnum(keyModes, s.mode),
     lastFiredAt: optionalTs(s.lastFiredAt),
     lastStatus: s.lastStatus ?? undefined,
     lastRequestId: s.lastRequestId ?? undefined,
-    nextFireAt: optionalTs(s.nextFireAt ?? null),
+    nextFireAt: "nextFireAt" in s ? optionalTs(s.nextFireAt ?? null) : undefined,
     createdAt: ts(s.createdAt),
     updatedAt: ts(s.updatedAt),
   };

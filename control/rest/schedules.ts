@@ -35,7 +35,7 @@ export const scheduleRoutes: Route[] = tagged("Schedules", [
     `${endpointPath}/schedules`,
     {
       operationId: "listEndpointSchedules",
-      summary: "The endpoint's schedules, oldest first",
+      summary: "The endpoint's schedules, oldest first, without their calls' bodies and headers",
       access: "editor",
       answer: answers.scheduleList,
     },
@@ -49,7 +49,7 @@ export const scheduleRoutes: Route[] = tagged("Schedules", [
     `${base}/schedules`,
     {
       operationId: "listSchedules",
-      summary: "The project's schedules, oldest first",
+      summary: "The project's schedules, oldest first, without their calls' bodies and headers",
       access: "editor",
       answer: answers.scheduleList,
     },

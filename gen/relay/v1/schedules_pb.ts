@@ -120,6 +120,8 @@ export type Schedule = Message<"relay.v1.Schedule"> & {
   timeZone: string;
 
   /**
+   * Unset in a list (as headers are empty there).
+   *
    * @generated from field: google.protobuf.Value body = 5;
    */
   body?: Value | undefined;
@@ -471,7 +473,8 @@ export const ScheduleService: GenService<{
     output: typeof GetScheduleResponseSchema;
   },
   /**
-   * The project's schedules, or one endpoint's, oldest first.
+   * The project's schedules, or one endpoint's, oldest first; without their bodies and headers
+   * (read one schedule for those).
    *
    * @generated from rpc relay.v1.ScheduleService.ListSchedules
    */
