@@ -167,6 +167,16 @@ test("bad schedules get a 400 naming the field; a plan's bounds hold", async () 
     cron: "0 * * * *",
   });
   expect(missing.status).toBe(404);
+  // A stream answers the caller reading it; a fire has none.
+  await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints`, {
+    path: "live",
+    targets: [{ name: "s", targetUrl: "http://127.0.0.1:9/in", deliveryMode: "stream" }],
+  });
+  const streamed = await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints/live/schedules`, {
+    cron: "0 * * * *",
+  });
+  expect(streamed.status).toBe(409);
+  expect(streamed.body).toMatchObject({ error: { code: "conflict" } });
 
   for (let i = 0; i < 10; i++) expect((await create(p, { cron: "*/5 * * * *" })).status).toBe(201);
   const eleventh = await create(p, { cron: "*/5 * * * *" });

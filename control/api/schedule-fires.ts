@@ -30,7 +30,7 @@ export interface ScheduleFireDeps {
   edgeUrl: URL;
   /** The inbound domain: a fire's Host is `{project}.{domain}`. */
   edgeDomain: string;
-  /** A fetch that may set Host, and reads an answer whole (a stream's to its end). */
+  /** A fetch that may set Host, and reads an answer whole. */
   fetch: typeof fetch;
 }
 

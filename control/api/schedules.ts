@@ -138,6 +138,13 @@ export async function createSchedule(
   const given = parseInput(createScheduleBody.superRefine(scheduleRules(access.plan)), input);
   const spec = specOf({ ...defaults, ...given } as ScheduleFields);
   const endpointId = await endpointIdOf(ctx, access.projectId, { line, path });
+  const [endpoint] = await routing.loadEndpoints(ctx.sql, access.projectId, { line, path });
+  if (endpoint?.targets.some((t) => t.deliveryMode === "stream")) {
+    throw new RelayError(
+      "conflict",
+      `endpoint '${line}/${path}' has a stream target: a stream answers the caller that reads it as it comes, and a schedule's fire has none (nor may a stream's call carry the fire's Idempotency-Key)`,
+    );
+  }
   const scheduleId = newId("sch");
   const client = await ctx.temporal();
   await ctx.sql.begin(async (tx) => {

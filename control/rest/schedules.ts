@@ -23,7 +23,7 @@ export const scheduleRoutes: Route[] = tagged("Schedules", [
       example: { cron: "0 9 * * 1-5", timeZone: "Europe/Paris", body: { report: "daily" } },
       answer: answers.schedule,
       status: 201,
-      errors: ["limit_exceeded"],
+      errors: ["limit_exceeded", "conflict"],
     },
     ({ ctx, params, body }) => {
       const { project, line, path } = p(params);
