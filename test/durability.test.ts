@@ -10,36 +10,11 @@ import { eventually } from "./helpers.ts";
 import { ownStack } from "./own-stack.ts";
 
 // A lost attempt counts as lost after 3 s instead of 2 minutes.
-const { stack, call } = ownStack("durability", {
+const { stack, call, projectWithTarget } = ownStack("durability", {
   RELAY_ATTEMPT_TIMEOUT_MS: "3000",
   RELAY_RETRY_INITIAL_MS: "200",
 });
 const edgePort = () => Number(new URL(stack().edgeUrl).port);
-
-/** A paid project `slug` with line v1, endpoint `hook` to `targetUrl`, and a live key. */
-async function projectWithTarget(
-  slug: string,
-  targetUrl: string,
-  timeoutSeconds: number,
-  deliveryMode: "async" | "sync" = "async",
-) {
-  const created = await call(stack().secrets.adminToken, "POST", "/projects", {
-    slug,
-    name: slug,
-    plan: "paid",
-  });
-  const ownerToken = created.ownerToken as string;
-  await call(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
-  await call(ownerToken, "POST", `/projects/${slug}/lines/v1/endpoints`, {
-    path: "hook",
-    targets: [{ name: "t", targetUrl, timeoutSeconds, deliveryMode }],
-  });
-  const minted = await call(ownerToken, "POST", `/projects/${slug}/keys`, {
-    name: "k",
-    mode: "live",
-  });
-  return { ownerToken, key: minted.plaintext as string };
-}
 
 /** A customer's endpoint that accepts every request, noting each one's request id. */
 async function requestIdSink() {

@@ -40,5 +40,29 @@ export function ownStack(name: string, env: Record<string, string> = {}) {
     });
     return (await response.body.json()) as Record<string, unknown>;
   }
-  return { stack: started, call };
+  /** A paid project `slug` with line v1, endpoint `hook` to `targetUrl`, and a live key. */
+  async function projectWithTarget(
+    slug: string,
+    targetUrl: string,
+    timeoutSeconds: number,
+    deliveryMode: "async" | "sync" = "async",
+  ) {
+    const created = await call(started().secrets.adminToken, "POST", "/projects", {
+      slug,
+      name: slug,
+      plan: "paid",
+    });
+    const ownerToken = created.ownerToken as string;
+    await call(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
+    await call(ownerToken, "POST", `/projects/${slug}/lines/v1/endpoints`, {
+      path: "hook",
+      targets: [{ name: "t", targetUrl, timeoutSeconds, deliveryMode }],
+    });
+    const minted = await call(ownerToken, "POST", `/projects/${slug}/keys`, {
+      name: "k",
+      mode: "live",
+    });
+    return { ownerToken, key: minted.plaintext as string };
+  }
+  return { stack: started, call, projectWithTarget };
 }

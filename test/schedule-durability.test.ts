@@ -10,7 +10,7 @@ import { expect, test } from "vitest";
 import { eventually } from "./helpers.ts";
 import { ownStack } from "./own-stack.ts";
 
-const { stack, call } = ownStack("schedule-durability");
+const { stack, call, projectWithTarget } = ownStack("schedule-durability");
 
 /** A target answering each fire after `delayMs`, noting each one's schedule id as it arrives. */
 async function slowTarget(delayMs: number) {
@@ -27,17 +27,7 @@ async function slowTarget(delayMs: number) {
 
 /** A paid project whose endpoint v1/hook has one target, and a yearly schedule on it. */
 async function scheduled(slug: string, targetUrl: string, deliveryMode: "async" | "sync") {
-  const created = await call(stack().secrets.adminToken, "POST", "/projects", {
-    slug,
-    name: slug,
-    plan: "paid",
-  });
-  const ownerToken = created.ownerToken as string;
-  await call(ownerToken, "POST", `/projects/${slug}/lines`, { key: "v1" });
-  await call(ownerToken, "POST", `/projects/${slug}/lines/v1/endpoints`, {
-    path: "hook",
-    targets: [{ name: "t", targetUrl, deliveryMode }],
-  });
+  const { ownerToken } = await projectWithTarget(slug, targetUrl, 30, deliveryMode);
   const schedule = await call(
     ownerToken,
     "POST",
