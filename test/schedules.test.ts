@@ -163,6 +163,9 @@ test("bad schedules get a 400 naming the field; a plan's bounds hold", async () 
   await refused({ cron: "0 * * * *", headers: { Authorization: "x" } }, "headers", "Authorization");
   await refused({ cron: "0 * * * *", body: "x".repeat(70_000) }, "body", "64 KiB");
   await refused({ cron: "0 * * * *", every: "1m" }, "", "every");
+  await refused({ cron: "0 * * * *", note: "a\u0000b" }, "note", "control characters");
+  const longName = await create(p, { cron: "0 * * * *", headers: { ["x".repeat(300)]: "v" } });
+  expect(longName.status).toBe(400);
   const missing = await api(p.ownerToken, "POST", `${p.base}/lines/v1/endpoints/nope/schedules`, {
     cron: "0 * * * *",
   });

@@ -109,13 +109,20 @@ export async function deleteProject(ctx: Ctx, slug: string): Promise<void> {
   await retireProject(ctx.sql, access.projectId, ctx.now());
   await waitForEdgesToCatchUp(ctx.sql);
   const client = await ctx.temporal();
-  await client.workflowService.startBatchOperation({
-    namespace: client.options.namespace,
-    jobId: `delete-project-${access.projectId}-${ctx.now().getTime()}`,
-    reason: `project ${access.slug} deleted`,
-    visibilityQuery: `${searchAttributes.project} = "${access.slug}"`,
-    deletionOperation: {},
-  });
+  await client.workflowService
+    .startBatchOperation({
+      namespace: client.options.namespace,
+      jobId: `delete-project-${access.projectId}-${ctx.now().getTime()}`,
+      reason: `project ${access.slug} deleted`,
+      visibilityQuery: `${searchAttributes.project} = "${access.slug}"`,
+      deletionOperation: {},
+    })
+    .catch((cause: unknown) => {
+      throw new RelayError(
+        "unavailable",
+        `Temporal cannot take the deletion of the project's histories now (${String(cause)}); its keys are revoked, nothing else is deleted: send the DELETE again`,
+      );
+    });
   const scheduled = await listScheduleIds(ctx.sql, access.projectId);
   await Promise.all(scheduled.map((id) => forgetSchedule(client, id)));
   await deleteProjectRows(ctx.sql, access, ctx.now());

@@ -28,6 +28,7 @@ const SET_BY_RELAY =
   /^(host|content-length|content-type|connection|transfer-encoding|te|upgrade|keep-alive|authorization|idempotency-key|relay-schedule-id)$/i;
 
 const MAX_HEADERS = 32;
+const PLAIN_TEXT = new RegExp(NO_CONTROL_CHARACTERS);
 
 const scheduleFields = {
   cron: z
@@ -43,7 +44,7 @@ const scheduleFields = {
     .describe("The IANA time zone the cron is read in"),
   body: jsonValue.describe("The JSON body each fire sends (at most 64 KiB); absent or null: none"),
   headers: z
-    .record(headerName, z.string().max(8192).regex(new RegExp(NO_CONTROL_CHARACTERS)))
+    .record(headerName.max(256), z.string().max(8192).regex(PLAIN_TEXT))
     .refine((h) => Object.keys(h).length <= MAX_HEADERS, `at most ${MAX_HEADERS} headers`)
     .refine((h) => Object.keys(h).every((name) => !SET_BY_RELAY.test(name)), {
       message:
@@ -54,7 +55,12 @@ const scheduleFields = {
     .enum(keyModes)
     .describe("The credit pool the fires are billed to, as a key of that mode's calls are"),
   paused: z.boolean().describe("A paused schedule does not fire (a trigger still does)"),
-  note: z.string().max(200).describe("What the schedule is for"),
+  note: z
+    .string()
+    .max(200)
+    // Postgres cannot store NUL in text; no control character belongs in a note.
+    .refine((note) => note === "" || PLAIN_TEXT.test(note), "must have no control characters")
+    .describe("What the schedule is for"),
 };
 
 const defaults = {
