@@ -290,6 +290,7 @@ function batchDeps(): BatchAttemptDeps {
       claim: async (claims, carrier) => claimTurns(claims, carrier),
       // Turns are signalled here (./workflow-lanes.ts): none is handed over in process.
       listen: (carrier, claims) => new TurnHandOffs().listen(carrier, claims),
+      listenLonger: () => null,
       leave: (leaving, keep) => passTurns(env.client, leaving, keep),
       countWaits: async () => {},
     },

@@ -132,6 +132,7 @@ export function createActivities(deps: ActivityDeps) {
         claim: (claims, carrier) =>
           pipelinedTransaction(sql, (tx) => claimTurnsInOrder(tx, claims, carrier)),
         listen: (carrier, claims) => handOffs.listen(carrier, claims),
+        listenLonger: () => deps.slots.turnListeners.take(project),
         leave: (leaving, keep) => passTurns(sql, leaving, tellTurns, keep),
         countWaits: (entered, left) =>
           sql.begin(async (tx) => {

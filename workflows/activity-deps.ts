@@ -83,6 +83,8 @@ export interface WorkerSlots {
   attempts: ProjectSlots;
   sync: ProjectSlots;
   notifications: ProjectSlots;
+  /** Batch activities listening past a second for their ordered requests' turns (./batch-lanes.ts). */
+  turnListeners: ProjectSlots;
 }
 
 /** What an attempt at a target needs of the worker. */

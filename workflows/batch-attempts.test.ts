@@ -32,6 +32,8 @@ function laneOf(order: string[], handOffs = new TurnHandOffs()) {
         );
       }),
     listen: (carrier, claims) => handOffs.listen(carrier, claims),
+    // Its project's share of long listeners is taken: a wait for a turn lasts a second at most.
+    listenLonger: () => null,
     leave: async (leaving, keep) => {
       for (const { requestId } of leaving) done.add(requestId);
       const next = head();
@@ -167,4 +169,29 @@ test("a call behind another batch's running on the same worker is handed its tur
   expect([firstOf, secondOf]).toEqual([[{ settled: "delivered" }], [{ settled: "delivered" }]]);
   expect([a.attempted, b.attempted]).toEqual([[first.requestId], [second.requestId]]);
   expect(told).toEqual([]);
+});
+
+test("a call whose turn comes past a second is handed it while its activity holds a long listener's slot; without one it waits in its lane and is told", async () => {
+  const outcomes = await Promise.all(
+    [true, false].map(async (listensLonger) => {
+      const [first, second] = [ordered("k"), ordered("k")];
+      const { lanes, told } = laneOf([first.requestId, second.requestId]);
+      const listeners = new ProjectSlots({ slots: 1, perProject: 1 });
+      const b = attemptsWhere(
+        { requestId: "none" },
+        { ...lanes, listenLonger: () => (listensLonger ? listeners.take("acme") : null) },
+      );
+      const secondOf = firstAttemptsOfBatch(b.deps, "acme", "batch-b", [second]);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await lanes.leave(
+        [{ laneId: "lane", requestId: first.requestId, targetIds: [origin.id] }],
+        () => false,
+      );
+      return { answered: await secondOf, told, listenersLeft: listeners.take("acme") !== null };
+    }),
+  );
+  expect(outcomes).toEqual([
+    { answered: [{ settled: "delivered" }], told: [], listenersLeft: true },
+    { answered: [{ inLane: "waits" }], told: [expect.any(String)], listenersLeft: true },
+  ]);
 });

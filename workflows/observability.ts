@@ -70,7 +70,7 @@ const turnedAway = new Counter({
 
 /** The in-flight gauge and the busy counter of one of the worker's pools. */
 export function observeSlots(
-  pool: "attempts" | "sync" | "notifications" | "sync handed over",
+  pool: "attempts" | "sync" | "notifications" | "sync handed over" | "turn listeners",
 ): SlotObserver {
   return {
     inFlight: (project, count) => {

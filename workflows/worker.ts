@@ -124,6 +124,14 @@ const activities = createActivities({
       },
       observeSlots("notifications"),
     ),
+    // Each holds a local activity slot while it listens: at most half of them listen at once.
+    turnListeners: new ProjectSlots(
+      {
+        slots: Math.max(1, Math.floor(config.RELAY_WORKER_ATTEMPT_SLOTS / 2)),
+        perProject: config.RELAY_PROJECT_ATTEMPTS_IN_FLIGHT,
+      },
+      observeSlots("turn listeners"),
+    ),
   },
 });
 // One bundle of the workflows for the three workers below: the build's, or made now from source.
