@@ -84,6 +84,15 @@ export interface NotificationTarget {
   key: Uint8Array<ArrayBuffer>;
 }
 
+/** Whether the project `slug` set a notification URL. */
+export async function notifies(sql: Sql, slug: string): Promise<boolean> {
+  const [row] = await sql<{ set: boolean }[]>`
+    select exists (
+      select 1 from notification_settings n join projects p on p.id = n.project_id
+      where p.slug = ${slug}) as set`;
+  return row?.set === true;
+}
+
 /** The project `slug`'s URL and key, or null when it set none. */
 export async function notificationTarget(
   sql: Sql,

@@ -192,6 +192,10 @@ export const activities: Activities = {
   async disableTarget() {
     return false;
   },
+  // Every project here but `quiet` set a notification URL.
+  async projectNotifies(project: string) {
+    return project !== "quiet";
+  },
   async notify(event: NotificationEvent) {
     calls.push({ name: "notify", args: [event] });
     return "none" as const;

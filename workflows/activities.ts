@@ -25,6 +25,7 @@ import {
   type TellTurns,
   type Turn,
 } from "../store/lanes.ts";
+import { notifies } from "../store/notifications.ts";
 import * as requestLog from "../store/request-log.ts";
 import { type Pruned, pruneRequestLog } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
@@ -299,6 +300,8 @@ export function createActivities(deps: ActivityDeps) {
       callsWaitedHere(deps.syncAnswers, calls, syncCallsClaimed),
     /** A stream record queued before edges sent them to the control plane (workflows.ts). */
     recordStreamCall: (record: StreamRecord): Promise<void> => requestLog.recordStream(sql, record),
+    /** Whether the project set a notification URL: a workflow raises its events only then. */
+    projectNotifies: (project: string): Promise<boolean> => notifies(sql, project),
     notify: inProjectShare(
       deps.slots.notifications,
       notifier({ sql, sealingKey, callTarget: deps.callTarget, now }),

@@ -4,7 +4,13 @@
  * notification URL that is down delays neither a request nor a circuit.
  */
 import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
-import { ParentClosePolicy, patched, proxyActivities, startChild } from "@temporalio/workflow";
+import {
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  startChild,
+} from "@temporalio/workflow";
 import type { DeliveryInput } from "../core/delivery.ts";
 import type { RequestStatus } from "../core/model.ts";
 import type { NotificationEvent } from "../core/notifications.ts";
@@ -23,11 +29,23 @@ export async function sendNotification(event: NotificationEvent): Promise<string
   return notify(event);
 }
 
+const { projectNotifies } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "10 seconds",
+  retry: { maximumInterval: "1 minute" },
+});
+
 /** Notifications raised before they had a task queue of their own replay on the deliveries'. */
 const OWN_QUEUE = "notifications-own-queue";
+/** Workflows begun before raised every event, its project's notification URL set or not. */
+const ONLY_WITH_A_URL = "notify-only-with-a-url";
 
-/** Raises `event`: its notification goes out on its own, after the raising workflow ends too. */
+/**
+ * Raises `event`: its notification goes out on its own, after the raising workflow ends too. A
+ * project with no notification URL raises nothing: a target down for a day fails every request
+ * sent to it, and each raised was a workflow that found no URL.
+ */
 export async function raise(event: NotificationEvent): Promise<void> {
+  if (patched(ONLY_WITH_A_URL) && !(await projectNotifies(event.project))) return;
   await startChild(sendNotification, {
     workflowId: event.id,
     args: [event],

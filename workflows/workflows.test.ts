@@ -28,6 +28,7 @@ import {
   recordHistory,
   relayStatus,
   script,
+  start,
   target,
   taskQueue,
   timers,
@@ -90,6 +91,21 @@ test("deliverBatch settles the requests its attempts ended, retries briefly in i
   const notification = (id: unknown) => env.client.workflow.getHandle(`request.failed.${id}`);
   expect((await notification(failed).describe()).type).toBe("sendNotification");
   await expect(notification(delivered).describe()).rejects.toThrow();
+});
+
+test("a request failed for good raises its notification only where its project set a notification URL", async () => {
+  const rejecting = target("gone");
+  script.set(rejecting.id, [{ status: 404 }, { status: 404 }]);
+  const told = delivery([rejecting]);
+  const quiet = { ...delivery([rejecting]), project: "quiet" };
+  const notification = (id: string) => env.client.workflow.getHandle(`request.failed.${id}`);
+  for (const request of [told, quiet]) expect(await (await start(request)).result()).toBe("failed");
+  await recordHistory(
+    env.client.workflow.getHandle(quiet.requestId),
+    "request-failed-in-a-project-without-notifications",
+  );
+  expect((await notification(told.requestId).describe()).type).toBe("sendNotification");
+  await expect(notification(quiet.requestId).describe()).rejects.toThrow();
 });
 
 test("deliverBatch of delayed requests opens them scheduled, waits for the last one's time, and hands one on with the wait it has left", async () => {
