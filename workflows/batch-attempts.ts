@@ -102,10 +102,14 @@ async function attemptAll(
         ]
       : [];
   });
+  // Its other requests' verdicts (a retry's wait, a callback) wait for the activity's end: a
+  // batch that has some listens no longer than a second at a time for its turns.
+  const lanes =
+    inLanes.length === asked.length ? deps.lanes : { ...deps.lanes, listenLonger: () => null };
   const outcomes: ((FirstAttempt | null)[] | InLane)[] = asked.map(() => "waits");
   await Promise.all([
     inLanes.length > 0 &&
-      attemptInTurns(deps.lanes, carrier, inLanes, attempt).then((answers) => {
+      attemptInTurns(lanes, carrier, inLanes, attempt).then((answers) => {
         inLanes.forEach(({ i }, k) => {
           outcomes[i] = answers[k] ?? "waits";
         });
