@@ -59,8 +59,7 @@ const CHAIN_MS = 5_000;
  * the lane, whose leave likely gives the turn, lasts up to about this. With such a slot (a batch
  * of ordered requests only, ./batch-attempts.ts) it listens until CHAIN_MS: a contended key's
  * backlog spans more batches than run at once, and a turn that finds its batch's activity gone
- * costs a signal, a workflow task and an activity (measured: half of a contended key's turns were
- * signalled with a second's wait, 1% with the chain's). The batch's attempted requests wait
+ * costs a signal, a workflow task and an activity. The batch's attempted requests wait
  * meanwhile, their local activity slot held.
  */
 const HAND_OFF_WAIT_MS = 1000;
