@@ -241,3 +241,23 @@ export async function signalTurns<
   );
   return gone.flat();
 }
+
+/**
+ * Deletes every workflow of a deleted project, running ones terminated first, with a batch
+ * operation of Temporal's by the project's search attribute: it goes on in the background.
+ * `pass` names the job with the slug (a slug is never given out again; Temporal refuses a job id
+ * twice).
+ */
+export async function deleteProjectHistories(
+  client: Client,
+  slug: string,
+  pass: string,
+): Promise<void> {
+  await client.workflowService.startBatchOperation({
+    namespace: client.options.namespace,
+    jobId: `delete-project-${slug}-${pass}`,
+    reason: `project ${slug} deleted`,
+    visibilityQuery: `${searchAttributes.project} = "${slug}"`,
+    deletionOperation: {},
+  });
+}

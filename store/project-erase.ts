@@ -64,3 +64,28 @@ export function deleteProjectRows(
     return deleted.length > 0;
   });
 }
+
+/** A deleted project's histories are deleted once more this long after its DELETE. */
+export const SWEEP_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * Deletes once more the Temporal histories of the projects deleted at least SWEEP_AFTER_MS ago
+ * (by then no workflow of theirs starts another: their rows are gone), a hundred a run, each once;
+ * answers how many.
+ */
+export async function sweepDeletedProjects(
+  sql: Sql,
+  now: Date,
+  deleteHistories: (slug: string) => Promise<void>,
+): Promise<number> {
+  const rows = await sql<{ slug: string }[]>`
+    select slug from deleted_projects
+    where histories_swept_at is null
+      and deleted_at < ${new Date(now.getTime() - SWEEP_AFTER_MS)}
+    order by deleted_at limit 100`;
+  for (const { slug } of rows) {
+    await deleteHistories(slug);
+    await sql`update deleted_projects set histories_swept_at = ${now} where slug = ${slug}`;
+  }
+  return rows.length;
+}

@@ -39,6 +39,9 @@ export interface Pruned {
   scheduled: number;
 }
 
+/** The daily run's whole answer: the log's pruning, and deleted projects swept (./project-erase.ts). */
+export type RetentionRun = Pruned & { deletedProjects: number };
+
 export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number): Promise<Pruned> {
   const cutoff = new Date(now.getTime() - retentionMs);
   const pruned: Pruned = {

@@ -6,7 +6,8 @@
  */
 import { ScheduleNotFoundError } from "@temporalio/client";
 import { afterAll, expect, test } from "vitest";
-import { searchAttributes } from "../core/temporal.ts";
+import { RETENTION_SCHEDULE_ID, searchAttributes } from "../core/temporal.ts";
+import { projectKey } from "../platform/temporal.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
@@ -97,3 +98,34 @@ test("a deleted project is gone: its keys, its rows, its Temporal histories and 
   expect(again.status).toBe(409);
   expect(again.body).toMatchObject({ error: { code: "conflict" } });
 }, 120_000);
+
+test("a workflow of a deleted project's that escaped its DELETE is deleted by the first daily run an hour later", async () => {
+  const p = await projectWithEndpoint([{ name: "a", targetUrl: sink.url }]);
+  expect((await api(p.ownerToken, "DELETE", p.base)).status).toBe(204);
+  // Started after the deletion's batch, as a running workflow of the project may start one.
+  const escaped = await temporal.workflow.start("pruneRequestLog", {
+    taskQueue: "nobody-polls-this",
+    workflowId: `escaped-${p.slug}`,
+    typedSearchAttributes: [{ key: projectKey, value: p.slug }],
+  });
+  await eventually(async () => (await workflowsOf(p.slug)) === 1, 30_000);
+  const swept = () => sql<{ at: Date | null }[]>`
+    select histories_swept_at as at from deleted_projects where slug = ${p.slug}`;
+
+  // Within the hour the daily run leaves it: a workflow of the project may still start one.
+  const retention = temporal.schedule.getHandle(RETENTION_SCHEDULE_ID);
+  const runs = async () => (await retention.describe()).info.numActionsTaken;
+  const before = await runs();
+  await retention.trigger();
+  await eventually(async () => (await runs()) > before, 30_000);
+  await eventually(async () => (await retention.describe()).info.runningActions.length === 0);
+  expect(await swept()).toEqual([{ at: null }]);
+  expect(await workflowsOf(p.slug)).toBe(1);
+
+  await sql`update deleted_projects set deleted_at = deleted_at - interval '61 minutes'
+    where slug = ${p.slug}`;
+  await retention.trigger();
+  await eventually(async () => (await swept())[0]?.at !== null, 30_000);
+  await eventually(async () => (await workflowsOf(p.slug)) === 0, 60_000);
+  await expect(escaped.fetchHistory()).rejects.toThrow(/workflow not found/);
+}, 180_000);

@@ -267,7 +267,7 @@ export const activities: Activities = {
   async pruneExpiredRequests() {
     calls.push({ name: "pruneExpiredRequests", args: [] });
     const none = { content: 0, idempotencyKeys: 0, laneEntries: 0, recoveries: 0 };
-    return { requests: 5, bodies: 2, holds: 1, scheduled: 0, ...none };
+    return { requests: 5, bodies: 2, holds: 1, scheduled: 0, deletedProjects: 0, ...none };
   },
 };
 

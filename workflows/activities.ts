@@ -26,8 +26,9 @@ import {
   type Turn,
 } from "../store/lanes.ts";
 import { notifies } from "../store/notifications.ts";
+import { sweepDeletedProjects } from "../store/project-erase.ts";
 import * as requestLog from "../store/request-log.ts";
-import { type Pruned, pruneRequestLog } from "../store/retention.ts";
+import { pruneRequestLog, type RetentionRun } from "../store/retention.ts";
 import { rotateExpiringKeys } from "../store/rotation.ts";
 import { signingSecretsOfTarget } from "../store/signing.ts";
 import { laneWait, laneWaits } from "../store/waiting.ts";
@@ -67,7 +68,7 @@ const BUSY: SyncOutcome = { kind: "busy" };
 const MAX_OPENED_KEYS = 10_000;
 
 export function createActivities(deps: ActivityDeps) {
-  const { sql, now, sealingKey, retryPolicy, logRetentionMs, waitingCaps } = deps;
+  const { sql, now, sealingKey, retryPolicy, logRetentionMs, waitingCaps, deleteHistories } = deps;
   const attempts: AttemptDeps = {
     ...deps,
     signingKeysOf: signingKeys(sql, sealingKey),
@@ -309,8 +310,12 @@ export function createActivities(deps: ActivityDeps) {
     callBack: inProjectShare(deps.slots.notifications, callbackSender(attempts)),
     rotateExpiringKeys: async (): Promise<number> =>
       rotateExpiringKeys(sql, await now(), sealingKey),
-    pruneExpiredRequests: async (): Promise<Pruned> =>
-      pruneRequestLog(sql, await now(), logRetentionMs),
+    /** The daily retention run, and deleted projects' histories deleted a second time. */
+    pruneExpiredRequests: async (): Promise<RetentionRun> => {
+      const at = await now();
+      const pruned = await pruneRequestLog(sql, at, logRetentionMs);
+      return { ...pruned, deletedProjects: await sweepDeletedProjects(sql, at, deleteHistories) };
+    },
   };
 }
 

@@ -46,6 +46,8 @@ export interface ActivityDeps {
   sealingKey: CryptoKey;
   /** How long a finished request stays in the log. */
   logRetentionMs: number;
+  /** Deletes a deleted project's Temporal histories (a batch operation; platform/temporal.ts). */
+  deleteHistories: (slug: string) => Promise<void>;
   /** Each plan's cap on a project's scheduled and held deliveries. */
   waitingCaps: PlanCaps;
   /** Told of every finished attempt (the log and the metrics). */

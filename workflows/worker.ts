@@ -25,6 +25,7 @@ import { serveOps } from "../platform/ops-http.ts";
 import { machineAddresses, targetCaller, targetDispatcher } from "../platform/targets.ts";
 import {
   connectTemporal,
+  deleteProjectHistories,
   ensureCircuit,
   ensureSchedules,
   joinOrderingLane,
@@ -88,6 +89,7 @@ const activities = createActivities({
   now: workerClock(sql, config.RELAY_DEV_CLOCK),
   sealingKey: await importSealingKey(config.RELAY_ENCRYPTION_KEY),
   logRetentionMs: config.RELAY_LOG_RETENTION_DAYS * DAY_MS,
+  deleteHistories: (slug) => deleteProjectHistories(client, slug, `swept-${Date.now()}`),
   waitingCaps: waitingCapsFrom(config),
   observeAttempt,
   observeCircuit,

@@ -258,6 +258,7 @@ test("recordStream, rotateKeys and pruneRequestLog answer their activity's answe
     recoveries: 0,
     holds: 1,
     scheduled: 0,
+    deletedProjects: 0,
   });
   await recordHistory(retention, "log-pruned");
 });

@@ -36,7 +36,7 @@ import {
 import type { RequestStatus } from "../core/model.ts";
 import { retryScheduleOf } from "../core/retry.ts";
 import { circuitWorkflowId } from "../core/temporal.ts";
-import type { Pruned } from "../store/retention.ts";
+import type { RetentionRun } from "../store/retention.ts";
 import type { Activities } from "./activities.ts";
 import type { RetryPolicy } from "./activity-deps.ts";
 import { callBackEnds } from "./callbacks.ts";
@@ -388,7 +388,7 @@ export async function rotateKeys(): Promise<number> {
   return rotateExpiringKeys();
 }
 
-/** Returns how many requests and stored bodies left the log. */
-export async function pruneRequestLog(): Promise<Pruned> {
+/** Returns how many requests and stored bodies left the log, and deleted projects swept. */
+export async function pruneRequestLog(): Promise<RetentionRun> {
   return pruneExpiredRequests();
 }

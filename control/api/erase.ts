@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { RelayError } from "../../core/errors.ts";
 import { finishedStatuses, type Plan } from "../../core/model.ts";
-import { searchAttributes } from "../../core/temporal.ts";
+import { deleteProjectHistories } from "../../platform/temporal.ts";
 import { waitForEdgesToCatchUp } from "../../store/changes.ts";
 import * as erase from "../../store/content-erase.ts";
 import { deleteProjectRows, retireProject } from "../../store/project-erase.ts";
@@ -109,20 +109,14 @@ export async function deleteProject(ctx: Ctx, slug: string): Promise<void> {
   await retireProject(ctx.sql, access.projectId, ctx.now());
   await waitForEdgesToCatchUp(ctx.sql);
   const client = await ctx.temporal();
-  await client.workflowService
-    .startBatchOperation({
-      namespace: client.options.namespace,
-      jobId: `delete-project-${access.projectId}-${ctx.now().getTime()}`,
-      reason: `project ${access.slug} deleted`,
-      visibilityQuery: `${searchAttributes.project} = "${access.slug}"`,
-      deletionOperation: {},
-    })
-    .catch((cause: unknown) => {
+  await deleteProjectHistories(client, access.slug, String(ctx.now().getTime())).catch(
+    (cause: unknown) => {
       throw new RelayError(
         "unavailable",
         `Temporal cannot take the deletion of the project's histories now (${String(cause)}); its keys are revoked, nothing else is deleted: send the DELETE again`,
       );
-    });
+    },
+  );
   const scheduled = await listScheduleIds(ctx.sql, access.projectId);
   await Promise.all(scheduled.map((id) => forgetSchedule(client, id)));
   await deleteProjectRows(ctx.sql, access, ctx.now());
