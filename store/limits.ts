@@ -80,8 +80,8 @@ export async function projectUsage(
       (select count(*)::int from members where project_id = ${projectId}) as members,
       (select count(*)::int from api_keys where project_id = ${projectId}
         and revoked_at is null and (expires_at is null or expires_at > ${now})) as keys,
-      (select count(*)::int from requests where project_id = ${projectId}
-        and status = 'delivering' and replays > 0) as replays`;
+      (select count(*)::int from replays_begun b join requests r on r.id = b.request_id
+        where b.project_id = ${projectId} and r.status = 'delivering') as replays`;
   return usage as ProjectUsage;
 }
 

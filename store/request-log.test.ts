@@ -354,3 +354,26 @@ test("an attempt started again after an earlier one delivered starts nothing: it
   ]);
   expect([replayed?.attempt, replayed?.delivered]).toEqual([2, undefined]);
 });
+
+test("no index of requests or attempts names a column their settles write, so a settle may be a HOT update", async () => {
+  const settled = {
+    requests: ["status", "updated_at", "skipped"],
+    attempts: [
+      "status_code",
+      "latency_ms",
+      "error",
+      "response_headers",
+      "response_body",
+      "skipped",
+    ],
+  };
+  for (const [table, columns] of Object.entries(settled)) {
+    const indexes = await sql<{ definition: string }[]>`
+      select pg_get_indexdef(indexrelid) as definition from pg_index
+      where indrelid = ${table}::regclass`;
+    expect(indexes.length).toBeGreaterThan(0);
+    for (const { definition } of indexes) {
+      for (const column of columns) expect(definition).not.toMatch(new RegExp(`\\b${column}\\b`));
+    }
+  }
+});

@@ -283,6 +283,15 @@ export async function beginReplay(
     from was where r.id = was.id and was.status in ${tx(finishedStatuses)}
       and r.content_erased_at is null
     returning r.replays as replay, was.status as was`;
+  if (!begun) return undefined;
+  // Counted among the project's replays under way (store/limits.ts) while it is delivering; the
+  // project's replays that ended are forgotten here, so the rows stay as few as those under way.
+  await tx`
+    delete from replays_begun b where b.project_id = ${projectId}
+      and not exists (select 1 from requests r where r.id = b.request_id and r.status = 'delivering')`;
+  await tx`
+    insert into replays_begun (request_id, project_id) values (${requestId}, ${projectId})
+    on conflict (request_id) do nothing`;
   return begun;
 }
 
