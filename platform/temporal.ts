@@ -4,6 +4,7 @@ import {
   Client,
   Connection,
   type DataConverter,
+  isGrpcServiceError,
   ScheduleAlreadyRunning,
   ScheduleOverlapPolicy,
   WorkflowNotFoundError,
@@ -242,22 +243,41 @@ export async function signalTurns<
   return gone.flat();
 }
 
+/** gRPC's RESOURCE_EXHAUSTED: Temporal's answer while the namespace runs its most batch jobs. */
+const RESOURCE_EXHAUSTED = 8;
+/** How long a deletion waits for another batch job to end (Temporal runs one at a time). */
+const BATCH_WAIT_MS = 20_000;
+const BATCH_LOOK_MS = 250;
+
 /**
  * Deletes every workflow of a deleted project, running ones terminated first, with a batch
  * operation of Temporal's by the project's search attribute: it goes on in the background.
  * `pass` names the job with the slug (a slug is never given out again; Temporal refuses a job id
- * twice).
+ * twice). A namespace runs one batch job at a time unless its operator allows more
+ * (`frontend.MaxConcurrentBatchOperationPerNamespace`), so a deletion refused for another's waits
+ * BATCH_WAIT_MS at most for it to end, then is refused as Temporal refused it.
  */
 export async function deleteProjectHistories(
   client: Client,
   slug: string,
   pass: string,
 ): Promise<void> {
-  await client.workflowService.startBatchOperation({
+  const request = {
     namespace: client.options.namespace,
     jobId: `delete-project-${slug}-${pass}`,
     reason: `project ${slug} deleted`,
     visibilityQuery: `${searchAttributes.project} = "${slug}"`,
     deletionOperation: {},
-  });
+  };
+  const deadline = Date.now() + BATCH_WAIT_MS;
+  for (;;) {
+    try {
+      await client.workflowService.startBatchOperation(request);
+      return;
+    } catch (error) {
+      const busy = isGrpcServiceError(error) && error.code === RESOURCE_EXHAUSTED;
+      if (!busy || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, BATCH_LOOK_MS));
+    }
+  }
 }
