@@ -287,8 +287,8 @@ export async function beginReplay(
   // Counted among the project's replays under way (store/limits.ts) while it is delivering; the
   // project's replays that ended are forgotten here, so the rows stay as few as those under way.
   await tx`
-    delete from replays_begun b where b.project_id = ${projectId}
-      and not exists (select 1 from requests r where r.id = b.request_id and r.status = 'delivering')`;
+    delete from replays_begun b where b.project_id = ${projectId} and not exists (
+      select 1 from requests r where r.id = b.request_id and r.status = 'delivering')`;
   await tx`
     insert into replays_begun (request_id, project_id) values (${requestId}, ${projectId})
     on conflict (request_id) do nothing`;

@@ -39,7 +39,7 @@ export interface Pruned {
   scheduled: number;
 }
 
-/** The daily run's whole answer: the log's pruning, and deleted projects swept (./project-erase.ts). */
+/** The daily run's answer: the log's pruning, and deleted projects swept (./project-erase.ts). */
 export type RetentionRun = Pruned & { deletedProjects: number };
 
 export async function pruneRequestLog(sql: Sql, now: Date, retentionMs: number): Promise<Pruned> {
