@@ -41,7 +41,7 @@ test("a schedule made in the panel fires now, is paused, and a bad cron is named
   await expect.poll(() => target.received.length, { timeout: 15_000 }).toBe(1);
   expect(JSON.parse(target.received[0]?.body ?? "")).toEqual({ report: "daily" });
   await page.reload();
-  await page.getByRole("link", { name: "request" }).waitFor();
+  await page.getByRole("link", { name: "request", exact: true }).waitFor();
   await page.getByText("· 202").waitFor();
   await expectEveryControlLabelled(page);
   await screenshot(page, "panel-schedules");
