@@ -1,5 +1,6 @@
 /** The Temporal client the worker and the control plane share, and the daily Schedules. */
 import { readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   Client,
   Connection,
@@ -277,7 +278,7 @@ export async function deleteProjectHistories(
     } catch (error) {
       const busy = isGrpcServiceError(error) && error.code === RESOURCE_EXHAUSTED;
       if (!busy || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, BATCH_LOOK_MS));
+      await sleep(BATCH_LOOK_MS);
     }
   }
 }
