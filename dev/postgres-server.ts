@@ -27,7 +27,17 @@ async function runEmbeddedPostgres(dir: string, port: number): Promise<void> {
     createPostgresUser: process.getuid?.() === 0,
     // Room for every pool of a stack of two of each process and a Temporal cluster of two
     // nodes (each of its services keeps pools of its own): 100, the default, runs out.
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=400"],
+    // Autovacuum looks at each database every 10 s, not every minute: until it first analyzes
+    // the request log, the planner has no statistics and expects one id to match 0.5% of a
+    // table, so a fresh stack's statements scan the log whole as it grows (docs/deployment.md).
+    postgresFlags: [
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "max_connections=400",
+      "-c",
+      "autovacuum_naptime=10s",
+    ],
     onLog: () => {},
     onError: (error) => console.error("[postgres]", error),
   });
