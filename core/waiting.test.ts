@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import {
+  admittedInOrder,
   defaultWaitingCaps,
   heldPlaces,
   roomFor,
@@ -22,6 +23,13 @@ test("a waiting delivery fits while fewer than the cap wait; the refusal names t
   expect(roomFor(1, 3, 2)).toBe(true);
   expect(roomFor(2, 3, 2)).toBe(false);
   expect(waitingCapMessage(3)).toMatch(/cap of 3 scheduled and held deliveries/);
+});
+
+test("calls take places in order while the cap allows; a repeat keeps its own and takes none", () => {
+  expect(admittedInOrder(1, 3, [false, false, false])).toEqual([true, true, false]);
+  expect(admittedInOrder(3, 3, [false, true, false])).toEqual([false, true, false]);
+  expect(admittedInOrder(1, 3, [true, false, false, false])).toEqual([true, true, true, false]);
+  expect(admittedInOrder(0, 0, [false])).toEqual([false]);
 });
 
 test("a call takes a place for each async target held now, none for others", () => {

@@ -24,6 +24,24 @@ export function roomFor(waiting: number, cap: number, more = 1): boolean {
 }
 
 /**
+ * Which of several calls, each wanting one place, take one in order while the cap allows, with
+ * `waiting` taken already; a repeat (`repeated`) keeps the place it has and takes no other.
+ */
+export function admittedInOrder(
+  waiting: number,
+  cap: number,
+  repeated: readonly boolean[],
+): boolean[] {
+  let taken = waiting;
+  return repeated.map((repeat) => {
+    if (repeat) return true;
+    if (!roomFor(taken, cap)) return false;
+    taken++;
+    return true;
+  });
+}
+
+/**
  * How long a place taken for a call to a held target (`heldPlaces`) lasts when no worker turns it
  * into the held delivery itself, nor a release gives it back: longer than any worker's way to
  * it, short enough that one lost to a failed start does not fill the cap for long.

@@ -48,6 +48,7 @@ export function deleteProjectRows(
     for (const table of [
       "lane_waits",
       "lane_wait_counts",
+      "scheduled_counts",
       "accepted_starts",
       "idempotency_keys",
       "held_places",

@@ -5,7 +5,7 @@ import { projectWithEndpoint, stack } from "../test/helpers.ts";
 import { pauseTarget } from "./circuits.ts";
 import { connect } from "./db.ts";
 import { holdDelivery } from "./held.ts";
-import { admitHeld, heldCount, lapsePlaces, releasePlaces } from "./waiting.ts";
+import { admitHeld, admitScheduled, heldCount, lapsePlaces, releasePlaces } from "./waiting.ts";
 
 const sql = connect(stack().databaseUrl, { max: 2 });
 afterAll(() => sql.end());
@@ -62,4 +62,73 @@ test("a place taken for a held target counts until a worker holds the delivery, 
   expect(await place("r5")).toBe(true);
   await pauseTarget(sql, targetId, false);
   expect(await heldCount(sql, projectId)).toBe(1);
+});
+
+/** A project of its own (no endpoint), as the waiting tables name it. */
+async function bareProject(): Promise<string> {
+  const id = newId("prj");
+  await sql`insert into projects (id, slug, name, plan) values (${id}, ${id}, 'waiting', 'paid')`;
+  return id;
+}
+
+/**
+ * Rows of `scheduled_calls` a delayed call's admission reads, in its transaction (rolled back):
+ * its table's and its indexes' reads, from this transaction's own statistics.
+ */
+async function rowsReadAdmitting(projectId: string, cap: number): Promise<number> {
+  let read = 0;
+  await sql
+    .begin(async (tx) => {
+      const now = new Date();
+      const notBefore = new Date(now.getTime() + 60_000);
+      const requestId = newId("req");
+      expect(await admitScheduled(tx, { projectId, requestId, notBefore, now, cap })).toBe(true);
+      const [row] = await tx<{ read: number }[]>`
+        select (select coalesce(sum(seq_tup_read), 0) from pg_stat_xact_user_tables
+          where relname = 'scheduled_calls')
+        + (select coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0) from pg_index
+          where indrelid = 'scheduled_calls'::regclass) as read`;
+      read = Number(row?.read);
+      throw new Error("rolled back");
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof Error && error.message === "rolled back")) throw error;
+    });
+  return read;
+}
+
+test("a delayed call's admission reads as few rows with 20,000 delayed calls waiting as with 10", async () => {
+  const [few, many] = [await bareProject(), await bareProject()];
+  const waiting = (projectId: string, n: number) => sql`
+    insert into scheduled_calls (request_id, project_id, not_before)
+    select ${projectId} || '-' || g, ${projectId}, now() + interval '1 day'
+    from generate_series(1, ${n}::int) g`;
+  await waiting(few, 10);
+  await waiting(many, 20_000);
+  await sql`analyze scheduled_calls`;
+  const [readFew, readMany] = [
+    await rowsReadAdmitting(few, 100_000),
+    await rowsReadAdmitting(many, 100_000),
+  ];
+  expect(readMany).toBeLessThanOrEqual(readFew + 10);
+  await sql`delete from projects where id = any(${[few, many]})`;
+});
+
+test("delayed calls are counted as they come and go: admitted to the cap, a repeat keeping its place, due ones leaving", async () => {
+  const projectId = await bareProject();
+  const now = new Date();
+  const at = (ms: number) => new Date(now.getTime() + ms);
+  const admit = (requestId: string, notBefore: Date, cap = 3, when = now) =>
+    sql.begin((tx) => admitScheduled(tx, { projectId, requestId, notBefore, now: when, cap }));
+  expect([
+    await admit("a", at(1_000)),
+    await admit("b", at(60_000)),
+    await admit("c", at(60_000)),
+    await admit("d", at(60_000)),
+  ]).toEqual([true, true, true, false]);
+  expect(await admit("b", at(60_000))).toBe(true);
+  // "a" is due 2 s on: it leaves the count, and "d" finds its place.
+  expect(await admit("d", at(60_000), 3, at(2_000))).toBe(true);
+  expect(await admit("e", at(60_000), 3, at(2_000))).toBe(false);
+  await sql`delete from projects where id = ${projectId}`;
 });

@@ -9,7 +9,7 @@
  * project's async calls.
  */
 import type { Plan } from "../core/model.ts";
-import { HELD_PLACE_MS, roomFor, waitingCap } from "../core/waiting.ts";
+import { admittedInOrder, HELD_PLACE_MS, roomFor, waitingCap } from "../core/waiting.ts";
 import { recordChange } from "./changes.ts";
 import type { Queryable, Sql } from "./db.ts";
 
@@ -87,34 +87,66 @@ export async function laneWaits(
 /**
  * Takes a place among the project's waiting deliveries for a delayed call, when one is left
  * (scheduled calls not yet due and held deliveries, against the cap): false when none is. A
- * repeat of a call (its Idempotency-Key) keeps its place. Calls past their time leave the count
- * here (and in the retention's sweep). In the caller's transaction.
+ * repeat of a call (its Idempotency-Key) keeps its place. In the caller's transaction.
  */
 export async function admitScheduled(
   tx: Queryable,
   call: { projectId: string; requestId: string; notBefore: Date; now: Date; cap: number },
 ): Promise<boolean> {
-  await lockWaiting(tx, call.projectId);
-  await tx`
-    delete from scheduled_calls where project_id = ${call.projectId} and not_before <= ${call.now}`;
-  const [row] = await tx<{ scheduled: number; again: boolean }[]>`
-    select count(*)::int as scheduled, bool_or(request_id = ${call.requestId}) as again
-    from scheduled_calls where project_id = ${call.projectId}`;
-  if (row?.again) return true;
-  const waiting = (row?.scheduled ?? 0) + (await heldCount(tx, call.projectId));
-  if (!roomFor(waiting, call.cap)) return false;
-  await tx`
-    insert into scheduled_calls (request_id, project_id, not_before)
-    values (${call.requestId}, ${call.projectId}, ${call.notBefore})`;
-  return true;
+  const [admitted] = await admitScheduledCalls(tx, { ...call, calls: [call] });
+  return admitted ?? false;
 }
 
-/** Scheduled calls of the project not yet due, in the caller's transaction. */
+/**
+ * `admitScheduled` for several delayed calls of one project (a batch's), in order: the project's
+ * waiting count read once (counted beside the calls, migration 043, so the cost does not grow
+ * with them), the admitted ones written in one statement. Calls past their time leave the count
+ * here (and in the retention's sweep).
+ */
+export async function admitScheduledCalls(
+  tx: Queryable,
+  batch: {
+    projectId: string;
+    now: Date;
+    cap: number;
+    calls: readonly { requestId: string; notBefore: Date }[];
+  },
+): Promise<boolean[]> {
+  const { projectId, cap, calls } = batch;
+  const waiting = await waitingCount(tx, projectId, batch.now);
+  const repeats = await tx<{ requestId: string }[]>`
+    select request_id from scheduled_calls
+    where request_id = any(${calls.map((call) => call.requestId)}::text[])
+      and project_id = ${projectId}`;
+  const again = new Set(repeats.map((row) => row.requestId));
+  const repeated = calls.map((call) => again.has(call.requestId));
+  const admitted = admittedInOrder(waiting, cap, repeated);
+  const placed = calls.filter((_, i) => admitted[i] && !repeated[i]);
+  if (placed.length > 0) {
+    await tx`
+      insert into scheduled_calls (request_id, project_id, not_before)
+      select r, ${projectId}, n
+      from unnest(${placed.map((c) => c.requestId)}::text[],
+        ${placed.map((c) => c.notBefore.toISOString())}::timestamptz[]) as t(r, n)`;
+  }
+  return admitted;
+}
+
+/**
+ * The project's waiting deliveries, under its waiting lock (taken here, held to the caller's
+ * commit): its delayed calls not yet due (those past their time leave first) and `heldCount`.
+ */
+async function waitingCount(tx: Queryable, projectId: string, now: Date): Promise<number> {
+  await lockWaiting(tx, projectId);
+  return (await scheduledCount(tx, projectId, now)) + (await heldCount(tx, projectId));
+}
+
+/** Scheduled calls of the project not yet due (those due leave now), in the caller's transaction. */
 async function scheduledCount(tx: Queryable, projectId: string, now: Date): Promise<number> {
-  const [row] = await tx<{ count: number }[]>`
-    select count(*)::int as count from scheduled_calls
-    where project_id = ${projectId} and not_before > ${now}`;
-  return row?.count ?? 0;
+  await tx`delete from scheduled_calls where project_id = ${projectId} and not_before <= ${now}`;
+  const [row] = await tx<{ waiting: number }[]>`
+    select waiting::int from scheduled_counts where project_id = ${projectId}`;
+  return row?.waiting ?? 0;
 }
 
 /**

@@ -29,6 +29,7 @@ import { projectBySlug } from "../../store/projects.ts";
 import {
   admitHeld,
   admitScheduled,
+  admitScheduledCalls,
   capOf,
   forgetScheduled,
   releasePlaces,
@@ -249,11 +250,16 @@ async function takePlaces(
   const project = await projectBySlug(tx, acceptance.project);
   if (!project) throw new RelayError("not_found", `no project '${acceptance.project}'`);
   const cap = await capOf(tx, project.id, ctx.waitingCaps);
-  for (const { requestId, notBefore } of scheduled) {
+  // The calls whose credits fit take their places together, in order.
+  const fitting = scheduled.flatMap(({ requestId, notBefore }) => {
     const i = acceptance.calls.findIndex((call) => call.requestId === requestId);
-    if (refusals[i] !== null) continue;
-    const place = { projectId: project.id, requestId, notBefore, cap, now: ctx.now() };
-    if (!(await admitScheduled(tx, place))) refusals[i] = { code: "limit_exceeded", cap };
+    return refusals[i] === null ? [{ i, requestId, notBefore }] : [];
+  });
+  if (fitting.length === 0) return refusals;
+  const placed = { projectId: project.id, now: ctx.now(), cap, calls: fitting };
+  const admitted = await admitScheduledCalls(tx, placed);
+  for (const [j, { i }] of fitting.entries()) {
+    if (!admitted[j]) refusals[i] = { code: "limit_exceeded", cap };
   }
   return refusals;
 }
