@@ -49,6 +49,7 @@ export function deleteProjectRows(
       "lane_waits",
       "lane_wait_counts",
       "scheduled_counts",
+      "held_counts",
       "accepted_starts",
       "idempotency_keys",
       "held_places",

@@ -36,10 +36,7 @@ export async function capOf(q: Queryable, projectId: string, caps: PlanCaps): Pr
  */
 export async function heldCount(q: Queryable, projectId: string): Promise<number> {
   const [row] = await q<{ count: number }[]>`
-    select (select count(*)
-      from held_deliveries h join targets t on t.id = h.target_id
-        join endpoints e on e.id = t.endpoint_id
-      where e.project_id = ${projectId})::int
+    select coalesce((select waiting from held_counts where project_id = ${projectId}), 0)::int
     + (select count(*) from held_places where project_id = ${projectId})::int
     + coalesce((select waiting from lane_wait_counts where project_id = ${projectId}), 0)::int
       as count`;
@@ -255,19 +252,22 @@ export async function changeHeld(
   caps: PlanCaps,
   change: (tx: Queryable) => Promise<number>,
 ): Promise<void> {
+  // A deleted target's held deliveries still name their project (migration 044).
   const [project] =
     "projectId" in of
       ? [{ id: of.projectId }]
       : "targetId" in of
-        ? await tx<{ id: string }[]>`
-          select e.project_id as id from targets t join endpoints e on e.id = t.endpoint_id
-          where t.id = ${of.targetId}`
+        ? await tx<{ id: string | null }[]>`
+          select coalesce(
+            (select e.project_id from targets t join endpoints e on e.id = t.endpoint_id
+              where t.id = ${of.targetId}),
+            (select project_id from held_deliveries
+              where target_id = ${of.targetId} and project_id is not null limit 1)) as id`
         : await tx<{ id: string }[]>`
-          select e.project_id as id from held_deliveries h join targets t on t.id = h.target_id
-            join endpoints e on e.id = t.endpoint_id
-          where h.request_id = ${of.requestId} limit 1`;
-  if (!project) {
-    await change(tx); // its target is gone: counted nowhere
+          select project_id as id from held_deliveries
+          where request_id = ${of.requestId} and project_id is not null limit 1`;
+  if (!project?.id) {
+    await change(tx); // nothing of it is counted anywhere
     return;
   }
   await lockWaiting(tx, project.id);
