@@ -10,23 +10,34 @@ create table scheduled_counts (
 insert into scheduled_counts (project_id, waiting)
 select project_id, count(*) from scheduled_calls group by project_id;
 
-create function scheduled_counts_add() returns trigger language plpgsql as $$
+-- The statement triggers of a table whose rows name their project (project_id), counted per
+-- project in the table named by the trigger's argument (project_id, waiting); rows that name
+-- none are counted nowhere.
+create function count_per_project_add() returns trigger language plpgsql as $$
 begin
-  insert into scheduled_counts (project_id, waiting)
-  select project_id, count(*) from added group by project_id order by project_id
-  on conflict (project_id) do update set waiting = scheduled_counts.waiting + excluded.waiting;
+  execute format($q$
+    insert into %I as c (project_id, waiting)
+    select project_id, count(*) from added where project_id is not null
+    group by project_id order by project_id
+    on conflict (project_id) do update set waiting = c.waiting + excluded.waiting$q$,
+    tg_argv[0]);
   return null;
 end $$;
 
-create function scheduled_counts_remove() returns trigger language plpgsql as $$
+create function count_per_project_remove() returns trigger language plpgsql as $$
 begin
-  update scheduled_counts c set waiting = c.waiting - r.n
-  from (select project_id, count(*) as n from removed group by project_id) r
-  where c.project_id = r.project_id;
+  execute format($q$
+    update %I c set waiting = c.waiting - r.n
+    from (select project_id, count(*) as n from removed where project_id is not null
+      group by project_id) r
+    where c.project_id = r.project_id$q$,
+    tg_argv[0]);
   return null;
 end $$;
 
 create trigger scheduled_counts_add after insert on scheduled_calls
-referencing new table as added for each statement execute function scheduled_counts_add();
+referencing new table as added for each statement
+execute function count_per_project_add('scheduled_counts');
 create trigger scheduled_counts_remove after delete on scheduled_calls
-referencing old table as removed for each statement execute function scheduled_counts_remove();
+referencing old table as removed for each statement
+execute function count_per_project_remove('scheduled_counts');
