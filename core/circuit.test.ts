@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import {
+  circuitAfter,
   circuitOutcome,
   circuitOutcomes,
   defaultCircuitBreaker,
@@ -55,5 +56,45 @@ test("a set of outcomes: targets with only successes close together; a target wi
     succeededOnly: ["b"],
     moving: [2, 6, 1, 3],
     targets: ["a", "b", "c"],
+  });
+});
+
+test("a set's outcomes move a circuit in order: failures in the window open it at the threshold, a success ends the run and closes it", () => {
+  const breaker = { failureThreshold: 3, windowSeconds: 60, disableAfterSeconds: 3600 };
+  const at = (s: number) => new Date(Date.UTC(2026, 11, 4, 12, 0, s));
+  const closed = { state: "closed" as const, failures: 0, failingSince: null, openedAt: null };
+  const failed = (s: number) => ({ outcome: "failed" as const, at: at(s) });
+  const succeeded = (s: number) => ({ outcome: "succeeded" as const, at: at(s) });
+  const neutral = (s: number) => ({ outcome: "neutral" as const, at: at(s) });
+
+  const opened = circuitAfter(closed, breaker, [failed(1), neutral(2), failed(3), failed(4)]);
+  expect(opened.moved).toEqual([null, null, null, "opened"]);
+  expect(opened.run).toEqual({ state: "open", failures: 3, failingSince: at(1), openedAt: at(4) });
+
+  const recovered = circuitAfter(opened.run, breaker, [failed(5), succeeded(6), failed(7)]);
+  expect(recovered.moved).toEqual([null, "recovered", null]);
+  expect(recovered.run).toEqual({
+    state: "closed",
+    failures: 1,
+    failingSince: at(7),
+    openedAt: null,
+  });
+
+  // A run begun outside the window starts again; a success on a clean circuit changes nothing.
+  const stale = { ...closed, failures: 2, failingSince: new Date(at(0).getTime() - 120_000) };
+  expect(circuitAfter(stale, breaker, [failed(1)]).run).toMatchObject({
+    failures: 1,
+    failingSince: at(1),
+  });
+  expect(circuitAfter(closed, breaker, [succeeded(1)])).toEqual({ run: closed, moved: [null] });
+  // A disabled target counts failures and stays disabled; a success resets its run only.
+  const disabled = { ...closed, state: "disabled" as const, failures: 9, failingSince: at(0) };
+  expect(circuitAfter(disabled, breaker, [failed(1)])).toMatchObject({
+    run: { state: "disabled", failures: 10 },
+    moved: [null],
+  });
+  expect(circuitAfter(disabled, breaker, [succeeded(1)]).run).toMatchObject({
+    state: "disabled",
+    failures: 0,
   });
 });

@@ -78,6 +78,52 @@ export function circuitOutcomes(
   };
 }
 
+/** A target's circuit as its row keeps it (store/circuits.ts): its state and its run of failures. */
+export interface CircuitRun {
+  state: "closed" | "open" | "disabled";
+  failures: number;
+  failingSince: Date | null;
+  openedAt: Date | null;
+}
+
+/** What an outcome did to its target's circuit. */
+export type CircuitMove = "opened" | "recovered" | null;
+
+/**
+ * A target's circuit after a set's outcomes for it, in order, and what each did: a success ends
+ * the run of failures (and closes an open circuit: recovered); a failure extends the run when it
+ * began within the breaker's window before it, else begins one, and a closed circuit whose run
+ * reaches the threshold opens.
+ */
+export function circuitAfter(
+  run: CircuitRun,
+  breaker: CircuitBreaker,
+  outcomes: readonly { outcome: CircuitOutcome; at: Date }[],
+): { run: CircuitRun; moved: CircuitMove[] } {
+  let now = run;
+  const moved = outcomes.map(({ outcome, at }): CircuitMove => {
+    if (outcome === "succeeded") {
+      if (now.failures === 0 && now.state !== "open") return null;
+      const wasOpen = now.state === "open";
+      now = {
+        state: wasOpen ? "closed" : now.state,
+        failures: 0,
+        failingSince: null,
+        openedAt: wasOpen ? null : now.openedAt,
+      };
+      return wasOpen ? "recovered" : null;
+    }
+    if (outcome === "neutral") return null;
+    const since = now.failingSince;
+    const inRun = since !== null && since.getTime() >= at.getTime() - breaker.windowSeconds * 1000;
+    now = { ...now, failures: inRun ? now.failures + 1 : 1, failingSince: inRun ? since : at };
+    if (now.state !== "closed" || now.failures < breaker.failureThreshold) return null;
+    now = { ...now, state: "open", openedAt: at };
+    return "opened";
+  });
+  return { run: now, moved };
+}
+
 /** Why a target's deliveries wait, or null when they may go. */
 export type Hold = "paused" | "circuit_open" | "disabled";
 

@@ -8,7 +8,7 @@
 import { type CircuitOutcome, circuitOutcomes } from "../core/circuit.ts";
 import { answeredStatus } from "../core/delivery.ts";
 import type { DeliveryTarget, RequestStatus } from "../core/model.ts";
-import { lockCircuits, recordCircuitOutcome, recordSuccesses, targetsMoved } from "./circuits.ts";
+import { lockCircuits, moveCircuitsBy, recordSuccesses, targetsMoved } from "./circuits.ts";
 import {
   balancesAfter,
   type Charge,
@@ -293,8 +293,8 @@ async function setStatuses(tx: Transaction, told: readonly AttemptEnd[]): Promis
 
 /**
  * Each end's move of its target's circuit: the targets with only successes in the set are closed
- * in one statement, a target with a failure moves end by end (the rare case: its rows are locked
- * first, all in target order).
+ * in one statement; a target with a failure moves by its ends in order, read and written once
+ * (its rows are locked first, all in target order).
  */
 async function moveCircuits(
   tx: Transaction,
@@ -304,9 +304,14 @@ async function moveCircuits(
   if (moving.length > 0) await lockCircuits(tx, targets);
   const recovered = await recordSuccesses(tx, succeededOnly);
   const moved: ("opened" | "recovered" | null)[] = ends.map(() => null);
-  for (const i of moving) {
-    const end = ends[i] as AttemptEnd;
-    moved[i] = await recordCircuitOutcome(tx, end.charge.targetId, end.circuit, end.endedAt);
+  if (moving.length > 0) {
+    const outcomes = moving.map((i) => {
+      const end = ends[i] as AttemptEnd;
+      return { targetId: end.charge.targetId, outcome: end.circuit, at: end.endedAt };
+    });
+    const failing = [...new Set(outcomes.map((o) => o.targetId))];
+    const moves = await moveCircuitsBy(tx, failing, outcomes);
+    for (const [k, i] of moving.entries()) moved[i] = moves[k] ?? null;
   }
   // A recovery is told once, by the first of its target's ends.
   for (const targetId of recovered) {

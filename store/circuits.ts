@@ -6,7 +6,10 @@
  * one takes its place under its project's cap on waiting deliveries as it is accepted.
  */
 import {
+  type CircuitMove,
   type CircuitOutcome,
+  type CircuitRun,
+  circuitAfter,
   defaultCircuitBreaker,
   type Hold,
   holdOf,
@@ -163,38 +166,58 @@ export async function circuitState(sql: Sql, targetId: string): Promise<CircuitS
 }
 
 /**
- * Moves a target's circuit by one attempt's outcome, in the caller's transaction: a failure
- * extends the run (a new run when the last began outside the window) and opens the circuit at
- * the threshold; a success ends the run and closes an open circuit. Answers a transition.
+ * Moves the circuits of `targetIds` (sorted, their rows locked: `lockCircuits`) by their
+ * attempts' outcomes, each target's in order (core/circuit.ts `circuitAfter`), in the caller's
+ * transaction: each circuit read and written once, whatever the number of outcomes. Answers each
+ * outcome's move, in the order given.
  */
-export async function recordCircuitOutcome(
+export async function moveCircuitsBy(
   tx: Queryable,
-  targetId: string,
-  outcome: CircuitOutcome,
-  now: Date,
-): Promise<"opened" | "recovered" | null> {
-  if (outcome === "neutral") return null;
-  if (outcome === "succeeded") {
-    return (await recordSuccesses(tx, [targetId])).length > 0 ? "recovered" : null;
-  }
-  const [endpoint] = await tx<{ breaker: CircuitBreaker | null }[]>`
-    select e.circuit_breaker as breaker from targets t join endpoints e on e.id = t.endpoint_id
-    where t.id = ${targetId}`;
-  const breaker = endpoint?.breaker ?? defaultCircuitBreaker;
-  const windowStart = new Date(now.getTime() - breaker.windowSeconds * 1000);
-  const [run] = await tx<{ failures: number; state: string }[]>`
-    insert into target_circuits as c (target_id, failures, failing_since)
-    values (${targetId}, 1, ${now})
-    on conflict (target_id) do update set
-      failures = case when c.failing_since >= ${windowStart} then c.failures + 1 else 1 end,
-      failing_since = case when c.failing_since >= ${windowStart} then c.failing_since
-        else ${now} end
-    returning c.failures, c.state`;
-  if (run?.state !== "closed" || run.failures < breaker.failureThreshold) return null;
+  targetIds: readonly string[],
+  outcomes: readonly { targetId: string; outcome: CircuitOutcome; at: Date }[],
+): Promise<CircuitMove[]> {
   await tx`
-    update target_circuits set state = 'open', opened_at = ${now} where target_id = ${targetId}`;
-  await recordEvent(tx, targetId, "opened");
-  return "opened";
+    insert into target_circuits (target_id)
+    select id from unnest(${targetIds}::text[]) as t (id) order by id
+    on conflict do nothing`;
+  const [runs, breakers] = await Promise.all([
+    tx<(CircuitRun & { targetId: string })[]>`
+      select target_id, state, failures, failing_since, opened_at from target_circuits
+      where target_id = any(${targetIds}::text[])`,
+    tx<{ id: string; breaker: CircuitBreaker | null }[]>`
+      select t.id, e.circuit_breaker as breaker from targets t
+        join endpoints e on e.id = t.endpoint_id
+      where t.id = any(${targetIds}::text[])`,
+  ]);
+  const moved: CircuitMove[] = outcomes.map(() => null);
+  const after: (CircuitRun & { targetId: string })[] = [];
+  for (const targetId of targetIds) {
+    const run = runs.find((r) => r.targetId === targetId);
+    if (!run) continue;
+    const breaker = breakers.find((b) => b.id === targetId)?.breaker ?? defaultCircuitBreaker;
+    const mine = outcomes.flatMap((o, i) => (o.targetId === targetId ? [i] : []));
+    const moves = circuitAfter(
+      run,
+      breaker,
+      mine.map((i) => outcomes[i] as (typeof outcomes)[number]),
+    );
+    for (const [k, i] of mine.entries()) moved[i] = moves.moved[k] ?? null;
+    after.push({ ...moves.run, targetId });
+  }
+  await tx`
+    update target_circuits c set state = r.state, failures = r.failures,
+      failing_since = r.failing_since, opened_at = r.opened_at
+    from unnest(${after.map((r) => r.targetId)}::text[], ${after.map((r) => r.state)}::text[],
+      ${after.map((r) => r.failures)}::int[],
+      ${after.map((r) => r.failingSince?.toISOString() ?? null)}::timestamptz[],
+      ${after.map((r) => r.openedAt?.toISOString() ?? null)}::timestamptz[])
+      as r (target_id, state, failures, failing_since, opened_at)
+    where c.target_id = r.target_id`;
+  for (const [i, move] of moved.entries()) {
+    const { targetId } = outcomes[i] as (typeof outcomes)[number];
+    if (move) await recordEvent(tx, targetId, move);
+  }
+  return moved;
 }
 
 /** Locks the circuit rows of `targetIds` (sorted), so the moves that follow take no other order. */
