@@ -191,8 +191,8 @@ export async function endAttempts(
   // A 2xx landing after its request was cancelled (a stray attempt) still wins.
   const stray = ends.filter((e) => !e.finishing && answeredStatus(e.statusCode) === "delivered");
   const told = ends.filter((e) => e.finishing && e.finishing !== "settled");
-  // A failure moves its circuit statement by statement, rows it may insert among them: those go
-  // first and alone, so the circuits' locks still come before the pools'.
+  // A failure moves its circuit in statements that read and may insert its row: those go first
+  // and alone, so the circuits' locks still come before the pools'.
   const moves = circuitOutcomes(
     ends.map((e) => ({ targetId: e.charge.targetId, outcome: e.circuit })),
   );
