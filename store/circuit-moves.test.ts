@@ -1,4 +1,5 @@
 /** A set of attempts' ends moves their target's circuit as the ends would one after another. */
+import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import type { CircuitOutcome } from "../core/circuit.ts";
 import { newId } from "../core/secrets.ts";
@@ -7,11 +8,19 @@ import { type AttemptEnd, endAttempts, startAttempts } from "./attempt-log.ts";
 import { connect } from "./db.ts";
 
 const sql = connect(stack().databaseUrl, { max: 2 });
+const sent: string[] = [];
+/** A connection whose statements are kept as sent, to be counted. */
+const traced = postgres(stack().databaseUrl, {
+  max: 1,
+  transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
+  onnotice: () => {},
+  debug: (_connection, query) => sent.push(query),
+});
 const project = newId("prj");
 await sql`insert into projects (id, slug, name, plan) values (${project}, ${project}, 'moves', 'free')`;
 afterAll(async () => {
   await sql`delete from projects where id = ${project}`;
-  await sql.end();
+  await Promise.all([sql.end(), traced.end()]);
 });
 
 /** Ends one attempt of a new request at `targetId` per outcome, as one set; answers their moves. */
@@ -55,7 +64,7 @@ async function endedAsOneSet(targetId: string, outcomes: CircuitOutcome[]) {
       endedAt: new Date(startedAt.getTime() + i),
     }),
   );
-  return (await sql.begin((tx) => endAttempts(tx, ends))).map((ended) => ended.circuit);
+  return (await traced.begin((tx) => endAttempts(tx, ends))).map((ended) => ended.circuit);
 }
 
 test("a set's failures open their target's circuit at the threshold, a success within it ending the run; the next set's success recovers it", async () => {
@@ -78,4 +87,17 @@ test("a set's failures open their target's circuit at the threshold, a success w
   ).toEqual(["opened", "recovered"]);
   await sql`delete from target_circuits where target_id = ${targetId}`;
   await sql`delete from circuit_events where target_id = ${targetId}`;
+});
+
+test("a set of ends moves its failing target's circuit in a few statements, however many ends it holds", async () => {
+  const targetId = newId("tgt");
+  const outcomes: CircuitOutcome[] = Array.from({ length: 40 }, (_, i) =>
+    i % 4 === 0 ? "failed" : "succeeded",
+  );
+  sent.length = 0;
+  await endedAsOneSet(targetId, outcomes);
+  expect(
+    sent.filter((statement) => statement.includes("target_circuits")).length,
+  ).toBeLessThanOrEqual(5);
+  await sql`delete from target_circuits where target_id = ${targetId}`;
 });

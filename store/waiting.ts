@@ -116,7 +116,11 @@ export async function admitScheduledCalls(
     where request_id = any(${calls.map((call) => call.requestId)}::text[])
       and project_id = ${projectId}`;
   const again = new Set(repeats.map((row) => row.requestId));
-  const repeated = calls.map((call) => again.has(call.requestId));
+  // A call named twice in the batch takes one place, as one after the other would.
+  const repeated = calls.map(
+    (call, i) =>
+      again.has(call.requestId) || calls.findIndex((c) => c.requestId === call.requestId) < i,
+  );
   const admitted = admittedInOrder(waiting, cap, repeated);
   const placed = calls.filter((_, i) => admitted[i] && !repeated[i]);
   if (placed.length > 0) {
