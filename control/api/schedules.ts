@@ -259,16 +259,15 @@ export async function updateSchedule(
   await ctx.sql.begin(async (tx) => {
     await tx`select 1 from schedules where id = ${scheduleId} for update`;
     await schedules.updateSchedule(tx, scheduleId, spec);
-    const changed = (async () => {
-      await handle.update((previous) => ({
+    // One update carries the pause too: Temporal's scheduler applies a pending pause before a
+    // pending update in the same task, so a separate pause could be undone by the update's state.
+    await handle
+      .update((previous) => ({
         ...previous,
         spec: { cronExpressions: [spec.cron], timezone: spec.timeZone },
-      }));
-      if (spec.paused !== row.paused) {
-        await (spec.paused ? handle.pause("paused by a member") : handle.unpause("resumed"));
-      }
-    })();
-    await changed.catch(noTemporalSchedule(scheduleId));
+        state: { ...previous.state, paused: spec.paused },
+      }))
+      .catch(noTemporalSchedule(scheduleId));
   });
   return getSchedule(ctx, access.slug, scheduleId);
 }
