@@ -74,6 +74,11 @@ export interface CallsAcceptance extends BatchReservation {
   lanes?: LanePlace[];
   /** Delayed calls' places among their project's waiting deliveries, taken in it. */
   scheduled?: ScheduledPlace[];
+  /**
+   * The calls join the kept start of `workflowId` (a batch accepted, not made yet): `start`
+   * replaces it, their requests added to it.
+   */
+  joinsKeptStart?: boolean;
 }
 
 /** A delayed call's time: it takes a place among the project's waiting deliveries until then. */

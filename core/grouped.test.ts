@@ -99,6 +99,57 @@ describe("grouped", () => {
     expect(await behindGroup).toBe(5);
   });
 
+  test("a run sees the items gathering behind it, and may wait for some of them, or for a while", async () => {
+    const seen: number[][] = [];
+    const waits: number[] = [];
+    let finishFirst = () => {};
+    let answerFirst = () => {};
+    const call = grouped<number, number>({
+      maxItems: 10,
+      run: async (_, items, answerNow, behind) => {
+        if (items[0] === 1) {
+          await new Promise<void>((resolve) => {
+            answerFirst = resolve;
+          });
+          return items;
+        }
+        if (items[0] !== 2) return items;
+        answerNow(items);
+        const from = Date.now();
+        await behind.until(2, 1000);
+        seen.push([...behind.items()]);
+        waits.push(Date.now() - from);
+        await new Promise<void>((resolve) => {
+          finishFirst = resolve;
+        });
+        await behind.until(5, 30);
+        seen.push([...behind.items()]);
+        waits.push(Date.now() - from);
+        return items;
+      },
+    });
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+    void call("p", 1);
+    void call("p", 2);
+    void call("p", 3);
+    answerFirst(); // [2, 3] runs next
+    await tick();
+    void call("p", 4);
+    await tick();
+    expect(seen).toEqual([]); // one of two gathered: still waiting
+    void call("p", 5);
+    await tick();
+    expect(seen).toEqual([[4, 5]]);
+    expect(waits[0]).toBeLessThan(500);
+    finishFirst();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(seen).toEqual([
+      [4, 5],
+      [4, 5],
+    ]); // no fifth came: the wait ended after its 30 ms
+    expect(waits[1]).toBeGreaterThanOrEqual(29);
+  });
+
   test("a full group runs at once, and one past `fits` starts a group of its own", () => {
     const sumUnder10 = (gathered: readonly number[], item: number) =>
       gathered.reduce((sum, i) => sum + i, item) < 10;

@@ -10,9 +10,15 @@ export interface Grouping<Item, Answer> {
   /**
    * Runs one group of a key; answers each item's answer, in the items' order. `answerNow`
    * answers them before the run ends (its later answers are then ignored): the group stays in
-   * flight, and the next one gathering, until the run ends.
+   * flight, and the next one gathering, until the run ends. `behind`: the items gathering
+   * behind it, which run next.
    */
-  run(key: string, items: Item[], answerNow: (answers: Answer[]) => void): Promise<Answer[]>;
+  run(
+    key: string,
+    items: Item[],
+    answerNow: (answers: Answer[]) => void,
+    behind: Behind<Item>,
+  ): Promise<Answer[]>;
   /** Items one group holds at most. */
   maxItems: number;
   /** Whether `item` still fits in a group holding `gathered` (bytes, say); else that one runs. */
@@ -23,6 +29,13 @@ export interface Grouping<Item, Answer> {
    * and then the rest.
    */
   firstWaitsATurn?: boolean;
+}
+
+/** The items gathering behind a run, which run next. */
+export interface Behind<Item> {
+  items(): readonly Item[];
+  /** Resolves once `count` items gather (or the group runs, full), or after `ms`. */
+  until(count: number, ms: number): Promise<void>;
 }
 
 interface Waiting<Item, Answer> {
@@ -39,6 +52,8 @@ interface Lane<Item, Answer> {
   /** The items of the run begun last. */
   lastSize: number;
   gathering: Waiting<Item, Answer>[];
+  /** Told when an item gathers, or the gathering runs. */
+  watchers: Set<() => void>;
 }
 
 /**
@@ -75,6 +90,7 @@ export function grouped<Item, Answer>(
           key,
           group.map((waiting) => waiting.item),
           answer,
+          behind(lane),
         ),
       );
     } catch (error) {
@@ -88,9 +104,33 @@ export function grouped<Item, Answer>(
     }
   }
 
+  function behind(lane: Lane<Item, Answer>): Behind<Item> {
+    return {
+      items: () => lane.gathering.map((waiting) => waiting.item),
+      until: (count, ms) =>
+        new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            lane.watchers.delete(check);
+            resolve();
+          };
+          const check = () => {
+            if (lane.gathering.length === 0 || lane.gathering.length >= count) done();
+          };
+          const timer = setTimeout(done, ms);
+          lane.watchers.add(check);
+        }),
+    };
+  }
+
+  const told = (lane: Lane<Item, Answer>) => {
+    for (const watcher of lane.watchers) watcher();
+  };
+
   function flush(key: string, lane: Lane<Item, Answer>): void {
     const group = lane.gathering;
     lane.gathering = [];
+    told(lane);
     void run(key, lane, group);
   }
 
@@ -104,6 +144,7 @@ export function grouped<Item, Answer>(
           unanswered: 0,
           lastSize: 0,
           gathering: [],
+          watchers: new Set(),
         };
         lanes.set(key, lane);
         if (!grouping.firstWaitsATurn) {
@@ -120,5 +161,6 @@ export function grouped<Item, Answer>(
       if (grouping.fits && items.length > 0 && !grouping.fits(items, item)) flush(key, busy);
       busy.gathering.push(waiting);
       if (busy.gathering.length >= grouping.maxItems) flush(key, busy);
+      else told(busy);
     });
 }

@@ -38,6 +38,23 @@ export type BatchAnswer =
 /** Reserves and starts a call with its project's others of the moment. */
 export type Batch = (call: BatchedCall) => Promise<BatchAnswer>;
 
+/** Body chars (base64) a batch's input carries in all: Temporal warns past 256 KiB a payload. */
+const BATCH_BODY_CHARS = 256 * 1024;
+
+export const sumOf = (calls: readonly BatchedCall[], size: (call: BatchedCall) => number) =>
+  calls.reduce((total, call) => total + size(call), 0);
+
+export const deliveriesOf = (call: BatchedCall) => call.input.targets.length;
+
+/**
+ * Whether `calls` fit in one batch workflow: `maxItems` deliveries (a batch makes every first
+ * attempt in one local activity, so a fan-out's calls count by their deliveries) and its
+ * input's bodies.
+ */
+export const fitOneWorkflow = (calls: readonly BatchedCall[], maxItems: number) =>
+  sumOf(calls, deliveriesOf) <= maxItems &&
+  sumOf(calls, (call) => call.input.bodyBase64.length) <= BATCH_BODY_CHARS;
+
 export const zip = <A, B>(as: readonly A[], bs: readonly B[]): [A, B][] =>
   as.map((a, i) => [a, bs[i] as B]);
 

@@ -17,6 +17,10 @@ function fakeStack(
     storeFails?: boolean;
     /** Keys claimed before, by request id, and what claiming them again finds. */
     claimedBefore?: Record<string, KeyClaimOutcome>;
+    /** How long a batch waits for the calls behind it to join it (none by default). */
+    lingerMs?: number;
+    /** Its acceptances of a group joining a kept start find that start gone. */
+    joinsFail?: boolean;
   } = {},
 ) {
   const trips: string[] = [];
@@ -45,10 +49,14 @@ function fakeStack(
     {
       acceptCalls: async (a: CallsAcceptance) => {
         const bodies = a.bodies?.length ? ` storing ${idsOf(a.bodies)}` : "";
+        const joining = a.joinsKeptStart ? ` joining ${a.workflowId.split(",")[0]}…` : "";
         trips.push(
-          `accept ${idsOf(a.calls)}${bodies}${a.started.length ? ` (${a.started} made)` : ""}`,
+          `accept ${idsOf(a.calls)}${bodies}${joining}${a.started.length ? ` (${a.started} made)` : ""}`,
         );
         if (options.acceptHangs) await new Promise(() => {});
+        if (a.joinsKeptStart && options.joinsFail) {
+          return { refusals: a.calls.map(() => null), accepted: false };
+        }
         const claims = a.calls.map((c) => options.claimedBefore?.[c.requestId] ?? "claimed");
         if (claims.some((claim) => claim !== "claimed")) {
           return { refusals: a.calls.map(() => null), accepted: false, claims };
@@ -73,7 +81,7 @@ function fakeStack(
         return requestId;
       },
     },
-    { maxItems: 32, maxStoredBytes: 1000, logError: () => {} },
+    { maxItems: 32, maxStoredBytes: 1000, lingerMs: options.lingerMs ?? 0, logError: () => {} },
   );
   return { batch, trips, released, answerFirst: () => answerFirst() };
 }
@@ -171,6 +179,41 @@ test("an acceptance not answered in time: the group is reserved, started and the
   expect(await stack.batch(callOf("r1"))).toEqual({ accepted: "queued" });
   expect(await stack.batch(callOf("r2"))).toEqual({ accepted: "queued" });
   expect(stack.trips).toEqual(["accept r1", "reserve r1", "start r1", "reserve r2", "start r2"]);
+});
+
+/** r1 alone, then r2 alone and r3 and r4 behind it; r5 and r6 sent while their batch waits. */
+async function groupsBehindALoneCall(stack: ReturnType<typeof fakeStack>) {
+  stack.answerFirst();
+  const calls = ["r1", "r2", "r3", "r4"].map((id) => stack.batch(callOf(id)));
+  expect(await Promise.all(calls)).toEqual(calls.map(() => ({ accepted: "queued" })));
+  const behind = [stack.batch(callOf("r5")), stack.batch(callOf("r6"))];
+  expect(await Promise.all(behind)).toEqual(behind.map(() => ({ accepted: "queued" })));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+test("a batch at most half full waits for the calls gathering behind it, which join it: their acceptance replaces its kept start, and one start carries both groups", async () => {
+  const stack = fakeStack({ lingerMs: 50 });
+  await groupsBehindALoneCall(stack);
+  expect(stack.trips).toEqual([
+    "accept r1",
+    "start r1",
+    "accept r2,r3,r4 (r1 made)",
+    "accept r5,r6 joining r2…",
+    "start r2,r3,r4,r5,r6", // after 50 ms: no call came to join it again
+  ]);
+});
+
+test("calls that could not join a batch (its kept start gone) go on in a start of their own, and the batch is made as it was kept", async () => {
+  const stack = fakeStack({ lingerMs: 50, joinsFail: true });
+  await groupsBehindALoneCall(stack);
+  expect(stack.trips).toEqual([
+    "accept r1",
+    "start r1",
+    "accept r2,r3,r4 (r1 made)",
+    "accept r5,r6 joining r2…",
+    "start r2,r3,r4",
+    "start r5,r6",
+  ]);
 });
 
 test("bodies that travel by reference are stored in their group's acceptance, a group holding one inbound body's size of them at most", async () => {

@@ -14,6 +14,9 @@
  * answer, or this edge's last start failed, the group takes the older path: reserved, then
  * started, then answered (a failed start gives its reservations back and the callers 503).
  *
+ * A batch at most half full waits briefly (RELAY_BATCH_LINGER_MS) for the calls gathering behind
+ * it, which join it in their acceptance (./open-batches.ts): one workflow carries both groups.
+ *
  * A caller sending one call at a time always goes alone: nothing of its project is in flight.
  * A body too large for the batch's input (`travelsInBatch`) goes by reference: stored in
  * Postgres in the acceptance's transaction, so it costs no round trip of its own. A call's
@@ -28,21 +31,29 @@
  */
 import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";
-import { grouped } from "../core/grouped.ts";
+import { type Behind, grouped } from "../core/grouped.ts";
 import {
   answersAfterClaims,
   type Batch,
   type BatchAnswer,
   type BatchedCall,
+  fitOneWorkflow,
   repeatsInGroup,
+  sumOf,
   zip,
 } from "./batched-calls.ts";
 import type { ControlPlane } from "./control.ts";
+import { type OpenBatch, openBatches } from "./open-batches.ts";
 import type { BatchStarter, PreparedStart } from "./temporal.ts";
 
 export interface BatchOptions {
-  /** Requests one batch carries at most (RELAY_BATCH_MAX_ITEMS). */
+  /** Deliveries one batch carries at most (RELAY_BATCH_MAX_ITEMS). */
   maxItems: number;
+  /**
+   * How long a batch at most half full waits for the calls gathering behind it to join it
+   * (RELAY_BATCH_LINGER_MS); 0: it never waits, nor is joined.
+   */
+  lingerMs: number;
   /**
    * Bytes of bodies stored by reference one group carries at most (RELAY_MAX_BODY_BYTES: an
    * acceptance's message takes one inbound body's size beside its start).
@@ -54,11 +65,10 @@ export interface BatchOptions {
 }
 
 /**
- * Body bytes (base64) a request may bring into a batch, and a batch in all: the batch's input
- * holds each body, and Temporal warns past 256 KiB a payload and refuses 2 MB.
+ * Body bytes (base64) a request may bring into a batch (./batched-calls.ts: a batch in all): the
+ * batch's input holds each body, and Temporal warns past 256 KiB a payload and refuses 2 MB.
  */
 const BATCHABLE_BODY_CHARS = 16 * 1024;
-const BATCH_BODY_CHARS = 256 * 1024;
 
 /** Whether a body of `bodyBytes` travels in a batch's input; else by reference. */
 export function travelsInBatch(bodyBytes: number): boolean {
@@ -102,6 +112,7 @@ export function batcher(
   async function accept(
     calls: BatchedCall[],
     start: PreparedStart,
+    joinsKeptStart: boolean,
   ): Promise<Omit<CallsAccepted, "refusals"> & { refusals: (ReservationRefusal | null)[] | null }> {
     const [first] = calls as [BatchedCall];
     const started = made;
@@ -127,6 +138,7 @@ export function batcher(
               ? [{ requestId: input.requestId, notBefore: new Date(input.notBefore) }]
               : [],
           ),
+          joinsKeptStart,
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -244,28 +256,32 @@ export function batcher(
   const accepted = (calls: BatchedCall[]): BatchAnswer[] =>
     calls.map((call) => ({ accepted: acceptedStatus(call.input) }));
 
-  const sum = (calls: readonly BatchedCall[], size: (call: BatchedCall) => number) =>
-    calls.reduce((total, call) => total + size(call), 0);
-  const inlineChars = (call: BatchedCall) => call.input.bodyBase64.length;
   const storedBytes = (call: BatchedCall) => call.storedBody?.byteLength ?? 0;
-  const deliveries = (call: BatchedCall) => call.input.targets.length;
+  const oneWorkflow = (calls: readonly BatchedCall[]) => fitOneWorkflow(calls, options.maxItems);
+  /** Makes a kept batch no group joins (any more), as it was kept. */
+  const makeKept = (batch: OpenBatch) => {
+    void startAccepted(batch.start, batch.calls.length);
+  };
+  const open = openBatches({ ...options, made: makeKept });
 
   const together = grouped<BatchedCall, BatchAnswer>({
     maxItems: options.maxItems,
-    // A batch makes every first attempt in one local activity: a fan-out's calls count by their
-    // deliveries, so a batch of them holds no more attempts than a batch of single ones.
     fits: (gathered, call) =>
-      sum(gathered, deliveries) + deliveries(call) <= options.maxItems &&
-      sum(gathered, inlineChars) + inlineChars(call) <= BATCH_BODY_CHARS &&
-      sum(gathered, storedBytes) + storedBytes(call) <= options.maxStoredBytes,
-    async run(_, calls, answerNow) {
+      oneWorkflow([...gathered, call]) &&
+      sumOf(gathered, storedBytes) + storedBytes(call) <= options.maxStoredBytes,
+    async run(key, calls, answerNow, behind) {
       const [first] = calls as [BatchedCall];
-      const { project } = first.input;
-      const freeSlot = await starter.admit(project);
+      // A call repeating the key of one before it in the group is answered as that one is.
+      const { firsts, answersOfAll } = repeatsInGroup(calls);
+      // Taken before the slot's wait: the open batch would be made meanwhile.
+      const joining = open.take(key, firsts, accepting());
+      const freeSlot = await starter.admit(first.input.project).catch((error: unknown) => {
+        if (joining) makeKept(joining);
+        throw error;
+      });
       try {
-        // A call repeating the key of one before it in the group is answered as that one is.
-        const { firsts, answersOfAll } = repeatsInGroup(calls);
-        const answers = await startGroup(firsts, (early) => answerNow(answersOfAll(early)));
+        const group = { key, joining, behind };
+        const answers = await startGroup(firsts, (early) => answerNow(answersOfAll(early)), group);
         return answersOfAll(answers);
       } finally {
         freeSlot();
@@ -274,12 +290,14 @@ export function batcher(
   });
 
   /**
-   * Accepts and starts `calls`, answering them early (`answerNow`) once accepted. When keys of
-   * some were claimed before, the others are tried once more (`retries`), then go alone.
+   * Accepts and starts `calls`, answering them early (`answerNow`) once accepted; they join
+   * `group.joining` when given. When keys of some were claimed before, the others are tried once
+   * more (`retries`), then go alone.
    */
   async function startGroup(
     calls: BatchedCall[],
     answerNow: (answers: BatchAnswer[]) => void,
+    group: GroupRun,
     retries = 1,
   ): Promise<BatchAnswer[]> {
     const [first] = calls as [BatchedCall];
@@ -290,13 +308,28 @@ export function batcher(
         // The batch's spans continue its first call's trace.
         (going[0] ?? first).trace,
       );
-    const start = accepting() ? await prepare(calls) : null;
-    const acceptance = start ? await accept(calls, start) : null;
+    const { joining } = group;
+    const carried = [...(joining?.calls ?? []), ...calls];
+    let start: PreparedStart | null;
+    let acceptance: Awaited<ReturnType<typeof accept>> | null;
+    try {
+      start = accepting() ? await prepare(carried) : null;
+      acceptance = start ? await accept(calls, start, joining !== undefined) : null;
+    } catch (error) {
+      if (joining) makeKept(joining);
+      throw error;
+    }
     if (start && acceptance?.accepted) {
       answerNow(accepted(calls));
-      await startAccepted(start, calls.length);
+      const batch = { start, calls: carried };
+      const { key, behind } = group;
+      if (!(open.lingers(key, batch) && (await open.leftOpen(key, batch, calls.length, behind)))) {
+        await startAccepted(start, carried.length);
+      }
       return accepted(calls);
     }
+    // Not joined: the batch is made as it was kept.
+    if (joining) makeKept(joining);
     // Keys claimed before: nothing was reserved or kept. The repeats are answered as their first
     // calls were; the others are accepted without them, or at last go alone.
     if (acceptance?.claims) {
@@ -304,7 +337,10 @@ export function batcher(
       const rest = calls.filter((_, i) => claims[i] === "claimed");
       const restAnswers =
         rest.length > 0 && retries > 0
-          ? zip(rest, await startGroup(rest, () => {}, retries - 1))
+          ? zip(
+              rest,
+              await startGroup(rest, () => {}, { ...group, joining: undefined }, retries - 1),
+            )
           : [];
       return answersAfterClaims(calls, claims, new Map(restAnswers));
     }
@@ -324,7 +360,9 @@ export function batcher(
     release(fitting.filter((call) => unstored.has(call)));
     const going = fitting.filter((call) => !unstored.has(call));
     if (going.length > 0) {
-      const goingStart = start && going.length === calls.length ? start : await prepare(going);
+      // A joining start carries the batch's calls too: these go on in one of their own.
+      const own = start && !joining && going.length === calls.length ? start : null;
+      const goingStart = own ?? (await prepare(going));
       await goingStart.send().catch((error: unknown) => {
         release(going);
         throw error;
@@ -346,6 +384,13 @@ export function batcher(
     const due = notBefore ? Math.ceil(Date.parse(notBefore) / 1000) : "now";
     return together(`${project}/${call.reservation.pool}/${due}`, call);
   };
+}
+
+/** A group's run: its key, the open batch it joins, the calls gathering behind it. */
+interface GroupRun {
+  key: string;
+  joining: OpenBatch | undefined;
+  behind: Behind<BatchedCall>;
 }
 
 const storedBodiesOf = (calls: readonly BatchedCall[]): StoredBody[] =>

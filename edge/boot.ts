@@ -123,6 +123,7 @@ export async function bootEdge(
     config.RELAY_BATCH_MAX_ITEMS > 1
       ? batcher(temporalStarts, control, {
           maxItems: config.RELAY_BATCH_MAX_ITEMS,
+          lingerMs: config.RELAY_BATCH_LINGER_MS,
           maxStoredBytes: config.RELAY_MAX_BODY_BYTES,
           onStarted: telemetry.asyncStarted,
           logError: telemetry.logError,

@@ -26,11 +26,16 @@ const schema = z.object({
   RELAY_TEMPORAL_MAX_STARTS: z.coerce.number().int().min(1).default(64),
   RELAY_TEMPORAL_START_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(250),
   /**
-   * Under load, up to this many immediate async calls of a project share one workflow
-   * (edge/batcher.ts); 1 gives each its own. At most 64: the batch's search attribute lists
-   * their ids, and Temporal limits a value to 2 KB.
+   * Under load, up to this many deliveries of a project's immediate async calls share one
+   * workflow (edge/batcher.ts); 1 gives each call its own. At most 64: the batch's search
+   * attribute lists their ids, and Temporal limits a value to 2 KB.
    */
-  RELAY_BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(64).default(32),
+  RELAY_BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(64).default(64),
+  /**
+   * How long a batch at most half full waits, once its calls are answered, for the calls
+   * gathering behind it to join it (edge/batcher.ts); 0: never.
+   */
+  RELAY_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(12),
   /** How long the edge serves from cache without the control plane's change stream. */
   RELAY_EDGE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /**

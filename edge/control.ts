@@ -221,6 +221,7 @@ export function connectControlPlane(options: {
           requestId,
           notBefore: timestampFromDate(notBefore),
         })),
+        joinsKeptStart: acceptance.joinsKeptStart ?? false,
       });
       return {
         refusals: refusalsIn(refusals, acceptance.calls.length, Number(limit)),

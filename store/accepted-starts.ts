@@ -22,14 +22,33 @@ export interface AcceptedStart {
   start: Uint8Array;
 }
 
-/** Keeps a start of `requestIds` in the accepting transaction; false when the project is unknown. */
+/**
+ * How far from its due time a kept start may still be joined. An edge waits a second at most for
+ * an acceptance's answer (edge/batcher.ts), so a join it was told of committed before a sweep
+ * could claim the start; a join it gave up on may commit later, and its calls go on their own.
+ */
+const JOIN_MARGIN_SECONDS = 2;
+
+/**
+ * Keeps a start of `requestIds` in the accepting transaction; false when the project is unknown.
+ * `joins`: the calls join the kept start of `start.workflowId` instead, which `start` replaces;
+ * false when it is no longer kept or is near its due time.
+ */
 export async function keepStart(
   q: Queryable,
   project: string,
   requestIds: readonly string[],
   start: AcceptedStart,
+  joins = false,
 ): Promise<boolean> {
-  const kept = await q`${keeping(q, project, requestIds, start)}`;
+  const kept = await (joins
+    ? q`
+      update accepted_starts s
+      set start = ${start.start}, request_ids = s.request_ids || ${requestIds}::text[]
+      from projects p
+      where s.workflow_id = ${start.workflowId} and p.slug = ${project} and s.project_id = p.id
+        and s.due_at > now() + make_interval(secs => ${JOIN_MARGIN_SECONDS})`
+    : q`${keeping(q, project, requestIds, start)}`);
   return kept.count > 0;
 }
 

@@ -31,6 +31,8 @@ const [edgePort = 0] = await freePorts(1);
 const edge = extraEdge("edge-accepts", edgePort, {
   RELAY_ALLOW_PRIVATE_TARGETS: "1",
   TEMPORAL_HTTP_ADDRESS: temporalHttp.url,
+  // Long enough that a second wave of calls, sent once the first is answered, joins its batch.
+  RELAY_BATCH_LINGER_MS: "500",
 });
 const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
 
@@ -95,6 +97,36 @@ test("a call accepted when its edge can no longer reach Temporal is delivered by
   await sink.close();
 }, 90_000);
 
+test("calls that joined an accepted batch are kept in its start: when the edge cannot make it, the sweep delivers both groups, each call once", async () => {
+  const sink = await targetServer();
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const post = () => relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge: throughEdge });
+  const wave = async () => {
+    const answers = await Promise.all(Array.from({ length: 10 }, post));
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 202));
+    return answers.map((answer) => answer.json().requestId as string);
+  };
+  // The first goes alone; the other nine as a batch, which waits for the calls behind it.
+  const first = await wave();
+  temporalHttp.cut();
+  const second = await wave();
+  const [batch] = await sql<{ requestIds: string[] }[]>`
+    select request_ids from accepted_starts
+    where project_id = (select id from projects where slug = ${p.slug})
+      and workflow_id like 'batch-%'`;
+  expect(batch?.requestIds).toEqual(expect.arrayContaining([...first.slice(1), ...second]));
+
+  for (const requestId of [...first, ...second]) {
+    expect((await finishedLog(p, requestId, 30_000)).status).toBe("delivered");
+  }
+  const ids = sink.received.map((r) => r.headers["x-relay-request-id"]);
+  expect(ids.sort()).toEqual([...first, ...second].sort());
+  temporalHttp.restore();
+  // A start of its own succeeds again: the edge accepts before it starts, as before.
+  expect((await post()).status).toBe(202);
+  await sink.close();
+}, 90_000);
+
 test("an acceptance naming a workflow id or a confirmation over 256 characters is refused, nothing kept", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
   const edge = memberClient(EdgeService, stack().edgeToken);
@@ -155,6 +187,43 @@ test("a lone call's acceptance keeps its holds and its start together, or neithe
   expect((await accept("req_lone_c", 1, ["req_lone_a"])).accepted).toBe(true);
   expect(await kept()).toEqual(["req_lone_c"]);
   expect(await held()).toEqual(["req_lone_a", "req_lone_c"]);
+});
+
+test("a group joins a kept start only while it is kept and not near its due time, and only its own project's: else nothing of it is kept", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const other = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const accept = (project: string, ids: string[], joinsKeptStart = false) =>
+    edge.acceptCalls({
+      project,
+      keyMode: KeyMode.LIVE,
+      calls: ids.map((requestId) => ({ requestId, holds: [] })),
+      workflowId: "batch-req_join_a",
+      start: new TextEncoder().encode(ids.join()),
+      started: [],
+      joinsKeptStart,
+    });
+  const kept = async () => {
+    const [row] = await sql<{ requestIds: string[]; start: Uint8Array }[]>`
+      select request_ids, start from accepted_starts where workflow_id = 'batch-req_join_a'`;
+    return row && { ids: row.requestIds, start: new TextDecoder().decode(row.start) };
+  };
+
+  expect((await accept(p.slug, ["req_join_a", "req_join_b"])).accepted).toBe(true);
+  expect((await accept(p.slug, ["req_join_c"], true)).accepted).toBe(true);
+  expect(await kept()).toEqual({
+    ids: ["req_join_a", "req_join_b", "req_join_c"],
+    start: "req_join_c",
+  });
+  expect((await accept(other.slug, ["req_join_x"], true)).accepted).toBe(false);
+  expect((await kept())?.ids).toHaveLength(3);
+  await sql`update accepted_starts set due_at = now() + interval '1 second'
+    where workflow_id = 'batch-req_join_a'`;
+  expect((await accept(p.slug, ["req_join_d"], true)).accepted).toBe(false);
+  expect((await kept())?.ids).toHaveLength(3);
+  await sql`delete from accepted_starts where workflow_id = 'batch-req_join_a'`;
+  expect((await accept(p.slug, ["req_join_e"], true)).accepted).toBe(false);
+  expect(await kept()).toBeUndefined();
 });
 
 test("an acceptance whose ordered call's place its edge took meanwhile, for a start of its own, is refused whole: nothing kept to start twice", async () => {

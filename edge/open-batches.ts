@@ -1,0 +1,70 @@
+/**
+ * Batches accepted and not made yet (./batcher.ts), by group key: the group gathering behind one
+ * joins it (AcceptCalls' `joinsKeptStart` replaces its kept start), so one workflow carries two
+ * groups' calls where one alone would be small. Temporal's and the worker's cost is per
+ * workflow, most of a batched delivery's (docs/benchmarks.md, Every kind of call).
+ */
+import type { Behind } from "../core/grouped.ts";
+import { type BatchedCall, deliveriesOf, fitOneWorkflow, sumOf } from "./batched-calls.ts";
+import type { PreparedStart } from "./temporal.ts";
+
+/** A batch accepted and kept, not made yet: its start and the calls it carries. */
+export interface OpenBatch {
+  start: PreparedStart;
+  calls: BatchedCall[];
+}
+
+export function openBatches(options: {
+  maxItems: number;
+  lingerMs: number;
+  /** Makes a batch no group joined after all, as it was kept. */
+  made: (batch: OpenBatch) => void;
+}) {
+  const open = new Map<string, OpenBatch>();
+  return {
+    /**
+     * Takes the open batch of `key` for `calls` to join; one they do not fit in, or that none
+     * may join now (`joins` false: the edge is not accepting), is made now.
+     */
+    take(key: string, calls: readonly BatchedCall[], joins: boolean): OpenBatch | undefined {
+      const batch = open.get(key);
+      if (!batch) return undefined;
+      open.delete(key);
+      if (joins && fitOneWorkflow([...batch.calls, ...calls], options.maxItems)) return batch;
+      options.made(batch);
+      return undefined;
+    },
+
+    /** Whether `batch` waits for calls to join it: a batch at most half full, none open. */
+    lingers: (key: string, batch: OpenBatch) =>
+      options.lingerMs > 0 &&
+      batch.calls.length > 1 &&
+      sumOf(batch.calls, deliveriesOf) * 2 <= options.maxItems &&
+      !open.has(key),
+
+    /**
+     * Leaves `batch` open for the calls gathering behind it to join (when it `lingers`): it
+     * waits up to `lingerMs` for as many calls as its group had (`answered`: their callers may
+     * send their next ones), and is left open when those gathered fit in it. They run next, at
+     * once; should they not come for it, it is made.
+     */
+    async leftOpen(
+      key: string,
+      batch: OpenBatch,
+      answered: number,
+      behind: Behind<BatchedCall>,
+    ): Promise<boolean> {
+      await behind.until(answered, options.lingerMs);
+      const gathering = behind.items();
+      const fits = fitOneWorkflow([...batch.calls, ...gathering], options.maxItems);
+      if (gathering.length === 0 || open.has(key) || !fits) return false;
+      open.set(key, batch);
+      setTimeout(() => {
+        if (open.get(key) !== batch) return;
+        open.delete(key);
+        options.made(batch);
+      }, 0);
+      return true;
+    },
+  };
+}
