@@ -181,39 +181,35 @@ test("an acceptance not answered in time: the group is reserved, started and the
   expect(stack.trips).toEqual(["accept r1", "reserve r1", "start r1", "reserve r2", "start r2"]);
 });
 
-/** r1 alone, then r2 alone and r3 and r4 behind it; r5 and r6 sent while their batch waits. */
-async function groupsBehindALoneCall(stack: ReturnType<typeof fakeStack>) {
+/**
+ * r1 alone, then r2 to r4 together behind it, their batch waiting; r5 and r6 sent meanwhile try
+ * to join it. Answers the trips after their acceptance.
+ */
+async function joinBehindABatch(stack: ReturnType<typeof fakeStack>): Promise<string[]> {
   stack.answerFirst();
   const calls = ["r1", "r2", "r3", "r4"].map((id) => stack.batch(callOf(id)));
   expect(await Promise.all(calls)).toEqual(calls.map(() => ({ accepted: "queued" })));
   const behind = [stack.batch(callOf("r5")), stack.batch(callOf("r6"))];
   expect(await Promise.all(behind)).toEqual(behind.map(() => ({ accepted: "queued" })));
   await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(stack.trips.slice(0, 4)).toEqual([
+    "accept r1",
+    "start r1",
+    "accept r2,r3,r4 (r1 made)",
+    "accept r5,r6 joining r2…",
+  ]);
+  return stack.trips.slice(4);
 }
 
 test("a batch at most half full waits for the calls gathering behind it, which join it: their acceptance replaces its kept start, and one start carries both groups", async () => {
-  const stack = fakeStack({ lingerMs: 50 });
-  await groupsBehindALoneCall(stack);
-  expect(stack.trips).toEqual([
-    "accept r1",
-    "start r1",
-    "accept r2,r3,r4 (r1 made)",
-    "accept r5,r6 joining r2…",
-    "start r2,r3,r4,r5,r6", // after 50 ms: no call came to join it again
-  ]);
+  const after = await joinBehindABatch(fakeStack({ lingerMs: 50 }));
+  // After 50 ms: no call came to join it again.
+  expect(after).toEqual(["start r2,r3,r4,r5,r6"]);
 });
 
 test("calls that could not join a batch (its kept start gone) go on in a start of their own, and the batch is made as it was kept", async () => {
-  const stack = fakeStack({ lingerMs: 50, joinsFail: true });
-  await groupsBehindALoneCall(stack);
-  expect(stack.trips).toEqual([
-    "accept r1",
-    "start r1",
-    "accept r2,r3,r4 (r1 made)",
-    "accept r5,r6 joining r2…",
-    "start r2,r3,r4",
-    "start r5,r6",
-  ]);
+  const after = await joinBehindABatch(fakeStack({ lingerMs: 50, joinsFail: true }));
+  expect(after).toEqual(["start r2,r3,r4", "start r5,r6"]);
 });
 
 test("bodies that travel by reference are stored in their group's acceptance, a group holding one inbound body's size of them at most", async () => {
