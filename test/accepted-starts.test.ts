@@ -35,13 +35,20 @@ const edge = extraEdge("edge-accepts", edgePort, {
   RELAY_BATCH_LINGER_MS: "500",
 });
 const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
+const [doomedPort = 0] = await freePorts(1);
+// Its batches wait long for calls to join them: one is open when the test kills it.
+const doomedEdge = extraEdge("edge-doomed", doomedPort, {
+  RELAY_ALLOW_PRIVATE_TARGETS: "1",
+  RELAY_BATCH_LINGER_MS: "1000",
+});
+const throughDoomed = { edgeUrl: `http://127.0.0.1:${doomedPort}`, edgePort: doomedPort };
 
 const sql = connect(stack().databaseUrl, { max: 1 });
 
-beforeAll(() => edge.start());
+beforeAll(() => Promise.all([edge.start(), doomedEdge.start()]));
 afterAll(async () => {
   await sql.end();
-  await edge.stop();
+  await Promise.all([edge.stop(), doomedEdge.stop()]);
   await temporalHttp.close();
 });
 
@@ -188,6 +195,29 @@ test("a lone call's acceptance keeps its holds and its start together, or neithe
   expect(await kept()).toEqual(["req_lone_c"]);
   expect(await held()).toEqual(["req_lone_a", "req_lone_c"]);
 });
+
+test("an edge SIGKILLed while calls it accepted wait in an open batch: the sweep delivers them all, each once", async () => {
+  const sink = await targetServer();
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  const wave = async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge: throughDoomed }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 202));
+    return answers.map((answer) => answer.json().requestId as string);
+  };
+  const accepted = [...(await wave()), ...(await wave())];
+  // The second wave joined the first's batch, which now waits for a third: not started yet.
+  doomedEdge.kill();
+  for (const requestId of accepted) {
+    expect((await finishedLog(p, requestId, 30_000)).status).toBe("delivered");
+  }
+  const ids = sink.received.map((r) => r.headers["x-relay-request-id"]);
+  expect(ids.sort()).toEqual(accepted.sort());
+  await sink.close();
+}, 90_000);
 
 test("a group joins a kept start only while it is kept and not near its due time, and only its own project's: else nothing of it is kept", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
