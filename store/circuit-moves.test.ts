@@ -1,5 +1,4 @@
 /** A set of attempts' ends moves their target's circuit as the ends would one after another. */
-import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import type { CircuitOutcome } from "../core/circuit.ts";
 import { newId } from "../core/secrets.ts";
@@ -10,12 +9,7 @@ import { connect } from "./db.ts";
 const sql = connect(stack().databaseUrl, { max: 2 });
 const sent: string[] = [];
 /** A connection whose statements are kept as sent, to be counted. */
-const traced = postgres(stack().databaseUrl, {
-  max: 1,
-  transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
-  onnotice: () => {},
-  debug: (_connection, query) => sent.push(query),
-});
+const traced = connect(stack().databaseUrl, { max: 1, onStatement: (s) => sent.push(s) });
 const project = newId("prj");
 await sql`insert into projects (id, slug, name, plan) values (${project}, ${project}, 'moves', 'free')`;
 afterAll(async () => {

@@ -4,11 +4,17 @@ import postgres from "postgres";
  * One pool per process; column names come back camelCase. Only column names: JSON values (a
  * customer's JSON Schema, target headers) keep their keys exactly.
  */
-export function connect(url: string, options: { max?: number } = {}) {
+/** `onStatement`: told each statement as it is sent (tests that count or explain them). */
+export function connect(
+  url: string,
+  options: { max?: number; onStatement?: (statement: string) => void } = {},
+) {
+  const { onStatement } = options;
   return postgres(url, {
     max: options.max ?? 10,
     transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
     onnotice: () => {},
+    ...(onStatement && { debug: (_connection: number, query: string) => onStatement(query) }),
   });
 }
 

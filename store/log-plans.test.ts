@@ -6,7 +6,6 @@
  * id to match 0.5% of a table and reads it whole, so the stack's own Postgres analyzes a table
  * within seconds of its growth, not a minute (dev/postgres-server.ts).
  */
-import postgres from "postgres";
 import { afterAll, expect, test } from "vitest";
 import { newId } from "../core/secrets.ts";
 import { stack } from "../test/helpers.ts";
@@ -22,12 +21,7 @@ const BATCH = 30;
 const sql = connect(stack().databaseUrl, { max: 2 });
 const seen: string[] = [];
 /** A connection whose statements are kept as sent, to be explained. */
-const traced = postgres(stack().databaseUrl, {
-  max: 1,
-  transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
-  onnotice: () => {},
-  debug: (_connection, query) => seen.push(query),
-});
+const traced = connect(stack().databaseUrl, { max: 1, onStatement: (s) => seen.push(s) });
 const project = newId("prj");
 afterAll(async () => {
   await sql`delete from projects where id = ${project}`;
