@@ -32,6 +32,8 @@ const schema = z.object({
   RELAY_PROJECT_ATTEMPTS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(10),
   RELAY_WORKER_SYNC_SLOTS: z.coerce.number().int().min(1).max(10_000).default(100),
   RELAY_PROJECT_SYNC_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(10),
+  /** How long a batch of sync calls, answered, waits for its callers' next calls (./sync-calls.ts). */
+  RELAY_SYNC_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(40),
   RELAY_WORKER_NOTIFICATION_SLOTS: z.coerce.number().int().min(1).max(10_000).default(20),
   RELAY_PROJECT_NOTIFICATIONS_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(2),
   /** How long a stopping worker lets its attempts in flight finish. */

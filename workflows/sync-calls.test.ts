@@ -23,17 +23,19 @@ afterEach(() => {
 
 /**
  * The route on a listener of its own: `start` stands for Temporal and the batch's task, `closed`
- * for the batch's close (never, unless given).
+ * for the batch's close (never, unless given); a batch lingers `lingerMs` (none, unless given).
  */
 async function listener(
   answers: SyncAnswers,
   start: SyncCallsOptions["start"],
   closed: SyncCallsOptions["closed"] = () => new Promise(() => {}),
+  lingerMs = 0,
 ) {
   const logged: string[] = [];
   const route = syncCallsRoute({
     edgeToken: TOKEN,
     slots: new ProjectSlots({ slots: 10, perProject: 10 }),
+    lingerMs,
     answers,
     start,
     closed,
@@ -102,6 +104,41 @@ test("calls arriving while a start is in flight go together in the next batch; a
   await hand("req_5");
   expect(batches.slice(batch)).toEqual([["req_5"]]);
 });
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test.each([
+  [0, 60, [["req_4"], ["req_5"]]],
+  [200, 60, [["req_4", "req_5"]]],
+  [100, 150, [["req_4"], ["req_5"]]],
+])(
+  "a batch of several answers its callers as it starts, then waits while their next calls come, each within its linger (%i ms; the second %i ms after the first)",
+  async (lingerMs, second, expected) => {
+    const answers = new SyncAnswers();
+    const batches: string[][] = [];
+    const here = runHere(answers, async () => answered);
+    const { hand } = await listener(
+      answers,
+      async (batch) => {
+        batches.push(batch.calls.map((call) => call.requestId));
+        if (batches.length === 1) await pause(100); // a slow start: req_2 and req_3 gather
+        return here(batch);
+      },
+      undefined,
+      lingerMs,
+    );
+    const first = hand("req_1");
+    await pause(20);
+    // Two callers, each sending its next call once answered, one sooner than the other.
+    const callers = [
+      hand("req_2").then(() => pause(5).then(() => hand("req_4"))),
+      hand("req_3").then(() => pause(5 + second).then(() => hand("req_5"))),
+    ];
+    const statuses = (await Promise.all([first, ...callers])).map((r) => r.status);
+    expect(statuses).toEqual([200, 200, 200]);
+    expect(batches).toEqual([["req_1"], ["req_2", "req_3"], ...expected]);
+  },
+);
 
 test("an eager batch that closed without making the call answers 503, so the edge goes through Temporal; the call is then never made here", async () => {
   const answers = new SyncAnswers();

@@ -33,7 +33,7 @@ import {
   syncWorkflowId,
 } from "../core/delivery.ts";
 import { RelayError } from "../core/errors.ts";
-import { grouped } from "../core/grouped.ts";
+import { type Behind, grouped } from "../core/grouped.ts";
 import { jsonPayload, type PayloadCipher } from "../core/payload-codec.ts";
 import type { ProjectSlots } from "../core/project-slots.ts";
 import { readCapped, TOO_LARGE } from "../core/read-capped.ts";
@@ -77,6 +77,11 @@ export interface SyncCallsOptions {
   edgeToken: string;
   /** How many calls one project, and all together, may have waiting here. */
   slots: ProjectSlots;
+  /**
+   * How long a batch of several calls, answered, waits for its callers' next calls to gather
+   * behind it (RELAY_SYNC_LINGER_MS): those calls then go in one batch, not two. 0: never.
+   */
+  lingerMs: number;
   answers: SyncAnswers;
   /** Starts a batch's workflow; true when its first task came back to this worker. */
   start(batch: SyncBatch): Promise<boolean>;
@@ -129,7 +134,8 @@ export function syncCallsRoute(options: SyncCallsOptions) {
     firstWaitsATurn: true,
     fits: (gathered, next) =>
       gathered.reduce((bytes, handed) => bytes + handed.bytes, next.bytes) <= SYNC_BATCH_MAX_BYTES,
-    run: (project, handed) => startBatch(options, project, handed),
+    run: (project, handed, answerNow, behind) =>
+      startBatch(options, { project, handed, answerNow, behind }),
   });
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     if (new URL(req.url ?? "/", "http://worker").pathname !== SYNC_CALLS_PATH) return false;
@@ -150,16 +156,30 @@ export function syncCallsRoute(options: SyncCallsOptions) {
 /**
  * How long a project's next batch gathers, at most, for its last one to run here (its calls
  * claimed), then for their answers: a fast target's calls come back before the next batch
- * starts, and their callers' next calls join it (about half of 32 callers' calls a batch, not
- * a sixth); a slow target's hold the next batch back this much and no more.
+ * starts; a slow target's hold the next batch back this much and no more.
  */
 const GATHER_UNTIL_CLAIMED_MS = 100;
 const GATHER_UNTIL_ANSWERED_MS = 50;
 
+/** A project's group of calls, as `grouped` runs it. */
+interface Group {
+  project: string;
+  handed: Handed[];
+  answerNow: (answers: Started[]) => void;
+  behind: Behind<Handed>;
+}
+
+/**
+ * Starts a group's batch. Several calls are told of their start at once, so their callers'
+ * answers need not wait for the batch to run out; the batch then stays in flight, its answers
+ * and then its callers' next calls gathering behind it (`lingerMs`), so that 32 callers make one
+ * batch a turn rather than two that alternate: a workflow a turn is most of a sync call's cost.
+ * A lone call is not told early: the next call of its project, gathering behind it, would then
+ * find nothing in flight and go alone too (core/grouped.ts `finishingAlone`).
+ */
 async function startBatch(
   options: SyncCallsOptions,
-  project: string,
-  handed: Handed[],
+  { project, handed, answerNow, behind }: Group,
 ): Promise<Started[]> {
   const [first] = handed;
   if (!first) return [];
@@ -170,13 +190,16 @@ async function startBatch(
     calls: handed.map(({ call }) => call),
     trace: first.trace,
   });
+  let closed: Promise<unknown> | undefined;
+  const started = { eager, closed: () => (closed ??= options.closed(workflowId)) };
+  const answers = handed.map(() => started);
+  if (handed.length > 1) answerNow(answers);
   if (eager) {
     await settledWithin(first.claimed, GATHER_UNTIL_CLAIMED_MS);
     await settledWithin(Promise.all(handed.map((h) => h.answered)), GATHER_UNTIL_ANSWERED_MS);
+    if (handed.length > 1) await lingerFor(handed.length, behind, options.lingerMs);
   }
-  let closed: Promise<unknown> | undefined;
-  const started = { eager, closed: () => (closed ??= options.closed(workflowId)) };
-  return handed.map(() => started);
+  return answers;
 }
 
 async function answer(
@@ -283,6 +306,25 @@ async function withBudget<T>(answer: Promise<T>, seconds: number): Promise<T> {
     return await Promise.race([answer, late]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits while calls keep gathering behind a batch, each within `lingerMs` of the last and
+ * `2 * lingerMs` in all, until as many are in play as the batch carried and had behind it (its
+ * callers' next calls, and those there already), at most a batch: a full one runs at once.
+ */
+async function lingerFor(carried: number, behind: Behind<Handed>, lingerMs: number) {
+  const wanted = Math.min(SYNC_BATCH_MAX_CALLS, carried + behind.items().length);
+  const until = performance.now() + 2 * lingerMs;
+  let gathered = behind.items().length;
+  while (gathered < wanted) {
+    const left = Math.min(lingerMs, until - performance.now());
+    if (left <= 0) return;
+    await behind.until(gathered + 1, left);
+    const now = behind.items().length;
+    if (now <= gathered) return; // none came in time, or the gathered ones ran
+    gathered = now;
   }
 }
 

@@ -214,6 +214,7 @@ const ops = serveOps(
           },
           observeSlots("sync handed over"),
         ),
+        lingerMs: config.RELAY_SYNC_LINGER_MS,
         answers: syncAnswers,
         start: eagerSyncStarter(connection, config.TEMPORAL_NAMESPACE, payloadCipher),
         closed: closedOf(client),
