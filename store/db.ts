@@ -3,8 +3,8 @@ import postgres from "postgres";
 /**
  * One pool per process; column names come back camelCase. Only column names: JSON values (a
  * customer's JSON Schema, target headers) keep their keys exactly.
+ * `onStatement`: told each statement as it is sent (tests that count or explain them).
  */
-/** `onStatement`: told each statement as it is sent (tests that count or explain them). */
 export function connect(
   url: string,
   options: { max?: number; onStatement?: (statement: string) => void } = {},

@@ -1,4 +1,5 @@
 import { createServer } from "node:http";
+import { setTimeout as pause } from "node:timers/promises";
 import { request } from "undici";
 import { afterEach, expect, test } from "vitest";
 import type { SyncInput, SyncOutcome } from "../core/delivery.ts";
@@ -104,8 +105,6 @@ test("calls arriving while a start is in flight go together in the next batch; a
   await hand("req_5");
   expect(batches.slice(batch)).toEqual([["req_5"]]);
 });
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 test.each([
   [0, 60, [["req_4"], ["req_5"]]],
