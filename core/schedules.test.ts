@@ -35,6 +35,9 @@ describe("parseCron", () => {
     ["*/0 * * * *", "outside"],
     ["@every 1m", "five fields"],
     ["TZ=UTC 0 * * * *", "five fields"],
+    // Names every object inherits are not shorthands.
+    ["__proto__", "five fields"],
+    ["constructor", "five fields"],
   ])("refuses %s", (expression, problem) => {
     expect(parseCron(expression)).toEqual({ problem: expect.stringContaining(problem) });
   });

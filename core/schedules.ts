@@ -34,15 +34,17 @@ export const FIRE_SCHEME = "Relay-Fire";
 /** A fire's token is good this long either side of its issue (clocks of processes differ a little). */
 export const FIRE_TOKEN_TTL_MS = 5 * 60_000;
 
-const SHORTHANDS: Record<string, string> = {
-  "@yearly": "0 0 1 1 *",
-  "@annually": "0 0 1 1 *",
-  "@monthly": "0 0 1 * *",
-  "@weekly": "0 0 * * 0",
-  "@daily": "0 0 * * *",
-  "@midnight": "0 0 * * *",
-  "@hourly": "0 * * * *",
-};
+const SHORTHANDS = new Map(
+  Object.entries({
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+  }),
+);
 
 const MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"];
 const DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
@@ -68,7 +70,7 @@ export interface Cron {
  * `@every`, `TZ=` and comments are refused: the time zone is a field of its own.
  */
 export function parseCron(expression: string): Cron | { problem: string } {
-  const text = SHORTHANDS[expression.trim().toLowerCase()] ?? expression.trim();
+  const text = SHORTHANDS.get(expression.trim().toLowerCase()) ?? expression.trim();
   const parts = text.split(/\s+/);
   if (parts.length !== FIELDS.length) {
     return { problem: "must have five fields (minute hour day-of-month month day-of-week)" };

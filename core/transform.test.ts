@@ -56,6 +56,7 @@ describe("what it hands back", () => {
       [{ ...call, headers: { "X-Upper": "a" } }, /not a lowercase header name/],
       [{ ...call, headers: { host: "evil.example" } }, /connection's, not its to set/],
       [{ ...call, headers: { a: "b\r\nc: d" } }, /line break/],
+      [{ ...call, headers: { a: "\u{1F600}" } }, /beyond U\+00FF/],
     ] as const) {
       expect(outcome(value)).toEqual({ error: expect.stringMatching(message) });
     }

@@ -182,6 +182,8 @@ function requestProblem(value: { [key: string]: JsonValue }): string | null {
     if (FRAMING_HEADERS.has(name)) return `header "${name}" is the connection's, not its to set`;
     const headerValue = headers[name] as string;
     if (/[\r\n\0]/.test(headerValue)) return `header "${name}" holds a line break or NUL`;
+    // fetch sends a value's characters as bytes.
+    if (/[^\0-\xff]/.test(headerValue)) return `header "${name}" has a character beyond U+00FF`;
     headerBytes += name.length + utf8.encode(headerValue).byteLength;
   }
   if (headerBytes > limits.headerBytes) return `its headers are over ${limits.headerBytes} bytes`;

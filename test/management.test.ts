@@ -158,6 +158,17 @@ describe("endpoints", () => {
       { targets: [{ ...target, headers: { "X-Relay-Attempt": "1" } }] },
       "targets.0.headers",
     ],
+    // fetch cannot send either: each of the target's deliveries would fail.
+    [
+      "a target header value with a line break",
+      { targets: [{ ...target, headers: { "x-a": "a\nb" } }] },
+      "targets.0.headers.x-a",
+    ],
+    [
+      "a target header value beyond Latin-1",
+      { targets: [{ ...target, headers: { "x-a": "\u{1F600}" } }] },
+      "targets.0.headers.x-a",
+    ],
   ])("%s is refused with 400 naming the field", async (_, spec, path) => {
     const { ownerToken, endpoints } = await projectWithLine();
     const answer = await api(ownerToken, "POST", endpoints, { path: "e", ...spec });

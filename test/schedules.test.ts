@@ -161,6 +161,9 @@ test("bad schedules get a 400 naming the field; a plan's bounds hold", async () 
   await refused({ cron: "0 * * * * 2027" }, "cron", "five fields");
   await refused({ cron: "0 * * * *", timeZone: "Mars/Olympus" }, "timeZone", "IANA");
   await refused({ cron: "0 * * * *", headers: { Authorization: "x" } }, "headers", "Authorization");
+  // A fire could never send these: each would fail until the schedule is changed.
+  await refused({ cron: "0 * * * *", headers: { "x-a": "\u{1F600}" } }, "headers.x-a", "U+00FF");
+  await refused({ cron: "__proto__" }, "cron", "five fields");
   await refused({ cron: "0 * * * *", body: "x".repeat(70_000) }, "body", "64 KiB");
   await refused({ cron: "0 * * * *", every: "1m" }, "", "every");
   await refused({ cron: "0 * * * *", note: "a\u0000b" }, "note", "control characters");

@@ -29,6 +29,7 @@ import {
   allowedUrls,
   displayName,
   headerName,
+  headerValue,
   jsonObject,
   parseInput,
   postedUrl,
@@ -83,7 +84,7 @@ const targetSchema = z.strictObject({
       "Inbound headers forwarded to this target but never kept in the request log: kept lowercase and once each, `authorization` left out (never kept anyway)",
     ),
   headers: z
-    .record(headerName, z.string().max(8192))
+    .record(headerName, headerValue)
     .default({})
     .refine((h) => Object.keys(h).every((name) => !RESERVED_HEADER.test(name)), {
       message: "may not set Host, Content-*, hop-by-hop, X-Relay-* or webhook-* signature headers",

@@ -21,7 +21,13 @@ import * as routing from "../../store/routing.ts";
 import type { ScheduleRow, ScheduleSpec, ScheduleSummary } from "../../store/schedules.ts";
 import * as schedules from "../../store/schedules.ts";
 import { type Ctx, projectAccess } from "./context.ts";
-import { headerName, jsonValue, NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
+import {
+  headerName,
+  headerValue,
+  jsonValue,
+  NO_CONTROL_CHARACTERS,
+  parseInput,
+} from "./validation.ts";
 
 /** Headers a fire's call carries of Relay's own, or that belong to the connection. */
 const SET_BY_RELAY =
@@ -44,7 +50,7 @@ const scheduleFields = {
     .describe("The IANA time zone the cron is read in"),
   body: jsonValue.describe("The JSON body each fire sends (at most 64 KiB); absent or null: none"),
   headers: z
-    .record(headerName.max(256), z.string().max(8192).regex(PLAIN_TEXT))
+    .record(headerName.max(256), headerValue)
     .refine((h) => Object.keys(h).length <= MAX_HEADERS, `at most ${MAX_HEADERS} headers`)
     .refine((h) => Object.keys(h).every((name) => !SET_BY_RELAY.test(name)), {
       message:

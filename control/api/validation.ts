@@ -55,6 +55,19 @@ const CONTROL = "\\x00-\\x1f\\x7f-\\x9f";
 export const NO_CONTROL_CHARACTERS = `^[^${CONTROL}]+$`;
 
 /**
+ * A header value Relay sends as configured (a target's, a schedule's): fetch sends a value's
+ * characters as bytes and refuses one beyond U+00FF, or a line break, so every delivery of it
+ * would fail. Refused when set instead.
+ */
+export const headerValue = z
+  .string()
+  .max(8192)
+  .regex(
+    new RegExp(`^[^${CONTROL}\\u0100-\\uffff]*$`),
+    "must be header text: no control characters, none beyond U+00FF (encode other text)",
+  );
+
+/**
  * A name people read: at most 200 characters as sent (the check comes before the trim), something
  * besides spaces, no control character; kept trimmed. The pattern's leading spaces and first
  * other character are disjoint classes, so it runs in linear time on any length (its check runs
