@@ -11,17 +11,19 @@ import { createServer } from "node:http";
  * or alone; every one failing would keep its circuit opening, its deliveries held).
  */
 export const MIX = [
-  { endpoint: "in", targets: ["in"] },
-  { endpoint: "fan", targets: ["fan-a", "fan-b", "fan-c"] },
+  { name: "plain", endpoint: "in", targets: ["in"] },
+  { name: "fan-out", endpoint: "fan", targets: ["fan-a", "fan-b", "fan-c"] },
   {
+    name: "ordered",
     endpoint: "ordered",
     targets: ["ordered"],
     headers: (i: number) => ({ "relay-ordering-key": `k${i % 50}` }),
   },
-  { endpoint: "in", targets: ["in"], pad: 32 * 1024 },
-  { endpoint: "in", targets: ["in"], headers: () => ({ "relay-delay": "2s" }) },
-  { endpoint: "flaky", targets: ["flaky"] },
+  { name: "32 KiB", endpoint: "in", targets: ["in"], pad: 32 * 1024 },
+  { name: "delayed", endpoint: "in", targets: ["in"], headers: () => ({ "relay-delay": "2s" }) },
+  { name: "flaky", endpoint: "flaky", targets: ["flaky"] },
 ] as const satisfies {
+  name: string;
   endpoint: string;
   targets: readonly string[];
   headers?: (i: number) => Record<string, string>;

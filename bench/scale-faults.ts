@@ -14,7 +14,7 @@
  *
  *   FAULTS_REQUESTS (10000), FAULTS_RATE (40 a second), FAULTS_DRAIN_SECONDS (600)
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -193,8 +193,8 @@ await runBench(async (cleanup) => {
   /** Answers refused on the way, by status; calls that gave up; request ids of the 202s. */
   const refusals = new Map<string, number>();
   const refused = new Map<string, number>();
-  /** Request ids of the 202s, and how many targets each must reach. */
-  const accepted = new Map<string, number>();
+  /** Request ids of the 202s, and the kind of call each was (the targets it must reach). */
+  const accepted = new Map<string, ReturnType<typeof kindOf>>();
   let retriedThenAccepted = 0;
   /** 202s and refusals by the 10 s of the run they were answered in. */
   const timeline: { accepted: number; refused: number }[] = [];
@@ -216,7 +216,7 @@ await runBench(async (cleanup) => {
         JSON.stringify({ i, ...("pad" in kind && { pad: "x".repeat(kind.pad) }) }),
       );
       if (answer.status === "202") {
-        accepted.set(JSON.parse(answer.text).requestId, kind.targets.length);
+        accepted.set(JSON.parse(answer.text).requestId, kind);
         tally("accepted");
         if (tries > 0) retriedThenAccepted++;
         return;
@@ -328,7 +328,7 @@ await runBench(async (cleanup) => {
   const drainDeadline = Date.now() + drainMs;
   const undelivered = () =>
     [...accepted]
-      .filter(([id, targets]) => (reached.get(id)?.size ?? 0) < targets)
+      .filter(([id, kind]) => (reached.get(id)?.size ?? 0) < kind.targets.length)
       .map(([id]) => id);
   while (undelivered().length > 0 && Date.now() < drainDeadline) await sleep(1000);
   const drainedIn = Date.now() - t0;
@@ -392,7 +392,13 @@ await runBench(async (cleanup) => {
   for (const r of revocations)
     console.log(`| ${r.atS} | ${r.warm.join(", ")} | ${r.deleteMs} | ${r.after.join(", ")} |`);
   console.log(`\nfigures ${JSON.stringify(figures)}`);
-  if (lost.length > 0) console.log(`lost request ids: ${lost.slice(0, 20).join(" ")}`);
+  if (lost.length > 0) {
+    const kinds = new Map<string, number>();
+    for (const id of lost) count(kinds, accepted.get(id)?.name ?? "");
+    console.log(`lost, by kind: ${show(kinds)}`);
+    console.log(`lost request ids: ${lost.slice(0, 20).join(" ")} (all in ${dir}/lost.txt)`);
+    await writeFile(join(dir, "lost.txt"), `${lost.join("\n")}\n`);
+  }
   if (gaveUp.length > 0) console.log(`supervision gave up: ${gaveUp.join("; ")}`);
   if (lost.length > 0 || revocations.some((r) => r.violated) || gaveUp.length > 0) {
     process.exitCode = 1;
