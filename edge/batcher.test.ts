@@ -21,6 +21,8 @@ function fakeStack(
     lingerMs?: number;
     /** Its acceptances of a group joining a kept start find that start gone. */
     joinsFail?: boolean;
+    /** Its acceptances of a group joining a kept start are never answered. */
+    joinsHang?: boolean;
   } = {},
 ) {
   const trips: string[] = [];
@@ -53,7 +55,9 @@ function fakeStack(
         trips.push(
           `accept ${idsOf(a.calls)}${bodies}${joining}${a.started.length ? ` (${a.started} made)` : ""}`,
         );
-        if (options.acceptHangs) await new Promise(() => {});
+        if (options.acceptHangs || (a.joinsKeptStart && options.joinsHang)) {
+          await new Promise(() => {});
+        }
         if (a.joinsKeptStart && options.joinsFail) {
           return { refusals: a.calls.map(() => null), accepted: false };
         }
@@ -211,6 +215,11 @@ test("calls that could not join a batch (its kept start gone) go on in a start o
   const after = await joinBehindABatch(fakeStack({ lingerMs: 50, joinsFail: true }));
   expect(after).toEqual(["start r2,r3,r4", "start r5,r6"]);
 });
+
+test("a join whose acceptance is not answered in time leaves the batch to the sweep: had it committed, the kept start carries the joining calls, and the start as kept before would be confirmed in its place", async () => {
+  const after = await joinBehindABatch(fakeStack({ lingerMs: 50, joinsHang: true }));
+  expect(after).toEqual(["reserve r5,r6", "start r5,r6"]);
+}, 5000);
 
 test("bodies that travel by reference are stored in their group's acceptance, a group holding one inbound body's size of them at most", async () => {
   const stack = fakeStack();

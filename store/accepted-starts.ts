@@ -23,11 +23,15 @@ export interface AcceptedStart {
 }
 
 /**
- * How far from its due time a kept start may still be joined. An edge waits a second at most for
- * an acceptance's answer (edge/batcher.ts), so a join it was told of committed before a sweep
- * could claim the start; a join it gave up on may commit later, and its calls go on their own.
+ * How long after it was kept a start may be joined: 2 s before a sweep may make it. An edge waits
+ * a second at most for an acceptance's answer (edge/batcher.ts), so a join it was told of
+ * committed before a sweep could claim the start; a join it gave up on may commit later, and the
+ * edge leaves the start to the sweep. Timed from `accepted_at`, not `due_at`, which a sweep's
+ * claim moves on (a start joined while a sweep makes it as it read it would be forgotten with the
+ * joining calls), and by the clock, not by the transaction's start, which a long acceptance
+ * leaves behind.
  */
-const JOIN_MARGIN_SECONDS = 2;
+const JOINABLE_SECONDS = START_GRACE_SECONDS - 2;
 
 /**
  * Keeps a start of `requestIds` in the accepting transaction; false when the project is unknown.
@@ -47,7 +51,7 @@ export async function keepStart(
       set start = ${start.start}, request_ids = s.request_ids || ${requestIds}::text[]
       from projects p
       where s.workflow_id = ${start.workflowId} and p.slug = ${project} and s.project_id = p.id
-        and s.due_at > now() + make_interval(secs => ${JOIN_MARGIN_SECONDS})`
+        and s.accepted_at > clock_timestamp() - make_interval(secs => ${JOINABLE_SECONDS})`
     : q`${keeping(q, project, requestIds, start)}`);
   return kept.count > 0;
 }

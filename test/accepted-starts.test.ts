@@ -247,7 +247,14 @@ test("a group joins a kept start only while it is kept and not near its due time
   });
   expect((await accept(other.slug, ["req_join_x"], true)).accepted).toBe(false);
   expect((await kept())?.ids).toHaveLength(3);
-  await sql`update accepted_starts set due_at = now() + interval '1 second'
+  // Kept 4 s ago: a sweep may make it in a second.
+  await sql`update accepted_starts set accepted_at = now() - interval '4 seconds'
+    where workflow_id = 'batch-req_join_a'`;
+  expect((await accept(p.slug, ["req_join_d"], true)).accepted).toBe(false);
+  expect((await kept())?.ids).toHaveLength(3);
+  // Claimed by a sweep, which makes it as it read it: due again only if that start fails.
+  await sql`update accepted_starts
+    set accepted_at = now() - interval '6 seconds', due_at = now() + interval '5 seconds'
     where workflow_id = 'batch-req_join_a'`;
   expect((await accept(p.slug, ["req_join_d"], true)).accepted).toBe(false);
   expect((await kept())?.ids).toHaveLength(3);
