@@ -143,3 +143,32 @@ export async function madeAgainByCause(
     await sql.end();
   }
 }
+
+/** The parts of the control plane's answers the run reads. */
+interface ManagementAnswer {
+  ownerToken: string;
+  plaintext: string;
+  key: { id: string };
+}
+
+/** Management calls, each to either control plane in turn: one may be down. */
+export function managerOf(controlUrls: string[]) {
+  return async (token: string, method: string, path: string, body?: unknown) => {
+    for (let tries = 0; ; tries++) {
+      const url = `${controlUrls[tries % controlUrls.length]}${path}`;
+      const answer = await request(url, {
+        method: method as "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      }).then(
+        async (r) => ({ status: r.statusCode, body: (await r.body.json()) as ManagementAnswer }),
+        () => null,
+      );
+      if (answer && answer.status < 300) return answer.body;
+      if ((answer && answer.status < 500) || tries > 40) {
+        throw new Error(`${method} ${path}: ${JSON.stringify(answer)}`);
+      }
+      await sleep(500);
+    }
+  };
+}

@@ -24,6 +24,7 @@ import { freeStackPorts, startStack } from "../dev/stack.ts";
 import {
   countWorkflows,
   madeAgainByCause,
+  managerOf,
   servingAgain,
   startSecondOfEach,
   supervisorRestarts,
@@ -52,13 +53,6 @@ const KILLS = [
 ] as const;
 /** Revocation rounds: one before any kill, and one just after each kill. */
 const REVOCATIONS = [0.1, 0.21, 0.41, 0.61, 0.81];
-
-/** The parts of the control plane's answers the run reads. */
-interface ManagementAnswer {
-  ownerToken: string;
-  plaintext: string;
-  key: { id: string };
-}
 
 const { server: target, deliveries, reached, again, lastFirst } = mixTarget();
 
@@ -103,27 +97,8 @@ await runBench(async (cleanup) => {
     edgeDomain: `localhost:${ports.edge}`,
     onGiveUp: (reason) => gaveUp.push(reason),
   });
-  const controlUrls = [stack.controlUrl, `http://127.0.0.1:${control2Port}`];
 
-  // Management calls go to either control plane: one may be down.
-  const manage = async (token: string, method: string, path: string, body?: unknown) => {
-    for (let tries = 0; ; tries++) {
-      const url = `${controlUrls[tries % 2]}${path}`;
-      const answer = await request(url, {
-        method: method as "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-      }).then(
-        async (r) => ({ status: r.statusCode, body: (await r.body.json()) as ManagementAnswer }),
-        () => null,
-      );
-      if (answer && answer.status < 300) return answer.body;
-      if ((answer && answer.status < 500) || tries > 40) {
-        throw new Error(`${method} ${path}: ${JSON.stringify(answer)}`);
-      }
-      await sleep(500);
-    }
-  };
+  const manage = managerOf([stack.controlUrl, `http://127.0.0.1:${control2Port}`]);
   const slug = "faults";
   const { ownerToken } = await manage(stack.secrets.adminToken, "POST", "/projects", {
     slug,
@@ -395,8 +370,7 @@ await runBench(async (cleanup) => {
   if (lost.length > 0) {
     const kinds = new Map<string, number>();
     for (const id of lost) count(kinds, accepted.get(id)?.name ?? "");
-    console.log(`lost, by kind: ${show(kinds)}`);
-    console.log(`lost request ids: ${lost.slice(0, 20).join(" ")} (all in ${dir}/lost.txt)`);
+    console.log(`lost, by kind: ${show(kinds)}; ids: ${lost.slice(0, 20).join(" ")}`);
     await writeFile(join(dir, "lost.txt"), `${lost.join("\n")}\n`);
   }
   if (gaveUp.length > 0) console.log(`supervision gave up: ${gaveUp.join("; ")}`);

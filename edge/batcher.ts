@@ -328,10 +328,8 @@ export function batcher(
       }
       return accepted(calls);
     }
-    // Not joined: the batch is made as it was kept. Unless the join went unanswered: committed
-    // after all, its kept start carries these calls too (their keys claimed, their places in
-    // lanes), and the start as kept before, made and confirmed, would forget them. The sweep
-    // makes whichever start is kept.
+    // Not joined: the batch is made as it was kept, but for a join unanswered: committed after
+    // all, its kept start carries these calls too, which the sweep makes and this would forget.
     if (joining && acceptance?.refusals !== null) makeKept(joining);
     // Keys claimed before: nothing was reserved or kept. The repeats are answered as their first
     // calls were; the others are accepted without them, or at last go alone.
