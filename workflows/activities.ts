@@ -34,6 +34,7 @@ import { signingSecretsOfTarget } from "../store/signing.ts";
 import { laneWait, laneWaits } from "../store/waiting.ts";
 import type { ActivityDeps, AttemptDeps, RetryPolicy } from "./activity-deps.ts";
 import { deliver, firstAttempt, relaySyncCall, relaySyncCalls } from "./attempts.ts";
+import { abortedUnlessEvicted } from "./batch-aborts.ts";
 import {
   type BatchAttemptDeps,
   firstAttemptsOfBatch,
@@ -78,6 +79,7 @@ export function createActivities(deps: ActivityDeps) {
       statement: (q, starts) => startAttempts(q, starts, deps.workerId),
     }),
     endAttempt: groupCommit(sql, endAttempts),
+    abortSignal: () => Context.current().cancellationSignal,
   };
   const firstAttemptsInFlight = new FirstAttemptsInFlight();
   // A turn given to a request whose batch's activity runs here and listens goes to it unsignalled.
@@ -121,6 +123,7 @@ export function createActivities(deps: ActivityDeps) {
       ...attempts,
       holdOf: readOnce(attempts.holdOf),
       signingKeysOf: readOnce(attempts.signingKeysOf),
+      abortSignal: () => abortedUnlessEvicted(Context.current().cancellationSignal),
     };
     return {
       attempt: (request, delivery, only, takeSlot) =>

@@ -113,4 +113,6 @@ export interface AttemptDeps
    */
   startAttempt: (start: AttemptStart) => Promise<StartedAttempt>;
   endAttempt: (end: AttemptEnd) => Promise<AttemptEnded>;
+  /** What aborts an attempt's call: its activity's cancellation (a batch's, ./batch-aborts.ts). */
+  abortSignal: () => AbortSignal;
 }

@@ -277,7 +277,7 @@ async function postToTarget(
           signingKeys,
           signedAt,
           hmac: hmacSha256,
-          signal: Context.current().cancellationSignal,
+          signal: deps.abortSignal(),
           timeoutBounds: "answer",
           project: call.project,
           transform: deps.transform,
