@@ -116,6 +116,7 @@ export async function bootEdge(
     maxSyncPerProject: config.RELAY_SYNC_MAX_PER_PROJECT,
     maxStartsInFlight: config.RELAY_TEMPORAL_MAX_STARTS,
     maxStartWaitMs: config.RELAY_TEMPORAL_START_WAIT_MS,
+    startTimeoutMs: config.RELAY_TEMPORAL_START_TIMEOUT_MS,
     onStart: telemetry.temporalStarted,
     logError: telemetry.logError,
   });

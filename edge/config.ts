@@ -26,6 +26,12 @@ const schema = z.object({
   RELAY_TEMPORAL_MAX_STARTS: z.coerce.number().int().min(1).default(64),
   RELAY_TEMPORAL_START_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(250),
   /**
+   * How long a workflow start may wait for Temporal's answer: past it the start is given up
+   * (its caller gets 503, an accepted call's start is left to the sweep), its slot freed. A
+   * Temporal that hangs holds no caller longer.
+   */
+  RELAY_TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /**
    * Under load, up to this many deliveries of a project's immediate async calls share one
    * workflow (edge/batcher.ts); 1 gives each call its own. At most 64: the batch's search
    * attribute lists their ids, and Temporal limits a value to 2 KB.

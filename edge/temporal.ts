@@ -118,6 +118,11 @@ export interface TemporalHttpOptions {
   maxStartsInFlight: number;
   /** How long a caller's start may wait for one of those (RELAY_TEMPORAL_START_WAIT_MS). */
   maxStartWaitMs: number;
+  /**
+   * How long a start, or a repeat's read of its first call, may wait for Temporal's answer
+   * (RELAY_TEMPORAL_START_TIMEOUT_MS).
+   */
+  startTimeoutMs: number;
   /** Where calls Temporal failed go (a structured logger's `error`). */
   logError?: (fields: Record<string, unknown>, message: string) => void;
   /** Told how long each start took, by workflow type (a metric). */
@@ -225,11 +230,14 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     bodyTag: string | undefined,
   ): Promise<void> {
     const started = performance.now();
+    // One deadline for both tries: a Temporal that does not answer is given up on, once.
+    const signal = AbortSignal.timeout(options.startTimeoutMs);
     const post = () =>
       options.fetch(`${workflows}/${encodeURIComponent(workflowId)}?noPayloadShorthand`, {
         method: "POST",
         headers,
         body,
+        signal,
       });
     // A pooled connection the server had just closed fails before any answer (after a restart
     // of Temporal, or its idle timeout): one more try, on a fresh connection, is safe, since
@@ -267,9 +275,7 @@ export function temporalHttpStarter(options: TemporalHttpOptions): WorkflowStart
     const response = await options
       .fetch(
         `${workflows}/${encodeURIComponent(workflowId)}/history?maximumPageSize=1&noPayloadShorthand`,
-        {
-          headers,
-        },
+        { headers, signal: AbortSignal.timeout(options.startTimeoutMs) },
       )
       .catch((error: unknown) => error as Error);
     if (response instanceof Error || !response.ok) {

@@ -367,29 +367,43 @@ export const spendDownTo = (sql: Sql, slug: string, left: number) =>
     }),
   );
 
-/** A TCP proxy to the control plane that can drop every connection and refuse new ones. */
+/**
+ * A TCP proxy (to the control plane, to Temporal) that can drop every connection and refuse new
+ * ones (`cut`), or drop them and take new ones without ever answering (`stall`: a peer that
+ * hangs).
+ */
 export async function cuttableProxy(to: URL) {
   const sockets = new Set<Socket>();
-  let open = true;
+  let mode: "open" | "cut" | "stalled" = "open";
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    return socket;
+  };
   const server: TcpServer = createTcpServer((client) => {
-    if (!open) return client.destroy();
-    const upstream = connect(Number(to.port), to.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
+    if (mode === "cut") return client.destroy();
+    track(client);
+    if (mode === "stalled") return;
+    client.pipe(track(connect(Number(to.port), to.hostname))).pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const dropAll = () => {
+    for (const s of sockets) s.destroy();
+  };
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     cut() {
-      open = false;
-      for (const s of sockets) s.destroy();
+      mode = "cut";
+      dropAll();
+    },
+    stall() {
+      mode = "stalled";
+      dropAll();
     },
     restore() {
-      open = true;
+      if (mode === "stalled") dropAll();
+      mode = "open";
     },
     close: () => new Promise((resolve) => server.close(resolve)),
   };
