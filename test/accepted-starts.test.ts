@@ -14,7 +14,6 @@ import { claimDueStarts } from "../store/accepted-starts.ts";
 import { connect } from "../store/db.ts";
 import {
   api,
-  cuttableProxy,
   eventually,
   extraEdge,
   finishedLog,
@@ -25,16 +24,16 @@ import {
   stack,
   targetServer,
 } from "./helpers.ts";
+import { edgeThroughTemporalProxy } from "./proxies.ts";
 
-const temporalHttp = await cuttableProxy(new URL(stack().temporalHttpAddress));
-const [edgePort = 0] = await freePorts(1);
-const edge = extraEdge("edge-accepts", edgePort, {
-  RELAY_ALLOW_PRIVATE_TARGETS: "1",
-  TEMPORAL_HTTP_ADDRESS: temporalHttp.url,
+const {
+  edge,
+  temporalHttp,
+  through: throughEdge,
+} = await edgeThroughTemporalProxy("edge-accepts", {
   // Long enough that a second wave of calls, sent once the first is answered, joins its batch.
   RELAY_BATCH_LINGER_MS: "500",
 });
-const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
 const [doomedPort = 0] = await freePorts(1);
 // Its batches wait long for calls to join them: one is open when the test kills it.
 const doomedEdge = extraEdge("edge-doomed", doomedPort, {

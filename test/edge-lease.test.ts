@@ -6,15 +6,8 @@
 import { request } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { freePorts } from "../dev/ports.ts";
-import {
-  api,
-  cuttableProxy,
-  extraEdge,
-  projectWithEndpoint,
-  relay,
-  stack,
-  targetServer,
-} from "./helpers.ts";
+import { api, extraEdge, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { cuttableProxy } from "./proxies.ts";
 
 const LEASE_MS = 1500;
 

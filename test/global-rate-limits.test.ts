@@ -13,15 +13,8 @@ import { MAX_REPORTED_ENDPOINTS } from "../control/api/edge.ts";
 import { freePorts } from "../dev/ports.ts";
 import { connectControlPlane } from "../edge/control.ts";
 import { connect } from "../store/db.ts";
-import {
-  api,
-  cuttableProxy,
-  extraEdge,
-  projectWithEndpoint,
-  relay,
-  stack,
-  targetServer,
-} from "./helpers.ts";
+import { api, extraEdge, projectWithEndpoint, relay, stack, targetServer } from "./helpers.ts";
+import { cuttableProxy } from "./proxies.ts";
 
 const WINDOW_S = 10;
 const sink = await targetServer();

@@ -1,12 +1,6 @@
 /** What the integration tests share: the stack's addresses, API calls, and real target servers. */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { createRequire } from "node:module";
-import {
-  connect,
-  createServer as createTcpServer,
-  type Socket,
-  type Server as TcpServer,
-} from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, type GrpcWebTransportOptions } from "@connectrpc/connect-web";
@@ -366,45 +360,3 @@ export const spendDownTo = (sql: Sql, slug: string, left: number) =>
       bytes: (100 - left) * CREDIT_UNIT_BYTES,
     }),
   );
-
-/**
- * A TCP proxy (to the control plane, to Temporal) that can drop every connection and refuse new
- * ones (`cut`), or drop them and take new ones without ever answering (`stall`: a peer that
- * hangs).
- */
-export async function cuttableProxy(to: URL) {
-  const sockets = new Set<Socket>();
-  let mode: "open" | "cut" | "stalled" = "open";
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => {});
-    return socket;
-  };
-  const server: TcpServer = createTcpServer((client) => {
-    if (mode === "cut") return client.destroy();
-    track(client);
-    if (mode === "stalled") return;
-    client.pipe(track(connect(Number(to.port), to.hostname))).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const dropAll = () => {
-    for (const s of sockets) s.destroy();
-  };
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    cut() {
-      mode = "cut";
-      dropAll();
-    },
-    stall() {
-      mode = "stalled";
-      dropAll();
-    },
-    restore() {
-      if (mode === "stalled") dropAll();
-      mode = "open";
-    },
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}

@@ -5,25 +5,12 @@
  * Temporal answers, it is delivered once.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { freePorts } from "../dev/ports.ts";
-import {
-  cuttableProxy,
-  extraEdge,
-  finishedLog,
-  projectWithEndpoint,
-  relay,
-  stack,
-  targetServer,
-} from "./helpers.ts";
+import { finishedLog, projectWithEndpoint, relay, targetServer } from "./helpers.ts";
+import { edgeThroughTemporalProxy } from "./proxies.ts";
 
-const temporalHttp = await cuttableProxy(new URL(stack().temporalHttpAddress));
-const [edgePort = 0] = await freePorts(1);
-const edge = extraEdge("edge-stalled-temporal", edgePort, {
-  RELAY_ALLOW_PRIVATE_TARGETS: "1",
-  TEMPORAL_HTTP_ADDRESS: temporalHttp.url,
+const { edge, temporalHttp, through } = await edgeThroughTemporalProxy("edge-stalled-temporal", {
   RELAY_TEMPORAL_START_TIMEOUT_MS: "2000",
 });
-const throughEdge = { edgeUrl: `http://127.0.0.1:${edgePort}`, edgePort };
 
 beforeAll(() => edge.start());
 afterAll(async () => {
@@ -40,7 +27,7 @@ test("a start Temporal does not answer is 503 after the start's timeout; the cal
       key: p.key,
       body: "{}",
       headers: { "idempotency-key": "stalled-1", "relay-delay": "1s" },
-      edge: throughEdge,
+      edge: through,
     });
 
   temporalHttp.stall();
