@@ -75,10 +75,10 @@ export interface CallsAcceptance extends BatchReservation {
   /** Delayed calls' places among their project's waiting deliveries, taken in it. */
   scheduled?: ScheduledPlace[];
   /**
-   * The calls join the kept start of `workflowId` (a batch accepted, not made yet): `start`
-   * replaces it, their requests added to it.
+   * The workflow id of the kept start the calls join (accepted, not made yet): `workflowId` and
+   * `start` replace it, their requests added to it (a lone call's own start becomes a batch's).
    */
-  joinsKeptStart?: boolean;
+  joins?: string | undefined;
 }
 
 /** A delayed call's time: it takes a place among the project's waiting deliveries until then. */

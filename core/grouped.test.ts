@@ -99,6 +99,25 @@ describe("grouped", () => {
     expect(await behindGroup).toBe(5);
   });
 
+  test("a wait for as many items as have gathered behind a run already ends at once", async () => {
+    let waited = -1;
+    const call = grouped<number, number>({
+      maxItems: 10,
+      run: async (_, items, answerNow, behind) => {
+        if (items[0] !== 1) return items;
+        await new Promise((resolve) => setTimeout(resolve, 0)); // 2 and 3 gather meanwhile
+        answerNow(items);
+        const from = Date.now();
+        await behind.until(2, 1000);
+        waited = Date.now() - from;
+        return items;
+      },
+    });
+    await Promise.all([call("p", 1), call("p", 2), call("p", 3)]);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    expect(waited).toBeLessThan(500);
+  });
+
   test("a run sees the items gathering behind it, and may wait for some of them, or for a while", async () => {
     const seen: number[][] = [];
     const waits: number[] = [];

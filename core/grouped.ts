@@ -109,6 +109,10 @@ export function grouped<Item, Answer>(
       items: () => lane.gathering.map((waiting) => waiting.item),
       until: (count, ms) =>
         new Promise<void>((resolve) => {
+          if (lane.gathering.length >= count) {
+            resolve();
+            return;
+          }
           const done = () => {
             clearTimeout(timer);
             lane.watchers.delete(check);

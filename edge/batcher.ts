@@ -106,13 +106,14 @@ export function batcher(
   const accepting = () => !startsFailing && Date.now() >= acceptsPausedUntil;
 
   /**
-   * The group reserved and its start kept, in one call. When not accepted, `refusals` says which
-   * calls were refused, or is null when the control plane did not answer in time.
+   * The group reserved and its start kept, in one call (joining the kept start of `joins`, when
+   * given). When not accepted, `refusals` says which calls were refused, or is null when the
+   * control plane did not answer in time.
    */
   async function accept(
     calls: BatchedCall[],
     start: PreparedStart,
-    joinsKeptStart: boolean,
+    joins: string | undefined,
   ): Promise<Omit<CallsAccepted, "refusals"> & { refusals: (ReservationRefusal | null)[] | null }> {
     const [first] = calls as [BatchedCall];
     const started = made;
@@ -138,7 +139,7 @@ export function batcher(
               ? [{ requestId: input.requestId, notBefore: new Date(input.notBefore) }]
               : [],
           ),
-          joinsKeptStart,
+          joins,
         }),
         new Promise<never>((_, fail) => {
           timer = setTimeout(() => fail(new Error("no answer in time")), ACCEPT_WAIT_MS);
@@ -314,7 +315,7 @@ export function batcher(
     let acceptance: Awaited<ReturnType<typeof accept>> | null;
     try {
       start = accepting() ? await prepare(carried) : null;
-      acceptance = start ? await accept(calls, start, joining !== undefined) : null;
+      acceptance = start ? await accept(calls, start, joining?.start.workflowId) : null;
     } catch (error) {
       if (joining) makeKept(joining);
       throw error;
@@ -323,7 +324,12 @@ export function batcher(
       answerNow(accepted(calls));
       const batch = { start, calls: carried };
       const { key, behind } = group;
-      if (!(open.lingers(key, batch) && (await open.leftOpen(key, batch, calls.length, behind)))) {
+      if (
+        !(
+          open.lingers(key, batch, behind) &&
+          (await open.leftOpen(key, batch, calls.length, behind))
+        )
+      ) {
         await startAccepted(start, carried.length);
       }
       return accepted(calls);

@@ -221,7 +221,8 @@ export function connectControlPlane(options: {
           requestId,
           notBefore: timestampFromDate(notBefore),
         })),
-        joinsKeptStart: acceptance.joinsKeptStart ?? false,
+        joinsKeptStart: acceptance.joins !== undefined,
+        joinedWorkflowId: acceptance.joins ?? "",
       });
       return {
         refusals: refusalsIn(refusals, acceptance.calls.length, Number(limit)),

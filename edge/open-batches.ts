@@ -35,10 +35,14 @@ export function openBatches(options: {
       return undefined;
     },
 
-    /** Whether `batch` waits for calls to join it: a batch at most half full, none open. */
-    lingers: (key: string, batch: OpenBatch) =>
+    /**
+     * Whether `batch` waits for calls to join it: a batch at most half full, none open. A lone
+     * call only when calls gather behind it already (a mirror's shadows come in waves, after
+     * their sync batch answers them): a quiet project's call waits for nothing.
+     */
+    lingers: (key: string, batch: OpenBatch, behind: Behind<BatchedCall>) =>
       options.lingerMs > 0 &&
-      batch.calls.length > 1 &&
+      (batch.calls.length > 1 || behind.items().length > 0) &&
       sumOf(batch.calls, deliveriesOf) * 2 <= options.maxItems &&
       !open.has(key),
 

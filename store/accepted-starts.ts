@@ -35,22 +35,24 @@ const JOINABLE_SECONDS = START_GRACE_SECONDS - 2;
 
 /**
  * Keeps a start of `requestIds` in the accepting transaction; false when the project is unknown.
- * `joins`: the calls join the kept start of `start.workflowId` instead, which `start` replaces;
- * false when it is no longer kept or is near its due time.
+ * `joins`: the calls join the kept start of that workflow id instead, which `start` replaces, id
+ * and all (a lone call's own start becomes a batch's); false when it is no longer kept or is
+ * near its due time.
  */
 export async function keepStart(
   q: Queryable,
   project: string,
   requestIds: readonly string[],
   start: AcceptedStart,
-  joins = false,
+  joins?: string,
 ): Promise<boolean> {
-  const kept = await (joins
+  const kept = await (joins !== undefined
     ? q`
       update accepted_starts s
-      set start = ${start.start}, request_ids = s.request_ids || ${requestIds}::text[]
+      set workflow_id = ${start.workflowId}, start = ${start.start},
+        request_ids = s.request_ids || ${requestIds}::text[]
       from projects p
-      where s.workflow_id = ${start.workflowId} and p.slug = ${project} and s.project_id = p.id
+      where s.workflow_id = ${joins} and p.slug = ${project} and s.project_id = p.id
         and s.accepted_at > clock_timestamp() - make_interval(secs => ${JOINABLE_SECONDS})`
     : q`${keeping(q, project, requestIds, start)}`);
   return kept.count > 0;

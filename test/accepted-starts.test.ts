@@ -7,6 +7,7 @@
  */
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { BATCH_WORKFLOW } from "../core/temporal.ts";
 import { freePorts } from "../dev/ports.ts";
 import { EdgeService, ReserveRefusal } from "../gen/relay/v1/edge_pb.ts";
 import { KeyMode } from "../gen/relay/v1/keys_pb.ts";
@@ -25,6 +26,7 @@ import {
   targetServer,
 } from "./helpers.ts";
 import { edgeThroughTemporalProxy } from "./proxies.ts";
+import { batchesOf } from "./starters.ts";
 
 const {
   edge,
@@ -133,7 +135,7 @@ test("calls that joined an accepted batch are kept in its start: when the edge c
   await sink.close();
 }, 90_000);
 
-test("an acceptance naming a workflow id or a confirmation over 256 characters is refused, nothing kept", async () => {
+test("an acceptance naming a workflow id, a joined one or a confirmation over 256 characters is refused, nothing kept", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
   const edge = memberClient(EdgeService, stack().edgeToken);
   const acceptance = {
@@ -143,7 +145,12 @@ test("an acceptance naming a workflow id or a confirmation over 256 characters i
     start: new TextEncoder().encode("{}"),
     started: [] as string[],
   };
-  for (const bad of [{ workflowId: "w".repeat(257) }, { started: ["w".repeat(257)] }]) {
+  const tooLong = "w".repeat(257);
+  for (const bad of [
+    { workflowId: tooLong },
+    { started: [tooLong] },
+    { joinsKeptStart: true, joinedWorkflowId: tooLong },
+  ]) {
     await expect(edge.acceptCalls({ ...acceptance, ...bad })).rejects.toMatchObject({
       code: Code.InvalidArgument,
     });
@@ -261,6 +268,60 @@ test("a group joins a kept start only while it is kept and not near its due time
   expect((await accept(p.slug, ["req_join_e"], true)).accepted).toBe(false);
   expect(await kept()).toBeUndefined();
 });
+
+test("a group joining a lone call's kept start replaces it, workflow id and all: one kept start carries them all", async () => {
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);
+  const edge = memberClient(EdgeService, stack().edgeToken);
+  const accept = (ids: string[], workflowId: string, joined = "") =>
+    edge.acceptCalls({
+      project: p.slug,
+      keyMode: KeyMode.LIVE,
+      calls: ids.map((requestId) => ({ requestId, holds: [] })),
+      workflowId,
+      start: new TextEncoder().encode(ids.join()),
+      started: [],
+      joinsKeptStart: joined !== "",
+      joinedWorkflowId: joined,
+    });
+  expect((await accept(["req_own_a"], "req_own_a")).accepted).toBe(true);
+  const joined = await accept(["req_own_b", "req_own_c"], "batch-req_own_a", "req_own_a");
+  expect(joined.accepted).toBe(true);
+  const rows = await sql<{ workflowId: string; requestIds: string[] }[]>`
+    select workflow_id, request_ids from accepted_starts where 'req_own_a' = any(request_ids)`;
+  expect(rows).toEqual([
+    { workflowId: "batch-req_own_a", requestIds: ["req_own_a", "req_own_b", "req_own_c"] },
+  ]);
+  // Nothing is kept under the lone call's id any more: a second join of it finds nothing.
+  expect((await accept(["req_own_d"], "batch-req_own_a", "req_own_a")).accepted).toBe(false);
+});
+
+test("a burst whose first call goes alone: the calls gathering behind it join its start, and one batch delivers them all, each once", async () => {
+  const sink = await targetServer();
+  const p = await projectWithEndpoint([{ name: "sink", targetUrl: sink.url }]);
+  // The edge learns the project first, so the burst's calls reach its batcher together.
+  const first = await relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge: throughEdge });
+  await finishedLog(p, first.json().requestId as string, 30_000);
+  sink.received.length = 0;
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, () =>
+      relay(p.slug, "/v1/hook", { key: p.key, body: "{}", edge: throughEdge }),
+    ),
+  );
+  expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 202));
+  const accepted = answers.map((answer) => answer.json().requestId as string);
+  for (const requestId of accepted) {
+    expect((await finishedLog(p, requestId, 30_000)).status).toBe("delivered");
+  }
+  const ids = sink.received.map((r) => r.headers["x-relay-request-id"]);
+  expect(ids.sort()).toEqual([...accepted].sort());
+  const carriers = await Promise.all(
+    accepted.map((requestId) =>
+      eventually(async () => (await batchesOf(requestId, BATCH_WORKFLOW))[0]),
+    ),
+  );
+  expect(new Set(carriers).size).toBe(1);
+  await sink.close();
+}, 60_000);
 
 test("an acceptance whose ordered call's place its edge took meanwhile, for a start of its own, is refused whole: nothing kept to start twice", async () => {
   const p = await projectWithEndpoint([{ name: "sink", targetUrl: "http://127.0.0.1:9/in" }]);

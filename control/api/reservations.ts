@@ -141,6 +141,7 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     acceptance.start.byteLength > MAX_START_BYTES ||
     acceptance.started.length > MAX_STARTED ||
     tooLong(acceptance.workflowId) ||
+    tooLong(acceptance.joins ?? "") ||
     acceptance.started.some(tooLong)
   ) {
     throw new RelayError("bad_request", "an acceptance's start or confirmations are too large");
@@ -165,7 +166,7 @@ export async function acceptCalls(ctx: Ctx, acceptance: CallsAcceptance): Promis
     throw new RelayError("bad_request", "an acceptance names each request once");
   }
   const [lone, ...others] = acceptance.calls;
-  if (lone && others.length === 0 && named.length === 0 && !acceptance.joinsKeptStart) {
+  if (lone && others.length === 0 && named.length === 0 && acceptance.joins === undefined) {
     const { project, pool, started } = acceptance;
     const { reserved, kept } = await acceptLoneCall(
       ctx.sql,
@@ -224,7 +225,7 @@ async function acceptTogether(
   const [, kept] = await Promise.all([
     holding,
     refusals.every((refusal) => refusal === null) &&
-      keepStart(tx, acceptance.project, requestIds, acceptance, acceptance.joinsKeptStart),
+      keepStart(tx, acceptance.project, requestIds, acceptance, acceptance.joins),
   ]);
   // A place taken already was taken by its edge for a start of its own, the acceptance being
   // late: kept too, it would start twice (and its lane wait for good on the one left parked).

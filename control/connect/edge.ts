@@ -122,7 +122,7 @@ export function edgeService(
             requestId,
             notBefore: notBefore ? timestampDate(notBefore) : new Date(Number.NaN),
           })),
-          joinsKeptStart: req.joinsKeptStart,
+          joins: req.joinsKeptStart ? req.joinedWorkflowId || req.workflowId : undefined,
         });
         const limited = refusals.find((refusal) => refusal?.code === "limit_exceeded");
         return {
