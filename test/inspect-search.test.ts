@@ -70,6 +70,24 @@ test("the log is found by request id, target status code and time received, over
   expect(await listed({ receivedTo: at })).toEqual([delivered]);
 });
 
+test("a time before year 1 (after its offset), which no request can have been received at, bounds nothing from below and everything from above", async () => {
+  const { p, delivered, refused } = await twoRequests();
+  // 0000-12-31 in UTC: a date-time, yet before the first day Postgres stores.
+  const yearZero = encodeURIComponent("0001-01-01T01:10:49+05:51");
+  const ids = async (path: string) => {
+    const listed = await api<Listed>(p.ownerToken, "GET", `${p.base}/${path}`);
+    expect(listed.status).toBe(200);
+    return listed.body.requests.map((r) => r.requestId);
+  };
+  expect(await ids(`requests?receivedFrom=${yearZero}`)).toEqual([refused, delivered]);
+  expect(await ids(`requests?receivedTo=${yearZero}`)).toEqual([]);
+  expect(await ids(`failures?receivedTo=${yearZero}`)).toEqual([]);
+  const replay = await api(p.ownerToken, "POST", `${p.base}/failures/replay`, {
+    receivedTo: "0001-01-01T01:10:49+05:51",
+  });
+  expect(replay.status).toBe(202);
+});
+
 test("a malformed search is 400 with the error body, naming the field", async () => {
   const { p } = await twoRequests();
   for (const [query, field] of [

@@ -17,6 +17,19 @@ import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 export type { AttemptView, RequestView } from "../../store/request-views.ts";
 
 /** Which requests a list or a bulk replay covers. */
+/** The first instant Postgres stores; no request was received before it. */
+const FIRST_STORABLE = "0001-01-01T00:00:00.000Z";
+
+/**
+ * A time bounding when requests were received. One before year 1 once its offset is applied
+ * (`0001-01-01T01:10:49+05:51`) is a date-time Postgres cannot hold, and bounds the log as year 1
+ * does: it is read as that.
+ */
+const receivedBound = z.iso
+  .datetime({ offset: true })
+  .transform((time) => (Date.parse(time) < Date.parse(FIRST_STORABLE) ? FIRST_STORABLE : time))
+  .optional();
+
 export const requestFilter = {
   status: z.enum(requestStatuses).optional(),
   /** "{line}/{endpoint}" */
@@ -44,14 +57,8 @@ export const requestFilter = {
     .max(599)
     .optional()
     .describe("Requests with an attempt a target answered with this HTTP status code"),
-  receivedFrom: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe("Requests received at or after this time (RFC 3339)"),
-  receivedTo: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe("Requests received before this time (RFC 3339)"),
+  receivedFrom: receivedBound.describe("Requests received at or after this time (RFC 3339)"),
+  receivedTo: receivedBound.describe("Requests received before this time (RFC 3339)"),
 };
 
 export const listRequestsQuery = z.object({
