@@ -26,6 +26,20 @@ test("credentials, hop-by-hop headers and Relay's own namespace are never forwar
   });
 });
 
+test("a header named as an object's own members (__proto__, constructor) is forwarded as any other", () => {
+  const headers = new Headers([
+    ["__proto__", "a"],
+    ["constructor", "b"],
+  ]);
+  const forwarded = forwardableHeaders(headers, MARK);
+  expect(Object.entries(forwarded)).toEqual([
+    ["__proto__", "a"],
+    ["constructor", "b"],
+    ["cdn-loop", MARK],
+  ]);
+  expect(Object.getPrototypeOf(forwarded)).toBe(Object.prototype);
+});
+
 test("a caller's own signature headers are not forwarded: Relay signs each delivery itself", () => {
   const headers = new Headers({
     "webhook-id": "msg_forged",

@@ -50,14 +50,15 @@ export function forwardableHeaders(headers: Headers, loopMark: string): Record<s
       .map((name) => name.trim().toLowerCase())
       .filter(Boolean),
   );
-  const forwarded: Record<string, string> = {};
+  const forwarded: [string, string][] = [];
   headers.forEach((value, name) => {
     if (DROPPED_TO_TARGET.has(name) || connectionListed.has(name)) return;
     if (name.startsWith("x-relay-") || name.startsWith("proxy-")) return;
-    forwarded[name] = value;
+    forwarded.push([name, value]);
   });
-  forwarded[CDN_LOOP] = markedCdnLoop(headers.get(CDN_LOOP), loopMark);
-  return forwarded;
+  forwarded.push([CDN_LOOP, markedCdnLoop(headers.get(CDN_LOOP), loopMark)]);
+  // Entries, not assignments: a header named `__proto__` is a property like any other.
+  return Object.fromEntries(forwarded);
 }
 
 /**

@@ -31,10 +31,13 @@ async function handle(handler: EdgeHandler, req: IncomingMessage, res: ServerRes
     request instanceof RelayError
       ? errorAnswer(request)
       : await handler(request, { remoteAddress: req.socket.remoteAddress ?? "" });
-  const out: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    out[name] = name === "set-cookie" ? response.headers.getSetCookie() : value;
-  });
+  // Entries, not assignments: a header named `__proto__` is a property like any other.
+  const out = Object.fromEntries(
+    [...response.headers].map(([name, value]) => [
+      name,
+      name === "set-cookie" ? response.headers.getSetCookie() : value,
+    ]),
+  );
   // Answered before the body was read (413, 401...): the rest is read and dropped first, within
   // bounds, so a caller that writes its whole body before reading (Node's http.request, Python's
   // http.client) meets the answer, not a reset (nginx's lingering close does the same). Read
