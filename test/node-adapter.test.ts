@@ -71,6 +71,24 @@ test("the target dispatcher connects to no listener of the edge's, even where pr
   await devStack.close();
 });
 
+test("the answer's headers reach the caller as they are: each cookie, and a header named __proto__", async () => {
+  const server = serveNode(
+    async () => {
+      const headers = new Headers([
+        ["__proto__", "kept"],
+        ["set-cookie", "a=1"],
+        ["set-cookie", "b=2"],
+      ]);
+      return new Response("{}", { headers });
+    },
+    () => {},
+  );
+  const port = await listen(server);
+  const answer = await fetch(`http://127.0.0.1:${port}/v1/hook`, { method: "POST" });
+  expect(answer.headers.get("__proto__")).toBe("kept");
+  expect(answer.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+});
+
 test("a caller that stops reading and leaves ends the write loop: the body is cancelled", async () => {
   let cancelled = false;
   const chunk = new Uint8Array(64 * 1024);
