@@ -3,7 +3,7 @@
  * Idempotency-Keys within a group: a call that repeats the key of one before it in the group,
  * and what keys claimed before make of a group's calls. Pure.
  */
-import type { CallReservation, ReservationRefusal } from "../core/billing.ts";
+import type { CallReservation, ReservationRefusal, StoredBody } from "../core/billing.ts";
 import { type Accepted, acceptedStatus, type DeliveryInput } from "../core/delivery.ts";
 import type { KeyClaim, KeyClaimOutcome } from "../core/idempotency.ts";
 import type { LanePlace } from "../core/lanes.ts";
@@ -45,6 +45,12 @@ export const sumOf = (calls: readonly BatchedCall[], size: (call: BatchedCall) =
   calls.reduce((total, call) => total + size(call), 0);
 
 export const deliveriesOf = (call: BatchedCall) => call.input.targets.length;
+
+/** The bodies of `calls` that travel by reference, to store as they are accepted. */
+export const storedBodiesOf = (calls: readonly BatchedCall[]): StoredBody[] =>
+  calls.flatMap(({ input, storedBody }) =>
+    storedBody ? [{ requestId: input.requestId, body: storedBody }] : [],
+  );
 
 /**
  * Whether `calls` fit in one batch workflow: `maxItems` deliveries (a batch makes every first

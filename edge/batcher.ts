@@ -16,8 +16,7 @@
  *
  * A batch at most half full waits briefly (RELAY_BATCH_LINGER_MS) for the calls gathering behind
  * it, which join it in their acceptance (./open-batches.ts): one workflow carries both groups.
- *
- * A caller sending one call at a time always goes alone: nothing of its project is in flight.
+ * A caller sending one call at a time goes alone: nothing of its project is in flight.
  * A body too large for the batch's input (`travelsInBatch`) goes by reference: stored in
  * Postgres in the acceptance's transaction, so it costs no round trip of its own. A call's
  * Idempotency-Key is claimed in that transaction too (store/idempotency.ts): a repeat is told
@@ -29,7 +28,7 @@
  * (edge/steps/deliver.ts); calls with a stream target never do, nor ordered calls with a delay,
  * nor delayed calls with a key.
  */
-import type { CallsAccepted, ReservationRefusal, StoredBody } from "../core/billing.ts";
+import type { CallsAccepted, ReservationRefusal } from "../core/billing.ts";
 import { acceptedStatus } from "../core/delivery.ts";
 import { type Behind, grouped } from "../core/grouped.ts";
 import {
@@ -39,6 +38,7 @@ import {
   type BatchedCall,
   fitOneWorkflow,
   repeatsInGroup,
+  storedBodiesOf,
   sumOf,
   zip,
 } from "./batched-calls.ts";
@@ -106,9 +106,8 @@ export function batcher(
   const accepting = () => !startsFailing && Date.now() >= acceptsPausedUntil;
 
   /**
-   * The group reserved and its start kept, in one call (joining the kept start of `joins`, when
-   * given). When not accepted, `refusals` says which calls were refused, or is null when the
-   * control plane did not answer in time.
+   * The group reserved and its start kept (joining the one kept as `joins`), in one call. When not
+   * accepted, `refusals` says which calls were refused, or null: no answer in time.
    */
   async function accept(
     calls: BatchedCall[],
@@ -399,8 +398,3 @@ interface GroupRun {
   joining: OpenBatch | undefined;
   behind: Behind<BatchedCall>;
 }
-
-const storedBodiesOf = (calls: readonly BatchedCall[]): StoredBody[] =>
-  calls.flatMap(({ input, storedBody }) =>
-    storedBody ? [{ requestId: input.requestId, body: storedBody }] : [],
-  );
