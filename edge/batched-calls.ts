@@ -20,6 +20,11 @@ export interface BatchedCall {
   claim?: KeyClaim;
   /** An ordered call's place in its lane, joined as the call is accepted (store/lanes.ts). */
   lane?: LanePlace;
+  /**
+   * A mirror's async targets: its caller waits for its sync target's answer, not for this start,
+   * so alone it may wait for calls to join it (./open-batches.ts).
+   */
+  mirrored?: true;
 }
 
 /**

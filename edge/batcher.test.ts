@@ -251,6 +251,26 @@ test("a lone call with nothing gathering behind it waits for nothing: its start 
   expect(stack.trips).toEqual(["accept r1", "start r1"]);
 });
 
+test("a mirror's lone async targets, their caller waiting for its sync target, wait for calls to join them; none coming, they start after the wait", async () => {
+  const stack = fakeStack({ lingerMs: 50 });
+  stack.answerFirst();
+  const mirrored = (id: string): BatchedCall => ({ ...callOf(id), mirrored: true });
+  expect(await stack.batch(mirrored("r1"))).toEqual({ accepted: "queued" });
+  expect(stack.trips).toEqual(["accept r1"]);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(await stack.batch(mirrored("r2"))).toEqual({ accepted: "queued" });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(await stack.batch(mirrored("r3"))).toEqual({ accepted: "queued" });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(stack.trips).toEqual([
+    "accept r1",
+    "accept r2 joining r1",
+    "start r1,r2",
+    "accept r3 (r1,r2 made)",
+    "start r3",
+  ]);
+});
+
 test("bodies that travel by reference are stored in their group's acceptance, a group holding one inbound body's size of them at most", async () => {
   const stack = fakeStack();
   stack.answerFirst();

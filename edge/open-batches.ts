@@ -37,12 +37,13 @@ export function openBatches(options: {
 
     /**
      * Whether `batch` waits for calls to join it: a batch at most half full, none open. A lone
-     * call only when calls gather behind it already (a mirror's shadows come in waves, after
-     * their sync batch answers them): a quiet project's call waits for nothing.
+     * call only when calls gather behind it already (a burst), or when its caller does not wait
+     * for its start (`mirrored`: a mirror's shadows come in waves, after their sync batch answers
+     * them): a quiet project's call waits for nothing.
      */
     lingers: (key: string, batch: OpenBatch, behind: Behind<BatchedCall>) =>
       options.lingerMs > 0 &&
-      (batch.calls.length > 1 || behind.items().length > 0) &&
+      (batch.calls.length > 1 || behind.items().length > 0 || batch.calls[0]?.mirrored) &&
       sumOf(batch.calls, deliveriesOf) * 2 <= options.maxItems &&
       !open.has(key),
 
@@ -50,7 +51,8 @@ export function openBatches(options: {
      * Leaves `batch` open for the calls gathering behind it to join (when it `lingers`): it
      * waits up to `lingerMs` for as many calls as its group had (`answered`: their callers may
      * send their next ones), and is left open when those gathered fit in it. They run next, at
-     * once; should they not come for it, it is made.
+     * once; should they not come for it, it is made. A lone mirrored call with none gathering is
+     * left open to the next group of its key, `lingerMs` at most.
      */
     async leftOpen(
       key: string,
@@ -58,16 +60,20 @@ export function openBatches(options: {
       answered: number,
       behind: Behind<BatchedCall>,
     ): Promise<boolean> {
-      await behind.until(answered, options.lingerMs);
+      const waitsForNext = batch.calls.length === 1 && behind.items().length === 0;
+      if (!waitsForNext) await behind.until(answered, options.lingerMs);
       const gathering = behind.items();
       const fits = fitOneWorkflow([...batch.calls, ...gathering], options.maxItems);
-      if (gathering.length === 0 || open.has(key) || !fits) return false;
+      if ((gathering.length === 0 && !waitsForNext) || open.has(key) || !fits) return false;
       open.set(key, batch);
-      setTimeout(() => {
-        if (open.get(key) !== batch) return;
-        open.delete(key);
-        options.made(batch);
-      }, 0);
+      setTimeout(
+        () => {
+          if (open.get(key) !== batch) return;
+          open.delete(key);
+          options.made(batch);
+        },
+        waitsForNext ? options.lingerMs : 0,
+      );
       return true;
     },
   };

@@ -59,7 +59,7 @@ export function batchedCall(
 export async function queueInBatch(
   batch: Batch,
   call: Received,
-  batched: Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane">,
+  batched: Pick<BatchedCall, "input" | "storedBody" | "claim" | "lane" | "mirrored">,
 ): Promise<Accepted | null> {
   const { requestId } = batched.input;
   call.responseHeaders.set("x-relay-request-id", requestId);

@@ -59,7 +59,10 @@ export function deliver(deps: EdgeDeps): (envelope: Received) => Promise<Respons
     const queuedTargets = call.endpoint.targets.filter((t) => t.deliveryMode === "async");
     const batched =
       deps.batch && batchable
-        ? batchedCall(deps, call, requestId.id, claim, ordering, queuedTargets)
+        ? {
+            ...batchedCall(deps, call, requestId.id, claim, ordering, queuedTargets),
+            ...(mirror && { mirrored: true as const }),
+          }
         : null;
     let inBatch: { status: Accepted; syncSlot: SyncSlot | null } | undefined;
     if (deps.batch && batched) {
