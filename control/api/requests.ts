@@ -16,7 +16,6 @@ import { NO_CONTROL_CHARACTERS, parseInput } from "./validation.ts";
 
 export type { AttemptView, RequestView } from "../../store/request-views.ts";
 
-/** Which requests a list or a bulk replay covers. */
 /** The first instant Postgres stores; no request was received before it. */
 const FIRST_STORABLE = "0001-01-01T00:00:00.000Z";
 
@@ -30,6 +29,7 @@ const receivedBound = z.iso
   .transform((time) => (Date.parse(time) < Date.parse(FIRST_STORABLE) ? FIRST_STORABLE : time))
   .optional();
 
+/** Which requests a list or a bulk replay covers. */
 export const requestFilter = {
   status: z.enum(requestStatuses).optional(),
   /** "{line}/{endpoint}" */
