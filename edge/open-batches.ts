@@ -60,7 +60,8 @@ export function openBatches(options: {
       answered: number,
       behind: Behind<BatchedCall>,
     ): Promise<boolean> {
-      const waitsForNext = batch.calls.length === 1 && behind.items().length === 0;
+      const [lone, ...others] = batch.calls;
+      const waitsForNext = others.length === 0 && !!lone?.mirrored && behind.items().length === 0;
       if (!waitsForNext) await behind.until(answered, options.lingerMs);
       const gathering = behind.items();
       const fits = fitOneWorkflow([...batch.calls, ...gathering], options.maxItems);

@@ -18,6 +18,7 @@ export type { AttemptView, RequestView } from "../../store/request-views.ts";
 
 /** The first instant Postgres stores; no request was received before it. */
 const FIRST_STORABLE = "0001-01-01T00:00:00.000Z";
+const FIRST_STORABLE_MS = Date.parse(FIRST_STORABLE);
 
 /**
  * A time bounding when requests were received. One before year 1 once its offset is applied
@@ -26,7 +27,7 @@ const FIRST_STORABLE = "0001-01-01T00:00:00.000Z";
  */
 const receivedBound = z.iso
   .datetime({ offset: true })
-  .transform((time) => (Date.parse(time) < Date.parse(FIRST_STORABLE) ? FIRST_STORABLE : time))
+  .transform((time) => (Date.parse(time) < FIRST_STORABLE_MS ? FIRST_STORABLE : time))
   .optional();
 
 /** Which requests a list or a bulk replay covers. */
