@@ -164,7 +164,7 @@ test("bounding only the start, the timeout no longer runs once the answer starte
   if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
   await new Promise((resolve) => setTimeout(resolve, 60));
   expect(sent.signal.aborted).toBe(false);
-  expect(sent.timeout.aborted).toBe(false);
+  expect(sent.timedOut()).toBe(false);
 });
 
 test("a body past the limit is too large and dropped; a discarded one ends the call", async () => {
@@ -178,7 +178,19 @@ test("a body past the limit is too large and dropped; a discarded one ends the c
   if (!("answer" in again)) throw new Error(JSON.stringify(again));
   discardAnswer(again);
   expect(again.signal.aborted).toBe(true);
-  expect(again.timeout.aborted).toBe(false);
+  expect(again.timedOut()).toBe(false);
+});
+
+test("an answer read to its end is over: neither its timeout nor its caller aborts it after", async () => {
+  const caller = new AbortController();
+  const { callTarget } = transport(() => ok(chunks(["12"])));
+  const quick = { ...target, timeoutSeconds: 0.02 };
+  const sent = await sendToTarget(callTarget, input({ target: quick, signal: caller.signal }));
+  if (!("answer" in sent)) throw new Error(JSON.stringify(sent));
+  expect(await readAnswer(sent, 8)).toEqual({ body: new TextEncoder().encode("12") });
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  caller.abort(new Error("caller left"));
+  expect(sent.signal.aborted).toBe(false);
 });
 
 test("a null body reads as empty", async () => {

@@ -71,10 +71,12 @@ export interface Answered {
    * `discardAnswer`: the body is read under it.
    */
   signal: AbortSignal;
-  /** Aborted once the target's timeout passed. */
-  timeout: AbortSignal;
+  /** Whether the target's timeout passed. */
+  timedOut(): boolean;
   /** Ends the call, the body left unread (and its connection with it). */
-  drop: AbortController;
+  drop(reason: unknown): void;
+  /** Its answer read or dropped: its timeout stops, and the caller's signal no longer reaches it. */
+  ended(): void;
 }
 
 /** Its transformation dropped the call (returned null): the target was not called. */
@@ -98,9 +100,8 @@ export async function sendToTarget(
     body,
     call.hmac,
   );
-  const timeout = deadline(target.timeoutSeconds * 1000, call.timeoutBounds);
-  const drop = new AbortController();
-  const signal = AbortSignal.any([call.signal, timeout.signal, drop.signal]);
+  const bounds = callBounds(call.signal, target.timeoutSeconds * 1000);
+  const { signal } = bounds;
   const traced = startClientSpan(`POST ${target.name}`, call.trace, {
     [spanAttribute.requestId]: requestId,
     [spanAttribute.target]: target.name,
@@ -122,14 +123,15 @@ export async function sendToTarget(
       }),
     );
     endAnswered(traced.span, answer.status);
-    return { answer, signal, timeout: timeout.signal, drop };
+    // A stream runs as long as it streams: its timeout bounded the wait for this start only.
+    if (call.timeoutBounds === "start") bounds.stopTimeout();
+    return { answer, signal, timedOut: bounds.timedOut, drop: bounds.drop, ended: bounds.ended };
   } catch (error) {
-    const failure = targetFailure(error, timeout.signal.aborted);
+    const failure = targetFailure(error, bounds.timedOut());
+    bounds.ended();
     traced.span.setAttribute(spanAttribute.outcome, failure.kind);
     endFailed(traced.span, failure.kind);
     return { failure };
-  } finally {
-    timeout.answered();
   }
 }
 
@@ -181,7 +183,9 @@ export async function readAnswer(
     if (body === TOO_LARGE) discardAnswer(answered);
     return { body };
   } catch (error) {
-    return { failure: targetFailure(error, answered.timeout.aborted) };
+    return { failure: targetFailure(error, answered.timedOut()) };
+  } finally {
+    answered.ended();
   }
 }
 
@@ -199,12 +203,15 @@ export async function readAnswerStart(
   } catch {
     discardAnswer(answered);
     return { bytes: new Uint8Array(), truncated: true };
+  } finally {
+    answered.ended();
   }
 }
 
 /** Drops an answer's body unread: only its status and headers count. */
 export function discardAnswer(answered: Answered): void {
-  answered.drop.abort(new DOMException("the answer's body is not read", "AbortError"));
+  answered.drop(new DOMException("the answer's body is not read", "AbortError"));
+  answered.ended();
 }
 
 /** A call's failure: refused by the target rules, timed out, or any other (unreachable). */
@@ -222,18 +229,30 @@ function describeError(error: unknown): string {
 }
 
 /**
- * The target's timeout: aborts its signal (with a TimeoutError, as `AbortSignal.timeout`) once it
- * passes. `answered` stops it when it bounds only the wait for the answer to start.
+ * The call's one signal, aborted by the caller's, by the target's timeout (with a TimeoutError, as
+ * `AbortSignal.timeout`) or by `drop`. One controller, not `AbortSignal.any` of three: on Node 20
+ * that costs a weak reference and a finalizer per source, about 35 µs an attempt here, with the
+ * worker's collector busy the more (docs/benchmarks.md, Every kind of call).
  */
-function deadline(ms: number, bounds: "start" | "answer") {
-  if (bounds === "answer") return { signal: AbortSignal.timeout(ms), answered: () => {} };
+function callBounds(caller: AbortSignal, timeoutMs: number) {
   const controller = new AbortController();
-  const timer = setTimeout(
-    () =>
-      controller.abort(
-        new DOMException("The operation was aborted due to timeout", "TimeoutError"),
-      ),
-    ms,
-  );
-  return { signal: controller.signal, answered: () => clearTimeout(timer) };
+  const follow = () => controller.abort(caller.reason);
+  if (caller.aborted) follow();
+  else caller.addEventListener("abort", follow, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+  }, timeoutMs);
+  const stopTimeout = () => clearTimeout(timer);
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    drop: (reason: unknown) => controller.abort(reason),
+    stopTimeout,
+    ended: () => {
+      stopTimeout();
+      caller.removeEventListener("abort", follow);
+    },
+  };
 }

@@ -23,3 +23,11 @@ test("an activity aborted before its attempt began aborts it at once, unless evi
   evicted.abort(new CancelledFailure("CANCELLED"));
   expect(abortedUnlessEvicted(evicted.signal).aborted).toBe(false);
 });
+
+test("an activity's attempts share one follower of its signal", () => {
+  const activity = new AbortController();
+  const first = abortedUnlessEvicted(activity.signal);
+  expect(abortedUnlessEvicted(activity.signal)).toBe(first);
+  activity.abort(new CancelledFailure("TIMED_OUT"));
+  expect(first.aborted).toBe(true);
+});

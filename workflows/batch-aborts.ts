@@ -9,8 +9,22 @@
  */
 import { CancelledFailure } from "@temporalio/common";
 
-/** Follows `signal` (the activity's), but for its run's eviction. */
+/**
+ * Follows `signal` (the activity's), but for its run's eviction: one follower per activity, which
+ * its attempts share, rather than one more controller and listener per attempt.
+ */
 export function abortedUnlessEvicted(signal: AbortSignal): AbortSignal {
+  let follower = followers.get(signal);
+  if (!follower) {
+    follower = following(signal);
+    followers.set(signal, follower);
+  }
+  return follower;
+}
+
+const followers = new WeakMap<AbortSignal, AbortSignal>();
+
+function following(signal: AbortSignal): AbortSignal {
   const controller = new AbortController();
   const follow = () => {
     const evicted =
