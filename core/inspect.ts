@@ -3,7 +3,7 @@
  * valid UTF-8, else its bytes in base64, with its size. The API answers bodies so and takes an
  * edited one ("send again") so; the panel decodes it for its hex preview.
  */
-import { decodeBody, encodeBody } from "./delivery.ts";
+import { fromBase64, toBase64 } from "./base64.ts";
 
 /** In the order of the proto enum BodyEncoding (the Connect converters map by position). */
 export const bodyEncodings = ["utf8", "base64"] as const;
@@ -22,7 +22,7 @@ export function loggedBody(bytes: Uint8Array): LoggedBody {
     const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
     return { encoding: "utf8", text, bytes: bytes.byteLength };
   } catch {
-    return { encoding: "base64", text: encodeBody(bytes), bytes: bytes.byteLength };
+    return { encoding: "base64", text: toBase64(bytes), bytes: bytes.byteLength };
   }
 }
 
@@ -31,7 +31,7 @@ export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 
 /** A body's bytes from its text (`BASE64` checked first for base64). */
 export function bodyBytes({ encoding, text }: Pick<LoggedBody, "encoding" | "text">): Uint8Array {
-  return encoding === "utf8" ? new TextEncoder().encode(text) : decodeBody(text);
+  return encoding === "utf8" ? new TextEncoder().encode(text) : fromBase64(text);
 }
 
 /**

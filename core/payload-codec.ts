@@ -12,6 +12,7 @@
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { SealedPayloadSchema } from "../gen/relay/v1/payloads_pb.ts";
+import { toBase64 } from "./base64.ts";
 
 /** A Temporal payload: `temporal.api.common.v1.Payload` as the SDKs hold it. */
 export interface Payload {
@@ -309,12 +310,6 @@ export function payloadFromJson(json: PayloadJson): Payload {
     ),
     data: fromBase64(json.data ?? ""),
   };
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
 }
 
 function fromBase64(text: string): Uint8Array {

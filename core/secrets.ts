@@ -3,6 +3,7 @@
  * hash. The secrets carry 32 random bytes, so a fast hash is safe; lookups go by hash and the
  * final comparison is constant-time. Web Crypto only, so the edge can use it on any runtime.
  */
+import { toBase64 } from "./base64.ts";
 import type { KeyMode } from "./model.ts";
 
 const RANDOM_BYTES = 32;
@@ -63,7 +64,5 @@ function idBytes(count: number): Uint8Array {
 }
 
 export function base64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return toBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }

@@ -5,6 +5,7 @@
  * a rotation's overlap runs). Secrets are `whsec_` + base64 of 32 random bytes. Web Crypto only,
  * so the edge signs streams on any runtime and the worker signs with the same code.
  */
+import { toBase64 } from "./base64.ts";
 import { timingSafeEqual } from "./secrets.ts";
 
 export const SIGNING_SECRET_PREFIX = "whsec_";
@@ -131,12 +132,6 @@ function signedContent(
   content.set(prefix);
   content.set(bytes, prefix.length);
   return content;
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
 }
 
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {

@@ -4,11 +4,10 @@
  * whatever comes of it, and its verdict.
  */
 import { ApplicationFailure, Context } from "@temporalio/activity";
+import { fromBase64, toBase64 } from "../core/base64.ts";
 import { type CircuitOutcome, circuitOutcome } from "../core/circuit.ts";
 import {
   ATTEMPT_HEARTBEAT_MS,
-  decodeBody,
-  encodeBody,
   type SyncInput,
   type SyncOutcome,
   syncStatus,
@@ -317,7 +316,7 @@ async function postToTarget(
 function receivedOf(call: DeliverInput, request: RequestRow): requestLog.Received {
   const headers = loggedHeaders(call.headers, request.secretHeaders);
   const inline =
-    call.body !== undefined ? encodeBody(new TextEncoder().encode(call.body)) : call.bodyBase64;
+    call.body !== undefined ? toBase64(new TextEncoder().encode(call.body)) : call.bodyBase64;
   const bodyRef = call.bodyRef ?? null;
   return { headers, bodyBase64: bodyRef ? null : inline, bodyRef };
 }
@@ -327,7 +326,7 @@ async function bodyOf(sql: Sql, input: DeliverInput): Promise<Uint8Array<ArrayBu
   if (input.bodyRef) return loadBody(sql, input.bodyRef);
   return input.body !== undefined
     ? new TextEncoder().encode(input.body)
-    : decodeBody(input.bodyBase64);
+    : fromBase64(input.bodyBase64);
 }
 
 /** An attempt whose target was deleted: never made, and never retried. */

@@ -2,11 +2,11 @@
  * A target's answer to an attempt: read (a sync one whole up to the cap, an async one's start),
  * kept for the log, and judged (an async attempt's verdict, a sync call's outcome).
  */
+import { toBase64 } from "../core/base64.ts";
 import {
   type AttemptSeen,
   type AttemptVerdict,
   attemptVerdict,
-  encodeBody,
   LOGGED_ANSWER_BYTES,
   MAX_SYNC_ANSWER_BYTES,
   type SyncOutcome,
@@ -53,7 +53,7 @@ export function loggedAnswer(answer: Answer): LoggedAnswer {
   const body = answer.body ?? new Uint8Array();
   return {
     headers: Object.fromEntries(answer.headers),
-    bodyBase64: encodeBody(body.subarray(0, LOGGED_ANSWER_BYTES)),
+    bodyBase64: toBase64(body.subarray(0, LOGGED_ANSWER_BYTES)),
     truncated: answer.truncated || body.byteLength > LOGGED_ANSWER_BYTES,
   };
 }

@@ -1,7 +1,8 @@
 /** The request log: every request and each target's attempts. */
 import { type Client, isGrpcServiceError } from "@temporalio/client";
 import { z } from "zod";
-import { acceptedStatus, type DeliveryInput, decodeBody } from "../../core/delivery.ts";
+import { fromBase64 } from "../../core/base64.ts";
+import { acceptedStatus, type DeliveryInput } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { loggedHeaders } from "../../core/headers.ts";
 import { loggedBody } from "../../core/inspect.ts";
@@ -223,7 +224,7 @@ async function startedInput(
 function inputBody(ctx: Ctx, input: DeliveryInput): Promise<Uint8Array> | Uint8Array {
   if (input.bodyRef) return loadBody(ctx.sql, input.bodyRef);
   return input.body === undefined
-    ? decodeBody(input.bodyBase64)
+    ? fromBase64(input.bodyBase64)
     : new TextEncoder().encode(input.body);
 }
 

@@ -7,13 +7,9 @@
  * as skipped, as the edge logs such a call).
  */
 import { z } from "zod";
+import { toBase64 } from "../../core/base64.ts";
 import { deliveryHolds } from "../../core/billing.ts";
-import {
-  bodyTravelsInline,
-  type DeliveryInput,
-  encodeBody,
-  skippedTargets,
-} from "../../core/delivery.ts";
+import { bodyTravelsInline, type DeliveryInput, skippedTargets } from "../../core/delivery.ts";
 import { RelayError } from "../../core/errors.ts";
 import { targetsByFilter } from "../../core/filter.ts";
 import { BASE64, bodyBytes } from "../../core/inspect.ts";
@@ -138,7 +134,7 @@ export async function sendAgain(
     const delivery: DeliveryInput = {
       ...opening,
       headers,
-      bodyBase64: bodyRef ? "" : encodeBody(body),
+      bodyBase64: bodyRef ? "" : toBase64(body),
       ...(bodyRef && { bodyRef }),
       targets,
     };

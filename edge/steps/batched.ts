@@ -2,12 +2,8 @@
  * A call as it goes in a batch (../batcher.ts): its input, its acceptance, and the claim of the
  * key of one that goes alone after all. The delivery input every workflow start carries too.
  */
-import {
-  type Accepted,
-  type DeliveryInput,
-  encodeBody,
-  skippedTargets,
-} from "../../core/delivery.ts";
+import { toBase64 } from "../../core/base64.ts";
+import { type Accepted, type DeliveryInput, skippedTargets } from "../../core/delivery.ts";
 import { notQueued } from "../../core/errors.ts";
 import { forwardableHeaders } from "../../core/headers.ts";
 import { type KeyClaim, keyReused } from "../../core/idempotency.ts";
@@ -105,7 +101,7 @@ export function deliveryInput(
   return {
     ...requestOf(deps, call, requestId),
     headers: forwardableHeaders(call.request.headers, loopMark(deps.edgeDomain)),
-    bodyBase64: bodyRef ? "" : encodeBody(call.body),
+    bodyBase64: bodyRef ? "" : toBase64(call.body),
     ...(bodyRef && { bodyRef }),
     ...(secretHeaders.length > 0 && { secretHeaders }),
     ...(call.skipped && { skipped: skippedTargets(call.skipped) }),

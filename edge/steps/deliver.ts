@@ -1,8 +1,8 @@
+import { fromBase64 } from "../../core/base64.ts";
 import {
   type Accepted,
   acceptedStatus,
   bodyTravelsInline,
-  decodeBody,
   type SyncOutcome,
 } from "../../core/delivery.ts";
 import { notQueued, RelayError } from "../../core/errors.ts";
@@ -326,7 +326,7 @@ function syncAnswer(outcome: SyncOutcome, call: Received, requestId: string): Re
   switch (outcome.kind) {
     case "answered": {
       const headers = answerHeaders(new Headers(outcome.headers), relayHeaders, requestId);
-      const body = decodeBody(outcome.bodyBase64);
+      const body = fromBase64(outcome.bodyBase64);
       const empty = outcome.status === 204 || outcome.status === 304;
       return new Response(empty ? null : body, { status: outcome.status, headers });
     }

@@ -4,7 +4,7 @@
  * erasing it once the request is finished (confirmed first: it cannot be undone).
  */
 import { useMutation } from "@connectrpc/connect-query";
-import { decodeBody } from "../../../core/delivery.ts";
+import { fromBase64 } from "../../../core/base64.ts";
 import { hexPreview } from "../../../core/inspect.ts";
 import { FailureQueueService } from "../../../gen/relay/v1/recoveries_pb.ts";
 import {
@@ -130,7 +130,7 @@ function BodyView({ body, label }: { body: Body; label: string }) {
         <pre className="code">{JSON.stringify(JSON.parse(body.text), null, 2)}</pre>
       )}
       {kind === "text" && <pre className="code">{body.text}</pre>}
-      {kind === "binary" && <pre className="code">{hexPreview(decodeBody(body.text))}</pre>}
+      {kind === "binary" && <pre className="code">{hexPreview(fromBase64(body.text))}</pre>}
     </figure>
   );
 }

@@ -7,7 +7,7 @@
  */
 import { useQuery } from "@connectrpc/connect-query";
 import { useMemo } from "react";
-import { decodeBody } from "../../../core/delivery.ts";
+import { fromBase64 } from "../../../core/base64.ts";
 import { type FilterInput, filterInput, matchesFilter } from "../../../core/filter.ts";
 import { BodyEncoding, type Request } from "../../../gen/relay/v1/requests_pb.ts";
 import { EndpointService, type Target } from "../../../gen/relay/v1/routing_pb.ts";
@@ -29,7 +29,7 @@ interface LoggedCall {
 function loggedCall({ body, headers }: Request): LoggedCall {
   const bytes =
     body?.encoding === BodyEncoding.BASE64
-      ? decodeBody(body.text)
+      ? fromBase64(body.text)
       : utf8Encoder.encode(body?.text ?? "");
   return { headers: headers?.values ?? {}, body: bytes };
 }
