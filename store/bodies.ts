@@ -25,8 +25,8 @@ export async function insertBody(
 
 /**
  * Stores the bodies of calls accepted together (control/api/reservations.ts `acceptCalls`) in the
- * caller's transaction, one statement each, sent together; a body
- * stored already (the edge's retry) is replaced.
+ * caller's transaction, one statement each, sent together; a body stored already (the edge's
+ * retry) is replaced.
  */
 export async function insertBodies(
   q: Queryable,
@@ -51,5 +51,6 @@ export async function loadBody(sql: Sql, ref: string): Promise<Uint8Array<ArrayB
   return new Uint8Array(Buffer.from(row.body, "base64"));
 }
 
+/** Node's own base64, not core/base64.ts's table: native, and this is Node-only code. */
 const base64Of = (body: Uint8Array) =>
   Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64");
