@@ -5,7 +5,10 @@
  * the drain, until every delivery the kind owes reached the bench target (lost: not there
  * BENCH_SHAPES_DRAIN_SECONDS, 120, after the calls ended; a sync target's delivery is its
  * answer). CPU is the whole stack's (edge, control plane, worker, Temporal, Postgres; /proc)
- * over first call to drain end, per delivery (a fan-out's three targets are three). Plain runs first and last: the two say how far the machine drifted during the run.
+ * over first call to drain end, per delivery (a fan-out's three targets are three). Plain calls
+ * run before every kind and after the last, and each kind is read against the mean of the plain
+ * stretches either side of it: a machine whose speed drifts during the run (a shared VM's moves
+ * by 2x within the hour) moves both, and the plains' spread says by how much.
  * Checked per kind: every delivery made, none twice without a retry cause, every ordered key
  * in order (a call answered before another of its key was sent is delivered first). Between
  * kinds the bench waits (up to 10 min, not counted) until no delivery workflow runs, so one
@@ -332,28 +335,58 @@ function summary(r: KindResult) {
   };
 }
 
+/** A kind beside the plain stretches either side of it: their mean rate and CPU per delivery. */
+interface Reading {
+  result: KindResult;
+  plainPerSecond: number;
+  plainMs: number;
+}
+
+/**
+ * Each kind read against the plain stretches run just before and just after it; the first
+ * plain stretch is read against itself and the one after it.
+ */
+function readings(plains: KindResult[], kinds: KindResult[]): Reading[] {
+  const mean = (a: KindResult, b: KindResult, of: (r: KindResult) => number) => (of(a) + of(b)) / 2;
+  const beside = (result: KindResult, before: KindResult, after: KindResult): Reading => ({
+    result,
+    plainPerSecond: mean(before, after, (r) => r.deliveredPerSecond),
+    plainMs: mean(before, after, stackMs),
+  });
+  const [first, second = first] = plains as [KindResult, ...KindResult[]];
+  return [
+    beside(first, first, second),
+    ...kinds.map((kind, i) => beside(kind, plains[i] as KindResult, plains[i + 1] as KindResult)),
+  ];
+}
+
 function print(report: {
   loadAverage: { before: number[]; after: number[] };
+  plains: KindResult[];
   results: KindResult[];
 }) {
   const f = (n: number, digits = 1) => n.toFixed(digits);
-  const [plain] = report.results as [KindResult];
   const load = (averages: number[]) => averages.map((a) => a.toFixed(2)).join(" ");
   console.log(
     `\nShapes: ${CALLERS} callers for ${seconds} s per kind, each posting its next call on its answer, each kind in its own project, then the drain; CPU of the whole stack from /proc over first call to drain end (load average ${load(report.loadAverage.before)} before, ${load(report.loadAverage.after)} after)\n`,
   );
+  const rates = report.plains.map((r) => r.deliveredPerSecond);
   console.log(
-    "| kind of call | calls | refused | deliveries | delivered/s | vs plain | CPU ms per delivery | vs plain | call p50 / p99 ms | drain s | lost | duplicates | out of order |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    `Plain before each kind and after the last: ${report.plains.map((r) => `${f(r.deliveredPerSecond)}/s at ${f(stackMs(r), 2)} ms`).join(", ")} (the fastest ${f(Math.max(...rates) / Math.min(...rates), 2)}x the slowest)\n`,
   );
-  for (const r of report.results) {
+  console.log(
+    "| kind of call | calls | refused | deliveries | delivered/s | vs plain either side | CPU ms per delivery | vs plain either side | call p50 / p99 ms | drain s | lost | duplicates | out of order |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+  );
+  const read = readings(report.plains, report.results);
+  for (const { result: r, plainPerSecond, plainMs } of read) {
     console.log(
-      `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plain.deliveredPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / stackMs(plain), 2)}x | ${r.callMs.map((ms) => f(ms, 1)).join(" / ")} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
+      `| ${r.name} | ${r.calls} | ${r.refused} | ${r.deliveries} | ${f(r.deliveredPerSecond)} | ${f(r.deliveredPerSecond / plainPerSecond, 2)}x | ${f(stackMs(r), 2)} | ${f(stackMs(r) / plainMs, 2)}x | ${r.callMs.map((ms) => f(ms, 1)).join(" / ")} | ${f(r.drainSeconds)} | ${r.lost} | ${r.duplicates} | ${r.outOfOrder} |`,
     );
   }
   console.log("\nCPU ms per delivery, by process; workflows started per 100 calls\n");
   console.log(`| kind | ${STACK_PROCESSES.join(" | ")} | batches | requests' own | other |`);
   console.log(`|---|${STACK_PROCESSES.map(() => "---|").join("")}---|---|---|`);
-  for (const r of report.results) {
+  for (const { result: r } of read) {
     const per100 = (n: number) => f((100 * n) / Math.max(1, r.calls));
     const { batches, requests, other } = r.workflows;
     console.log(
@@ -375,22 +408,29 @@ await runBench(async (cleanup) => {
   cleanup.add(() => connection.close());
   const temporal = new Client({ connection });
   const loadBefore = loadavg();
-  const results: KindResult[] = [];
   const [plain, ...rest] = kinds as [Kind, ...Kind[]];
-  const runs = [plain, ...rest, { ...plain, name: "plain (again, last)" }];
-  for (const [i, kind] of runs.entries()) {
-    const project = await setUpKind(stack, targetPort, `shape${i}`, kind);
-    if (i === 0) await runKind(project, kind, cpu, temporal, targetPort, seconds); // warm-up
+  const plainProject = await setUpKind(stack, targetPort, "shape0", plain);
+  const measure = async (project: KindProject, kind: Kind) => {
     const result = await runKind(project, kind, cpu, temporal, targetPort, seconds);
-    results.push(result);
     console.log(JSON.stringify({ kind: result.name, ...summary(result) }));
     await quiet(temporal);
+    return result;
+  };
+  await runKind(plainProject, plain, cpu, temporal, targetPort, seconds); // warm-up
+  await quiet(temporal);
+  const plains = [await measure(plainProject, plain)];
+  const results: KindResult[] = [];
+  for (const [i, kind] of rest.entries()) {
+    results.push(await measure(await setUpKind(stack, targetPort, `shape${i + 1}`, kind), kind));
+    plains.push(await measure(plainProject, plain));
   }
+  if (rest.length === 0) plains.push(await measure(plainProject, plain));
   const report = {
     at: new Date(),
     seconds,
     callers: CALLERS,
     loadAverage: { before: loadBefore, after: loadavg() },
+    plains,
     results,
   };
   print(report);
