@@ -20,6 +20,7 @@ import {
   type RequestOpening,
   recordStream,
   settleRequest,
+  settleRequests,
 } from "./request-log.ts";
 import { deliveredTargets, deliveriesPerHour } from "./request-views.ts";
 import { seeWorker } from "./workers.ts";
@@ -103,6 +104,24 @@ test("a target that never answered is not delivered: beside a delivered one, the
     delivered: (before?.delivered ?? 0) + 1,
     failedAttempts: (before?.failedAttempts ?? 0) + 1,
   });
+});
+
+test("requests settled together each take their own status, and the holds of the deliveries named go back", async () => {
+  const [both, half] = [
+    await requestWith({ a: 200, b: 200 }),
+    await requestWith({ a: 200, b: null }),
+  ];
+  await sql`insert into credit_holds (request_id, target_id, project_id, pool, amount)
+    values (${half}, 'b', ${project}, 'test', 1), (${half}, 'c', ${project}, 'test', 1)`;
+  const statuses = await settleRequests(sql, [
+    { requestId: both, targetIds: ["a", "b"] },
+    { requestId: half, targetIds: ["a", "b"] },
+  ]);
+  expect(Object.fromEntries(statuses)).toEqual({ [both]: "delivered", [half]: "partially_failed" });
+  const held =
+    await sql`select target_id as "targetId" from credit_holds where request_id = ${half}`;
+  expect(held.map((h) => h.targetId)).toEqual(["c"]);
+  await sql`delete from credit_holds where request_id = ${half}`;
 });
 
 const statusOf = async (requestId: string) =>

@@ -12,7 +12,13 @@ import {
   type StreamRecord,
 } from "../core/delivery.ts";
 import { type DeliveryTarget, finishedStatuses, type RequestStatus } from "../core/model.ts";
-import { balancesAfter, ledgerCharges, noteEmptiedPools, releaseHolds } from "./credits.ts";
+import {
+  balancesAfter,
+  ledgerCharges,
+  noteEmptiedPools,
+  releaseDeliveryHolds,
+  releaseHolds,
+} from "./credits.ts";
 import { pipelinedTransaction, type Queryable, type Sql } from "./db.ts";
 import { forgetWaiting, type PlanCaps, releasePlaces } from "./waiting.ts";
 
@@ -146,8 +152,33 @@ export async function settleRequest(
   requestId: string,
   targetIds: readonly string[],
 ): Promise<RequestStatus> {
-  await releaseHolds(q, requestId, targetIds);
-  return (await settleStatuses(q, [requestId])).get(requestId) ?? "failed";
+  return (await settleRequests(q, [{ requestId, targetIds }])).get(requestId) ?? "failed";
+}
+
+/** A request whose deliveries to `targetIds` ended, to settle. */
+export interface Settling {
+  requestId: string;
+  targetIds: readonly string[];
+}
+
+/**
+ * `settleRequest` for many requests in two statements, whatever their number: a batch's requests
+ * of several targets, whose first attempts ended them together. Answers the statuses set.
+ */
+export async function settleRequests(
+  q: Queryable,
+  settling: readonly Settling[],
+): Promise<Map<string, RequestStatus>> {
+  await releaseDeliveryHolds(
+    q,
+    settling.flatMap(({ requestId, targetIds }) =>
+      targetIds.map((targetId) => ({ requestId, targetId })),
+    ),
+  );
+  return settleStatuses(
+    q,
+    settling.map(({ requestId }) => requestId),
+  );
 }
 
 /**

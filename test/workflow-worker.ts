@@ -275,7 +275,15 @@ export const activities: Activities = {
 function batchDeps(): BatchAttemptDeps {
   return {
     attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
-    settle: (requestId) => activities.settleRequest(requestId),
+    settle: async (settling) =>
+      new Map(
+        await Promise.all(
+          settling.map(
+            async ({ requestId }) =>
+              [requestId, await activities.settleRequest(requestId)] as const,
+          ),
+        ),
+      ),
     triedBefore: async (requestIds) => {
       const delivered = new Map(
         requestIds.flatMap((id) =>

@@ -130,7 +130,7 @@ export function createActivities(deps: ActivityDeps) {
         firstAttemptsInFlight.run(delivery, () =>
           firstAttempt(batch, request, delivery, only, takeSlot),
         ),
-      settle: (requestId, targetIds) => requestLog.settleRequest(sql, requestId, targetIds),
+      settle: (settling) => requestLog.settleRequests(sql, settling),
       triedBefore,
       slots: deps.slots.attempts,
       lanes: {

@@ -12,6 +12,7 @@ import type { FirstAttempt } from "./deliveries.ts";
 import { TurnHandOffs } from "./turn-hand-offs.ts";
 
 const origin = target("origin");
+const mirror = target("mirror");
 const BATCH = "batch-1";
 
 /**
@@ -64,12 +65,17 @@ function attemptsWhere(
   }),
 ) {
   const attempted: string[] = [];
+  /** The requests of each settle, by id. */
+  const settles: string[][] = [];
   const deps: BatchAttemptDeps = {
     async attempt(request) {
       attempted.push(request.requestId);
       return answer(request.requestId);
     },
-    settle: async () => "delivered",
+    settle: async (settling) => {
+      settles.push(settling.map(({ requestId }) => requestId));
+      return new Map(settling.map(({ requestId }) => [requestId, "delivered"]));
+    },
     triedBefore: async () => (d) =>
       d.requestId === before.requestId && d.target.id === origin.id
         ? { kind: "delivered", status: 204 }
@@ -77,7 +83,7 @@ function attemptsWhere(
     slots: new ProjectSlots({ slots: 10, perProject: 10 }),
     lanes,
   };
-  return { deps, attempted };
+  return { deps, attempted, settles };
 }
 
 test("a batch's first attempts run again (their workflow task lost) deliver nothing the log shows delivered", async () => {
@@ -86,6 +92,35 @@ test("a batch's first attempts run again (their workflow task lost) deliver noth
   const firsts = await firstAttemptsOfBatch(deps, "acme", BATCH, [before, fresh]);
   expect(attempted).toEqual([fresh.requestId]);
   expect(firsts).toEqual([{ settled: "delivered" }, { settled: "delivered" }]);
+});
+
+test("a batch's requests of several targets, ended by their first attempts, are settled together", async () => {
+  const [first, second] = [delivery([origin, mirror]), delivery([origin, mirror])];
+  const { deps, settles } = attemptsWhere({ requestId: "none" }, undefined, () => ({
+    kind: "delivered",
+    status: 200,
+  }));
+  const firsts = await firstAttemptsOfBatch(deps, "acme", BATCH, [first, second]);
+  expect(settles).toEqual([[first.requestId, second.requestId]]);
+  expect(firsts).toEqual([{ settled: "delivered" }, { settled: "delivered" }]);
+});
+
+test("requests a batch could not settle (the log refused the write) go on with their verdicts", async () => {
+  const fanOut = delivery([origin, mirror]);
+  const { deps } = attemptsWhere({ requestId: "none" }, undefined, () => ({
+    kind: "delivered",
+    status: 200,
+  }));
+  const refusing = { ...deps, settle: () => Promise.reject(new Error("the log is down")) };
+  const firsts = await firstAttemptsOfBatch(refusing, "acme", BATCH, [fanOut]);
+  expect(firsts).toEqual([
+    {
+      verdicts: [
+        { kind: "delivered", status: 200 },
+        { kind: "delivered", status: 200 },
+      ],
+    },
+  ]);
 });
 
 test("a batch's later attempts (a retry, a wait for room) run again deliver nothing the log shows delivered", async () => {

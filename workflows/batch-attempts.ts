@@ -33,7 +33,10 @@ export interface BatchAttemptDeps {
     only: boolean,
     takeSlot: TakeSlot,
   ): Promise<FirstAttempt>;
-  settle(requestId: string, targetIds: string[]): Promise<RequestStatus>;
+  /** Requests whose first attempts ended them, settled together: their statuses, by id. */
+  settle(
+    settling: { requestId: string; targetIds: string[] }[],
+  ): Promise<Map<string, RequestStatus>>;
   slots: ProjectSlots;
   /**
    * What the log says of these requests' earlier tries: for a delivery not to try now, its
@@ -138,30 +141,42 @@ export async function firstAttemptsOfBatch(
       fromQueue: () => false,
     })),
   );
-  return Promise.all(
-    requests.map((input, i) => {
-      const outcome = outcomes[i] ?? "waits";
-      return typeof outcome === "string"
-        ? { inLane: outcome }
-        : settledOrGoesOn(deps, input, outcome);
-    }),
-  );
+  const firsts = requests.map((_, i) => {
+    const outcome = outcomes[i] ?? "waits";
+    return typeof outcome === "string" ? { inLane: outcome } : endedOrGoesOn(outcome);
+  });
+  const ended = requests.filter((_, i) => "ended" in (firsts[i] as object));
+  // Not settled here (the log refused the write): each one's own workflow settles it.
+  const settled =
+    ended.length === 0
+      ? new Map<string, RequestStatus>()
+      : await deps
+          .settle(
+            ended.map((r) => ({
+              requestId: r.requestId,
+              targetIds: targetIdsOf(asyncDeliveries(r)),
+            })),
+          )
+          .catch(() => null);
+  return firsts.map((first, i): BatchedFirst => {
+    if (!("ended" in first)) return first;
+    const requestId = (requests[i] as DeliveryInput).requestId;
+    return settled ? { settled: settled.get(requestId) ?? "failed" } : { verdicts: first.ended };
+  });
 }
 
-/** A request its first attempts ended is settled; one going on answers its verdicts. */
-async function settledOrGoesOn(
-  deps: BatchAttemptDeps,
-  input: DeliveryInput,
+/**
+ * A request going on answers its verdicts; one its only attempt settled, how; one its first
+ * attempts ended otherwise (several targets, or a rerun that found them delivered) is `ended`,
+ * to settle with the batch's others in one go.
+ */
+function endedOrGoesOn(
   verdicts: (FirstAttempt | null)[],
-): Promise<BatchedFirst> {
+): BatchedFirst | { ended: (FirstAttempt | null)[] } {
   if (verdicts.some(goesOn)) return { verdicts };
   const [verdict] = verdicts;
   if (verdict && "settled" in verdict && verdict.settled) return { settled: verdict.settled };
-  // Not settled here (the log refused the write): its own workflow settles it.
-  return deps.settle(input.requestId, targetIdsOf(asyncDeliveries(input))).then(
-    (settled) => ({ settled }),
-    () => ({ verdicts }),
-  );
+  return { ended: verdicts };
 }
 
 /** A request of a batch let go for some of its targets (./batch-holds.ts). */
