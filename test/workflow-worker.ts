@@ -276,14 +276,7 @@ function batchDeps(): BatchAttemptDeps {
   return {
     attempt: (request, delivery, only) => activities.firstAttempt(request, delivery, only),
     settle: async (settling) =>
-      new Map(
-        await Promise.all(
-          settling.map(
-            async ({ requestId }) =>
-              [requestId, await activities.settleRequest(requestId)] as const,
-          ),
-        ),
-      ),
+      new Map(settling.map(({ requestId }) => [requestId, settled(requestId)] as const)),
     triedBefore: async (requestIds) => {
       const delivered = new Map(
         requestIds.flatMap((id) =>
