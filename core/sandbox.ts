@@ -4,7 +4,7 @@
  * bounded (./transform.ts `TRANSFORM_LIMITS`), and a fresh WebAssembly instance whenever the
  * project changes, so no memory a project's run used is ever in reach of another project's.
  * Synchronous: a runtime calls it on a thread of its own (./transform-pool.ts), never on its
- * event loop. The same on Node and Deno.
+ * event loop. The same on Node and Deno, but for the clock a run is timed by (`ThreadClock`).
  */
 import wasmfile from "@jitl/quickjs-wasmfile-release-sync";
 import {
@@ -24,19 +24,46 @@ const variant = wasmfile as unknown as QuickJSSyncVariant;
 /** QuickJS's WebAssembly, for each runtime to read its bytes (its package's `./wasm`). */
 export const SANDBOX_WASM = "@jitl/quickjs-wasmfile-release-sync/wasm";
 
+/**
+ * The CPU time, in ms, the calling thread has run: a run's time is what it spends, not what a
+ * loaded machine keeps it waiting. Node reads it on Linux (platform/transforms.ts); Deno cannot
+ * without --allow-all, and its runs are timed on the clock.
+ */
+export type ThreadClock = () => number;
+
+/**
+ * Linux's clock of a thread (`/proc/thread-self/schedstat`: its nanoseconds on a CPU first), read
+ * by `read`; undefined where there is none to read, and a run's time is the wall clock's alone.
+ */
+export function schedstatClock(read: () => string): ThreadClock | undefined {
+  const ms = () => Number.parseInt(read(), 10) / 1e6;
+  try {
+    return Number.isFinite(ms()) ? ms : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A fresh sandbox: its own instance of QuickJS's compiled module, its own memory. */
-export async function newSandbox(module: WebAssembly.Module): Promise<Sandbox> {
+export async function newSandbox(
+  module: WebAssembly.Module,
+  clock?: ThreadClock,
+): Promise<Sandbox> {
   return new Sandbox(
     await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: module })),
+    clock,
   );
 }
 
-/** A QuickJS runtime for one run, bounded; its clock starts when the run takes it. */
+/** A QuickJS runtime for one run, bounded; its clocks start when the run takes it. */
 interface RunContext {
   runtime: QuickJSRuntime;
   vm: QuickJSContext;
+  startedAt: number;
+  cpuAt: number;
+  /** When the interrupt handler next looks at the run's CPU time. */
   deadline: number;
-  interrupted: boolean;
+  interrupted: "cpu" | "wall" | null;
 }
 
 /**
@@ -46,11 +73,13 @@ interface RunContext {
  */
 export class Sandbox {
   #quickjs: QuickJSWASMModule;
+  #clock: ThreadClock | undefined;
   #ready: RunContext | undefined;
   #spent: RunContext[] = [];
 
-  constructor(quickjs: QuickJSWASMModule) {
+  constructor(quickjs: QuickJSWASMModule, clock?: ThreadClock) {
     this.#quickjs = quickjs;
+    this.#clock = clock;
   }
 
   /** A fresh runtime for a run starting now, freed by the next `tidy` (or `take`). */
@@ -58,7 +87,9 @@ export class Sandbox {
     this.#free();
     const context = this.#ready ?? this.#newContext();
     this.#ready = undefined;
-    context.deadline = Date.now() + TRANSFORM_LIMITS.runMs;
+    context.startedAt = Date.now();
+    context.cpuAt = this.#clock?.() ?? 0;
+    context.deadline = context.startedAt + TRANSFORM_LIMITS.runMs;
     this.#spent.push(context);
     return context;
   }
@@ -80,10 +111,26 @@ export class Sandbox {
     const runtime = this.#quickjs.newRuntime();
     runtime.setMemoryLimit(TRANSFORM_LIMITS.memoryBytes);
     runtime.setMaxStackSize(TRANSFORM_LIMITS.stackBytes);
-    const context = { runtime, vm: runtime.newContext(), deadline: 0, interrupted: false };
+    const context: RunContext = {
+      runtime,
+      vm: runtime.newContext(),
+      startedAt: 0,
+      cpuAt: 0,
+      deadline: 0,
+      interrupted: null,
+    };
+    // Called between bytecodes. Its CPU time is only read once the wall clock says the run could
+    // have spent it all: until then, it cannot have.
     runtime.setInterruptHandler(() => {
-      context.interrupted = Date.now() > context.deadline;
-      return context.interrupted;
+      const now = Date.now();
+      if (now <= context.deadline) return false;
+      if (now - context.startedAt >= TRANSFORM_LIMITS.wallMs) context.interrupted = "wall";
+      else {
+        const spent = this.#clock ? this.#clock() - context.cpuAt : now - context.startedAt;
+        if (spent >= TRANSFORM_LIMITS.runMs) context.interrupted = "cpu";
+        else context.deadline = now + TRANSFORM_LIMITS.runMs - spent;
+      }
+      return context.interrupted !== null;
     });
     return context;
   }
@@ -216,8 +263,9 @@ function newText(vm: QuickJSContext, text: string): QuickJSHandle {
 }
 
 /** What a failed run's thrown value says, in the request log's words. */
-function reasonOf(thrown: unknown, interrupted: boolean): string {
-  if (interrupted) return `it ran past ${TRANSFORM_LIMITS.runMs} ms`;
+function reasonOf(thrown: unknown, interrupted: RunContext["interrupted"]): string {
+  if (interrupted === "cpu") return `it ran past ${TRANSFORM_LIMITS.runMs} ms`;
+  if (interrupted === "wall") return `it was still running after ${TRANSFORM_LIMITS.wallMs} ms`;
   const { name, message } = (thrown ?? {}) as { name?: string; message?: string };
   if (thrown === null || message === "out of memory") {
     return `it ran out of its ${TRANSFORM_LIMITS.memoryBytes / 1024 / 1024} MiB`;
@@ -246,7 +294,7 @@ export const READY = { ready: true } as const;
 /**
  * A sandbox thread's side of ./transform-pool.ts: compiles QuickJS from `wasm` (its bytes, as the
  * runtime reads them), says it is ready, then answers each job in turn, in a fresh sandbox when
- * the job's project is not the last one's.
+ * the job's project is not the last one's. Its runs are timed by `clock`, the thread's own.
  */
 export async function serveSandbox(
   port: {
@@ -254,12 +302,15 @@ export async function serveSandbox(
     answer(answer: ThreadAnswer): void;
   },
   wasm: Promise<BufferSource>,
+  clock?: ThreadClock,
 ): Promise<void> {
   const module = await WebAssembly.compile(await wasm);
   await warm(module);
   let current: { project: string; sandbox: Sandbox } | undefined;
   const sandboxOf = async (project: string) => {
-    if (current?.project !== project) current = { project, sandbox: await newSandbox(module) };
+    if (current?.project !== project) {
+      current = { project, sandbox: await newSandbox(module, clock) };
+    }
     return current.sandbox;
   };
   // One job at a time, in order: the pool sends the next only once this one is answered.

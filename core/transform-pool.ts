@@ -96,7 +96,7 @@ export class TransformPool {
       const slot = idle.find((s) => s.lastProject === job.project) ?? (idle[0] as Slot);
       slot.job = job;
       slot.lastProject = job.project;
-      slot.timer = setTimeout(() => this.overran(slot), TRANSFORM_LIMITS.runMs + OVERRUN_GRACE_MS);
+      slot.timer = setTimeout(() => this.overran(slot), TRANSFORM_LIMITS.wallMs + OVERRUN_GRACE_MS);
       const { settle: _, ...message } = job;
       slot.thread.post(message);
     }

@@ -10,8 +10,13 @@ import type { JsonValue } from "./model.ts";
 /** Bounds on a transformation: its source, its run, and what it hands back. */
 export const TRANSFORM_LIMITS = {
   sourceBytes: 32 * 1024,
-  /** Its run's time, its own (the wait for a sandbox thread not counted). */
+  /**
+   * Its run's CPU time, where the runtime can read its thread's (Linux), else its time on the
+   * clock; the wait for a sandbox thread is not counted.
+   */
   runMs: 50,
+  /** Its run's time on the clock, however loaded the machine: what a thread is held at most. */
+  wallMs: 1000,
   memoryBytes: 64 * 1024 * 1024,
   stackBytes: 256 * 1024,
   /** The body it hands back, as sent. */

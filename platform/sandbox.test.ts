@@ -7,6 +7,7 @@ import {
   SANDBOX_WASM,
   warm,
 } from "../core/sandbox.ts";
+import { nodeThreadClock } from "./transforms.ts";
 
 const module = await WebAssembly.compile(
   await readFile(new URL(import.meta.resolve(SANDBOX_WASM))),
@@ -97,6 +98,44 @@ describe("a transformation's run", () => {
     const busy = "(r) => { const end = Date.now() + 20; while (Date.now() < end) {} return r }";
     expect(run(busy)).toEqual({ output: META, bodyText: null });
   });
+});
+
+describe("a run's time is the CPU time its thread spends on it", () => {
+  const busyFor = (ms: number) =>
+    `(r) => { const end = Date.now() + ${ms}; while (Date.now() < end) {} return r }`;
+
+  test("a run its machine keeps waiting is not ended for the wait", async () => {
+    // A thread clock that sees no CPU spent: a machine busy with others while the run waits.
+    const waiting = await newSandbox(module, () => 0);
+    expect(runTransformSource(waiting, busyFor(150), call)).toEqual({
+      output: META,
+      bodyText: null,
+    });
+  });
+
+  test("but ends at a second on the clock, however little CPU it had", async () => {
+    const waiting = await newSandbox(module, () => 0);
+
+    expect(runTransformSource(waiting, "(r) => { for (;;) {} }", call)).toEqual({
+      error: "it was still running after 1000 ms",
+    });
+  });
+
+  test.runIf(process.platform === "linux")(
+    "Node reads its thread's CPU time, and a run spending it ends at 50 ms",
+    async () => {
+      const clock = nodeThreadClock();
+      if (!clock) throw new Error("no /proc/thread-self/schedstat on this Linux");
+      const before = clock();
+      const end = Date.now() + 30;
+      while (Date.now() < end) {}
+      expect(clock() - before).toBeGreaterThan(10);
+      const timed = await newSandbox(module, clock);
+      expect(runTransformSource(timed, "(r) => { for (;;) {} }", call)).toEqual({
+        error: "it ran past 50 ms",
+      });
+    },
+  );
 });
 
 test("a source is checked: it compiles, to a function", () => {

@@ -1,6 +1,8 @@
 /** Node's sandbox threads for transformations (core/transform-pool.ts): worker threads. */
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
+import { schedstatClock, type ThreadClock } from "../core/sandbox.ts";
 import { type SandboxThread, sandboxThreads, TransformPool } from "../core/transform-pool.ts";
 
 /** The thread's module: its build under dist/, or its source, loaded through tsx. */
@@ -12,6 +14,11 @@ const threadModule = new URL(
 
 export function nodeTransformPool(): TransformPool {
   return new TransformPool(spawnThread, sandboxThreads(availableParallelism()));
+}
+
+/** The calling thread's CPU time (core/sandbox.ts `ThreadClock`), on Linux. */
+export function nodeThreadClock(): ThreadClock | undefined {
+  return schedstatClock(() => readFileSync("/proc/thread-self/schedstat", "latin1"));
 }
 
 function spawnThread(): SandboxThread {

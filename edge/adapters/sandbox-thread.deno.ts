@@ -1,4 +1,7 @@
-/** A sandbox thread on Deno (a Web Worker): edge/main.deno.ts spawns it (./web-worker.ts). */
+/**
+ * A sandbox thread on Deno (a Web Worker): edge/main.deno.ts spawns it (./web-worker.ts). Its runs
+ * are timed on the clock: Deno reads a thread's CPU time (/proc) only with --allow-all.
+ */
 import {
   SANDBOX_WASM,
   serveSandbox,
