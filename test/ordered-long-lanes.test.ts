@@ -56,7 +56,8 @@ function deliveredByPath(received: Received[], since: number): Map<string, numbe
 
 /**
  * Sends `n` calls on one key, one after another (so the accept order is the send order); a call
- * the rate limit refuses is sent again after its `Retry-After`, as a sender would.
+ * refused with a `Retry-After`, by the rate limit (429) or a busy machine's backpressure (503,
+ * nothing queued), is sent again after it, as a sender would.
  */
 async function sendInOrder(project: { slug: string; key: string }, n: number) {
   for (let i = 1; i <= n; i++) {
@@ -65,7 +66,7 @@ async function sendInOrder(project: { slug: string; key: string }, n: number) {
       body: JSON.stringify({ n: i }),
       headers: { "relay-ordering-key": "one-key" },
     });
-    if (answer.status === 429) {
+    if (answer.status === 429 || answer.status === 503) {
       await new Promise((resolve) =>
         setTimeout(resolve, 1000 * Number(answer.headers["retry-after"] ?? 1)),
       );
