@@ -41,8 +41,8 @@ const ORDERED_KEYS = 1000;
 
 /**
  * A JSON body of `bytes`, shaped as a webhook's (a list of events: ids, amounts, timestamps,
- * text), not one long string: parsing it and compressing it cost what a real body costs (one
- * string of "x" hid 1.0 ms of Postgres's CPU a 32 KiB delivery, and half its rate).
+ * text), not one long string: the edge's parse and Postgres's compression of it cost what a real
+ * body's cost (a string of one letter costs them almost nothing; docs/benchmarks.md).
  */
 function bodyOf(bytes: number): string {
   const events: unknown[] = [];
