@@ -8,11 +8,13 @@ import {
   forgetPlace,
   joinLane,
   leaveLane,
+  owedTurns,
   passTurns,
   pruneLaneEntries,
   releaseCarried,
   stillHeads,
   type TurnGiven,
+  turnsTold,
 } from "./lanes.ts";
 
 const sql = connect(stack().databaseUrl, { max: 8 });
@@ -192,6 +194,31 @@ test("a leave, its statements pipelined, waits for its lane's lock before it tou
   expect(await leaving).toEqual([]);
   expect(rowsFree).toBe(true);
   expect(await claim(lane, "r2")).toEqual({ a: "turn" });
+});
+
+test("a turn given to a parked request is owed until its carrier claims it or is told again", async () => {
+  const lane = newLane();
+  const owed = async () =>
+    (await owedTurns(sql, 0, 10_000)).filter((t) => t.laneId === lane).map((t) => t.requestId);
+  for (const r of ["r1", "r2", "r3", "r4"]) await join(lane, r);
+  await claim(lane, "r1");
+  for (const r of ["r2", "r3"]) await claim(lane, r);
+  expect(await owed()).toEqual([]); // parked, no turn given yet
+  await leave(lane, "r1");
+  expect(await owed()).toEqual(["r2"]);
+  expect(await claim(lane, "r2")).toEqual({ a: "turn" }); // its carrier took it up
+  expect(await owed()).toEqual([]);
+  await leave(lane, "r2");
+  expect(await owed()).toEqual(["r3"]);
+  await turnsTold(sql, [{ laneId: lane, requestId: "r3", targetId: "a", workflowId: "r3" }]);
+  expect(await owed()).toEqual([]);
+  // A retried leave tells again: owed again. r4 never claimed (not parked): its claim finds it.
+  expect(await leave(lane, "r2")).toEqual([
+    { laneId: lane, requestId: "r3", targetId: "a", workflowId: "r3" },
+  ]);
+  expect(await owed()).toEqual(["r3"]);
+  await leave(lane, "r3");
+  expect(await owed()).toEqual([]);
 });
 
 test("a head that has not moved is found once per interval; left entries are pruned", async () => {

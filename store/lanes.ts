@@ -130,7 +130,7 @@ export async function claimTurnsInOrder(
         where o.lane_id = e.lane_id and o.target_id = e.target_id and o.done_at is null
           and o.seq < e.seq)`.execute();
   const claimed = q<{ laneId: string; requestId: string; targetId: string; turn: boolean }[]>`
-    update lane_entries e set parked = not e.turn, carrier = ${carrier}
+    update lane_entries e set parked = not e.turn, carrier = ${carrier}, owed = false
     from unnest(${lanes}::text[], ${requests}::text[], ${targets}::text[])
       as c(lane_id, request_id, target_id)
     where e.lane_id = c.lane_id and e.request_id = c.request_id and e.target_id = c.target_id
@@ -245,9 +245,11 @@ function headsGiven(
         order by seq limit 1
       ) h
     ), given as (
-      update lane_entries e set turn = true, changed_at = now()
+      -- A parked head's carrier is owed its signal until it claims, or the sweep tells it again.
+      update lane_entries e set turn = true, owed = h.parked, changed_at = now()
       from heads h
-      where e.lane_id = h.lane_id and e.target_id = h.target_id and e.seq = h.seq and not h.turn
+      where e.lane_id = h.lane_id and e.target_id = h.target_id and e.seq = h.seq
+        and (not h.turn or (h.parked and not e.owed))
     )
     select lane_id, request_id, target_id, workflow_id from heads where parked`.execute();
 }
@@ -336,6 +338,35 @@ export async function stillHeads(sql: Sql, forMs: number, limit: number): Promis
     ) still
     where e.lane_id = still.lane_id and e.target_id = still.target_id and e.seq = still.seq
     returning e.lane_id, e.target_id, e.request_id, coalesce(e.carrier, e.request_id) as workflow_id`;
+}
+
+/**
+ * Turns given to parked entries (`leaveLanes`) their carriers have not claimed for `forMs`: the
+ * signal, sent after the leave's commit, may never have gone (its sender died, or Temporal was
+ * down). At most `limit`, projects taking turns as in `stillHeads`.
+ */
+export async function owedTurns(sql: Sql, forMs: number, limit: number): Promise<TurnGiven[]> {
+  return sql<TurnGiven[]>`
+    select lane_id, request_id, target_id, workflow_id from (
+      select lane_id, request_id, target_id, coalesce(carrier, request_id) as workflow_id,
+        changed_at, row_number() over (
+          partition by split_part(lane_id, ':', 2) order by changed_at) as place
+      from lane_entries
+      where done_at is null and owed and parked
+        and changed_at < now() - make_interval(secs => ${forMs / 1000})
+    ) ranked
+    order by place, changed_at limit ${limit}`;
+}
+
+/** Owed turns told again (`owedTurns`) are owed no more, unless a leave gives them again. */
+export async function turnsTold(sql: Sql, told: TurnGiven[]): Promise<void> {
+  if (told.length === 0) return;
+  await sql`
+    update lane_entries e set owed = false
+    from unnest(${told.map((t) => t.laneId)}::text[], ${told.map((t) => t.requestId)}::text[],
+      ${told.map((t) => t.targetId)}::text[]) as t(lane_id, request_id, target_id)
+    where e.lane_id = t.lane_id and e.request_id = t.request_id and e.target_id = t.target_id
+      and e.done_at is null and e.owed`;
 }
 
 /** Entries left before `before` are forgotten (the log's retention), at most `limit`. */

@@ -9,7 +9,7 @@ import { sweepLaneHeads } from "../control/lane-sweep.ts";
 import { deriveIdKey, idDigest } from "../core/id-digest.ts";
 import { laneIdOf } from "../core/lanes.ts";
 import { connect } from "../store/db.ts";
-import { claimTurns, joinLane } from "../store/lanes.ts";
+import { claimTurns, joinLane, leaveLane } from "../store/lanes.ts";
 import {
   finishedLog,
   projectWithEndpoint,
@@ -52,7 +52,7 @@ async function parkedBehindAHead(headId: string) {
   expect(answer.status).toBe(202);
   await new Promise((resolve) => setTimeout(resolve, 1500));
   expect(target.received.length).toBe(since);
-  return { project, laneId, requestId: answer.json().requestId as string, since };
+  return { project, laneId, targetIds, requestId: answer.json().requestId as string, since };
 }
 
 const temporal = relayTemporal();
@@ -81,3 +81,14 @@ test("a head whose workflow runs but missed its turn's signal is told again by t
   expect((await finishedLog(project, requestId)).status).toBe("delivered");
   expect(target.received.length).toBe(since + 1);
 });
+
+test("a turn passed on whose signal was never sent (its sender died, or Temporal was down) is told within seconds, unasked", async () => {
+  const { project, laneId, targetIds, requestId, since } =
+    await parkedBehindAHead("req_died_untold");
+  // The head leaves as a worker's or an edge's leave does, and the turn's signal is never sent.
+  const given = await sql.begin((tx) => leaveLane(tx, laneId, "req_died_untold", targetIds));
+  expect(given.map((g) => g.requestId)).toEqual([requestId]);
+  // No sweep called here: the control plane's own finds the turn owed.
+  expect((await finishedLog(project, requestId, 60_000)).status).toBe("delivered");
+  expect(target.received.length).toBe(since + 1);
+}, 90_000);

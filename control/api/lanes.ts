@@ -40,13 +40,17 @@ export async function joinOrderingLane(ctx: Ctx, place: LanePlace): Promise<bool
 /**
  * Gives an unstarted call's place back: it leaves, the parked requests given the turn are told
  * (ones gone are passed over), and its entries are forgotten, so the call sent again with its
- * Idempotency-Key (the same request id) joins anew, at the back.
+ * Idempotency-Key (the same request id) joins anew, at the back, even when the telling failed.
  */
 export async function leaveOrderingLane(ctx: Ctx, place: LanePlace): Promise<void> {
   requireEdge(ctx.caller);
   checkPlace(place);
-  await passTurns(ctx.sql, [place], async (given) =>
-    given.length === 0 ? [] : signalTurns(await ctx.temporal(), given),
-  );
-  await forgetPlace(ctx.sql, place);
+  try {
+    await passTurns(ctx.sql, [place], async (given) =>
+      given.length === 0 ? [] : signalTurns(await ctx.temporal(), given),
+    );
+  } finally {
+    // Left, though its turn's signal failed (owed: control/lane-sweep.ts tells it), or not left.
+    await forgetPlace(ctx.sql, place);
+  }
 }
