@@ -84,6 +84,8 @@ const GATHER_TURNS = "batch-gathers-turns";
  * TURN_WAIT_IN_BATCH_MS): the gathering's end had no timer of its own.
  */
 const WAKE_TO_GATHER = "batch-wakes-to-gather";
+/** Batches begun before kept a gathering no request was in turn for open, waking every ms. */
+const FORGETS_STALE_TELLS = "batch-forgets-stale-tells";
 /** How long a held delivery waits for its release before it is held again (as ./workflows.ts). */
 const HOLD_RECHECK_MS = 3_600_000;
 /** Past this many events the batch's history is long: what still waits goes on on its own. */
@@ -270,7 +272,11 @@ export async function waitInBatch(
             .map((w) => w.request.ordering?.laneId)
         : [],
     );
-    if (lanesInTurn.size > 0) toldAt = null;
+    // Gathered and none in turn: the tells were for requests gone (a turn told twice), and a
+    // gathering left open would time every wait to its end, long past.
+    if (lanesInTurn.size > 0 || (toldAt !== null && gathered() && patched(FORGETS_STALE_TELLS))) {
+      toldAt = null;
+    }
     for (const w of [...waiting]) {
       if (busy.has(w)) continue;
       const { requestId } = w.request;

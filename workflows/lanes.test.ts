@@ -23,6 +23,7 @@ import {
   taskQueue,
   withMockedWorker,
 } from "../test/workflow-worker.ts";
+import { goSignal } from "./signals.ts";
 import type { deliverBatch } from "./workflows.ts";
 
 withMockedWorker();
@@ -118,4 +119,30 @@ test("a batch told one turn while another of its requests waits untold attempts 
     { laneId: second.laneId, requestId: second.id, targetIds: [origin.id] },
   ]);
   expect(await batch.result()).toBe(0);
+});
+
+test("a batch told again a turn it already took (a tell sent twice) waits on quietly for its others' turns", async () => {
+  const { origin, ahead, requests, batch } = await batchBehind(["a", "b"]);
+  const [first, second] = ahead;
+  const [told, untold] = requests;
+  if (!first || !second || !told || !untold) throw new Error("two keys");
+  await passTurns(env.client, [
+    { laneId: first.laneId, requestId: first.id, targetIds: [origin.id] },
+  ]);
+  await vi.waitFor(() => expect(attemptsOf(told.requestId).map((a) => a.status)).toEqual([200]), {
+    timeout: 10_000,
+  });
+  // The sweep of owed turns tells it again (control/lane-sweep.ts): the told one is gone.
+  const turn = { targetId: origin.id, requestId: told.requestId };
+  await batch.signal(goSignal, { ...turn, told: [turn] });
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  // Its wait is timed by the untold one's deadline (10 minutes), not woken every millisecond.
+  const { events } = await batch.fetchHistory();
+  const timers = (events ?? []).flatMap((e) => e.timerStartedEventAttributes ?? []);
+  expect(Number(timers.at(-1)?.startToFireTimeout?.seconds)).toBeGreaterThan(60);
+  await passTurns(env.client, [
+    { laneId: second.laneId, requestId: second.id, targetIds: [origin.id] },
+  ]);
+  expect(await batch.result()).toBe(0);
+  expect(attemptsOf(untold.requestId).map((a) => a.status)).toEqual([200]);
 });
