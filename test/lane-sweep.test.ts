@@ -2,7 +2,8 @@
  * The control plane's sweep of lane heads (control/lane-sweep.ts) on the real stack: a head whose
  * workflow does not run (terminated by hand, or its edge died between its join and its start)
  * would hold its key for good; the sweep passes it over and the request parked behind it goes.
- * A head whose workflow runs but missed its turn's signal is told again.
+ * A head whose workflow runs but missed its turn's signal is told again, and a turn given but
+ * never signalled is told within seconds by the sweep of owed turns.
  */
 import { afterAll, expect, test } from "vitest";
 import { sweepLaneHeads } from "../control/lane-sweep.ts";
