@@ -102,36 +102,34 @@ test("a batch whose requests wait behind other batches' attempts the turns told 
   await recordHistory(batch, "batch-lanes-gathered");
 });
 
-test("a batch told one turn while another of its requests waits untold attempts it once the turns are gathered, not at its next wake", async () => {
+/**
+ * A batch of two keys' requests, each behind another batch's: the first key's turn is passed and
+ * its request delivered; `passSecond` passes the other's.
+ */
+async function oneToldOneUntold() {
   const { origin, ahead, requests, batch } = await batchBehind(["a", "b"]);
   const [first, second] = ahead;
   const [told, untold] = requests;
   if (!first || !second || !told || !untold) throw new Error("two keys");
-  await passTurns(env.client, [
-    { laneId: first.laneId, requestId: first.id, targetIds: [origin.id] },
-  ]);
-  // Its next wake is 10 minutes off (the untold one's longest wait for its turn).
+  const pass = ({ laneId, id }: { laneId: string; id: string }) =>
+    passTurns(env.client, [{ laneId, requestId: id, targetIds: [origin.id] }]);
+  await pass(first);
   await vi.waitFor(() => expect(attemptsOf(told.requestId).map((a) => a.status)).toEqual([200]), {
     timeout: 10_000,
   });
+  return { origin, told, untold, batch, passSecond: () => pass(second) };
+}
+
+test("a batch told one turn while another of its requests waits untold attempts it once the turns are gathered, not at its next wake", async () => {
+  // Its next wake is 10 minutes off (the untold one's longest wait for its turn).
+  const { untold, batch, passSecond } = await oneToldOneUntold();
   expect(attemptsOf(untold.requestId)).toEqual([]);
-  await passTurns(env.client, [
-    { laneId: second.laneId, requestId: second.id, targetIds: [origin.id] },
-  ]);
+  await passSecond();
   expect(await batch.result()).toBe(0);
 });
 
 test("a batch told again a turn it already took (a tell sent twice) waits on quietly for its others' turns", async () => {
-  const { origin, ahead, requests, batch } = await batchBehind(["a", "b"]);
-  const [first, second] = ahead;
-  const [told, untold] = requests;
-  if (!first || !second || !told || !untold) throw new Error("two keys");
-  await passTurns(env.client, [
-    { laneId: first.laneId, requestId: first.id, targetIds: [origin.id] },
-  ]);
-  await vi.waitFor(() => expect(attemptsOf(told.requestId).map((a) => a.status)).toEqual([200]), {
-    timeout: 10_000,
-  });
+  const { origin, told, untold, batch, passSecond } = await oneToldOneUntold();
   // The sweep of owed turns tells it again (control/lane-sweep.ts): the told one is gone.
   const turn = { targetId: origin.id, requestId: told.requestId };
   await batch.signal(goSignal, { ...turn, told: [turn] });
@@ -140,9 +138,7 @@ test("a batch told again a turn it already took (a tell sent twice) waits on qui
   const { events } = await batch.fetchHistory();
   const timers = (events ?? []).flatMap((e) => e.timerStartedEventAttributes ?? []);
   expect(Number(timers.at(-1)?.startToFireTimeout?.seconds)).toBeGreaterThan(60);
-  await passTurns(env.client, [
-    { laneId: second.laneId, requestId: second.id, targetIds: [origin.id] },
-  ]);
+  await passSecond();
   expect(await batch.result()).toBe(0);
   expect(attemptsOf(untold.requestId).map((a) => a.status)).toEqual([200]);
 });
