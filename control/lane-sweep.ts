@@ -17,6 +17,8 @@ export interface LaneSweepOptions {
   sql: Sql;
   temporal: () => Promise<Client>;
   logError: (fields: Record<string, unknown>, message: string) => void;
+  /** Turns found owed: each a signal lost (or a series past OWED_TURN_MS). */
+  logWarn: (fields: Record<string, unknown>, message: string) => void;
 }
 
 /** How long a head stays unchanged before its workflow is looked up (and again after that). */
@@ -75,7 +77,14 @@ export function startLaneSweep(options: LaneSweepOptions): { stop(): void } {
     options.logError({ err }, `the sweep of ${what} failed`);
   const sweeps = [
     startSweep(STILL_EVERY_MS, () => sweepLaneHeads(options), failed("lane heads")),
-    startSweep(OWED_EVERY_MS, () => sweepOwedTurns(options), failed("owed turns")),
+    startSweep(
+      OWED_EVERY_MS,
+      async () => {
+        const owed = await sweepOwedTurns(options);
+        if (owed > 0) options.logWarn({ owed }, "ordered turns owed their signal were told again");
+      },
+      failed("owed turns"),
+    ),
   ];
   return {
     stop: () => {

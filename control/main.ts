@@ -127,6 +127,7 @@ const laneSweep = startLaneSweep({
   sql,
   temporal: temporalClient,
   logError: (fields, message) => log.error(fields, message),
+  logWarn: (fields, message) => log.warn(fields, message),
 });
 
 const waitingSweep = startWaitingSweep({

@@ -61,7 +61,7 @@ const sweep = () => {
   const logError = (fields: Record<string, unknown>, message: string) => {
     throw new Error(`${message}: ${JSON.stringify(fields)}`);
   };
-  return sweepLaneHeads({ sql, temporal: () => temporal, logError }, 0);
+  return sweepLaneHeads({ sql, temporal: () => temporal, logError, logWarn: () => {} }, 0);
 };
 
 test("a head whose workflow never ran is passed over by the sweep, and the request behind it is delivered", async () => {
