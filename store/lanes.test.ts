@@ -196,7 +196,7 @@ test("a leave, its statements pipelined, waits for its lane's lock before it tou
   expect(await claim(lane, "r2")).toEqual({ a: "turn" });
 });
 
-test("a turn given to a parked request is owed until its carrier claims it or is told again", async () => {
+test("a turn given to a parked request is owed until its carrier claims it or is told again, looked at once per interval", async () => {
   const lane = newLane();
   const owed = async () =>
     (await owedTurns(sql, 0, 10_000)).filter((t) => t.laneId === lane).map((t) => t.requestId);
@@ -206,6 +206,13 @@ test("a turn given to a parked request is owed until its carrier claims it or is
   expect(await owed()).toEqual([]); // parked, no turn given yet
   await leave(lane, "r1");
   expect(await owed()).toEqual(["r2"]);
+  // Owed a minute: found once, then looked at, so another sweep (a second control plane's)
+  // passes it by for as long.
+  await sql`update lane_entries set changed_at = now() - interval '1 minute' where lane_id = ${lane}`;
+  const owedFor5s = async () =>
+    (await owedTurns(sql, 5_000, 10_000)).filter((t) => t.laneId === lane).map((t) => t.requestId);
+  expect(await owedFor5s()).toEqual(["r2"]);
+  expect(await owedFor5s()).toEqual([]);
   expect(await claim(lane, "r2")).toEqual({ a: "turn" }); // its carrier took it up
   expect(await owed()).toEqual([]);
   await leave(lane, "r2");

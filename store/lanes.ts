@@ -343,19 +343,25 @@ export async function stillHeads(sql: Sql, forMs: number, limit: number): Promis
 /**
  * Turns given to parked entries (`leaveLanes`) their carriers have not claimed for `forMs`: the
  * signal, sent after the leave's commit, may never have gone (its sender died, or Temporal was
- * down). At most `limit`, projects taking turns as in `stillHeads`.
+ * down). At most `limit`, projects taking turns as in `stillHeads`, each marked as looked at, so
+ * another control plane's sweep meanwhile passes it by (the look repeated after as long).
  */
 export async function owedTurns(sql: Sql, forMs: number, limit: number): Promise<TurnGiven[]> {
+  const since = sql`now() - make_interval(secs => ${forMs / 1000})`;
   return sql<TurnGiven[]>`
-    select lane_id, request_id, target_id, workflow_id from (
-      select lane_id, request_id, target_id, coalesce(carrier, request_id) as workflow_id,
-        changed_at, row_number() over (
+    update lane_entries e set changed_at = now()
+    from (
+      select lane_id, target_id, seq from (
+        select lane_id, target_id, seq, changed_at, row_number() over (
           partition by split_part(lane_id, ':', 2) order by changed_at) as place
-      from lane_entries
-      where done_at is null and owed and parked
-        and changed_at < now() - make_interval(secs => ${forMs / 1000})
-    ) ranked
-    order by place, changed_at limit ${limit}`;
+        from lane_entries
+        where done_at is null and owed and parked and changed_at < ${since}
+      ) ranked
+      order by place, changed_at limit ${limit}
+    ) owed
+    where e.lane_id = owed.lane_id and e.target_id = owed.target_id and e.seq = owed.seq
+      and e.done_at is null and e.owed and e.parked and e.changed_at < ${since}
+    returning e.lane_id, e.request_id, e.target_id, coalesce(e.carrier, e.request_id) as workflow_id`;
 }
 
 /** Owed turns told again (`owedTurns`) are owed no more, unless a leave gives them again. */
