@@ -6,6 +6,7 @@
  * a claim and a hand-over never interleave; a transaction that also counts waiting deliveries
  * (store/waiting.ts) takes the project's waiting lock before any lane's.
  */
+import type postgres from "postgres";
 import { pipelinedTransaction, type Sql, type Transaction } from "./db.ts";
 
 /** The advisory lock's first key (any constant); the lane's hash is the second. */
@@ -305,63 +306,60 @@ export async function passTurns(
   return kept;
 }
 
-/** A lane's head that has not moved for a while: its carrier may be gone (`lane-sweep`). */
-export interface StillHead {
-  laneId: string;
-  targetId: string;
-  requestId: string;
-  /** The workflow that carries it: a batch's, or the request's own. */
-  workflowId: string;
-}
-
 /**
- * Heads unchanged for `forMs` (the database's clock), at most `limit`, marked as looked at (so the
- * next look comes after as long): a head delivering for hours is normal; one whose workflow was
- * terminated by hand, or whose edge died between its join and its start, holds its lane.
+ * At most `limit` of the `rows` found (lane_id, target_id, seq, changed_at), the oldest first,
+ * projects taking turns (a lane's id names its project: one with many does not hold back
+ * another's first), marked as looked at (changed_at), each only if still `changed_at` before
+ * `since` under its row's lock, so two control planes' sweeps do not both answer it.
  */
-export async function stillHeads(sql: Sql, forMs: number, limit: number): Promise<StillHead[]> {
-  // Projects take turns (a lane's id names its project): one with many still heads does not
-  // hold back another's first.
-  return sql<StillHead[]>`
-    update lane_entries e set changed_at = now()
-    from (
-      select lane_id, target_id, seq from (
-        select lane_id, target_id, seq, changed_at, row_number() over (
-          partition by split_part(lane_id, ':', 2) order by changed_at) as place
-        from (
-          select distinct on (lane_id, target_id) lane_id, target_id, seq, changed_at
-          from lane_entries where done_at is null order by lane_id, target_id, seq
-        ) heads
-        where changed_at < now() - make_interval(secs => ${forMs / 1000})
-      ) ranked
-      order by place, changed_at limit ${limit}
-    ) still
-    where e.lane_id = still.lane_id and e.target_id = still.target_id and e.seq = still.seq
-    returning e.lane_id, e.target_id, e.request_id, coalesce(e.carrier, e.request_id) as workflow_id`;
-}
-
-/**
- * Turns given to parked entries (`leaveLanes`) their carriers have not claimed for `forMs`: the
- * signal, sent after the leave's commit, may never have gone (its sender died, or Temporal was
- * down). At most `limit`, projects taking turns as in `stillHeads`, each marked as looked at, so
- * another control plane's sweep meanwhile passes it by (the look repeated after as long).
- */
-export async function owedTurns(sql: Sql, forMs: number, limit: number): Promise<TurnGiven[]> {
-  const since = sql`now() - make_interval(secs => ${forMs / 1000})`;
+function lookAt(
+  sql: Sql,
+  rows: postgres.Fragment,
+  since: postgres.Fragment,
+  limit: number,
+): Promise<TurnGiven[]> {
   return sql<TurnGiven[]>`
     update lane_entries e set changed_at = now()
     from (
       select lane_id, target_id, seq from (
         select lane_id, target_id, seq, changed_at, row_number() over (
           partition by split_part(lane_id, ':', 2) order by changed_at) as place
-        from lane_entries
-        where done_at is null and owed and parked and changed_at < ${since}
+        from (${rows}) found
+        where changed_at < ${since}
       ) ranked
       order by place, changed_at limit ${limit}
-    ) owed
-    where e.lane_id = owed.lane_id and e.target_id = owed.target_id and e.seq = owed.seq
-      and e.done_at is null and e.owed and e.parked and e.changed_at < ${since}
+    ) looked
+    where e.lane_id = looked.lane_id and e.target_id = looked.target_id and e.seq = looked.seq
+      and e.done_at is null and e.changed_at < ${since}
     returning e.lane_id, e.request_id, e.target_id, coalesce(e.carrier, e.request_id) as workflow_id`;
+}
+
+const before = (sql: Sql, forMs: number) => sql`now() - make_interval(secs => ${forMs / 1000})`;
+
+/**
+ * Heads unchanged for `forMs` (the database's clock), at most `limit`, looked at once per
+ * interval (`lookAt`); a head's carrier may be gone (control/lane-sweep.ts): one delivering for
+ * hours is normal; one whose workflow was terminated by hand, or whose edge died between its
+ * join and its start, holds its lane.
+ */
+export function stillHeads(sql: Sql, forMs: number, limit: number): Promise<TurnGiven[]> {
+  const heads = sql`
+    select distinct on (lane_id, target_id) lane_id, target_id, seq, changed_at
+    from lane_entries where done_at is null order by lane_id, target_id, seq`;
+  return lookAt(sql, heads, before(sql, forMs), limit);
+}
+
+/**
+ * Turns given to parked entries (`leaveLanes`) their carriers have not claimed for `forMs`: the
+ * signal, sent after the leave's commit, may never have gone (its sender died, or Temporal was
+ * down). At most `limit`, looked at once per interval (`lookAt`).
+ */
+export function owedTurns(sql: Sql, forMs: number, limit: number): Promise<TurnGiven[]> {
+  const since = before(sql, forMs);
+  const owed = sql`
+    select lane_id, target_id, seq, changed_at from lane_entries
+    where done_at is null and owed and parked and changed_at < ${since}`;
+  return lookAt(sql, owed, since, limit);
 }
 
 /** Owed turns told again (`owedTurns`) are owed no more, unless a leave gives them again. */
