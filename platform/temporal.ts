@@ -210,15 +210,36 @@ export async function runningWorkflows(client: Client, workflowIds: string[]): P
   return described.filter((id) => id !== null);
 }
 
+/** A turn given to a request at a target, and the workflow that carries it there. */
+interface CarriedTurn {
+  requestId: string;
+  targetId: string;
+  workflowId: string;
+}
+
 /**
  * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLanes`), through
  * the workflow carrying each: a batch gets one signal for all its turns given together, a
- * request's own workflow one per target. Answers those whose carriers are gone (the signal found
- * none running).
+ * request's own workflow one per target. A turn whose batch is gone is told to the request's own
+ * workflow: a batch's activity outliving its run (../workflows/batch-aborts.ts) can park again a
+ * request the batch had let go on alone. Answers those whose carriers are gone (no signal found
+ * one running).
  */
-export async function signalTurns<
-  T extends { requestId: string; targetId: string; workflowId: string },
->(client: Client, given: T[]): Promise<T[]> {
+export async function signalTurns<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {
+  const gone = await signalCarriers(client, given);
+  const own = gone.filter((turn) => turn.workflowId !== turn.requestId);
+  if (own.length === 0) return gone;
+  const ownGone = await signalCarriers(
+    client,
+    own.map((turn) => ({ ...turn, workflowId: turn.requestId, turn })),
+  );
+  return [
+    ...gone.filter((turn) => turn.workflowId === turn.requestId),
+    ...ownGone.map((o) => o.turn),
+  ];
+}
+
+async function signalCarriers<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {
   const byCarrier = new Map<string, T[]>();
   for (const turn of given) {
     const own = turn.workflowId === turn.requestId;

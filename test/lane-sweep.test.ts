@@ -3,14 +3,16 @@
  * workflow does not run (terminated by hand, or its edge died between its join and its start)
  * would hold its key for good; the sweep passes it over and the request parked behind it goes.
  * A head whose workflow runs but missed its turn's signal is told again, and a turn given but
- * never signalled is told within seconds by the sweep of owed turns.
+ * never signalled is told within seconds by the sweep of owed turns. A turn whose batch is gone
+ * reaches the request's own workflow, where the batch had let it go on.
  */
 import { afterAll, expect, test } from "vitest";
 import { sweepLaneHeads } from "../control/lane-sweep.ts";
 import { deriveIdKey, idDigest } from "../core/id-digest.ts";
 import { laneIdOf } from "../core/lanes.ts";
+import { signalTurns } from "../platform/temporal.ts";
 import { connect } from "../store/db.ts";
-import { claimTurns, joinLane, leaveLane } from "../store/lanes.ts";
+import { claimTurns, joinLane, leaveLane, passTurns } from "../store/lanes.ts";
 import {
   finishedLog,
   projectWithEndpoint,
@@ -93,3 +95,19 @@ test("a turn passed on whose signal was never sent (its sender died, or Temporal
   expect((await finishedLog(project, requestId, 60_000)).status).toBe("delivered");
   expect(target.received.length).toBe(since + 1);
 }, 90_000);
+
+test("a turn whose batch is gone reaches the request's own workflow, which the batch had let it go on as", async () => {
+  // Parked in its own workflow, as one a batch let go on is (the batch unparked it first).
+  const { project, laneId, targetIds, requestId, since } = await parkedBehindAHead("req_zombie");
+  // A batch's activity outliving its run (workflows/batch-aborts.ts) parks it under that batch
+  // again, and the batch ends.
+  await sql`update lane_entries set carrier = 'batch_ended', parked = true
+    where lane_id = ${laneId} and request_id = ${requestId}`;
+  // The head leaves as a worker's leave does: the turn is told where the request waits.
+  const client = await temporal;
+  await passTurns(sql, [{ laneId, requestId: "req_zombie", targetIds }], (given) =>
+    signalTurns(client, given),
+  );
+  expect((await finishedLog(project, requestId)).status).toBe("delivered");
+  expect(target.received.length).toBe(since + 1);
+}, 60_000);
