@@ -5,7 +5,8 @@
  * moved for long is looked up too: when the workflow carrying it (its own, or a batch's) no longer
  * runs (terminated by hand, or its edge died between the join and the start), it leaves its lane
  * on its behalf and the next request is given the turn, so no lane waits for good on a request
- * that will never deliver. Either way one whose carrier runs is told again, harmlessly if it knew.
+ * that will never deliver. Either way one whose carrier runs is told again, harmlessly if it knew,
+ * and one a batch carries is told in its own workflow too, where the batch may have let it go.
  */
 import type { Client } from "@temporalio/client";
 import { signalTurns } from "../platform/temporal.ts";
@@ -44,7 +45,8 @@ const OWED_EVERY_MS = 5_000;
 async function tellAgain(options: LaneSweepOptions, turns: TurnGiven[]): Promise<TurnGiven[]> {
   if (turns.length === 0) return [];
   const client = await options.temporal();
-  const gone = new Set(await signalTurns(client, turns));
+  // A batch told may run on without the request (let go on alone): its own workflow is told too.
+  const gone = new Set(await signalTurns(client, turns, { ownToo: true }));
   await passTurns(
     options.sql,
     [...gone].map(({ laneId, requestId, targetId, workflowId }) => ({

@@ -221,22 +221,27 @@ interface CarriedTurn {
  * Tells requests parked in their lanes that their turn came (store/lanes.ts `leaveLanes`), through
  * the workflow carrying each: a batch gets one signal for all its turns given together, a
  * request's own workflow one per target. A turn whose batch is gone is told to the request's own
- * workflow: a batch's activity outliving its run (../workflows/batch-aborts.ts) can park again a
- * request the batch had let go on alone. Answers those whose carriers are gone (no signal found
- * one running).
+ * workflow, and with `ownToo` one whose batch runs is too: a batch's activity outliving its run
+ * (../workflows/batch-aborts.ts) can park again under the batch a request it had let go on alone.
+ * Answers those whose carriers are gone (no signal found one running).
  */
-export async function signalTurns<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {
-  const gone = await signalCarriers(client, given);
-  const own = gone.filter((turn) => turn.workflowId !== turn.requestId);
-  if (own.length === 0) return gone;
-  const ownGone = await signalCarriers(
-    client,
-    own.map((turn) => ({ ...turn, workflowId: turn.requestId, turn })),
+export async function signalTurns<T extends CarriedTurn>(
+  client: Client,
+  given: T[],
+  { ownToo = false } = {},
+): Promise<T[]> {
+  const ownOf = (turns: T[]) =>
+    turns
+      .filter((turn) => turn.workflowId !== turn.requestId)
+      .map((turn) => ({ ...turn, workflowId: turn.requestId, turn }));
+  const [gone, ownGoneToo] = await Promise.all([
+    signalCarriers(client, given),
+    ownToo ? signalCarriers(client, ownOf(given)) : null,
+  ]);
+  const ownGone = new Set(
+    (ownGoneToo ?? (await signalCarriers(client, ownOf(gone)))).map((own) => own.turn),
   );
-  return [
-    ...gone.filter((turn) => turn.workflowId === turn.requestId),
-    ...ownGone.map((o) => o.turn),
-  ];
+  return gone.filter((turn) => turn.workflowId === turn.requestId || ownGone.has(turn));
 }
 
 async function signalCarriers<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {

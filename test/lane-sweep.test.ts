@@ -3,13 +3,14 @@
  * workflow does not run (terminated by hand, or its edge died between its join and its start)
  * would hold its key for good; the sweep passes it over and the request parked behind it goes.
  * A head whose workflow runs but missed its turn's signal is told again, and a turn given but
- * never signalled is told within seconds by the sweep of owed turns. A turn whose batch is gone
- * reaches the request's own workflow, where the batch had let it go on.
+ * never signalled is told within seconds by the sweep of owed turns. A turn whose batch let the
+ * request go on alone reaches the request's own workflow, whether that batch ended or runs on.
  */
 import { afterAll, expect, test } from "vitest";
 import { sweepLaneHeads } from "../control/lane-sweep.ts";
 import { deriveIdKey, idDigest } from "../core/id-digest.ts";
 import { laneIdOf } from "../core/lanes.ts";
+import { BATCH_WORKFLOW } from "../core/temporal.ts";
 import { signalTurns } from "../platform/temporal.ts";
 import { connect } from "../store/db.ts";
 import { claimTurns, joinLane, leaveLane, passTurns } from "../store/lanes.ts";
@@ -111,3 +112,23 @@ test("a turn whose batch is gone reaches the request's own workflow, which the b
   expect((await finishedLog(project, requestId)).status).toBe("delivered");
   expect(target.received.length).toBe(since + 1);
 }, 60_000);
+
+test("a turn whose batch runs on without the request (it let it go on alone) reaches the request's own workflow within seconds", async () => {
+  const { project, laneId, targetIds, requestId, since } = await parkedBehindAHead("req_runs_on");
+  // A batch that runs on, on a queue no worker polls: a tell for a request it let go is lost there.
+  const batch = await (await temporal).workflow.start(BATCH_WORKFLOW, {
+    taskQueue: "nobody-polls-this",
+    workflowId: `batch-runs-on-${project.slug}`,
+    args: [],
+  });
+  await sql`update lane_entries set carrier = ${batch.workflowId}, parked = true
+    where lane_id = ${laneId} and request_id = ${requestId}`;
+  const client = await temporal;
+  await passTurns(sql, [{ laneId, requestId: "req_runs_on", targetIds }], (given) =>
+    signalTurns(client, given),
+  );
+  // The batch was told; the control plane's sweep of owed turns tells the request's own workflow.
+  expect((await finishedLog(project, requestId, 60_000)).status).toBe("delivered");
+  expect(target.received.length).toBe(since + 1);
+  await batch.terminate();
+}, 90_000);
