@@ -244,6 +244,7 @@ export async function signalTurns<T extends CarriedTurn>(
   return gone.filter((turn) => turn.workflowId === turn.requestId || ownGone.has(turn));
 }
 
+/** Signals each turn's carrier (`workflowId`); answers the turns whose carrier no signal found. */
 async function signalCarriers<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {
   const byCarrier = new Map<string, T[]>();
   for (const turn of given) {
