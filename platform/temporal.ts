@@ -246,6 +246,7 @@ export async function signalTurns<T extends CarriedTurn>(
 
 /** Signals each turn's carrier (`workflowId`); answers the turns whose carrier no signal found. */
 async function signalCarriers<T extends CarriedTurn>(client: Client, given: T[]): Promise<T[]> {
+  if (given.length === 0) return [];
   const byCarrier = new Map<string, T[]>();
   for (const turn of given) {
     const own = turn.workflowId === turn.requestId;

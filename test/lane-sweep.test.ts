@@ -97,38 +97,47 @@ test("a turn passed on whose signal was never sent (its sender died, or Temporal
   expect(target.received.length).toBe(since + 1);
 }, 90_000);
 
-test("a turn whose batch is gone reaches the request's own workflow, which the batch had let it go on as", async () => {
-  // Parked in its own workflow, as one a batch let go on is (the batch unparked it first).
-  const { project, laneId, targetIds, requestId, since } = await parkedBehindAHead("req_zombie");
-  // A batch's activity outliving its run (workflows/batch-aborts.ts) parks it under that batch
-  // again, and the batch ends.
-  await sql`update lane_entries set carrier = 'batch_ended', parked = true
+/**
+ * The request parked behind `headId` is parked under `batchId` again, as a batch's activity
+ * outliving its run (workflows/batch-aborts.ts) parks a request its batch had let go on alone;
+ * then the head leaves as a worker's leave does, its turn told where the entry says.
+ */
+async function reparkedThenHeadLeaves(
+  parked: Awaited<ReturnType<typeof parkedBehindAHead>>,
+  headId: string,
+  batchId: string,
+) {
+  const { laneId, targetIds, requestId } = parked;
+  await sql`update lane_entries set carrier = ${batchId}, parked = true
     where lane_id = ${laneId} and request_id = ${requestId}`;
-  // The head leaves as a worker's leave does: the turn is told where the request waits.
   const client = await temporal;
-  await passTurns(sql, [{ laneId, requestId: "req_zombie", targetIds }], (given) =>
+  await passTurns(sql, [{ laneId, requestId: headId, targetIds }], (given) =>
     signalTurns(client, given),
   );
-  expect((await finishedLog(project, requestId)).status).toBe("delivered");
-  expect(target.received.length).toBe(since + 1);
+}
+
+test("a turn whose batch is gone reaches the request's own workflow, which the batch had let it go on as", async () => {
+  // Parked in its own workflow, as one a batch let go on is (the batch unparked it first).
+  const parked = await parkedBehindAHead("req_zombie");
+  await reparkedThenHeadLeaves(parked, "req_zombie", "batch_ended");
+  expect((await finishedLog(parked.project, parked.requestId)).status).toBe("delivered");
+  expect(target.received.length).toBe(parked.since + 1);
 }, 60_000);
 
 test("a turn whose batch runs on without the request (it let it go on alone) reaches the request's own workflow within seconds", async () => {
-  const { project, laneId, targetIds, requestId, since } = await parkedBehindAHead("req_runs_on");
+  const parked = await parkedBehindAHead("req_runs_on");
   // A batch that runs on, on a queue no worker polls: a tell for a request it let go is lost there.
   const batch = await (await temporal).workflow.start(BATCH_WORKFLOW, {
     taskQueue: "nobody-polls-this",
-    workflowId: `batch-runs-on-${project.slug}`,
+    workflowId: `batch-runs-on-${parked.project.slug}`,
     args: [],
   });
-  await sql`update lane_entries set carrier = ${batch.workflowId}, parked = true
-    where lane_id = ${laneId} and request_id = ${requestId}`;
-  const client = await temporal;
-  await passTurns(sql, [{ laneId, requestId: "req_runs_on", targetIds }], (given) =>
-    signalTurns(client, given),
-  );
-  // The batch was told; the control plane's sweep of owed turns tells the request's own workflow.
-  expect((await finishedLog(project, requestId, 60_000)).status).toBe("delivered");
-  expect(target.received.length).toBe(since + 1);
-  await batch.terminate();
+  try {
+    await reparkedThenHeadLeaves(parked, "req_runs_on", batch.workflowId);
+    // The batch was told; the control plane's sweep of owed turns tells the request's own workflow.
+    expect((await finishedLog(parked.project, parked.requestId, 60_000)).status).toBe("delivered");
+    expect(target.received.length).toBe(parked.since + 1);
+  } finally {
+    await batch.terminate();
+  }
 }, 90_000);
